@@ -1,0 +1,201 @@
+/*
+ * na_types.h -- public types of the NA (network abstraction) layer.
+ *
+ * Names, members and values follow Mercury 2.4 so that Mercury programs build
+ * against hgx unchanged.
+ */
+#ifndef NA_TYPES_H
+#define NA_TYPES_H
+
+#include "na_config.h"
+
+#include <limits.h>
+
+typedef struct na_class na_class_t;           /**< opaque NA class */
+typedef struct na_context na_context_t;       /**< opaque execution context */
+typedef struct na_addr na_addr_t;             /**< opaque peer address */
+typedef uint32_t na_tag_t;                    /**< message tag */
+typedef struct na_op_id na_op_id_t;           /**< opaque operation id */
+typedef struct na_mem_handle na_mem_handle_t; /**< opaque memory handle */
+typedef uint64_t na_offset_t;                 /**< offset in a memory handle */
+
+/** Preferred address format. */
+enum na_addr_format { NA_ADDR_UNSPEC, NA_ADDR_IPV4, NA_ADDR_IPV6, NA_ADDR_NATIVE };
+
+/** Preferred traffic class (a hint; hgx plugins ignore it). */
+enum na_traffic_class {
+    NA_TC_UNSPEC,
+    NA_TC_BEST_EFFORT,
+    NA_TC_LOW_LATENCY,
+    NA_TC_BULK_DATA,
+    NA_TC_DEDICATED_ACCESS,
+    NA_TC_SCAVENGER,
+    NA_TC_NETWORK_CTRL
+};
+
+/** Memory type of a registered region (hgx supports host memory only). */
+enum na_mem_type {
+    NA_MEM_TYPE_HOST,
+    NA_MEM_TYPE_CUDA,
+    NA_MEM_TYPE_ROCM,
+    NA_MEM_TYPE_ZE,
+    NA_MEM_TYPE_MAX,
+    NA_MEM_TYPE_UNKNOWN = NA_MEM_TYPE_MAX
+};
+
+/** Options for NA_Initialize_opt(). Zero/NULL members mean "plugin default". */
+struct na_init_info {
+    const char *ip_subnet;      /**< preferred IP subnet */
+    const char *auth_key;       /**< authorization key */
+    size_t max_unexpected_size; /**< hint for the unexpected message size */
+    size_t max_expected_size;   /**< hint for the expected message size */
+    uint8_t progress_mode;      /**< NA_NO_BLOCK to busy-poll instead of waiting */
+    enum na_addr_format addr_format;
+    uint8_t max_contexts;       /**< number of contexts the class will serve */
+    uint8_t thread_mode;        /**< NA_THREAD_MODE_* flags */
+    bool request_mem_device;    /**< device memory requested (unsupported) */
+    enum na_traffic_class traffic_class;
+};
+
+/** A contiguous piece of memory, for NA_Mem_handle_create_segments(). */
+struct na_segment {
+    void *base; /**< start address */
+    size_t len; /**< length in bytes */
+};
+
+/** Linked list returned by NA_Get_protocol_info(). */
+struct na_protocol_info {
+    struct na_protocol_info *next;
+    char *class_name;
+    char *protocol_name;
+    char *device_name;
+};
+
+/** Return codes (0 is success). */
+#define NA_RETURN_VALUES                                                                 \
+    X(NA_SUCCESS)                                                                        \
+    X(NA_PERMISSION)                                                                     \
+    X(NA_NOENTRY)                                                                        \
+    X(NA_INTERRUPT)                                                                      \
+    X(NA_AGAIN)                                                                          \
+    X(NA_NOMEM)                                                                          \
+    X(NA_ACCESS)                                                                         \
+    X(NA_FAULT)                                                                          \
+    X(NA_BUSY)                                                                           \
+    X(NA_EXIST)                                                                          \
+    X(NA_NODEV)                                                                          \
+    X(NA_INVALID_ARG)                                                                    \
+    X(NA_PROTOCOL_ERROR)                                                                 \
+    X(NA_OVERFLOW)                                                                       \
+    X(NA_MSGSIZE)                                                                        \
+    X(NA_PROTONOSUPPORT)                                                                 \
+    X(NA_OPNOTSUPPORTED)                                                                 \
+    X(NA_ADDRINUSE)                                                                      \
+    X(NA_ADDRNOTAVAIL)                                                                   \
+    X(NA_HOSTUNREACH)                                                                    \
+    X(NA_TIMEOUT)                                                                        \
+    X(NA_CANCELED)                                                                       \
+    X(NA_IO_ERROR)                                                                       \
+    X(NA_RETURN_MAX)
+
+#define X(a) a,
+typedef enum na_return { NA_RETURN_VALUES } na_return_t;
+#undef X
+
+/** Kinds of operation a callback reports on. */
+#define NA_CB_TYPES                                                                      \
+    X(NA_CB_SEND_UNEXPECTED)                                                             \
+    X(NA_CB_RECV_UNEXPECTED)                                                             \
+    X(NA_CB_MULTI_RECV_UNEXPECTED)                                                       \
+    X(NA_CB_SEND_EXPECTED)                                                               \
+    X(NA_CB_RECV_EXPECTED)                                                               \
+    X(NA_CB_PUT)                                                                         \
+    X(NA_CB_GET)                                                                         \
+    X(NA_CB_MAX)
+
+#define X(a) a,
+typedef enum na_cb_type { NA_CB_TYPES } na_cb_type_t;
+#undef X
+
+struct na_cb_info_recv_unexpected {
+    size_t actual_buf_size; /**< bytes received, header included */
+    na_addr_t *source;      /**< sender; the callback owns it (NA_Addr_free) */
+    na_tag_t tag;           /**< tag the sender used */
+};
+
+struct na_cb_info_multi_recv_unexpected {
+    size_t actual_buf_size;
+    na_addr_t *source;
+    na_tag_t tag;
+    void *actual_buf;
+    bool last;
+};
+
+struct na_cb_info_recv_expected {
+    size_t actual_buf_size; /**< bytes received */
+};
+
+/** What a completion callback is given. */
+struct na_cb_info {
+    union {
+        struct na_cb_info_recv_unexpected recv_unexpected;
+        struct na_cb_info_multi_recv_unexpected multi_recv_unexpected;
+        struct na_cb_info_recv_expected recv_expected;
+    } info;
+    void *arg;         /**< the arg passed when posting */
+    na_cb_type_t type; /**< which operation completed */
+    na_return_t ret;   /**< NA_SUCCESS, NA_CANCELED or an error */
+};
+
+typedef void (*na_cb_t)(const struct na_cb_info *callback_info);
+
+#define NA_VERSION(major, minor) (((major) << 16) | (minor))
+#define NA_MAJOR(version)        ((version) >> 16)
+#define NA_MINOR(version)        ((version)&0xffff)
+#define NA_VERSION_GE(v1, v2)    ((v1) >= (v2))
+#define NA_VERSION_LT(v1, v2)    ((v1) < (v2))
+
+#define NA_OPT_MULTI_RECV (1 << 0)
+
+#define NA_MAX_IDLE_TIME  (3600 * 1000)
+#define NA_CONTEXT_ID_MAX UINT8_MAX
+
+/* Message buffer allocation flags */
+#define NA_SEND       (1 << 0)
+#define NA_RECV       (1 << 1)
+#define NA_MULTI_RECV (1 << 2)
+#define NA_ALLOC_MAX  (1 << 3)
+
+/* NA_Op_create() flags */
+#define NA_OP_SINGLE 0x00
+#define NA_OP_MULTI  0x01
+
+#define NA_TAG_MAX UINT_MAX
+
+/* Memory handle access */
+#define NA_MEM_READ_ONLY  0x01
+#define NA_MEM_WRITE_ONLY 0x02
+#define NA_MEM_READWRITE  0x03
+
+/* Progress modes */
+#define NA_NO_BLOCK 0x01
+#define NA_NO_RETRY 0x02
+
+/* Thread modes */
+#define NA_THREAD_MODE_SINGLE_CLS (0x01)
+#define NA_THREAD_MODE_SINGLE_CTX (0x02)
+#define NA_THREAD_MODE_SINGLE     (NA_THREAD_MODE_SINGLE_CLS | NA_THREAD_MODE_SINGLE_CTX)
+
+#define NA_INIT_INFO_INITIALIZER                                                         \
+    ((struct na_init_info){.ip_subnet = NULL,                                            \
+        .auth_key = NULL,                                                                \
+        .max_unexpected_size = 0,                                                        \
+        .max_expected_size = 0,                                                          \
+        .progress_mode = 0,                                                              \
+        .addr_format = NA_ADDR_UNSPEC,                                                   \
+        .max_contexts = 1,                                                               \
+        .thread_mode = 0,                                                                \
+        .request_mem_device = false,                                                     \
+        .traffic_class = NA_TC_UNSPEC})
+
+#endif /* NA_TYPES_H */

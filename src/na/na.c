@@ -1,0 +1,870 @@
+/*
+ * na.c -- NA core: class and context life, addresses, messages, memory handles
+ * and put/get. Every user argument is checked here once, so plugins receive
+ * only valid input; the plugin is then reached through its ops table.
+ */
+#include "na_info.h"
+#include "na_op.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NA_CHECK_CLASS(cls, retval)                                                      \
+    do {                                                                                 \
+        if (!(cls)) {                                                                    \
+            HGX_LOG_ERROR(NA, "NULL NA class");                                          \
+            return retval;                                                               \
+        }                                                                                \
+    } while (0)
+
+const struct na_ops *const na_plugin_table[] = {
+#ifdef HGX_HAVE_OFI
+    &na_ofi_ops,
+#endif
+#ifdef HGX_HAVE_UCX
+    &na_ucx_ops,
+#endif
+#ifdef HGX_HAVE_MPI
+    &na_mpi_ops,
+#endif
+    NULL,
+};
+
+static const char *const na_return_names[] = {
+#define X(a) #a,
+    NA_RETURN_VALUES
+#undef X
+};
+
+const char *NA_Error_to_string(na_return_t errnum)
+{
+    if ((unsigned)errnum >= NA_RETURN_MAX)
+        return "UNDEFINED/UNRECOGNIZED NA ERROR";
+    return na_return_names[errnum];
+}
+
+void NA_Version_get(unsigned int *major, unsigned int *minor, unsigned int *patch)
+{
+    if (major)
+        *major = 4;
+    if (minor)
+        *minor = 1;
+    if (patch)
+        *patch = 0;
+}
+
+void NA_Set_log_level(const char *level)
+{
+    hgx_log_set_level("na", level);
+    hgx_log_set_level("ofi", level);
+    hgx_log_set_level("ucx", level);
+    hgx_log_set_level("mpi", level); /* also mpi_emul */
+}
+
+static const struct na_ops *na_plugin_find(const char *plugin, const char *protocol)
+{
+    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
+        if (strcmp((*p)->class_name, plugin) == 0 &&
+            (!protocol || (*p)->check_protocol(protocol)))
+            return *p;
+    return NULL;
+}
+
+na_return_t NA_Get_protocol_info(const char *info_string, struct na_protocol_info **info_p)
+{
+    static const char *const protocols[] = {"tcp", "sockets", "shm", "all", "static", "dynamic"};
+    char *filter_plugin = NULL, *filter_proto = NULL;
+    struct na_protocol_info *head = NULL;
+
+    if (!info_p)
+        return NA_INVALID_ARG;
+    if (info_string) {
+        filter_plugin = strdup(info_string);
+        if (!filter_plugin)
+            return NA_NOMEM;
+        char *plus = strchr(filter_plugin, '+');
+        if (plus) {
+            *plus = '\0';
+            filter_proto = plus + 1;
+        }
+    }
+    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
+        for (size_t i = 0; i < sizeof(protocols) / sizeof(*protocols); i++) {
+            if (!(*p)->check_protocol(protocols[i]))
+                continue;
+            if (filter_plugin && strcmp(filter_plugin, (*p)->class_name) != 0 &&
+                strcmp(filter_plugin, protocols[i]) != 0)
+                continue;
+            if (filter_proto && strcmp(filter_proto, protocols[i]) != 0)
+                continue;
+            struct na_protocol_info *e = calloc(1, sizeof(*e));
+            if (!e || !(e->class_name = strdup((*p)->class_name)) ||
+                !(e->protocol_name = strdup(protocols[i])) ||
+                !(e->device_name = strdup(""))) {
+                if (e)
+                    e->next = head;
+                NA_Free_protocol_info(e ? e : head);
+                free(filter_plugin);
+                return NA_NOMEM;
+            }
+            e->next = head;
+            head = e;
+        }
+    free(filter_plugin);
+    *info_p = head;
+    return NA_SUCCESS;
+}
+
+void NA_Free_protocol_info(struct na_protocol_info *info)
+{
+    while (info) {
+        struct na_protocol_info *next = info->next;
+        free(info->class_name);
+        free(info->protocol_name);
+        free(info->device_name);
+        free(info);
+        info = next;
+    }
+}
+
+na_class_t *NA_Initialize(const char *info_string, bool listen)
+{
+    return NA_Initialize_opt(info_string, listen, NULL);
+}
+
+na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned int version,
+    const struct na_init_info *na_init_info)
+{
+    if (NA_MAJOR(version) != 4 && na_init_info) {
+        HGX_LOG_ERROR(NA, "init info version %u.%u is not supported (4.x expected)",
+            NA_MAJOR(version), NA_MINOR(version));
+        return NULL;
+    }
+    return NA_Initialize_opt(info_string, listen, na_init_info);
+}
+
+na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
+    const struct na_init_info *na_init_info)
+{
+    struct na_init_info defaults = NA_INIT_INFO_INITIALIZER;
+    struct na_info info;
+    na_class_t *na_class = NULL;
+
+    na_return_t ret = na_info_parse(info_string, &info);
+    if (ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(NA,
+            "bad info string \"%s\": expected \"plugin+protocol[://host[:port]]\", "
+            "e.g. \"ofi+tcp\" (%s)",
+            info_string ? info_string : "(null)", NA_Error_to_string(ret));
+        return NULL;
+    }
+    info.init_info = na_init_info ? na_init_info : &defaults;
+
+    const struct na_ops *ops = na_plugin_find(info.plugin_name, NULL);
+    if (!ops) {
+        HGX_LOG_ERROR(NA, "no plugin \"%s\" in this build (info string \"%s\")",
+            info.plugin_name, info_string);
+        goto error;
+    }
+    if (!ops->check_protocol(info.protocol_name)) {
+        HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"", info.plugin_name,
+            info.protocol_name);
+        goto error;
+    }
+    na_class = calloc(1, sizeof(*na_class));
+    if (!na_class || !(na_class->protocol_name = strdup(info.protocol_name))) {
+        HGX_LOG_ERROR(NA, "out of memory");
+        goto error;
+    }
+    na_class->ops = ops;
+    na_class->listen = listen;
+    na_class->max_contexts = info.init_info->max_contexts ? info.init_info->max_contexts : 1;
+    na_class->progress_mode = info.init_info->progress_mode;
+
+    ret = ops->initialize(na_class, &info, listen);
+    if (ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(NA, "could not initialize %s+%s: %s", info.plugin_name,
+            info.protocol_name, NA_Error_to_string(ret));
+        goto error;
+    }
+    na_info_free(&info);
+    return na_class;
+
+error:
+    if (na_class)
+        free(na_class->protocol_name);
+    free(na_class);
+    na_info_free(&info);
+    return NULL;
+}
+
+na_return_t NA_Finalize(na_class_t *na_class)
+{
+    if (!na_class)
+        return NA_SUCCESS;
+    long pending = atomic_load(&na_class->n_pending);
+    int contexts = atomic_load(&na_class->n_contexts);
+    if (pending > 0 || contexts > 0) {
+        HGX_LOG_ERROR(NA, "cannot finalize: %ld operation(s) pending, %d context(s) alive",
+            pending, contexts);
+        return NA_BUSY;
+    }
+    long addrs = atomic_load(&na_class->n_addrs), mems = atomic_load(&na_class->n_mem);
+    if (addrs > 0 || mems > 0)
+        HGX_LOG_WARNING(NA, "finalizing with %ld address(es) and %ld memory handle(s) not freed",
+            addrs, mems);
+    na_return_t ret = na_class->ops->finalize(na_class);
+    if (ret != NA_SUCCESS)
+        return ret;
+    free(na_class->protocol_name);
+    free(na_class);
+    return NA_SUCCESS;
+}
+
+void NA_Cleanup(void)
+{
+    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
+        if ((*p)->cleanup)
+            (*p)->cleanup();
+}
+
+bool NA_Has_opt_feature(na_class_t *na_class, unsigned long flags)
+{
+    (void)na_class;
+    return flags == 0; /* no optional feature (multi-recv) is provided */
+}
+
+const char *NA_Get_class_name(const na_class_t *na_class)
+{
+    return na_class ? na_class->ops->class_name : NULL;
+}
+
+const char *NA_Get_class_protocol(const na_class_t *na_class)
+{
+    return na_class ? na_class->protocol_name : NULL;
+}
+
+bool NA_Is_listening(const na_class_t *na_class)
+{
+    return na_class ? na_class->listen : false;
+}
+
+/*---------------------------------------------------------------- contexts */
+
+na_context_t *NA_Context_create(na_class_t *na_class)
+{
+    return NA_Context_create_id(na_class, 0);
+}
+
+na_context_t *NA_Context_create_id(na_class_t *na_class, uint8_t id)
+{
+    NA_CHECK_CLASS(na_class, NULL);
+    if (id >= na_class->max_contexts) {
+        HGX_LOG_ERROR(NA, "context id %u out of range (max_contexts %u)", id,
+            na_class->max_contexts);
+        return NULL;
+    }
+    na_context_t *context = calloc(1, sizeof(*context));
+    if (!context) {
+        HGX_LOG_ERROR(NA, "out of memory");
+        return NULL;
+    }
+    context->na_class = na_class;
+    context->id = id;
+    pthread_mutex_init(&context->cq_lock, NULL);
+    na_return_t ret = na_class->ops->context_create(na_class, context, id);
+    if (ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(NA, "plugin could not create context: %s", NA_Error_to_string(ret));
+        pthread_mutex_destroy(&context->cq_lock);
+        free(context);
+        return NULL;
+    }
+    atomic_fetch_add(&na_class->n_contexts, 1);
+    return context;
+}
+
+na_return_t NA_Context_destroy(na_class_t *na_class, na_context_t *context)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!context)
+        return NA_SUCCESS;
+    if (context->na_class != na_class) {
+        HGX_LOG_ERROR(NA, "context %p belongs to another class", (void *)context);
+        return NA_INVALID_ARG;
+    }
+    long pending = atomic_load(&context->n_pending);
+    unsigned int queued = atomic_load(&context->cq_count);
+    if (pending > 0 || queued > 0) {
+        HGX_LOG_ERROR(NA, "cannot destroy context: %ld op(s) pending, %u callback(s) queued",
+            pending, queued);
+        return NA_BUSY;
+    }
+    na_return_t ret = na_class->ops->context_destroy(na_class, context);
+    if (ret != NA_SUCCESS)
+        return ret;
+    pthread_mutex_destroy(&context->cq_lock);
+    free(context);
+    atomic_fetch_sub(&na_class->n_contexts, 1);
+    return NA_SUCCESS;
+}
+
+/*---------------------------------------------------------------- addresses */
+
+void na_addr_init(na_class_t *na_class, na_addr_t *addr)
+{
+    atomic_init(&addr->refcount, 1);
+    addr->na_class = na_class;
+    atomic_fetch_add(&na_class->n_addrs, 1);
+}
+
+static bool na_addr_valid(na_class_t *na_class, na_addr_t *addr)
+{
+    if (!addr || addr->na_class != na_class) {
+        HGX_LOG_ERROR(NA, "invalid address %p for class %p", (void *)addr, (void *)na_class);
+        return false;
+    }
+    return true;
+}
+
+na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!name || !addr_p || strlen(name) > NA_INFO_STRING_MAX) {
+        HGX_LOG_ERROR(NA, "NULL or oversized address name / output pointer");
+        return NA_INVALID_ARG;
+    }
+    /* Accept "plugin+proto://..." and the bare "proto://..." form. */
+    const char *bare = name;
+    const char *plus = strchr(name, '+');
+    const char *sep = strstr(name, "://");
+    if (plus && (!sep || plus < sep)) {
+        size_t n = (size_t)(plus - name);
+        const char *cls = na_class->ops->class_name;
+        if (n != strlen(cls) || strncmp(name, cls, n) != 0) {
+            HGX_LOG_ERROR(NA, "address \"%s\" is not for plugin \"%s\"", name, cls);
+            return NA_PROTONOSUPPORT;
+        }
+        bare = plus + 1;
+    }
+    na_return_t ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
+    if (ret != NA_SUCCESS)
+        HGX_LOG_ERROR(NA, "lookup of \"%s\" failed: %s", name, NA_Error_to_string(ret));
+    return ret;
+}
+
+void NA_Addr_free(na_class_t *na_class, na_addr_t *addr)
+{
+    if (!addr || !na_class)
+        return;
+    if (!na_addr_valid(na_class, addr))
+        return;
+    if (atomic_fetch_sub(&addr->refcount, 1) == 1) {
+        atomic_fetch_sub(&na_class->n_addrs, 1);
+        na_class->ops->addr_destroy(na_class, addr);
+    }
+}
+
+na_return_t NA_Addr_set_remove(na_class_t *na_class, na_addr_t *addr)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!na_addr_valid(na_class, addr))
+        return NA_INVALID_ARG;
+    return na_class->ops->addr_set_remove ? na_class->ops->addr_set_remove(na_class, addr)
+                                          : NA_SUCCESS;
+}
+
+na_return_t NA_Addr_self(na_class_t *na_class, na_addr_t **addr_p)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!addr_p)
+        return NA_INVALID_ARG;
+    return na_class->ops->addr_self(na_class, addr_p);
+}
+
+na_return_t NA_Addr_dup(na_class_t *na_class, na_addr_t *addr, na_addr_t **new_addr_p)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!na_addr_valid(na_class, addr) || !new_addr_p)
+        return NA_INVALID_ARG;
+    atomic_fetch_add(&addr->refcount, 1);
+    *new_addr_p = addr;
+    return NA_SUCCESS;
+}
+
+bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
+{
+    if (!na_class || !addr1 || !addr2)
+        return addr1 == addr2;
+    if (addr1 == addr2)
+        return true;
+    return na_class->ops->addr_cmp(na_class, addr1, addr2);
+}
+
+bool NA_Addr_is_self(na_class_t *na_class, na_addr_t *addr)
+{
+    if (!na_class || !addr)
+        return false;
+    return na_class->ops->addr_is_self(na_class, addr);
+}
+
+na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr)
+{
+    char tmp[NA_INFO_STRING_MAX + 1];
+    size_t need = sizeof(tmp);
+
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!buf_size || !na_addr_valid(na_class, addr)) {
+        HGX_LOG_ERROR(NA, "NULL buf_size or invalid address");
+        return NA_INVALID_ARG;
+    }
+    na_return_t ret = na_class->ops->addr_to_string(na_class, tmp, &need, addr);
+    if (ret != NA_SUCCESS)
+        return ret;
+    need = strlen(tmp) + 1;
+    if (buf && *buf_size >= need) {
+        memcpy(buf, tmp, need);
+        *buf_size = need;
+        return NA_SUCCESS;
+    }
+    bool probe = buf == NULL;
+    *buf_size = need;
+    if (probe)
+        return NA_SUCCESS;
+    HGX_LOG_ERROR(NA, "buffer too small for address string (%zu bytes needed)", need);
+    return NA_OVERFLOW;
+}
+
+size_t NA_Addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
+{
+    if (!na_class || !addr)
+        return 0;
+    return na_class->ops->addr_get_serialize_size(na_class, addr);
+}
+
+na_return_t NA_Addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!buf || !na_addr_valid(na_class, addr))
+        return NA_INVALID_ARG;
+    if (buf_size < na_class->ops->addr_get_serialize_size(na_class, addr)) {
+        HGX_LOG_ERROR(NA, "buffer too small to serialize address");
+        return NA_OVERFLOW;
+    }
+    return na_class->ops->addr_serialize(na_class, buf, buf_size, addr);
+}
+
+na_return_t NA_Addr_deserialize(
+    na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!addr_p || !buf || buf_size == 0) {
+        HGX_LOG_ERROR(NA, "NULL or empty buffer");
+        return NA_INVALID_ARG;
+    }
+    return na_class->ops->addr_deserialize(na_class, addr_p, buf, buf_size);
+}
+
+/*---------------------------------------------------------------- messages */
+
+size_t NA_Msg_get_max_unexpected_size(const na_class_t *na_class)
+{
+    return na_class ? na_class->ops->msg_get_max_unexpected_size(na_class) : 0;
+}
+
+size_t NA_Msg_get_max_expected_size(const na_class_t *na_class)
+{
+    return na_class ? na_class->ops->msg_get_max_expected_size(na_class) : 0;
+}
+
+size_t NA_Msg_get_unexpected_header_size(const na_class_t *na_class)
+{
+    if (!na_class || !na_class->ops->msg_get_unexpected_header_size)
+        return 0;
+    return na_class->ops->msg_get_unexpected_header_size(na_class);
+}
+
+size_t NA_Msg_get_expected_header_size(const na_class_t *na_class)
+{
+    if (!na_class || !na_class->ops->msg_get_expected_header_size)
+        return 0;
+    return na_class->ops->msg_get_expected_header_size(na_class);
+}
+
+na_tag_t NA_Msg_get_max_tag(const na_class_t *na_class)
+{
+    return na_class ? na_class->ops->msg_get_max_tag(na_class) : 0;
+}
+
+void *NA_Msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
+    void **plugin_data_p)
+{
+    NA_CHECK_CLASS(na_class, NULL);
+    if (buf_size == 0 || !plugin_data_p)
+        return NULL;
+    if (na_class->ops->msg_buf_alloc)
+        return na_class->ops->msg_buf_alloc(na_class, buf_size, flags, plugin_data_p);
+    *plugin_data_p = NULL;
+    void *buf = calloc(1, buf_size);
+    if (!buf)
+        HGX_LOG_ERROR(NA, "out of memory for a %zu-byte message buffer", buf_size);
+    return buf;
+}
+
+void NA_Msg_buf_free(na_class_t *na_class, void *buf, void *plugin_data)
+{
+    if (!na_class || !buf)
+        return;
+    if (na_class->ops->msg_buf_free)
+        na_class->ops->msg_buf_free(na_class, buf, plugin_data);
+    else
+        free(buf);
+}
+
+static na_return_t na_msg_init(na_class_t *na_class, void *buf, size_t buf_size, size_t header)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!buf || buf_size < header) {
+        HGX_LOG_ERROR(NA, "buffer of %zu bytes cannot hold the %zu-byte header", buf_size, header);
+        return NA_INVALID_ARG;
+    }
+    return NA_SUCCESS;
+}
+
+na_return_t NA_Msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size)
+{
+    na_return_t ret =
+        na_msg_init(na_class, buf, buf_size, NA_Msg_get_unexpected_header_size(na_class));
+    if (ret == NA_SUCCESS && na_class->ops->msg_init_unexpected)
+        ret = na_class->ops->msg_init_unexpected(na_class, buf, buf_size);
+    return ret;
+}
+
+na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf, size_t buf_size)
+{
+    return na_msg_init(na_class, buf, buf_size, NA_Msg_get_expected_header_size(na_class));
+}
+
+/* Checks shared by all message posts; size_max 0 means "receive". */
+static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context, const void *buf,
+    size_t buf_size, size_t size_max, size_t header, na_addr_t *addr, bool need_addr,
+    uint8_t ctx_id, na_tag_t tag, bool check_tag)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!context || !buf) {
+        HGX_LOG_ERROR(NA, "NULL context or buffer");
+        return NA_INVALID_ARG;
+    }
+    if (buf_size > size_max) {
+        HGX_LOG_ERROR(NA, "message of %zu bytes exceeds the maximum of %zu", buf_size, size_max);
+        return NA_MSGSIZE;
+    }
+    if (buf_size < header) {
+        HGX_LOG_ERROR(NA, "message of %zu bytes is shorter than the %zu-byte header", buf_size,
+            header);
+        return NA_INVALID_ARG;
+    }
+    if (need_addr && !na_addr_valid(na_class, addr))
+        return NA_INVALID_ARG;
+    if (ctx_id >= na_class->max_contexts) {
+        HGX_LOG_ERROR(NA, "context id %u out of range (max %u)", ctx_id, na_class->max_contexts);
+        return NA_INVALID_ARG;
+    }
+    if (check_tag && tag > na_class->ops->msg_get_max_tag(na_class)) {
+        HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag,
+            na_class->ops->msg_get_max_tag(na_class));
+        return NA_INVALID_ARG;
+    }
+    return NA_SUCCESS;
+}
+
+#define NA_POST(na_class, context, op, type, callback, arg, call)                         \
+    do {                                                                                 \
+        na_return_t ret_ = na_op_post_begin(na_class, context, op, type, callback, arg); \
+        if (ret_ != NA_SUCCESS)                                                          \
+            return ret_;                                                                 \
+        ret_ = (call);                                                                   \
+        if (ret_ != NA_SUCCESS) {                                                        \
+            HGX_LOG_ERROR(NA, "could not post %s: %s", #type, NA_Error_to_string(ret_));  \
+            na_op_post_abort(op);                                                        \
+        }                                                                                \
+        return ret_;                                                                     \
+    } while (0)
+
+na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
+    void *arg, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id)
+{
+    na_return_t ret = na_msg_check(na_class, context, buf, buf_size,
+        NA_Msg_get_max_unexpected_size(na_class), NA_Msg_get_unexpected_header_size(na_class),
+        dest_addr, true, dest_id, tag, true);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, NA_CB_SEND_UNEXPECTED, callback, arg,
+        na_class->ops->msg_send_unexpected(na_class, context, op_id, buf, buf_size, plugin_data,
+            dest_addr, dest_id, tag));
+}
+
+na_return_t NA_Msg_recv_unexpected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
+    void *arg, void *buf, size_t buf_size, void *plugin_data, na_op_id_t *op_id)
+{
+    na_return_t ret = na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
+        NA_Msg_get_unexpected_header_size(na_class), NULL, false, 0, 0, false);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, NA_CB_RECV_UNEXPECTED, callback, arg,
+        na_class->ops->msg_recv_unexpected(na_class, context, op_id, buf, buf_size, plugin_data));
+}
+
+na_return_t NA_Msg_multi_recv_unexpected(na_class_t *na_class, na_context_t *context,
+    na_cb_t callback, void *arg, void *buf, size_t buf_size, void *plugin_data, na_op_id_t *op_id)
+{
+    (void)na_class, (void)context, (void)callback, (void)arg, (void)buf, (void)buf_size;
+    (void)plugin_data, (void)op_id;
+    HGX_LOG_ERROR(NA, "multi-recv is not supported (check NA_Has_opt_feature first)");
+    return NA_OPNOTSUPPORTED;
+}
+
+na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
+    void *arg, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id)
+{
+    na_return_t ret = na_msg_check(na_class, context, buf, buf_size,
+        NA_Msg_get_max_expected_size(na_class), NA_Msg_get_expected_header_size(na_class),
+        dest_addr, true, dest_id, tag, true);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, NA_CB_SEND_EXPECTED, callback, arg,
+        na_class->ops->msg_send_expected(na_class, context, op_id, buf, buf_size, plugin_data,
+            dest_addr, dest_id, tag));
+}
+
+na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
+    void *arg, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
+    uint8_t source_id, na_tag_t tag, na_op_id_t *op_id)
+{
+    na_return_t ret = na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
+        NA_Msg_get_expected_header_size(na_class), source_addr, true, source_id, tag, true);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, NA_CB_RECV_EXPECTED, callback, arg,
+        na_class->ops->msg_recv_expected(na_class, context, op_id, buf, buf_size, plugin_data,
+            source_addr, source_id, tag));
+}
+
+/*---------------------------------------------------------------- memory */
+
+static bool na_mem_flags_valid(unsigned long flags)
+{
+    return flags == NA_MEM_READ_ONLY || flags == NA_MEM_WRITE_ONLY || flags == NA_MEM_READWRITE;
+}
+
+static void na_mem_created(na_class_t *na_class, na_return_t ret)
+{
+    if (ret == NA_SUCCESS)
+        atomic_fetch_add(&na_class->n_mem, 1);
+}
+
+na_return_t NA_Mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
+    unsigned long flags, na_mem_handle_t **mem_handle_p)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!buf || buf_size == 0 || !mem_handle_p || !na_mem_flags_valid(flags)) {
+        HGX_LOG_ERROR(NA, "invalid memory handle arguments (buf %p, size %zu, flags 0x%lx)",
+            buf, buf_size, flags);
+        return NA_INVALID_ARG;
+    }
+    na_return_t ret = na_class->ops->mem_handle_create(na_class, buf, buf_size, flags, mem_handle_p);
+    na_mem_created(na_class, ret);
+    return ret;
+}
+
+na_return_t NA_Mem_handle_create_segments(na_class_t *na_class, struct na_segment *segments,
+    size_t segment_count, unsigned long flags, na_mem_handle_t **mem_handle_p)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!segments || segment_count == 0 || !mem_handle_p || !na_mem_flags_valid(flags)) {
+        HGX_LOG_ERROR(NA, "invalid segment arguments (count %zu, flags 0x%lx)", segment_count,
+            flags);
+        return NA_INVALID_ARG;
+    }
+    size_t max = na_class->ops->mem_handle_get_max_segments(na_class);
+    if (segment_count > max) {
+        HGX_LOG_ERROR(NA, "%zu segments requested, plugin supports %zu", segment_count, max);
+        return NA_INVALID_ARG;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < segment_count; i++) {
+        if (!segments[i].base || segments[i].len == 0 || total + segments[i].len < total) {
+            HGX_LOG_ERROR(NA, "segment %zu is empty, NULL or overflows", i);
+            return NA_INVALID_ARG;
+        }
+        total += segments[i].len;
+    }
+    na_return_t ret = na_class->ops->mem_handle_create_segments(
+        na_class, segments, segment_count, flags, mem_handle_p);
+    na_mem_created(na_class, ret);
+    return ret;
+}
+
+void NA_Mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    if (!na_class || !mem_handle)
+        return;
+    if (mem_handle->registered)
+        HGX_LOG_WARNING(NA, "freeing a registered memory handle; deregistering it first");
+    if (mem_handle->registered)
+        NA_Mem_deregister(na_class, mem_handle);
+    atomic_fetch_sub(&na_class->n_mem, 1);
+    na_class->ops->mem_handle_free(na_class, mem_handle);
+}
+
+size_t NA_Mem_handle_get_max_segments(const na_class_t *na_class)
+{
+    return na_class ? na_class->ops->mem_handle_get_max_segments(na_class) : 0;
+}
+
+na_return_t NA_Mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle,
+    enum na_mem_type mem_type, uint64_t device)
+{
+    (void)device;
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!mem_handle || mem_handle->remote) {
+        HGX_LOG_ERROR(NA, "cannot register a NULL or remote memory handle");
+        return NA_INVALID_ARG;
+    }
+    if (mem_type != NA_MEM_TYPE_HOST) {
+        HGX_LOG_ERROR(NA, "memory type %d is not supported (host memory only)", (int)mem_type);
+        return NA_OPNOTSUPPORTED;
+    }
+    if (mem_handle->registered)
+        return NA_SUCCESS;
+    na_return_t ret = na_class->ops->mem_register(na_class, mem_handle);
+    if (ret == NA_SUCCESS)
+        mem_handle->registered = true;
+    return ret;
+}
+
+na_return_t NA_Mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!mem_handle || mem_handle->remote)
+        return NA_INVALID_ARG;
+    if (!mem_handle->registered)
+        return NA_SUCCESS;
+    na_return_t ret = na_class->ops->mem_deregister(na_class, mem_handle);
+    if (ret == NA_SUCCESS)
+        mem_handle->registered = false;
+    return ret;
+}
+
+size_t NA_Mem_handle_get_serialize_size(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    if (!na_class || !mem_handle)
+        return 0;
+    return na_class->ops->mem_handle_get_serialize_size(na_class, mem_handle);
+}
+
+na_return_t NA_Mem_handle_serialize(
+    na_class_t *na_class, void *buf, size_t buf_size, na_mem_handle_t *mem_handle)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!buf || !mem_handle)
+        return NA_INVALID_ARG;
+    if (!mem_handle->registered && !mem_handle->remote) {
+        HGX_LOG_ERROR(NA, "memory handle must be registered before it is serialized");
+        return NA_INVALID_ARG;
+    }
+    if (buf_size < na_class->ops->mem_handle_get_serialize_size(na_class, mem_handle)) {
+        HGX_LOG_ERROR(NA, "buffer too small to serialize memory handle");
+        return NA_OVERFLOW;
+    }
+    return na_class->ops->mem_handle_serialize(na_class, buf, buf_size, mem_handle);
+}
+
+na_return_t NA_Mem_handle_deserialize(
+    na_class_t *na_class, na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!mem_handle_p || !buf || buf_size == 0)
+        return NA_INVALID_ARG;
+    na_return_t ret =
+        na_class->ops->mem_handle_deserialize(na_class, mem_handle_p, buf, buf_size);
+    if (ret == NA_SUCCESS) {
+        (*mem_handle_p)->remote = true;
+        (*mem_handle_p)->registered = false;
+    } else {
+        HGX_LOG_ERROR(NA, "rejected a malformed memory handle descriptor (%zu bytes): %s",
+            buf_size, NA_Error_to_string(ret));
+    }
+    na_mem_created(na_class, ret);
+    return ret;
+}
+
+/*---------------------------------------------------------------- put / get */
+
+static bool na_range_ok(const na_mem_handle_t *h, na_offset_t offset, size_t size)
+{
+    return offset <= h->len && size <= h->len - offset;
+}
+
+static na_return_t na_rma_check(na_class_t *na_class, na_context_t *context,
+    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
+    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id,
+    unsigned long remote_access)
+{
+    NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
+    if (!context || !local || !remote || !na_addr_valid(na_class, remote_addr)) {
+        HGX_LOG_ERROR(NA, "NULL context, memory handle or address");
+        return NA_INVALID_ARG;
+    }
+    if (!local->registered || local->remote) {
+        HGX_LOG_ERROR(NA, "local memory handle must be a registered local handle");
+        return NA_INVALID_ARG;
+    }
+    if (!na_range_ok(local, local_offset, size) || !na_range_ok(remote, remote_offset, size)) {
+        HGX_LOG_ERROR(NA,
+            "transfer out of bounds (size %zu, local off %" PRIu64 "/%zu, remote off %" PRIu64
+            "/%zu)",
+            size, local_offset, local->len, remote_offset, remote->len);
+        return NA_INVALID_ARG;
+    }
+    if ((remote->flags & remote_access) != remote_access) {
+        HGX_LOG_ERROR(NA, "remote region does not grant %s access",
+            remote_access == NA_MEM_WRITE_ONLY ? "write" : "read");
+        return NA_PERMISSION;
+    }
+    if (remote_id >= na_class->max_contexts) {
+        HGX_LOG_ERROR(NA, "remote context id %u out of range", remote_id);
+        return NA_INVALID_ARG;
+    }
+    return NA_SUCCESS;
+}
+
+na_return_t NA_Put(na_class_t *na_class, na_context_t *context, na_cb_t callback, void *arg,
+    na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
+    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset, size_t data_size,
+    na_addr_t *remote_addr, uint8_t remote_id, na_op_id_t *op_id)
+{
+    na_return_t ret = na_rma_check(na_class, context, local_mem_handle, local_offset,
+        remote_mem_handle, remote_offset, data_size, remote_addr, remote_id, NA_MEM_WRITE_ONLY);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, NA_CB_PUT, callback, arg,
+        na_class->ops->put(na_class, context, op_id, local_mem_handle, local_offset,
+            remote_mem_handle, remote_offset, data_size, remote_addr, remote_id));
+}
+
+na_return_t NA_Get(na_class_t *na_class, na_context_t *context, na_cb_t callback, void *arg,
+    na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
+    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset, size_t data_size,
+    na_addr_t *remote_addr, uint8_t remote_id, na_op_id_t *op_id)
+{
+    na_return_t ret = na_rma_check(na_class, context, local_mem_handle, local_offset,
+        remote_mem_handle, remote_offset, data_size, remote_addr, remote_id, NA_MEM_READ_ONLY);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, NA_CB_GET, callback, arg,
+        na_class->ops->get(na_class, context, op_id, local_mem_handle, local_offset,
+            remote_mem_handle, remote_offset, data_size, remote_addr, remote_id));
+}

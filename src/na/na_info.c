@@ -1,0 +1,89 @@
+/*
+ * na_info.c -- parse "plugin+protocol[://host[:port]]" info strings (untrusted).
+ */
+#include "na_info.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void na_info_free(struct na_info *info)
+{
+    if (!info)
+        return;
+    free(info->plugin_name);
+    free(info->protocol_name);
+    free(info->host);
+    memset(info, 0, sizeof(*info));
+}
+
+/* Host part: "host", "host:port", "[v6]:port" or ":port". */
+static na_return_t na_info_parse_host(struct na_info *info, const char *hp)
+{
+    const char *colon = NULL;
+    const char *host = hp;
+    size_t host_len;
+
+    if (hp[0] == '[') {
+        const char *end = strchr(hp, ']');
+        if (!end)
+            return NA_INVALID_ARG;
+        host = hp + 1;
+        host_len = (size_t)(end - host);
+        if (end[1] == ':')
+            colon = end + 1;
+        else if (end[1] != '\0')
+            return NA_INVALID_ARG;
+    } else {
+        colon = strrchr(hp, ':');
+        host_len = colon ? (size_t)(colon - hp) : strlen(hp);
+    }
+    if (colon) {
+        char *end;
+        long port = strtol(colon + 1, &end, 10);
+        if (colon[1] == '\0' || *end != '\0' || port < 0 || port > 65535)
+            return NA_INVALID_ARG;
+        info->port = (int)port;
+    }
+    if (host_len > 0) {
+        info->host = strndup(host, host_len);
+        if (!info->host)
+            return NA_NOMEM;
+    }
+    return NA_SUCCESS;
+}
+
+na_return_t na_info_parse(const char *info_string, struct na_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    if (!info_string || !*info_string || strlen(info_string) > NA_INFO_STRING_MAX)
+        return NA_INVALID_ARG;
+
+    const char *plus = strchr(info_string, '+');
+    const char *sep = strstr(info_string, "://");
+    if (!plus || (sep && plus > sep) || plus == info_string)
+        return NA_INVALID_ARG;
+    const char *proto = plus + 1;
+    size_t proto_len = sep ? (size_t)(sep - proto) : strlen(proto);
+    if (proto_len == 0)
+        return NA_INVALID_ARG;
+
+    info->plugin_name = strndup(info_string, (size_t)(plus - info_string));
+    info->protocol_name = strndup(proto, proto_len);
+    if (!info->plugin_name || !info->protocol_name) {
+        na_info_free(info);
+        return NA_NOMEM;
+    }
+    for (const char *p = info->protocol_name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) {
+            na_info_free(info);
+            return NA_INVALID_ARG;
+        }
+    if (sep && sep[3] != '\0') {
+        na_return_t ret = na_info_parse_host(info, sep + 3);
+        if (ret != NA_SUCCESS) {
+            na_info_free(info);
+            return ret;
+        }
+    }
+    return NA_SUCCESS;
+}

@@ -1,0 +1,252 @@
+/*
+ * na_op.c -- op ids, completion queues, progress, trigger and cancel of the NA core.
+ */
+#include "na_op.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+na_op_id_t *NA_Op_create(na_class_t *na_class, unsigned long flags)
+{
+    if (!na_class) {
+        HGX_LOG_ERROR(NA, "NULL class");
+        return NULL;
+    }
+    if (flags & NA_OP_MULTI) {
+        HGX_LOG_ERROR(NA, "NA_OP_MULTI op ids are not supported (no multi-recv)");
+        return NULL;
+    }
+    na_op_id_t *op = calloc(1, sizeof(*op) + na_class->ops->op_size);
+    if (!op) {
+        HGX_LOG_ERROR(NA, "out of memory for an op id");
+        return NULL;
+    }
+    op->na_class = na_class;
+    atomic_init(&op->state, NA_OP_IDLE);
+    return op;
+}
+
+void NA_Op_destroy(na_class_t *na_class, na_op_id_t *op_id)
+{
+    (void)na_class;
+    if (!op_id)
+        return;
+    if (atomic_load(&op_id->state) != NA_OP_IDLE) {
+        /* Freeing it would leave the plugin or the queue with a dangling op. */
+        HGX_LOG_ERROR(NA, "op id %p is still in use (pending or queued); not freed",
+            (void *)op_id);
+        return;
+    }
+    free(op_id);
+}
+
+na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+    na_cb_type_t type, na_cb_t callback, void *arg)
+{
+    if (!op || op == (na_op_id_t *)1) {
+        HGX_LOG_ERROR(NA, "op id must come from NA_Op_create()");
+        return NA_INVALID_ARG;
+    }
+    if (op->na_class != na_class) {
+        HGX_LOG_ERROR(NA, "op id %p belongs to another class", (void *)op);
+        return NA_INVALID_ARG;
+    }
+    if (context->na_class != na_class) {
+        HGX_LOG_ERROR(NA, "context %p belongs to another class", (void *)context);
+        return NA_INVALID_ARG;
+    }
+    int expected = NA_OP_IDLE;
+    if (!atomic_compare_exchange_strong(&op->state, &expected, NA_OP_POSTED)) {
+        HGX_LOG_ERROR(NA, "op id %p is already in use", (void *)op);
+        return NA_BUSY;
+    }
+    op->context = context;
+    op->callback = callback;
+    memset(&op->info, 0, sizeof(op->info));
+    op->info.arg = arg;
+    op->info.type = type;
+    atomic_fetch_add(&na_class->n_pending, 1);
+    atomic_fetch_add(&context->n_pending, 1);
+    return NA_SUCCESS;
+}
+
+void na_op_post_abort(na_op_id_t *op)
+{
+    atomic_fetch_sub(&op->na_class->n_pending, 1);
+    atomic_fetch_sub(&op->context->n_pending, 1);
+    atomic_store(&op->state, NA_OP_IDLE);
+}
+
+void na_op_complete(na_op_id_t *op, na_return_t ret)
+{
+    na_context_t *context = op->context;
+
+    op->info.ret = ret;
+    op->cq_next = NULL;
+    atomic_store(&op->state, NA_OP_QUEUED);
+    pthread_mutex_lock(&context->cq_lock);
+    if (context->cq_tail)
+        context->cq_tail->cq_next = op;
+    else
+        context->cq_head = op;
+    context->cq_tail = op;
+    atomic_fetch_add(&context->cq_count, 1);
+    pthread_mutex_unlock(&context->cq_lock);
+    atomic_fetch_sub(&op->na_class->n_pending, 1);
+    atomic_fetch_sub(&context->n_pending, 1);
+}
+
+unsigned int NA_Context_get_completion_count(const na_context_t *context)
+{
+    return context ? atomic_load(&((na_context_t *)context)->cq_count) : 0;
+}
+
+static na_op_id_t *na_cq_pop(na_context_t *context)
+{
+    pthread_mutex_lock(&context->cq_lock);
+    na_op_id_t *op = context->cq_head;
+    if (op) {
+        context->cq_head = op->cq_next;
+        if (!context->cq_head)
+            context->cq_tail = NULL;
+        atomic_fetch_sub(&context->cq_count, 1);
+    }
+    pthread_mutex_unlock(&context->cq_lock);
+    return op;
+}
+
+na_return_t NA_Trigger(na_context_t *context, unsigned int max_count, unsigned int *actual_count)
+{
+    unsigned int count = 0;
+
+    if (!context) {
+        HGX_LOG_ERROR(NA, "NULL context");
+        return NA_INVALID_ARG;
+    }
+    while (count < max_count) {
+        na_op_id_t *op = na_cq_pop(context);
+        if (!op)
+            break;
+        /* Copy out and release the op first: the callback may post it again. */
+        struct na_cb_info info = op->info;
+        na_cb_t callback = op->callback;
+        atomic_store(&op->state, NA_OP_IDLE);
+        if (callback)
+            callback(&info);
+        else if (info.type == NA_CB_RECV_UNEXPECTED && info.info.recv_unexpected.source)
+            NA_Addr_free(context->na_class, info.info.recv_unexpected.source);
+        count++;
+    }
+    if (actual_count)
+        *actual_count = count;
+    return count > 0 || max_count == 0 ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+static uint64_t na_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static na_return_t na_progress_check(na_class_t *na_class, na_context_t *context)
+{
+    if (!na_class || !context) {
+        HGX_LOG_ERROR(NA, "NULL class or context");
+        return NA_INVALID_ARG;
+    }
+    if (context->na_class != na_class) {
+        HGX_LOG_ERROR(NA, "context %p belongs to another class", (void *)context);
+        return NA_INVALID_ARG;
+    }
+    return NA_SUCCESS;
+}
+
+na_return_t NA_Poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+{
+    na_return_t ret = na_progress_check(na_class, context);
+    if (ret != NA_SUCCESS)
+        return ret;
+    ret = na_class->ops->poll(na_class, context, NULL);
+    if (count_p)
+        *count_p = atomic_load(&context->cq_count);
+    return ret == NA_TIMEOUT ? NA_SUCCESS : ret;
+}
+
+na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms,
+    unsigned int *count_p)
+{
+    na_return_t ret = na_progress_check(na_class, context);
+    if (ret != NA_SUCCESS)
+        return ret;
+
+    uint64_t deadline = na_now_ms() + timeout_ms;
+    for (;;) {
+        ret = na_class->ops->poll(na_class, context, NULL);
+        if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
+            return ret;
+        unsigned int count = atomic_load(&context->cq_count);
+        if (count > 0) {
+            if (count_p)
+                *count_p = count;
+            return NA_SUCCESS;
+        }
+        uint64_t now = na_now_ms();
+        if (now >= deadline)
+            break;
+        if (na_class->progress_mode & NA_NO_BLOCK)
+            continue;
+        /* Idle: sleep in the transport's wait object rather than spin. */
+        ret = na_class->ops->poll_wait(na_class, context, (unsigned int)(deadline - now));
+        if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
+            return ret;
+    }
+    if (count_p)
+        *count_p = 0;
+    return NA_TIMEOUT;
+}
+
+na_return_t NA_Progress(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+{
+    return NA_Poll_wait(na_class, context, timeout_ms, NULL);
+}
+
+int NA_Poll_get_fd(na_class_t *na_class, na_context_t *context)
+{
+    if (na_progress_check(na_class, context) != NA_SUCCESS || !na_class->ops->poll_get_fd)
+        return -1;
+    return na_class->ops->poll_get_fd(na_class, context);
+}
+
+bool NA_Poll_try_wait(na_class_t *na_class, na_context_t *context)
+{
+    if (na_progress_check(na_class, context) != NA_SUCCESS)
+        return false;
+    if (atomic_load(&context->cq_count) > 0)
+        return false;
+    return na_class->ops->poll_try_wait ? na_class->ops->poll_try_wait(na_class, context) : true;
+}
+
+na_return_t NA_Cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op_id)
+{
+    na_return_t ret = na_progress_check(na_class, context);
+    if (ret != NA_SUCCESS)
+        return ret;
+    if (!op_id || op_id->na_class != na_class) {
+        HGX_LOG_ERROR(NA, "invalid op id %p", (void *)op_id);
+        return NA_INVALID_ARG;
+    }
+    int expected = NA_OP_POSTED;
+    if (!atomic_compare_exchange_strong(&op_id->state, &expected, NA_OP_CANCELING)) {
+        /* Already completed, queued, idle or being cancelled: nothing to do. */
+        HGX_LOG_DEBUG(NA, "op id %p not pending (state %d), cancel is a no-op",
+            (void *)op_id, expected);
+        return NA_SUCCESS;
+    }
+    ret = na_class->ops->cancel(na_class, op_id->context, op_id);
+    if (ret != NA_SUCCESS)
+        HGX_LOG_ERROR(NA, "plugin could not cancel op id %p: %s", (void *)op_id,
+            NA_Error_to_string(ret));
+    return ret;
+}

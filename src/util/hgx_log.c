@@ -1,0 +1,106 @@
+/*
+ * hgx_log.c -- level/subsystem filtering and output for HGX_LOG.
+ */
+#include "hgx_log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const hgx_log_subsys_names[HGX_SUBSYS_MAX] = {
+    "na", "ofi", "ucx", "mpi", "mpi_emul", "hg", "bulk", "proc", "req"};
+static const char *const hgx_log_level_names[] = {
+    "none", "error", "warning", "min_debug", "debug"};
+
+static enum hgx_log_level hgx_log_levels[HGX_SUBSYS_MAX];
+static bool hgx_log_muted[HGX_SUBSYS_MAX];
+static pthread_once_t hgx_log_once = PTHREAD_ONCE_INIT;
+
+static int hgx_log_level_parse(const char *s)
+{
+    for (int i = 0; i < (int)(sizeof(hgx_log_level_names) / sizeof(*hgx_log_level_names)); i++)
+        if (strcmp(s, hgx_log_level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void hgx_log_apply_level(const char *prefix, enum hgx_log_level level)
+{
+    size_t n = strlen(prefix);
+    for (int i = 0; i < HGX_SUBSYS_MAX; i++)
+        if (strncmp(hgx_log_subsys_names[i], prefix, n) == 0)
+            hgx_log_levels[i] = level;
+}
+
+static void hgx_log_apply_subsys(const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", list);
+    bool any_positive = false;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
+        if (tok[0] != '~' && strcmp(tok, "all") != 0)
+            any_positive = true;
+    /* A positive list ("na,hg") selects only those; "all" or only "~x" keeps the rest. */
+    for (int i = 0; i < HGX_SUBSYS_MAX; i++)
+        hgx_log_muted[i] = any_positive;
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        bool mute = tok[0] == '~';
+        const char *name = mute ? tok + 1 : tok;
+        for (int i = 0; i < HGX_SUBSYS_MAX; i++)
+            if (strcmp(name, "all") == 0 || strcmp(name, hgx_log_subsys_names[i]) == 0)
+                hgx_log_muted[i] = mute;
+    }
+}
+
+static void hgx_log_init(void)
+{
+    const char *level = getenv("HG_LOG_LEVEL");
+    int l = level ? hgx_log_level_parse(level) : -1;
+    hgx_log_apply_level("", l >= 0 ? (enum hgx_log_level)l : HGX_LOG_ERROR);
+    const char *subsys = getenv("HG_LOG_SUBSYS");
+    if (subsys)
+        hgx_log_apply_subsys(subsys);
+}
+
+bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level)
+{
+    pthread_once(&hgx_log_once, hgx_log_init);
+    return !hgx_log_muted[subsys] && level <= hgx_log_levels[subsys];
+}
+
+void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
+    int line, const char *func, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const char *base = strrchr(file, '/');
+    fprintf(stderr, "# [hgx:%s:%s] %s:%d %s(): %s\n", hgx_log_subsys_names[subsys],
+        hgx_log_level_names[level], base ? base + 1 : file, line, func, msg);
+}
+
+void hgx_log_set_level(const char *prefix, const char *level)
+{
+    pthread_once(&hgx_log_once, hgx_log_init);
+    int l = level ? hgx_log_level_parse(level) : -1;
+    if (l < 0) {
+        HGX_LOG_ERROR(NA, "unknown log level \"%s\" (none, error, warning, min_debug, debug)",
+            level ? level : "(null)");
+        return;
+    }
+    hgx_log_apply_level(prefix, (enum hgx_log_level)l);
+}
+
+void hgx_log_set_subsys(const char *list)
+{
+    pthread_once(&hgx_log_once, hgx_log_init);
+    if (list)
+        hgx_log_apply_subsys(list);
+}

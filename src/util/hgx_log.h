@@ -1,0 +1,65 @@
+/*
+ * hgx_log.h -- the one log macro family of the project (private).
+ *
+ * Level and subsystems come from the environment, read once:
+ *   HG_LOG_LEVEL  = none | error | warning | min_debug | debug   (default: error)
+ *   HG_LOG_SUBSYS = comma list of subsystems, "all" (default), and "~name" to mute one,
+ *                   e.g. "all,~ofi" or "na,hg".
+ */
+#ifndef HGX_LOG_H
+#define HGX_LOG_H
+
+#include <stdbool.h>
+
+enum hgx_log_level {
+    HGX_LOG_NONE,
+    HGX_LOG_ERROR,
+    HGX_LOG_WARNING,
+    HGX_LOG_MIN_DEBUG,
+    HGX_LOG_DEBUG,
+};
+
+/* Subsystems; keep hgx_log_subsys_names in hgx_log.c in the same order. */
+enum hgx_log_subsys {
+    HGX_SUBSYS_NA,
+    HGX_SUBSYS_OFI,
+    HGX_SUBSYS_UCX,
+    HGX_SUBSYS_MPI,
+    HGX_SUBSYS_MPI_EMUL,
+    HGX_SUBSYS_HG,
+    HGX_SUBSYS_BULK,
+    HGX_SUBSYS_PROC,
+    HGX_SUBSYS_REQ,
+    HGX_SUBSYS_MAX
+};
+
+bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level);
+void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
+    int line, const char *func, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Set the level of every subsystem whose name starts with prefix ("" for all). */
+void hgx_log_set_level(const char *prefix, const char *level);
+/* Parse an HG_LOG_SUBSYS-style list and apply it. */
+void hgx_log_set_subsys(const char *list);
+
+#define HGX_LOG(subsys, level, ...)                                                      \
+    do {                                                                                 \
+        if (hgx_log_enabled(HGX_SUBSYS_##subsys, HGX_LOG_##level))                       \
+            hgx_log_write(HGX_SUBSYS_##subsys, HGX_LOG_##level, __FILE__, __LINE__,       \
+                __func__, __VA_ARGS__);                                                  \
+    } while (0)
+
+#define HGX_LOG_ERROR(subsys, ...)   HGX_LOG(subsys, ERROR, __VA_ARGS__)
+#define HGX_LOG_WARNING(subsys, ...) HGX_LOG(subsys, WARNING, __VA_ARGS__)
+#define HGX_LOG_DEBUG(subsys, ...)   HGX_LOG(subsys, DEBUG, __VA_ARGS__)
+
+/* Check cond; on failure log, set ret and jump to label. */
+#define HGX_CHECK(subsys, cond, label, ret, val, ...)                                    \
+    do {                                                                                 \
+        if (__builtin_expect(!!(cond), 0)) {                                             \
+            HGX_LOG_ERROR(subsys, __VA_ARGS__);                                          \
+            ret = (val);                                                                 \
+            goto label;                                                                  \
+        }                                                                                \
+    } while (0)
+
+#endif /* HGX_LOG_H */
