@@ -1,0 +1,237 @@
+/*
+ * mercury_types.h -- public types of the HG (RPC) layer.
+ *
+ * Names, members and values follow Mercury 2.4 (its mercury_core_types.h and
+ * mercury_types.h together) so that Mercury programs build against hgx unchanged.
+ */
+#ifndef MERCURY_TYPES_H
+#define MERCURY_TYPES_H
+
+#include "mercury_config.h"
+#include "na_types.h"
+
+typedef uint64_t hg_size_t; /**< size in bytes */
+typedef uint64_t hg_id_t;   /**< RPC id */
+
+/** How much of each RPC message is checksummed. */
+typedef enum hg_checksum_level {
+    HG_CHECKSUM_NONE,        /**< no checksum */
+    HG_CHECKSUM_RPC_HEADERS, /**< RPC headers only */
+    HG_CHECKSUM_RPC_PAYLOAD  /**< headers and payload (never bulk data) */
+} hg_checksum_level_t;
+
+/**
+ * Options for HG_Init_opt(); start from HG_INIT_INFO_INITIALIZER.
+ * Zero members mean "use the default".
+ */
+struct hg_init_info {
+    struct na_init_info na_init_info; /**< passed on to NA_Initialize_opt() */
+    na_class_t *na_class;         /**< existing NA class to use (info string ignored) */
+    uint32_t request_post_init;   /**< receives posted per listening context */
+    int32_t request_post_incr;    /**< receives added when exhausted (-1: none) */
+    uint8_t auto_sm;              /**< route node-local peers through shared memory */
+    const char *sm_info_string;   /**< suffix for the shared-memory interface */
+    hg_checksum_level_t checksum_level; /**< what RPC messages carry a CRC for */
+    uint8_t no_bulk_eager;        /**< never inline small bulk data in the RPC */
+    uint8_t no_loopback;          /**< send RPCs to self through NA as well */
+    uint8_t stats;                /**< print statistics at exit */
+    uint8_t no_multi_recv;        /**< do not use multi-receive buffers */
+    uint8_t release_input_early;  /**< release input buffers after HG_Get_input() */
+    enum na_traffic_class traffic_class; /**< preferred traffic class */
+    bool no_overflow;             /**< refuse RPCs larger than the eager size */
+    unsigned int multi_recv_op_max; /**< multi-receive buffers posted */
+    unsigned int multi_recv_copy_threshold; /**< copy when this few buffers remain */
+};
+
+/** Return codes (0 is success); HG_Error_to_string() names them. */
+#define HG_RETURN_VALUES                                                                 \
+    X(HG_SUCCESS)                                                                        \
+    X(HG_PERMISSION)                                                                     \
+    X(HG_NOENTRY)                                                                        \
+    X(HG_INTERRUPT)                                                                      \
+    X(HG_AGAIN)                                                                          \
+    X(HG_NOMEM)                                                                          \
+    X(HG_ACCESS)                                                                         \
+    X(HG_FAULT)                                                                          \
+    X(HG_BUSY)                                                                           \
+    X(HG_EXIST)                                                                          \
+    X(HG_NODEV)                                                                          \
+    X(HG_INVALID_ARG)                                                                    \
+    X(HG_PROTOCOL_ERROR)                                                                 \
+    X(HG_OVERFLOW)                                                                       \
+    X(HG_MSGSIZE)                                                                        \
+    X(HG_PROTONOSUPPORT)                                                                 \
+    X(HG_OPNOTSUPPORTED)                                                                 \
+    X(HG_ADDRINUSE)                                                                      \
+    X(HG_ADDRNOTAVAIL)                                                                   \
+    X(HG_HOSTUNREACH)                                                                    \
+    X(HG_TIMEOUT)                                                                        \
+    X(HG_CANCELED)                                                                       \
+    X(HG_IO_ERROR)                                                                       \
+    X(HG_CHECKSUM_ERROR)                                                                 \
+    X(HG_NA_ERROR)                                                                       \
+    X(HG_OTHER_ERROR)                                                                    \
+    X(HG_RETURN_MAX)
+
+#define X(a) a,
+typedef enum hg_return { HG_RETURN_VALUES } hg_return_t;
+#undef X
+
+/* Older names of some return codes. */
+#define HG_INVALID_PARAM HG_INVALID_ARG
+#define HG_SIZE_ERROR    HG_MSGSIZE
+#define HG_NOMEM_ERROR   HG_NOMEM
+#define HG_NO_MATCH      HG_NOENTRY
+
+/** Kind of operation a completion callback reports on. */
+typedef enum hg_cb_type {
+    HG_CB_LOOKUP,  /**< HG_Addr_lookup() */
+    HG_CB_FORWARD, /**< HG_Forward() */
+    HG_CB_RESPOND, /**< HG_Respond() */
+    HG_CB_BULK     /**< HG_Bulk_transfer() */
+} hg_cb_type_t;
+
+/** Direction of an RPC payload. */
+typedef enum { HG_UNDEF, HG_INPUT, HG_OUTPUT } hg_op_t;
+
+/** What a proc routine does with its data. */
+typedef enum {
+    HG_ENCODE, /**< copy the data into the stream */
+    HG_DECODE, /**< extract the data from the stream */
+    HG_FREE    /**< release what HG_DECODE allocated */
+} hg_proc_op_t;
+
+/** Encode/decode operation flag: the peer is reached through shared memory. */
+#define HG_CORE_SM (1 << 0)
+
+/** Diagnostic counters (HG_Class_get_counters()). */
+struct hg_diag_counters {
+    uint64_t rpc_req_sent_count;        /**< RPC requests sent */
+    uint64_t rpc_req_recv_count;        /**< RPC requests received */
+    uint64_t rpc_resp_sent_count;       /**< RPC responses sent */
+    uint64_t rpc_resp_recv_count;       /**< RPC responses received */
+    uint64_t rpc_req_extra_count;       /**< requests that needed an extra buffer */
+    uint64_t rpc_resp_extra_count;      /**< responses that needed an extra buffer */
+    uint64_t rpc_req_recv_active_count; /**< RPCs currently being handled */
+    uint64_t rpc_multi_recv_copy_count; /**< requests copied out of multi-recv buffers */
+    uint64_t bulk_count;                /**< bulk transfers */
+};
+
+typedef struct hg_class hg_class_t;     /**< opaque HG class */
+typedef struct hg_context hg_context_t; /**< opaque HG context */
+typedef struct hg_addr *hg_addr_t;      /**< peer address */
+typedef struct hg_handle *hg_handle_t;  /**< RPC handle */
+typedef struct hg_bulk *hg_bulk_t;      /**< bulk descriptor */
+typedef struct hg_proc *hg_proc_t;      /**< serialization processor */
+typedef struct hg_op_id *hg_op_id_t;    /**< operation id (HG_Cancel) */
+
+/** What HG_Get_info() returns about a handle. */
+struct hg_info {
+    hg_class_t *hg_class;  /**< class of the handle */
+    hg_context_t *context; /**< context of the handle */
+    hg_addr_t addr;        /**< origin (at the target) or target (at the origin) */
+    hg_id_t id;            /**< RPC id */
+    uint8_t context_id;    /**< context id at the peer */
+};
+
+/** Memory type of a bulk region (hgx supports host memory only). */
+typedef enum hg_mem_type {
+    HG_MEM_TYPE_HOST = NA_MEM_TYPE_HOST,
+    HG_MEM_TYPE_CUDA = NA_MEM_TYPE_CUDA,
+    HG_MEM_TYPE_ROCM = NA_MEM_TYPE_ROCM,
+    HG_MEM_TYPE_ZE = NA_MEM_TYPE_ZE,
+    HG_MEM_TYPE_MAX = NA_MEM_TYPE_MAX,
+    HG_MEM_TYPE_UNKNOWN = NA_MEM_TYPE_UNKNOWN
+} hg_mem_type_t;
+
+/** Attributes for HG_Bulk_create_attr(). */
+struct hg_bulk_attr {
+    hg_mem_type_t mem_type; /**< memory type */
+    uint64_t device;        /**< device id, if any */
+};
+
+/** Direction of a bulk transfer. */
+typedef enum hg_bulk_op {
+    HG_BULK_PUSH, /**< write local data into the origin's region */
+    HG_BULK_PULL  /**< read the origin's region into local memory */
+} hg_bulk_op_t;
+
+struct hg_cb_info_lookup {
+    hg_addr_t addr; /**< address found */
+};
+
+struct hg_cb_info_forward {
+    hg_handle_t handle; /**< handle forwarded */
+};
+
+struct hg_cb_info_respond {
+    hg_handle_t handle; /**< handle responded on */
+};
+
+struct hg_cb_info_bulk {
+    hg_bulk_t origin_handle; /**< origin descriptor */
+    hg_bulk_t local_handle;  /**< local descriptor */
+    hg_bulk_op_t op;         /**< push or pull */
+    hg_size_t size;          /**< bytes transferred */
+};
+
+/** What a completion callback is given; `type` says which union member is valid. */
+struct hg_cb_info {
+    union {
+        struct hg_cb_info_lookup lookup;
+        struct hg_cb_info_forward forward;
+        struct hg_cb_info_respond respond;
+        struct hg_cb_info_bulk bulk;
+    } info;
+    void *arg;         /**< the arg passed when posting */
+    hg_cb_type_t type; /**< which operation completed */
+    hg_return_t ret;   /**< HG_SUCCESS, HG_CANCELED or an error */
+};
+
+/** RPC handler, run at the target for each request. */
+typedef hg_return_t (*hg_rpc_cb_t)(hg_handle_t handle);
+/** Completion callback. */
+typedef hg_return_t (*hg_cb_t)(const struct hg_cb_info *callback_info);
+/** Proc routine: encodes, decodes or frees the struct at data. */
+typedef hg_return_t (*hg_proc_cb_t)(hg_proc_t proc, void *data);
+
+#define HG_VERSION(major, minor) (((major) << 16) | (minor))
+#define HG_MAJOR(version)        ((version) >> 16)
+#define HG_MINOR(version)        ((version)&0xffff)
+#define HG_VERSION_GE(v1, v2)    ((v1) >= (v2))
+#define HG_VERSION_LT(v1, v2)    ((v1) < (v2))
+
+#define HG_MAX_IDLE_TIME (3600 * 1000) /**< longest timeout in ms */
+#define HG_SIZE_MAX      (UINT64_MAX)
+
+#define HG_ADDR_NULL    ((hg_addr_t)0)
+#define HG_HANDLE_NULL  ((hg_handle_t)0)
+#define HG_BULK_NULL    ((hg_bulk_t)0)
+#define HG_PROC_NULL    ((hg_proc_t)0)
+#define HG_OP_ID_NULL   ((hg_op_id_t)0)
+#define HG_OP_ID_IGNORE ((hg_op_id_t *)1)
+
+/* Bulk region permissions (Mercury declares these in mercury_bulk.h). */
+#define HG_BULK_READ_ONLY  (1 << 0)
+#define HG_BULK_WRITE_ONLY (1 << 1)
+#define HG_BULK_READWRITE  (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
+
+#define HG_INIT_INFO_INITIALIZER                                                         \
+    ((struct hg_init_info){.na_init_info = NA_INIT_INFO_INITIALIZER,                     \
+        .na_class = NULL,                                                                \
+        .request_post_init = 0,                                                          \
+        .request_post_incr = 0,                                                          \
+        .auto_sm = false,                                                                \
+        .sm_info_string = NULL,                                                          \
+        .checksum_level = HG_CHECKSUM_NONE,                                              \
+        .no_bulk_eager = false,                                                          \
+        .no_loopback = false,                                                            \
+        .stats = false,                                                                  \
+        .no_multi_recv = false,                                                          \
+        .release_input_early = false,                                                    \
+        .traffic_class = NA_TC_UNSPEC,                                                   \
+        .no_overflow = false,                                                            \
+        .multi_recv_op_max = 0,                                                          \
+        .multi_recv_copy_threshold = 0})
+
+#endif /* MERCURY_TYPES_H */

@@ -1,0 +1,76 @@
+/*
+ * hg_proc_private.h -- processor internals shared by the proc sources and the HG layer.
+ */
+#ifndef HG_PROC_PRIVATE_H
+#define HG_PROC_PRIVATE_H
+
+#include "mercury_proc.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/** Largest checksum hg_proc_checksum_get() writes (HG_CRC64). */
+#define HG_PROC_CHECKSUM_MAX_SIZE 8
+
+/** A buffer and the position of the cursor in it. */
+struct hg_proc_buf {
+    unsigned char *buf;
+    size_t size;
+    size_t pos;
+    bool is_mine; /* free it on reset / free (extra buffer only) */
+};
+
+struct hg_proc {
+    struct hg_proc_buf proc_buf;  /* the caller's buffer */
+    struct hg_proc_buf extra_buf; /* grown copy once an encode overflows proc_buf */
+    struct hg_proc_buf *current_buf;
+    hg_class_t *hg_class;
+    hg_handle_t handle;
+    hg_proc_op_t op;
+    uint8_t flags;
+    hg_proc_hash_t hash;
+    /* The CRC covers current_buf bytes [0, crc_pos) plus explicit updates; the
+     * rest is added lazily, so a whole payload is checksummed in one pass. */
+    uint64_t crc;
+    size_t crc_pos;
+    uint64_t crc_final; /* value at the last hg_proc_flush() */
+};
+
+/**
+ * Create a processor without an HG class (what hg_proc_create() does).
+ *
+ * \param hash [IN]    checksum method, HG_NOHASH for none
+ * \param proc [OUT]   new processor
+ *
+ * \return HG_SUCCESS, HG_INVALID_ARG or HG_NOMEM
+ */
+hg_return_t hg_proc_create_internal(hg_proc_hash_t hash, hg_proc_t *proc);
+
+/**
+ * \param proc [IN]  processor (not NULL)
+ * \return bytes hg_proc_checksum_get() writes: 0 (HG_NOHASH), 2, 4 or 8
+ */
+hg_size_t hg_proc_checksum_size(hg_proc_t proc);
+
+/* Slow path of hg_proc_advance(): grow the buffer (encode) or fail (decode). */
+void *hg_proc_advance_slow(struct hg_proc *proc, size_t n, hg_return_t *ret);
+
+/**
+ * Return a pointer to the next n bytes and move the cursor past them.
+ * Encode grows into the extra buffer; decode never passes the end.
+ *
+ * \return the bytes, or NULL with *ret = HG_OVERFLOW or HG_NOMEM
+ */
+static inline void *hg_proc_advance(struct hg_proc *proc, size_t n, hg_return_t *ret)
+{
+    struct hg_proc_buf *b = proc->current_buf;
+
+    if (n <= b->size - b->pos) {
+        void *p = b->buf + b->pos;
+        b->pos += n;
+        return p;
+    }
+    return hg_proc_advance_slow(proc, n, ret);
+}
+
+#endif /* HG_PROC_PRIVATE_H */

@@ -1,0 +1,132 @@
+/*
+ * test_common.c -- transport list, forked server, data patterns.
+ */
+#include "test_common.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+size_t test_transports(const char *const **list)
+{
+    static const char *defaults[] = {"ofi+tcp", "ofi+shm", "ofi+sockets"};
+    static const char *custom[16];
+    static char buf[512];
+    const char *env = getenv("HGX_TEST_TRANSPORTS");
+
+    if (!env || !*env) {
+        *list = defaults;
+        return sizeof(defaults) / sizeof(*defaults);
+    }
+    snprintf(buf, sizeof(buf), "%s", env);
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " ,", &save); t && n < 16;
+         t = strtok_r(NULL, " ,", &save))
+        custom[n++] = t;
+    *list = custom;
+    return n;
+}
+
+void test_server_publish(int publish_fd, const char *addr)
+{
+    char line[TEST_ADDR_MAX] = {0};
+    snprintf(line, sizeof(line), "%s", addr ? addr : "");
+    if (write(publish_fd, line, sizeof(line)) != (ssize_t)sizeof(line))
+        perror("test_server_publish");
+    close(publish_fd);
+}
+
+bool test_server_start(struct test_server *srv, const char *info, test_server_main_t server_main)
+{
+    int fds[2];
+    memset(srv, 0, sizeof(*srv));
+    if (pipe(fds) != 0)
+        return false;
+    fflush(NULL);
+    srv->pid = fork();
+    if (srv->pid < 0)
+        return false;
+    if (srv->pid == 0) {
+        close(fds[0]);
+        _exit(server_main(info, fds[1]));
+    }
+    close(fds[1]);
+    ssize_t got = 0;
+    while (got < TEST_ADDR_MAX) {
+        ssize_t n = read(fds[0], srv->addr + got, (size_t)(TEST_ADDR_MAX - got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += n;
+    }
+    close(fds[0]);
+    srv->addr[TEST_ADDR_MAX - 1] = '\0';
+    if (got != TEST_ADDR_MAX || srv->addr[0] == '\0') {
+        test_server_wait(srv, 1000);
+        return false;
+    }
+    return true;
+}
+
+int test_server_wait(struct test_server *srv, unsigned int timeout_ms)
+{
+    int status;
+    double deadline = test_now() + timeout_ms / 1000.0;
+    if (srv->pid <= 0)
+        return -1;
+    for (;;) {
+        pid_t r = waitpid(srv->pid, &status, WNOHANG);
+        if (r == srv->pid)
+            break;
+        if (r < 0)
+            return -1;
+        if (test_now() > deadline) {
+            fprintf(stderr, "# server %d did not exit in %u ms: killed\n", (int)srv->pid,
+                timeout_ms);
+            kill(srv->pid, SIGKILL);
+            waitpid(srv->pid, &status, 0);
+            srv->pid = 0;
+            return -1;
+        }
+        usleep(1000);
+    }
+    srv->pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void test_fill(void *buf, size_t len, unsigned int seed)
+{
+    unsigned char *p = buf;
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < len; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (unsigned char)(x >> 16);
+    }
+}
+
+bool test_check(const void *buf, size_t len, unsigned int seed)
+{
+    const unsigned char *p = buf;
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < len; i++) {
+        x = x * 1103515245u + 12345u;
+        if (p[i] != (unsigned char)(x >> 16)) {
+            fprintf(stderr, "# pattern mismatch at byte %zu of %zu\n", i, len);
+            return false;
+        }
+    }
+    return true;
+}
+
+double test_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,514 @@
+/*
+ * test_na.c -- NA layer over real transports: a client (this process) and a
+ * forked server, plus self-addressed operations. One cmocka group per
+ * transport in $HGX_TEST_TRANSPORTS (default: ofi+tcp ofi+shm ofi+sockets).
+ */
+#include "na_test_proto.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+struct na_test_state {
+    const char *info;
+    struct test_server srv;
+    na_class_t *cls;
+    na_context_t *ctx;
+    na_addr_t *server;
+    uint32_t next_tag;
+};
+
+static const char *current_info;
+
+static int group_setup(void **state)
+{
+    struct na_test_state *st = calloc(1, sizeof(*st));
+    st->info = current_info;
+    if (!test_server_start(&st->srv, st->info, na_test_server_main)) {
+        fprintf(stderr, "# could not start a %s server\n", st->info);
+        free(st);
+        return -1;
+    }
+    st->cls = NA_Initialize(st->info, false);
+    if (!st->cls)
+        return -1;
+    st->ctx = NA_Context_create(st->cls);
+    if (!st->ctx || NA_Addr_lookup(st->cls, st->srv.addr, &st->server) != NA_SUCCESS)
+        return -1;
+    st->next_tag = 1;
+    *state = st;
+    return 0;
+}
+
+/* Send a command (plus data) and receive its expected reply into reply[reply_size]. */
+static na_return_t call(struct na_test_state *st, struct na_test_cmd cmd, const void *data,
+    size_t len, void *reply, size_t reply_size, size_t *reply_len)
+{
+    size_t h = NA_Msg_get_unexpected_header_size(st->cls);
+    size_t eh = NA_Msg_get_expected_header_size(st->cls);
+    void *plugin_data = NULL;
+    char *out = NA_Msg_buf_alloc(st->cls, h + sizeof(cmd) + len, NA_SEND, &plugin_data);
+    char *in = malloc(eh + reply_size);
+    struct na_test_done sent = {0}, got = {0};
+    na_op_id_t *sop = NA_Op_create(st->cls, NA_OP_SINGLE);
+    na_op_id_t *rop = NA_Op_create(st->cls, NA_OP_SINGLE);
+
+    cmd.tag = st->next_tag++;
+    assert_int_equal(NA_Msg_init_unexpected(st->cls, out, h + sizeof(cmd) + len), NA_SUCCESS);
+    memcpy(out + h, &cmd, sizeof(cmd));
+    if (len)
+        memcpy(out + h + sizeof(cmd), data, len);
+    na_return_t ret = NA_SUCCESS;
+    if (reply)
+        ret = NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &got, in, eh + reply_size, NULL,
+            st->server, 0, cmd.tag, rop);
+    assert_int_equal(ret, NA_SUCCESS);
+    ret = NA_Msg_send_unexpected(st->cls, st->ctx, na_test_cb, &sent, out, h + sizeof(cmd) + len,
+        plugin_data, st->server, 0, 0, sop);
+    assert_int_equal(ret, NA_SUCCESS);
+    assert_true(na_test_wait(st->cls, st->ctx, &sent, 1, 10000));
+    assert_int_equal(sent.ret, NA_SUCCESS);
+    if (reply) {
+        assert_true(na_test_wait(st->cls, st->ctx, &got, 1, 10000));
+        assert_int_equal(got.count, 1);
+        ret = got.ret;
+        if (ret == NA_SUCCESS) {
+            memcpy(reply, in + eh, got.size - eh);
+            if (reply_len)
+                *reply_len = got.size - eh;
+        }
+    }
+    NA_Op_destroy(st->cls, sop);
+    NA_Op_destroy(st->cls, rop);
+    NA_Msg_buf_free(st->cls, out, plugin_data);
+    free(in);
+    return ret;
+}
+
+static int group_teardown(void **state)
+{
+    struct na_test_state *st = *state;
+    if (!st)
+        return 0;
+    struct na_test_cmd quit = {.op = CMD_QUIT};
+    call(st, quit, NULL, 0, NULL, 0, NULL);
+    int rc = test_server_wait(&st->srv, 10000);
+    NA_Addr_free(st->cls, st->server);
+    assert_int_equal(NA_Context_destroy(st->cls, st->ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(st->cls), NA_SUCCESS);
+    free(st);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Unexpected messages of every size up to the max, echoed back as expected messages. */
+static void test_msg_sizes(void **state)
+{
+    struct na_test_state *st = *state;
+    size_t h = NA_Msg_get_unexpected_header_size(st->cls);
+    size_t max_u = NA_Msg_get_max_unexpected_size(st->cls) - h - sizeof(struct na_test_cmd);
+    size_t max_e = NA_Msg_get_max_expected_size(st->cls) - NA_Msg_get_expected_header_size(st->cls);
+    size_t max = max_u < max_e - sizeof(struct na_test_cmd) ? max_u : max_e - sizeof(struct na_test_cmd);
+    size_t sizes[] = {0, 1, 7, 64, 1000, max / 2, max};
+    char *data = malloc(max), *reply = malloc(max_e);
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+        size_t len = 0;
+        test_fill(data, sizes[i], (unsigned)i);
+        struct na_test_cmd cmd = {.op = CMD_ECHO};
+        assert_int_equal(call(st, cmd, data, sizes[i], reply, max_e, &len), NA_SUCCESS);
+        assert_int_equal(len, sizeof(cmd) + sizes[i]);
+        assert_true(test_check(reply + sizeof(cmd), sizes[i], (unsigned)i));
+    }
+    free(data);
+    free(reply);
+}
+
+/* Sending above the maximum is refused locally; nothing is truncated. */
+static void test_msg_too_big(void **state)
+{
+    struct na_test_state *st = *state;
+    size_t max = NA_Msg_get_max_unexpected_size(st->cls);
+    char *buf = calloc(1, max + 1);
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+    struct na_test_done done = {0};
+
+    assert_int_equal(NA_Msg_send_unexpected(st->cls, st->ctx, na_test_cb, &done, buf, max + 1,
+                         NULL, st->server, 0, 0, op),
+        NA_MSGSIZE);
+    max = NA_Msg_get_max_expected_size(st->cls);
+    buf = realloc(buf, max + 1);
+    assert_int_equal(NA_Msg_send_expected(st->cls, st->ctx, na_test_cb, &done, buf, max + 1, NULL,
+                         st->server, 0, 0, op),
+        NA_MSGSIZE);
+    assert_int_equal(done.count, 0);
+    NA_Op_destroy(st->cls, op);
+    free(buf);
+}
+
+/* A reply larger than the posted receive completes it with NA_MSGSIZE, not truncated. */
+static void test_recv_too_small(void **state)
+{
+    struct na_test_state *st = *state;
+    char small[16];
+    struct na_test_cmd cmd = {.op = CMD_BIG_REPLY, .a = 1024};
+    assert_int_equal(call(st, cmd, NULL, 0, small, sizeof(small), NULL), NA_MSGSIZE);
+    /* The connection still works afterwards. */
+    char reply[256];
+    size_t len = 0;
+    cmd = (struct na_test_cmd){.op = CMD_ECHO};
+    assert_int_equal(call(st, cmd, "ok", 2, reply, sizeof(reply), &len), NA_SUCCESS);
+    assert_int_equal(len, sizeof(cmd) + 2);
+}
+
+/* Ask the server to expose size bytes; returns the deserialized remote handle. */
+static na_mem_handle_t *expose(struct na_test_state *st, size_t size, unsigned long flags, bool seg)
+{
+    char ser[1024];
+    size_t len = 0;
+    na_mem_handle_t *remote = NULL;
+    struct na_test_cmd cmd = {.op = CMD_EXPOSE, .a = size, .b = flags | (seg ? 1u << 8 : 0)};
+    assert_int_equal(call(st, cmd, NULL, 0, ser, sizeof(ser), &len), NA_SUCCESS);
+    assert_true(len > 0);
+    assert_int_equal(NA_Mem_handle_deserialize(st->cls, &remote, ser, len), NA_SUCCESS);
+    return remote;
+}
+
+static bool server_verify(struct na_test_state *st, unsigned int seed)
+{
+    uint8_t ok = 0;
+    size_t len = 0;
+    struct na_test_cmd cmd = {.op = CMD_VERIFY, .a = seed};
+    assert_int_equal(call(st, cmd, NULL, 0, &ok, 1, &len), NA_SUCCESS);
+    return len == 1 && ok == 1;
+}
+
+static na_return_t rma(struct na_test_state *st, bool put, na_mem_handle_t *local, size_t loff,
+    na_mem_handle_t *remote, size_t roff, size_t size)
+{
+    struct na_test_done done = {0};
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+    na_return_t ret = (put ? NA_Put : NA_Get)(st->cls, st->ctx, na_test_cb, &done, local, loff,
+        remote, roff, size, st->server, 0, op);
+    if (ret == NA_SUCCESS) {
+        assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 20000));
+        assert_int_equal(done.count, 1);
+        ret = done.ret;
+    }
+    NA_Op_destroy(st->cls, op);
+    return ret;
+}
+
+/* Put then get a region, contiguous or segmented on either side, data verified. */
+static void rma_round_trip(struct na_test_state *st, size_t size, bool local_seg, bool remote_seg)
+{
+    char *buf = malloc(size);
+    na_mem_handle_t *local = NULL;
+    na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, remote_seg);
+
+    if (local_seg) {
+        struct na_segment segs[3] = {
+            {buf, size / 3}, {buf + size / 3, size / 3}, {buf + 2 * (size / 3), size - 2 * (size / 3)}};
+        assert_int_equal(NA_Mem_handle_create_segments(st->cls, segs, 3, NA_MEM_READWRITE, &local),
+            NA_SUCCESS);
+    } else {
+        assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
+            NA_SUCCESS);
+    }
+    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+
+    /* Get the server's pattern. */
+    memset(buf, 0, size);
+    assert_int_equal(rma(st, false, local, 0, remote, 0, size), NA_SUCCESS);
+    assert_true(test_check(buf, size, NA_TEST_SEED_SERVER));
+    /* Put ours and let the server check it. */
+    test_fill(buf, size, 99);
+    assert_int_equal(rma(st, true, local, 0, remote, 0, size), NA_SUCCESS);
+    assert_true(server_verify(st, 99));
+    /* A middle slice with offsets on both sides. */
+    memset(buf, 0, size);
+    assert_int_equal(rma(st, false, local, 5, remote, 5, size - 10), NA_SUCCESS);
+    assert_true(buf[0] == 0 && buf[size - 1] == 0);
+    char *expect = malloc(size);
+    test_fill(expect, size, 99);
+    assert_memory_equal(buf + 5, expect + 5, size - 10);
+    free(expect);
+
+    NA_Mem_deregister(st->cls, local);
+    NA_Mem_handle_free(st->cls, local);
+    NA_Mem_handle_free(st->cls, remote);
+    free(buf);
+}
+
+static void test_rma_contiguous(void **state)
+{
+    rma_round_trip(*state, 64, false, false);
+    rma_round_trip(*state, 1 << 20, false, false);
+}
+
+static void test_rma_segmented(void **state)
+{
+    rma_round_trip(*state, 4096 + 17, true, false);
+    rma_round_trip(*state, 1 << 20, false, true);
+    rma_round_trip(*state, (1 << 20) + 3, true, true);
+}
+
+/* Out of bounds and against permission: refused locally, nothing sent. */
+static void test_rma_refused(void **state)
+{
+    struct na_test_state *st = *state;
+    char buf[256];
+    na_mem_handle_t *local = NULL;
+    na_mem_handle_t *ro = expose(st, 128, NA_MEM_READ_ONLY, false);
+
+    assert_int_equal(NA_Mem_handle_create(st->cls, buf, sizeof(buf), NA_MEM_READWRITE, &local),
+        NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    assert_int_equal(rma(st, true, local, 0, ro, 0, 64), NA_PERMISSION);
+    assert_int_equal(rma(st, false, local, 0, ro, 100, 64), NA_INVALID_ARG);
+    assert_int_equal(rma(st, false, local, 250, ro, 0, 64), NA_INVALID_ARG);
+    assert_int_equal(rma(st, false, local, 0, ro, 0, 128), NA_SUCCESS);
+    assert_true(test_check(buf, 128, NA_TEST_SEED_SERVER));
+    NA_Mem_handle_free(st->cls, ro);
+    NA_Mem_deregister(st->cls, local);
+    NA_Mem_handle_free(st->cls, local);
+}
+
+/* Cancel a posted expected receive: callback once with NA_CANCELED, op reusable,
+ * and NA_Finalize refuses while it is pending. */
+static void test_cancel_recv(void **state)
+{
+    struct na_test_state *st = *state;
+    char buf[64];
+    struct na_test_done done = {0};
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+
+    assert_int_equal(NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &done, buf, sizeof(buf),
+                         NULL, st->server, 0, 4242, op),
+        NA_SUCCESS);
+    assert_int_equal(NA_Finalize(st->cls), NA_BUSY);
+    assert_int_equal(NA_Context_destroy(st->cls, st->ctx), NA_BUSY);
+    NA_Op_destroy(st->cls, op); /* refused while pending: must not free it */
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 5000));
+    assert_int_equal(done.ret, NA_CANCELED);
+    /* Exactly once, and cancelling again is a no-op. */
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    NA_Progress(st->cls, st->ctx, 100);
+    NA_Trigger(st->ctx, 16, NULL);
+    assert_int_equal(done.count, 1);
+    /* Reuse the op id for an unexpected receive and cancel that too. */
+    done = (struct na_test_done){0};
+    assert_int_equal(NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf, sizeof(buf),
+                         NULL, op),
+        NA_SUCCESS);
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 5000));
+    assert_int_equal(done.ret, NA_CANCELED);
+    assert_int_equal(done.count, 1);
+    NA_Op_destroy(st->cls, op);
+}
+
+/* Cancel an in-flight get against a server that is not progressing. */
+static void test_cancel_inflight(void **state)
+{
+    struct na_test_state *st = *state;
+    size_t size = 8 << 20;
+    char *buf = malloc(size);
+    na_mem_handle_t *local = NULL;
+    na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, false);
+    struct na_test_done done = {0};
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+
+    memset(buf, 0, size);
+    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local), NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    struct na_test_cmd stall = {.op = CMD_STALL, .a = 1500};
+    call(st, stall, NULL, 0, NULL, 0, NULL);
+    assert_int_equal(NA_Get(st->cls, st->ctx, na_test_cb, &done, local, 0, remote, 0, size,
+                         st->server, 0, op),
+        NA_SUCCESS);
+    double t0 = test_now();
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 10000));
+    double dt = test_now() - t0;
+    assert_int_equal(done.count, 1);
+    print_message("# %s: in-flight get cancel -> %s after %.1f ms\n", st->info,
+        NA_Error_to_string(done.ret), dt * 1e3);
+    assert_int_equal(done.ret, NA_CANCELED);
+    /* Resources are back: the op and the handles can be reused and freed. */
+    NA_Progress(st->cls, st->ctx, 100);
+    NA_Trigger(st->ctx, 16, NULL);
+    assert_int_equal(done.count, 1);
+    assert_int_equal(rma(st, false, local, 0, remote, 0, 4096), NA_SUCCESS);
+    assert_true(test_check(buf, 4096, NA_TEST_SEED_SERVER));
+    NA_Op_destroy(st->cls, op);
+    NA_Mem_deregister(st->cls, local);
+    NA_Mem_handle_free(st->cls, local);
+    NA_Mem_handle_free(st->cls, remote);
+    free(buf);
+}
+
+/* Messages and put/get addressed to oneself. */
+static void test_self(void **state)
+{
+    struct na_test_state *st = *state;
+    na_class_t *cls = NA_Initialize(st->info, true);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    na_addr_t *self = NULL, *dup = NULL;
+    assert_int_equal(NA_Addr_self(cls, &self), NA_SUCCESS);
+    assert_true(NA_Addr_is_self(cls, self));
+    assert_int_equal(NA_Addr_dup(cls, self, &dup), NA_SUCCESS);
+    assert_true(NA_Addr_cmp(cls, self, dup));
+
+    size_t h = NA_Msg_get_unexpected_header_size(cls);
+    size_t size = NA_Msg_get_max_unexpected_size(cls);
+    char *out = malloc(size), *in = malloc(size);
+    test_fill(out + h, size - h, 5);
+    NA_Msg_init_unexpected(cls, out, size);
+    struct na_test_done r = {0}, s = {0};
+    na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE), *sop = NA_Op_create(cls, NA_OP_SINGLE);
+    assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &r, in, size, NULL, rop), NA_SUCCESS);
+    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &s, out, size, NULL, self, 0, 77, sop),
+        NA_SUCCESS);
+    assert_true(na_test_wait(cls, ctx, &r, 1, 5000));
+    assert_true(na_test_wait(cls, ctx, &s, 1, 5000));
+    assert_int_equal(r.ret, NA_SUCCESS);
+    assert_int_equal(r.size, size);
+    assert_int_equal(r.tag, 77);
+    assert_true(NA_Addr_cmp(cls, r.source, self));
+    assert_true(test_check(in + h, size - h, 5));
+    NA_Addr_free(cls, r.source);
+
+    /* put/get within one process */
+    size_t len = 1 << 16;
+    char *a = malloc(len), *b = calloc(1, len);
+    na_mem_handle_t *ha = NULL, *hb = NULL;
+    test_fill(a, len, 11);
+    assert_int_equal(NA_Mem_handle_create(cls, a, len, NA_MEM_READWRITE, &ha), NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_create(cls, b, len, NA_MEM_READWRITE, &hb), NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(cls, ha, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(cls, hb, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    struct na_test_done g = {0};
+    assert_int_equal(NA_Put(cls, ctx, na_test_cb, &g, ha, 0, hb, 0, len, self, 0, sop), NA_SUCCESS);
+    assert_true(na_test_wait(cls, ctx, &g, 1, 5000));
+    assert_int_equal(g.ret, NA_SUCCESS);
+    assert_true(test_check(b, len, 11));
+
+    NA_Mem_deregister(cls, ha);
+    NA_Mem_deregister(cls, hb);
+    NA_Mem_handle_free(cls, ha);
+    NA_Mem_handle_free(cls, hb);
+    free(a);
+    free(b);
+    NA_Op_destroy(cls, rop);
+    NA_Op_destroy(cls, sop);
+    NA_Addr_free(cls, dup);
+    NA_Addr_free(cls, self);
+    free(out);
+    free(in);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
+/* Address strings and descriptors: round trips and malformed input. */
+static void test_addresses(void **state)
+{
+    struct na_test_state *st = *state;
+    char str[TEST_ADDR_MAX];
+    size_t len = sizeof(str);
+    na_addr_t *again = NULL, *des = NULL;
+
+    assert_int_equal(NA_Addr_to_string(st->cls, str, &len, st->server), NA_SUCCESS);
+    assert_string_equal(str, st->srv.addr);
+    size_t need = 0;
+    assert_int_equal(NA_Addr_to_string(st->cls, NULL, &need, st->server), NA_SUCCESS);
+    assert_int_equal(need, strlen(str) + 1);
+    len = 3;
+    assert_int_equal(NA_Addr_to_string(st->cls, str, &len, st->server), NA_OVERFLOW);
+    assert_int_equal(NA_Addr_lookup(st->cls, st->srv.addr, &again), NA_SUCCESS);
+    assert_true(NA_Addr_cmp(st->cls, again, st->server));
+    assert_false(NA_Addr_is_self(st->cls, again));
+
+    size_t n = NA_Addr_get_serialize_size(st->cls, again);
+    char *ser = malloc(n);
+    assert_int_equal(NA_Addr_serialize(st->cls, ser, n, again), NA_SUCCESS);
+    assert_int_equal(NA_Addr_deserialize(st->cls, &des, ser, n), NA_SUCCESS);
+    assert_true(NA_Addr_cmp(st->cls, des, st->server));
+    NA_Addr_free(st->cls, des);
+    /* Truncated and corrupted descriptors are refused. */
+    assert_int_not_equal(NA_Addr_deserialize(st->cls, &des, ser, 1), NA_SUCCESS);
+    memset(ser, 0xff, n);
+    assert_int_not_equal(NA_Addr_deserialize(st->cls, &des, ser, n), NA_SUCCESS);
+    free(ser);
+    NA_Addr_free(st->cls, again);
+
+    static const char *bad[] = {"", "ofi+", "ucx+tcp://127.0.0.1:1", "mpi+static://0",
+        "tcp", "ofi+tcp://", "ofi+tcp://no-such-host.invalid:1", "ofi+tcp://127.0.0.1:99999",
+        "ofi+tcp://127.0.0.1:abc"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        na_addr_t *a = (na_addr_t *)0x1;
+        na_return_t ret = NA_Addr_lookup(st->cls, bad[i], &a);
+        if (ret == NA_SUCCESS)
+            fail_msg("lookup of bad address \"%s\" succeeded", bad[i]);
+    }
+    assert_int_equal(NA_Addr_lookup(st->cls, NULL, &again), NA_INVALID_ARG);
+    assert_int_equal(NA_Addr_lookup(st->cls, "ucx+tcp://127.0.0.1:1", &again), NA_PROTONOSUPPORT);
+
+    /* Memory handle descriptors: truncated / garbage input refused. */
+    char junk[64];
+    na_mem_handle_t *mh = NULL;
+    memset(junk, 0xa5, sizeof(junk));
+    assert_int_not_equal(NA_Mem_handle_deserialize(st->cls, &mh, junk, sizeof(junk)), NA_SUCCESS);
+    assert_int_not_equal(NA_Mem_handle_deserialize(st->cls, &mh, junk, 3), NA_SUCCESS);
+}
+
+/* Bad info strings: NULL class and a log line, never a crash. */
+static void test_bad_info(void **state)
+{
+    (void)state;
+    static const char *bad[] = {"", "ofi", "ofi+", "+tcp", "nope+tcp", "ofi+nope",
+        "ofi+tcp://999.1.1.1:1", "ofi+tcp://127.0.0.1:70000", "ofi+tcp://[::1", "ofi+TCP"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        na_class_t *cls = NA_Initialize(bad[i], true);
+        if (cls) {
+            NA_Finalize(cls);
+            fail_msg("NA_Initialize(\"%s\") succeeded", bad[i]);
+        }
+    }
+    assert_null(NA_Initialize(NULL, false));
+    assert_int_equal(NA_Finalize(NULL), NA_SUCCESS);
+    assert_string_equal(NA_Error_to_string(NA_CANCELED), "NA_CANCELED");
+}
+
+int main(void)
+{
+    const char *const *transports;
+    size_t n = test_transports(&transports);
+    int failed = 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_info),
+        cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_msg_sizes),
+        cmocka_unit_test(test_msg_too_big),
+        cmocka_unit_test(test_recv_too_small),
+        cmocka_unit_test(test_rma_contiguous),
+        cmocka_unit_test(test_rma_segmented),
+        cmocka_unit_test(test_rma_refused),
+        cmocka_unit_test(test_cancel_recv),
+        cmocka_unit_test(test_cancel_inflight),
+        cmocka_unit_test(test_self),
+    };
+    for (size_t i = 0; i < n; i++) {
+        char name[64];
+        current_info = transports[i];
+        snprintf(name, sizeof(name), "na/%s", transports[i]);
+        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
+            group_setup, group_teardown);
+    }
+    return failed ? 1 : 0;
+}
