@@ -147,7 +147,8 @@ HG_PUBLIC hg_size_t hg_proc_get_size_used(hg_proc_t proc);
  * \param proc [IN/OUT]    processor
  * \param buf_size [IN]    total size wanted; no-op if already that large
  *
- * \return HG_SUCCESS, HG_INVALID_ARG (NULL proc or not encoding) or HG_NOMEM
+ * \return HG_SUCCESS, HG_INVALID_ARG (NULL proc, not encoding, or the extra
+ *         buffer was handed over) or HG_NOMEM
  */
 HG_PUBLIC hg_return_t hg_proc_set_size(hg_proc_t proc, hg_size_t buf_size);
 
@@ -181,7 +182,8 @@ HG_PUBLIC void *hg_proc_save_ptr(hg_proc_t proc, hg_size_t data_size);
  *
  * \return HG_SUCCESS or HG_INVALID_ARG (NULL proc or HG_FREE)
  */
-HG_PUBLIC hg_return_t hg_proc_restore_ptr(hg_proc_t proc, void *data, hg_size_t data_size);
+HG_PUBLIC hg_return_t hg_proc_restore_ptr(
+    hg_proc_t proc, void *data, hg_size_t data_size);
 
 /**
  * \param proc [IN]  processor (not NULL)
@@ -225,7 +227,8 @@ HG_PUBLIC hg_return_t hg_proc_flush(hg_proc_t proc);
  *
  * \return HG_SUCCESS or HG_INVALID_ARG (NULL argument, HG_NOHASH, hash_size too small)
  */
-HG_PUBLIC hg_return_t hg_proc_checksum_get(hg_proc_t proc, void *hash, hg_size_t hash_size);
+HG_PUBLIC hg_return_t hg_proc_checksum_get(
+    hg_proc_t proc, void *hash, hg_size_t hash_size);
 
 /**
  * Compare a received checksum with the one fixed by hg_proc_flush().
@@ -299,7 +302,8 @@ HG_PUBLIC hg_return_t hg_proc_bytes(hg_proc_t proc, void *data, hg_size_t data_s
  *
  * \return what proc_cb returned, or HG_INVALID_ARG (NULL argument)
  */
-HG_PUBLIC hg_return_t hgx_proc_undo_decode(hg_proc_t proc, hg_proc_cb_t proc_cb, void *data);
+HG_PUBLIC hg_return_t hgx_proc_undo_decode(
+    hg_proc_t proc, hg_proc_cb_t proc_cb, void *data);
 
 /* Mercury's names for the common types. */
 #define hg_proc_hg_size_t hg_proc_uint64_t

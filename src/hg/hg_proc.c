@@ -20,7 +20,7 @@ hg_return_t hg_proc_create_internal(hg_proc_hash_t hash, hg_proc_t *proc_p)
 
     if (proc_p == NULL || (unsigned)hash > HG_NOHASH) {
         HGX_LOG_ERROR(PROC, "invalid argument (proc_p=%p, hash=%d)", (void *)proc_p,
-            (int)hash);
+                      (int)hash);
         return HG_INVALID_ARG;
     }
     proc = calloc(1, sizeof(*proc));
@@ -45,7 +45,7 @@ hg_return_t hg_proc_create(hg_class_t *hg_class, hg_proc_hash_t hash, hg_proc_t 
 }
 
 hg_return_t hg_proc_create_set(hg_class_t *hg_class, void *buf, hg_size_t buf_size,
-    hg_proc_op_t op, hg_proc_hash_t hash, hg_proc_t *proc_p)
+                               hg_proc_op_t op, hg_proc_hash_t hash, hg_proc_t *proc_p)
 {
     hg_proc_t proc;
     hg_return_t ret = hg_proc_create(hg_class, hash, &proc);
@@ -79,10 +79,10 @@ hg_return_t hg_proc_free(hg_proc_t proc)
 
 hg_return_t hg_proc_reset(hg_proc_t proc, void *buf, hg_size_t buf_size, hg_proc_op_t op)
 {
-    if (proc == HG_PROC_NULL || (unsigned)op > HG_FREE || (buf == NULL && op != HG_FREE) ||
-        buf_size > SIZE_MAX) {
+    if (proc == HG_PROC_NULL || (unsigned)op > HG_FREE ||
+        (buf == NULL && op != HG_FREE) || buf_size > SIZE_MAX) {
         HGX_LOG_ERROR(PROC, "invalid argument (proc=%p, buf=%p, op=%d)", (void *)proc,
-            buf, (int)op);
+                      buf, (int)op);
         return HG_INVALID_ARG;
     }
     hg_proc_drop_extra(proc);
@@ -159,6 +159,11 @@ static hg_return_t hg_proc_grow(struct hg_proc *proc, size_t want)
 
     if (want <= cur)
         return HG_SUCCESS;
+    if (proc->current_buf == &proc->extra_buf && !proc->extra_buf.is_mine) {
+        /* realloc would move a buffer the caller now owns */
+        HGX_LOG_ERROR(PROC, "cannot grow an extra buffer that was handed over");
+        return HG_INVALID_ARG;
+    }
     new_size = cur > SIZE_MAX / 2 ? want : (want > 2 * cur ? want : 2 * cur);
     if (new_size <= SIZE_MAX - HG_PROC_EXTRA_ALIGN)
         new_size = (new_size + HG_PROC_EXTRA_ALIGN - 1) & ~(HG_PROC_EXTRA_ALIGN - 1);
@@ -248,8 +253,9 @@ void *hg_proc_save_ptr(hg_proc_t proc, hg_size_t data_size)
         return NULL;
     }
     hg_proc_crc_catch_up(proc);
-    if (data_size == 0)
-        return proc->current_buf->buf + proc->current_buf->pos;
+    if (data_size == 0) /* nothing reserved; NULL only if there is no buffer */
+        return proc->current_buf->buf ? proc->current_buf->buf + proc->current_buf->pos
+                                      : NULL;
     p = hg_proc_advance(proc, (size_t)data_size, &ret);
     if (p != NULL)
         proc->crc_pos = proc->current_buf->pos; /* restore_ptr feeds these bytes */
@@ -294,13 +300,15 @@ hg_size_t hg_proc_checksum_size(hg_proc_t proc)
 }
 
 /* Checksum as bytes, little-endian, truncated to the width of the hash method. */
-static hg_return_t hg_proc_checksum_bytes(
-    hg_proc_t proc, const void *hash, hg_size_t hash_size, unsigned char *out, size_t *len)
+static hg_return_t hg_proc_checksum_bytes(hg_proc_t proc, const void *hash,
+                                          hg_size_t hash_size, unsigned char *out,
+                                          size_t *len)
 {
     if (proc == HG_PROC_NULL || hash == NULL || proc->hash == HG_NOHASH ||
         hash_size < hg_proc_checksum_size(proc)) {
-        HGX_LOG_ERROR(PROC, "invalid checksum request (proc=%p, hash=%p, size=%" PRIu64 ")",
-            (void *)proc, hash, hash_size);
+        HGX_LOG_ERROR(PROC,
+                      "invalid checksum request (proc=%p, hash=%p, size=%" PRIu64 ")",
+                      (void *)proc, hash, hash_size);
         return HG_INVALID_ARG;
     }
     *len = (size_t)hg_proc_checksum_size(proc);
@@ -329,7 +337,8 @@ hg_return_t hg_proc_checksum_verify(hg_proc_t proc, const void *hash, hg_size_t 
     if (ret != HG_SUCCESS)
         return ret;
     if (memcmp(hash, bytes, len) != 0) {
-        HGX_LOG_ERROR(PROC, "checksum mismatch (computed 0x%016" PRIx64 ")", proc->crc_final);
+        HGX_LOG_ERROR(PROC, "checksum mismatch (computed 0x%016" PRIx64 ")",
+                      proc->crc_final);
         return HG_CHECKSUM_ERROR;
     }
     return HG_SUCCESS;
