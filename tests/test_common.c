@@ -3,6 +3,8 @@
  */
 #include "test_common.h"
 
+#include "na.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,14 +16,24 @@
 
 size_t test_transports(const char *const **list)
 {
-    static const char *defaults[] = {"ofi+tcp", "ofi+shm", "ofi+sockets"};
+    static const char *const candidates[] = {
+        "ofi+tcp", "ofi+shm", "ofi+sockets", "ucx+tcp", "ucx+shm"};
+    static const char *defaults[sizeof(candidates) / sizeof(*candidates)];
     static const char *custom[16];
     static char buf[512];
     const char *env = getenv("HGX_TEST_TRANSPORTS");
 
     if (!env || !*env) {
+        /* Every transport of every plugin built into the library. */
+        size_t n = 0;
+        for (size_t i = 0; i < sizeof(candidates) / sizeof(*candidates); i++) {
+            struct na_protocol_info *info = NULL;
+            if (NA_Get_protocol_info(candidates[i], &info) == NA_SUCCESS && info)
+                defaults[n++] = candidates[i];
+            NA_Free_protocol_info(info);
+        }
         *list = defaults;
-        return sizeof(defaults) / sizeof(*defaults);
+        return n;
     }
     snprintf(buf, sizeof(buf), "%s", env);
     size_t n = 0;

@@ -3,7 +3,7 @@
  *
  * Layout (little-endian):
  *   0 magic u8 | 1 version u8 | 2 kind u8 | 3 flags u8 | 4 status u8 |
- *   5 context_id u8 | 6 reserved u16 (0) | 8 cookie u32 | 12 reserved u32 (0) |
+ *   5 context_id u8 | 6 origin_id u8 | 7 reserved u8 (0) | 8 cookie u32 | 12 reserved u32 (0) |
  *   16 rpc_id u64 | 24 payload_size u64 | 32 crc64 u64 (0 when unused)
  * The crc is computed with its own field zeroed.
  */
@@ -68,6 +68,7 @@ void hg_header_encode(void *buf, const struct hg_header *hdr, const void *payloa
     p[3] = hdr->flags;
     p[4] = hdr->status;
     p[5] = hdr->context_id;
+    p[6] = hdr->origin_id;
     put_u32(p + 8, hdr->cookie);
     put_u64(p + 16, hdr->rpc_id);
     put_u64(p + 24, hdr->payload_size);
@@ -87,6 +88,7 @@ int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const v
     hdr->flags = p[3];
     hdr->status = p[4];
     hdr->context_id = p[5];
+    hdr->origin_id = p[6];
     hdr->cookie = get_u32(p + 8);
     hdr->rpc_id = get_u64(p + 16);
     hdr->payload_size = get_u64(p + 24);

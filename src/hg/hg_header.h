@@ -28,6 +28,7 @@ struct hg_header {
     uint8_t flags;         /* HG_HEADER_* */
     uint8_t status;        /* response: hg_return_t of the target */
     uint8_t context_id;    /* request: target context id */
+    uint8_t origin_id;     /* request: context id of the origin, for the response */
     uint32_t cookie;       /* tag of the response / ack */
     uint64_t rpc_id;       /* hash of the RPC name */
     uint64_t payload_size; /* eager payload bytes, or bulk bytes with BULK_PAYLOAD */

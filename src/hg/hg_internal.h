@@ -46,6 +46,7 @@ struct hg_class {
     /* Live objects: HG_Finalize refuses while any is non-zero. */
     atomic_long n_contexts, n_handles, n_addrs, n_bulks;
     atomic_long n_dropped;     /* malformed / corrupted requests dropped */
+    atomic_int corrupt_next;   /* test hook: corrupt the next message header sent */
 };
 
 struct hg_post; /* one pre-posted unexpected receive */
@@ -61,6 +62,7 @@ struct hg_context {
     struct hg_post *posts;     /* array of hg_class->post_count entries */
     unsigned int n_posts;
     atomic_long n_posted;      /* posts currently in NA */
+    atomic_long n_handles;     /* live handles and bulk transfers on this context */
     bool unposting;
     void *data;
     void (*data_free)(void *);
@@ -85,6 +87,10 @@ hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t d
     hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id, hg_bulk_t origin_handle,
     hg_size_t origin_offset, hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size,
     hg_op_id_t *op_id);
+
+/* Test hook: flip a byte of the next RPC header this class sends (after its
+ * checksum was computed), so the peer sees a checksum mismatch. */
+HG_PUBLIC void hgx_test_corrupt_next_header(hg_class_t *hg_class);
 
 /* Map an NA return code to its HG counterpart. */
 hg_return_t hg_ret_from_na(na_return_t ret);

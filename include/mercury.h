@@ -1,0 +1,454 @@
+/*
+ * mercury.h -- the HG RPC layer: classes, contexts, RPC registration, addresses,
+ * handles, forward / respond, progress, trigger and cancel.
+ *
+ * Names and signatures follow Mercury 2.4. Completion of non-blocking calls is
+ * reported through callbacks queued on the context; HG_Trigger() runs them,
+ * HG_Progress() makes the network move. RPC handlers also run from HG_Trigger().
+ */
+#ifndef MERCURY_H
+#define MERCURY_H
+
+#include "mercury_types.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Get the Mercury API version hgx implements.
+ * \param major_p [OUT] major  \param minor_p [OUT] minor  \param patch_p [OUT] patch
+ * \return HG_SUCCESS
+ */
+HG_PUBLIC hg_return_t HG_Version_get(
+    unsigned int *major_p, unsigned int *minor_p, unsigned int *patch_p);
+
+/**
+ * Name of a return code.
+ * \param errnum [IN] code
+ * \return a static string ("HG_SUCCESS", ...), "HG_UNKNOWN_ERROR" if out of range
+ */
+HG_PUBLIC const char *HG_Error_to_string(hg_return_t errnum);
+
+/**
+ * Initialize an HG class over a new NA class. Finalize it with HG_Finalize().
+ * \param na_info_string [IN] NA info string, e.g. "ofi+tcp"
+ * \param na_listen [IN] accept RPCs from peers
+ * \return the class, or NULL (the reason is logged)
+ */
+HG_PUBLIC hg_class_t *HG_Init(const char *na_info_string, hg_bool_t na_listen);
+
+/**
+ * HG_Init() with options (the 2.2 shape of struct hg_init_info).
+ * \param na_info_string [IN] NA info string (ignored if hg_init_info->na_class is set)
+ * \param na_listen [IN] accept RPCs from peers
+ * \param hg_init_info [IN] optional options, NULL for defaults
+ * \return the class, or NULL
+ */
+HG_PUBLIC hg_class_t *HG_Init_opt(const char *na_info_string, hg_bool_t na_listen,
+    const struct hg_init_info *hg_init_info);
+
+/**
+ * HG_Init_opt() with the version of struct hg_init_info the caller was built with.
+ * \param na_info_string [IN] NA info string
+ * \param na_listen [IN] accept RPCs from peers
+ * \param version [IN] HG_VERSION(major, minor) of the caller's headers
+ * \param hg_init_info [IN] optional options, NULL for defaults
+ * \return the class, or NULL
+ */
+HG_PUBLIC hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
+    unsigned int version, const struct hg_init_info *hg_init_info);
+
+/**
+ * Finalize a class. Refused, leaving the class usable, while contexts,
+ * handles, addresses or bulk handles created from it are alive.
+ * \param hg_class [IN] class
+ * \return HG_SUCCESS, HG_BUSY (objects alive), HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Finalize(hg_class_t *hg_class);
+
+/** Remove temporary resources left by classes that did not finalize. */
+HG_PUBLIC void HG_Cleanup(void);
+
+/**
+ * Set the log level of the HG subsystems (and NA's).
+ * \param level [IN] "none", "error", "warning", "debug"
+ */
+HG_PUBLIC void HG_Set_log_level(const char *level);
+
+/**
+ * Choose the subsystems that log.
+ * \param subsys [IN] comma list, e.g. "hg,bulk" or "all,~na"
+ */
+HG_PUBLIC void HG_Set_log_subsys(const char *subsys);
+
+/**
+ * \param hg_class [IN] class
+ * \return the NA plugin name ("ofi", ...), or NULL
+ */
+HG_PUBLIC const char *HG_Class_get_name(const hg_class_t *hg_class);
+
+/**
+ * \param hg_class [IN] class
+ * \return the NA protocol ("tcp", "shm", ...), or NULL
+ */
+HG_PUBLIC const char *HG_Class_get_protocol(const hg_class_t *hg_class);
+
+/**
+ * \param hg_class [IN] class
+ * \return HG_TRUE if the class accepts RPCs
+ */
+HG_PUBLIC hg_bool_t HG_Class_is_listening(const hg_class_t *hg_class);
+
+/**
+ * \param hg_class [IN] class
+ * \return largest input that travels inside the request message; larger
+ *         input is moved with an internal bulk transfer. 0 if no class.
+ */
+HG_PUBLIC hg_size_t HG_Class_get_input_eager_size(const hg_class_t *hg_class);
+
+/**
+ * \param hg_class [IN] class
+ * \return largest output that travels inside the response message, 0 if no class
+ */
+HG_PUBLIC hg_size_t HG_Class_get_output_eager_size(const hg_class_t *hg_class);
+
+/**
+ * Attach user data to a class; free_callback(data) runs at HG_Finalize().
+ * \param hg_class [IN] class  \param data [IN] data  \param free_callback [IN] or NULL
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Class_set_data(
+    hg_class_t *hg_class, void *data, void (*free_callback)(void *));
+
+/**
+ * \param hg_class [IN] class
+ * \return data set with HG_Class_set_data(), or NULL
+ */
+HG_PUBLIC void *HG_Class_get_data(const hg_class_t *hg_class);
+
+/**
+ * Create a context (id 0). A listening class posts its receives on it.
+ * \param hg_class [IN] class
+ * \return the context, or NULL
+ */
+HG_PUBLIC hg_context_t *HG_Context_create(hg_class_t *hg_class);
+
+/**
+ * Create a context with an id; RPCs sent with HG_Set_target_id(id) reach it.
+ * \param hg_class [IN] class  \param id [IN] context id
+ * \return the context, or NULL
+ */
+HG_PUBLIC hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id);
+
+/**
+ * Destroy a context. Posted receives are cancelled; refused while handles
+ * or operations on it are alive or callbacks wait to be triggered.
+ * \param context [IN] context
+ * \return HG_SUCCESS, HG_BUSY, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Context_destroy(hg_context_t *context);
+
+/**
+ * \param context [IN] context
+ * \return its class, or NULL
+ */
+HG_PUBLIC hg_class_t *HG_Context_get_class(const hg_context_t *context);
+
+/**
+ * \param context [IN] context
+ * \return its id (0 by default)
+ */
+HG_PUBLIC hg_uint8_t HG_Context_get_id(const hg_context_t *context);
+
+/**
+ * Attach user data to a context; free_callback(data) runs at HG_Context_destroy().
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Context_set_data(
+    hg_context_t *context, void *data, void (*free_callback)(void *));
+
+/** \return data set with HG_Context_set_data(), or NULL */
+HG_PUBLIC void *HG_Context_get_data(const hg_context_t *context);
+
+/**
+ * Register an RPC by name. Its id is a 64-bit hash of the name, so origin and
+ * target agree without talking. Registering a name again replaces its procs.
+ * \param hg_class [IN] class
+ * \param func_name [IN] unique name
+ * \param in_proc_cb [IN] proc of the input struct (NULL: no input)
+ * \param out_proc_cb [IN] proc of the output struct (NULL: no output)
+ * \param rpc_cb [IN] handler run at the target (NULL on a pure origin)
+ * \return the id, or 0 on failure
+ */
+HG_PUBLIC hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name,
+    hg_proc_cb_t in_proc_cb, hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb);
+
+/**
+ * Tell whether func_name is registered.
+ * \param hg_class [IN] class  \param func_name [IN] name
+ * \param id_p [OUT] its id (optional)  \param flag_p [OUT] HG_TRUE if registered
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Registered_name(
+    hg_class_t *hg_class, const char *func_name, hg_id_t *id_p, hg_bool_t *flag_p);
+
+/**
+ * Register an RPC under an explicit id.
+ * \param hg_class [IN] class  \param id [IN] id (not 0)
+ * \param in_proc_cb [IN] input proc  \param out_proc_cb [IN] output proc
+ * \param rpc_cb [IN] handler
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Register(hg_class_t *hg_class, hg_id_t id, hg_proc_cb_t in_proc_cb,
+    hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb);
+
+/**
+ * Remove an RPC. Later requests for it are answered with HG_NOENTRY.
+ * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Deregister(hg_class_t *hg_class, hg_id_t id);
+
+/**
+ * Tell whether id is registered.
+ * \param flag_p [OUT] HG_TRUE if registered
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Registered(hg_class_t *hg_class, hg_id_t id, hg_bool_t *flag_p);
+
+/**
+ * Tell whether id is registered and return its procs.
+ * \param flag_p [OUT] HG_TRUE if registered
+ * \param in_proc_cb_p [OUT] input proc (optional)  \param out_proc_cb_p [OUT] output proc (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Registered_proc_cb(hg_class_t *hg_class, hg_id_t id,
+    hg_bool_t *flag_p, hg_proc_cb_t *in_proc_cb_p, hg_proc_cb_t *out_proc_cb_p);
+
+/**
+ * Attach data to a registered RPC; free_callback(data) runs when it is
+ * replaced, deregistered, or at HG_Finalize().
+ * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Register_data(
+    hg_class_t *hg_class, hg_id_t id, void *data, void (*free_callback)(void *));
+
+/**
+ * \return data attached with HG_Register_data(), or NULL
+ */
+HG_PUBLIC void *HG_Registered_data(hg_class_t *hg_class, hg_id_t id);
+
+/**
+ * Disable (or re-enable) the response of an RPC: the origin's forward then
+ * completes once the request is sent, and HG_Respond() at the target is a
+ * no-op that still runs its callback. Both sides must agree.
+ * \param disable [IN] HG_TRUE to disable
+ * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Registered_disable_response(
+    hg_class_t *hg_class, hg_id_t id, hg_bool_t disable);
+
+/**
+ * \param disabled_p [OUT] HG_TRUE if the response is disabled
+ * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Registered_disabled_response(
+    hg_class_t *hg_class, hg_id_t id, hg_bool_t *disabled_p);
+
+/**
+ * Look up a peer address; the callback (run by HG_Trigger()) receives it in
+ * info.lookup.addr and must free it with HG_Addr_free().
+ * \param context [IN] context  \param callback [IN] completion callback
+ * \param arg [IN] its argument  \param name [IN] address string
+ * \param op_id_p [OUT] unused (may be NULL or HG_OP_ID_IGNORE)
+ * \return HG_SUCCESS (callback queued, possibly with an error), HG_INVALID_ARG, HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Addr_lookup1(hg_context_t *context, hg_cb_t callback, void *arg,
+    const char *name, hg_op_id_t *op_id_p);
+
+#ifndef HG_Addr_lookup
+#define HG_Addr_lookup HG_Addr_lookup1
+#endif
+
+/**
+ * Look up a peer address immediately.
+ * \param addr_p [OUT] address, freed with HG_Addr_free()
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTONOSUPPORT, HG_ADDRNOTAVAIL, HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Addr_lookup2(hg_class_t *hg_class, const char *name, hg_addr_t *addr_p);
+
+/**
+ * Release an address (reference counted; HG_ADDR_NULL is ignored).
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Addr_free(hg_class_t *hg_class, hg_addr_t addr);
+
+/**
+ * Hint that the peer is gone so its connection state can be dropped.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Addr_set_remove(hg_class_t *hg_class, hg_addr_t addr);
+
+/**
+ * Get this class's own address. RPCs forwarded to it run locally.
+ * \param addr_p [OUT] address, freed with HG_Addr_free()
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Addr_self(hg_class_t *hg_class, hg_addr_t *addr_p);
+
+/**
+ * Take another reference to an address.
+ * \param new_addr_p [OUT] address, freed with HG_Addr_free()
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Addr_dup(hg_class_t *hg_class, hg_addr_t addr, hg_addr_t *new_addr_p);
+
+/**
+ * \return HG_TRUE if both addresses name the same peer
+ */
+HG_PUBLIC hg_bool_t HG_Addr_cmp(hg_class_t *hg_class, hg_addr_t addr1, hg_addr_t addr2);
+
+/**
+ * Print an address (terminating NUL included). With buf NULL only the size is
+ * returned; a too small buffer gives HG_OVERFLOW and the size needed.
+ * \param buf [OUT] destination  \param buf_size_p [IN/OUT] its size / size needed
+ * \return HG_SUCCESS, HG_OVERFLOW, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Addr_to_string(
+    hg_class_t *hg_class, char *buf, hg_size_t *buf_size_p, hg_addr_t addr);
+
+/**
+ * Create a handle for calling RPC id at addr (reference count 1).
+ * \param context [IN] context  \param addr [IN] target
+ * \param id [IN] registered RPC id  \param handle_p [OUT] handle
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOENTRY (id not registered), HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Create(
+    hg_context_t *context, hg_addr_t addr, hg_id_t id, hg_handle_t *handle_p);
+
+/**
+ * Drop a reference; the handle is freed at 0. Safe at any time: a pending
+ * operation keeps the handle alive until its callback has run.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Destroy(hg_handle_t handle);
+
+/**
+ * Retarget an idle handle.
+ * \param addr [IN] new target  \param id [IN] new RPC id (0 keeps the current one)
+ * \return HG_SUCCESS, HG_BUSY (operation pending), HG_INVALID_ARG, HG_NOENTRY
+ */
+HG_PUBLIC hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id);
+
+/**
+ * Take another reference to a handle.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Ref_incr(hg_handle_t handle);
+
+/**
+ * \return the reference count, or -1 for HG_HANDLE_NULL
+ */
+HG_PUBLIC hg_int32_t HG_Ref_get(hg_handle_t handle);
+
+/**
+ * \return class, context, peer address, RPC id and context id of the handle,
+ *         or NULL. Duplicate the address with HG_Addr_dup() to keep it.
+ */
+HG_PUBLIC const struct hg_info *HG_Get_info(hg_handle_t handle);
+
+/**
+ * Attach user data; free_callback(data) runs when the handle is freed.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Set_data(hg_handle_t handle, void *data, void (*free_callback)(void *));
+
+/** \return data set with HG_Set_data(), or NULL */
+HG_PUBLIC void *HG_Get_data(hg_handle_t handle);
+
+/**
+ * Route the RPC to the target context with this id.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id);
+
+/**
+ * At the target: decode the request input with the registered input proc.
+ * Release it with HG_Free_input().
+ * \param in_struct [OUT] input struct
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW / HG_PROTOCOL_ERROR (malformed input)
+ */
+HG_PUBLIC hg_return_t HG_Get_input(hg_handle_t handle, void *in_struct);
+
+/**
+ * Release what HG_Get_input() allocated in in_struct.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Free_input(hg_handle_t handle, void *in_struct);
+
+/**
+ * At the origin, after the forward completed: decode the response output with
+ * the registered output proc. Release it with HG_Free_output().
+ * \param out_struct [OUT] output struct
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOENTRY (no output received), HG_OVERFLOW
+ */
+HG_PUBLIC hg_return_t HG_Get_output(hg_handle_t handle, void *out_struct);
+
+/**
+ * Release what HG_Get_output() allocated in out_struct.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct);
+
+/**
+ * Send the RPC. The input is encoded with the registered input proc; input
+ * larger than the eager size is moved transparently with a bulk transfer.
+ * callback runs once from HG_Trigger(), with HG_SUCCESS, HG_CANCELED or an
+ * error (HG_CHECKSUM_ERROR, HG_NOENTRY from the target, ...). The handle can
+ * be forwarded again once the callback ran.
+ * \param callback [IN] completion callback (may be NULL)
+ * \param arg [IN] its argument  \param in_struct [IN] input struct
+ * \return HG_SUCCESS, HG_BUSY (an operation is pending), HG_INVALID_ARG,
+ *         HG_NOMEM, or the encode / NA error
+ */
+HG_PUBLIC hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in_struct);
+
+/**
+ * At the target: send the response, encoded with the registered output proc.
+ * For an RPC whose response is disabled nothing is sent and callback still runs.
+ * \param callback [IN] completion callback (may be NULL)
+ * \param arg [IN] its argument  \param out_struct [IN] output struct
+ * \return HG_SUCCESS, HG_BUSY, HG_INVALID_ARG, HG_NOMEM, or the encode / NA error
+ */
+HG_PUBLIC hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct);
+
+/**
+ * Make network progress for at most timeout ms, until a callback is ready.
+ * \return HG_SUCCESS if callbacks are ready to trigger, HG_TIMEOUT otherwise,
+ *         HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout);
+
+/**
+ * Run at most max_count queued callbacks, waiting up to timeout ms for one.
+ * \param actual_count_p [OUT] callbacks run (optional)
+ * \return HG_SUCCESS if at least one ran, HG_TIMEOUT otherwise, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
+    unsigned int max_count, unsigned int *actual_count_p);
+
+/**
+ * Cancel the pending forward or respond of a handle. Local: it never waits
+ * for the peer. The operation's callback then runs once with HG_CANCELED (or
+ * its real result if it completed first). No-op on an idle handle.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Cancel(hg_handle_t handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MERCURY_H */

@@ -1,0 +1,143 @@
+/*
+ * mercury_bulk.h -- bulk descriptors and one-sided transfers (HG bulk layer).
+ *
+ * A bulk handle describes local memory (one or more segments) with the access
+ * a remote peer is granted. Serialized and sent inside an RPC, it lets the
+ * target pull (NA_Get) or push (NA_Put) data. Names and signatures follow
+ * Mercury 2.4.
+ */
+#ifndef MERCURY_BULK_H
+#define MERCURY_BULK_H
+
+#include "mercury_types.h"
+
+#ifndef HG_BULK_READ_ONLY
+#define HG_BULK_READ_ONLY  (1 << 0)
+#define HG_BULK_WRITE_ONLY (1 << 1)
+#define HG_BULK_READWRITE  (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
+#endif
+
+/* Serialization flags (accepted, no effect in hgx). */
+#define HG_BULK_SM    (1 << 0)
+#define HG_BULK_EAGER (1 << 1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Create a bulk handle over count segments. With buf_ptrs NULL (or a NULL
+ * entry) the memory is allocated, zeroed, and freed with the handle.
+ * \param hg_class [IN] class
+ * \param count [IN] number of segments (> 0)
+ * \param buf_ptrs [IN] segment addresses, or NULL
+ * \param buf_sizes [IN] segment sizes
+ * \param flags [IN] HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE:
+ *        what a remote peer may do to the memory
+ * \param handle [OUT] bulk handle, freed with HG_Bulk_free()
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, or the NA registration error
+ */
+HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count, void **buf_ptrs,
+    const hg_size_t *buf_sizes, uint8_t flags, hg_bulk_t *handle);
+
+/**
+ * HG_Bulk_create() with memory attributes (host memory only in hgx).
+ * \param attrs [IN] attributes (not NULL)
+ * \return as HG_Bulk_create(); HG_OPNOTSUPPORTED for device memory
+ */
+HG_PUBLIC hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count,
+    void **buf_ptrs, const hg_size_t *buf_sizes, uint8_t flags,
+    const struct hg_bulk_attr *attrs, hg_bulk_t *handle);
+
+/**
+ * Drop a reference; at 0 the memory is deregistered (remote peers are refused
+ * from then on) and internally allocated memory is freed. HG_BULK_NULL is ignored.
+ * \return HG_SUCCESS
+ */
+HG_PUBLIC hg_return_t HG_Bulk_free(hg_bulk_t handle);
+
+/**
+ * Take another reference to a bulk handle.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle);
+
+/**
+ * Get the local segments covering [offset, offset + size) of a local handle.
+ * \param flags [IN] access wanted (must be allowed by the handle)
+ * \param max_count [IN] room in buf_ptrs / buf_sizes
+ * \param buf_ptrs [OUT] segment pointers  \param buf_sizes [OUT] segment sizes
+ * \param actual_count [OUT] segments returned (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG (remote handle, out of bounds), HG_PERMISSION
+ */
+HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
+    uint8_t flags, uint32_t max_count, void **buf_ptrs, hg_size_t *buf_sizes,
+    uint32_t *actual_count);
+
+/** \return total bytes described by the handle, 0 for HG_BULK_NULL */
+HG_PUBLIC hg_size_t HG_Bulk_get_size(hg_bulk_t handle);
+
+/** \return number of segments of the handle, 0 for HG_BULK_NULL */
+HG_PUBLIC uint32_t HG_Bulk_get_segment_count(hg_bulk_t handle);
+
+/** \return the permission flags of the handle, 0 for HG_BULK_NULL */
+HG_PUBLIC uint8_t HG_Bulk_get_flags(hg_bulk_t handle);
+
+/**
+ * \param flags [IN] HG_BULK_SM / HG_BULK_EAGER (ignored)
+ * \return bytes HG_Bulk_serialize() writes, 0 for HG_BULK_NULL
+ */
+HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags);
+
+/**
+ * Write a descriptor of a local handle that a peer can deserialize.
+ * \param buf [OUT] destination  \param buf_size [IN] its size
+ * \param flags [IN] HG_BULK_SM / HG_BULK_EAGER (ignored)
+ * \return HG_SUCCESS, HG_OVERFLOW (buf too small), HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Bulk_serialize(
+    void *buf, hg_size_t buf_size, unsigned long flags, hg_bulk_t handle);
+
+/**
+ * Rebuild a handle from untrusted bytes (every field is validated).
+ * \param handle [OUT] remote bulk handle, freed with HG_Bulk_free()
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTOCOL_ERROR (malformed), HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Bulk_deserialize(
+    hg_class_t *hg_class, hg_bulk_t *handle, const void *buf, hg_size_t buf_size);
+
+/**
+ * Move size bytes between the origin's region and a local one:
+ * HG_BULK_PULL reads origin_handle at origin_offset into local_handle at
+ * local_offset, HG_BULK_PUSH writes the other way. Large transfers are split
+ * into several NA operations. When origin_addr is this class's own address
+ * the transfer is a copy. callback runs once from HG_Trigger().
+ * \param op_id [OUT] id for HG_Bulk_cancel(), valid until the callback ran
+ *        (may be NULL or HG_OP_ID_IGNORE)
+ * \return HG_SUCCESS, HG_INVALID_ARG (bounds), HG_PERMISSION, HG_NOMEM, NA errors
+ */
+HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
+    hg_bulk_op_t op, hg_addr_t origin_addr, hg_bulk_t origin_handle, hg_size_t origin_offset,
+    hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size, hg_op_id_t *op_id);
+
+/**
+ * HG_Bulk_transfer() towards a given context id of the origin.
+ * \param origin_id [IN] context id at the origin
+ */
+HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback, void *arg,
+    hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id, hg_bulk_t origin_handle,
+    hg_size_t origin_offset, hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size,
+    hg_op_id_t *op_id);
+
+/**
+ * Cancel a transfer: all its NA operations are cancelled; the callback runs
+ * once with HG_CANCELED (or the real result if it completed first).
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Bulk_cancel(hg_op_id_t op_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MERCURY_BULK_H */

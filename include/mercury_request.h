@@ -1,0 +1,91 @@
+/*
+ * mercury_request.h -- request emulation: wait on a callback-based operation
+ * with a timeout, driven by user-supplied progress and trigger functions.
+ * Names and signatures follow Mercury 2.4.
+ */
+#ifndef MERCURY_REQUEST_H
+#define MERCURY_REQUEST_H
+
+#include "mercury_config.h"
+
+#ifndef HG_UTIL_SUCCESS
+#define HG_UTIL_SUCCESS 0
+#define HG_UTIL_FAIL    -1
+#endif
+
+typedef struct hg_request_class hg_request_class_t; /**< opaque request class */
+typedef struct hg_request hg_request_t;             /**< opaque request */
+
+/**
+ * Make progress for at most timeout ms.
+ * \return HG_UTIL_SUCCESS if something progressed, HG_UTIL_FAIL otherwise
+ */
+typedef int (*hg_request_progress_func_t)(unsigned int timeout, void *arg);
+
+/**
+ * Run completion callbacks for at most timeout ms; set *flag if one ran.
+ * \return HG_UTIL_SUCCESS if one ran, HG_UTIL_FAIL otherwise
+ */
+typedef int (*hg_request_trigger_func_t)(unsigned int timeout, unsigned int *flag, void *arg);
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Create a request class.
+ * \param progress [IN] progress function  \param trigger [IN] trigger function
+ * \param arg [IN] passed to both
+ * \return the class, or NULL
+ */
+HG_PUBLIC hg_request_class_t *hg_request_class_create(
+    hg_request_progress_func_t progress, hg_request_trigger_func_t trigger, void *arg);
+
+/**
+ * Destroy a request class.
+ * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL)
+ */
+HG_PUBLIC int hg_request_class_destroy(hg_request_class_t *request_class);
+
+/**
+ * Create a request (not completed).
+ * \return the request, or NULL
+ */
+HG_PUBLIC hg_request_t *hg_request_create(hg_request_class_t *request_class);
+
+/** Free a request. */
+HG_PUBLIC void hg_request_destroy(hg_request_t *request);
+
+/** Mark a request completed (usually from an operation's callback). */
+HG_PUBLIC void hg_request_complete(hg_request_t *request);
+
+/** Mark a request not completed so it can be reused. */
+HG_PUBLIC void hg_request_reset(hg_request_t *request);
+
+/**
+ * Progress and trigger until the request completes or timeout ms passed.
+ * \param timeout [IN] milliseconds (0: test once)
+ * \param flag [OUT] 1 if completed, 0 if not (optional)
+ * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL request)
+ */
+HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *flag);
+
+/**
+ * hg_request_wait() on each of count requests, sharing one timeout.
+ * \param flag [OUT] 1 if all completed (optional)
+ * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL
+ */
+HG_PUBLIC int hg_request_waitall(
+    int count, hg_request_t *request[], unsigned int timeout, unsigned int *flag);
+
+/** Attach user data to a request. */
+HG_PUBLIC void hg_request_set_data(hg_request_t *request, void *data);
+
+/** \return data attached with hg_request_set_data(), or NULL */
+HG_PUBLIC void *hg_request_get_data(hg_request_t *request);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MERCURY_REQUEST_H */

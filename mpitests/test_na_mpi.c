@@ -1,0 +1,576 @@
+/*
+ * test_na_mpi.c -- NA over mpi+static, run as `mpirun -np 3 ./test_na_mpi`:
+ * rank 0 serves, the other ranks are clients. The application owns MPI (it
+ * calls MPI_Init_thread) and does its own MPI_COMM_WORLD traffic between NA
+ * operations. Prints cmocka-style result lines and a summary on rank 0.
+ */
+#include "na.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BIG      ((size_t)(2u << 20) + 123) /* > 2 chunks of 1 MiB */
+#define RO_SIZE  4096
+#define SEG0     1000
+#define SEG1     5000
+#define SEG2     ((size_t)(1u << 20) + 77)
+#define SEG_SIZE (SEG0 + SEG1 + SEG2)
+#define PINGS    2000
+
+enum { CMD_ECHO = 1, CMD_STALL, CMD_PING, CMD_DONE };
+
+static int rank, nprocs, failures, passes;
+static na_class_t *cls;
+static na_context_t *ctx;
+
+static void result(const char *name, int ok, const char *why)
+{
+    if (ok) {
+        passes++;
+        printf("[       OK ] rank %d: %s\n", rank, name);
+    } else {
+        failures++;
+        printf("[  FAILED  ] rank %d: %s (%s)\n", rank, name, why ? why : "");
+    }
+    fflush(stdout);
+}
+
+struct done {
+    volatile int flag;
+    na_return_t ret;
+    size_t size;
+    na_addr_t *src;
+    na_tag_t tag;
+};
+
+static void cb(const struct na_cb_info *info)
+{
+    struct done *d = info->arg;
+    d->ret = info->ret;
+    if (info->type == NA_CB_RECV_UNEXPECTED) {
+        d->size = info->info.recv_unexpected.actual_buf_size;
+        d->src = info->info.recv_unexpected.source;
+        d->tag = info->info.recv_unexpected.tag;
+    } else if (info->type == NA_CB_RECV_EXPECTED) {
+        d->size = info->info.recv_expected.actual_buf_size;
+    }
+    d->flag = 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Progress until d completes or timeout_s passes; 0 on timeout. */
+static int wait_for(struct done *d, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+    while (!d->flag) {
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 64, NULL);
+        if (now_s() > end)
+            return 0;
+    }
+    return 1;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 131u + seed * 7u + (i >> 9));
+}
+
+/* A barrier on MPI_COMM_WORLD that keeps NA progressing (peers may need us). */
+static void progress_barrier(void)
+{
+    MPI_Request bar;
+    int flag = 0;
+    MPI_Ibarrier(MPI_COMM_WORLD, &bar);
+    while (!flag) {
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 64, NULL);
+        MPI_Test(&bar, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+struct descs { /* serialized server handles, broadcast with plain MPI */
+    unsigned char rw[64], ro[64], seg[64];
+    size_t len;
+};
+
+/*------------------------------------------------------------------ server */
+
+static void server(void)
+{
+    size_t nclients = (size_t)nprocs - 1;
+    unsigned char *rw = malloc(BIG * nclients), *ro = malloc(RO_SIZE), ro_copy[RO_SIZE];
+    unsigned char *s0 = malloc(SEG0 * nclients), *s1 = malloc(SEG1 * nclients),
+                  *s2 = malloc(SEG2 * nclients);
+    fill(ro, RO_SIZE, 99);
+    memcpy(ro_copy, ro, RO_SIZE);
+    memset(rw, 0, BIG * nclients);
+    na_mem_handle_t *hrw, *hro, *hseg;
+    struct na_segment segs[3] = {{s0, SEG0 * nclients}, {s1, SEG1 * nclients}, {s2, SEG2 * nclients}};
+    struct descs d;
+    memset(&d, 0, sizeof(d));
+    NA_Mem_handle_create(cls, rw, BIG * nclients, NA_MEM_READWRITE, &hrw);
+    NA_Mem_handle_create(cls, ro, RO_SIZE, NA_MEM_READ_ONLY, &hro);
+    NA_Mem_handle_create_segments(cls, segs, 3, NA_MEM_READWRITE, &hseg);
+    NA_Mem_register(cls, hrw, NA_MEM_TYPE_HOST, 0);
+    NA_Mem_register(cls, hro, NA_MEM_TYPE_HOST, 0);
+    NA_Mem_register(cls, hseg, NA_MEM_TYPE_HOST, 0);
+    d.len = NA_Mem_handle_get_serialize_size(cls, hrw);
+    NA_Mem_handle_serialize(cls, d.rw, sizeof(d.rw), hrw);
+    NA_Mem_handle_serialize(cls, d.ro, sizeof(d.ro), hro);
+    NA_Mem_handle_serialize(cls, d.seg, sizeof(d.seg), hseg);
+    MPI_Bcast(&d, (int)sizeof(d), MPI_BYTE, 0, MPI_COMM_WORLD);
+
+    size_t max = NA_Msg_get_max_unexpected_size(cls);
+    unsigned char *in = malloc(max), *out = malloc(max);
+    na_op_id_t *rop = NA_Op_create(cls, 0), *sop = NA_Op_create(cls, 0);
+    size_t done_clients = 0;
+    int app_msgs = 0;
+    while (done_clients < nclients) {
+        struct done r = {0};
+        NA_Msg_recv_unexpected(cls, ctx, cb, &r, in, max, NULL, rop);
+        if (!wait_for(&r, 120)) {
+            result("server: receive commands", 0, "timeout");
+            break;
+        }
+        if (r.ret != NA_SUCCESS || r.size < 1) {
+            result("server: receive commands", 0, NA_Error_to_string(r.ret));
+            NA_Addr_free(cls, r.src);
+            continue;
+        }
+        switch (in[0]) {
+        case CMD_ECHO:
+        case CMD_PING: {
+            for (size_t i = 1; i < r.size; i++)
+                out[i] = (unsigned char)~in[i];
+            out[0] = in[0];
+            struct done s = {0};
+            NA_Msg_send_expected(cls, ctx, cb, &s, out, r.size, NULL, r.src, 0, r.tag, sop);
+            wait_for(&s, 10);
+            if (in[0] == CMD_ECHO) {
+                /* the client also sent an application message on MPI_COMM_WORLD tag 0 */
+                int v = -1;
+                MPI_Status st;
+                MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, &st);
+                app_msgs += v == 1000 + st.MPI_SOURCE;
+            }
+            break;
+        }
+        case CMD_STALL: {
+            unsigned ms;
+            memcpy(&ms, in + 1, sizeof(ms));
+            struct done s = {0};
+            NA_Msg_send_expected(cls, ctx, cb, &s, in, 1, NULL, r.src, 0, r.tag, sop);
+            /* no NA progress while asleep (progressing for the ack could already
+             * serve the client's get): requests pile up in MPI */
+            usleep(ms * 1000u);
+            wait_for(&s, 10);
+            break;
+        }
+        case CMD_DONE:
+            done_clients++;
+            break;
+        }
+        NA_Addr_free(cls, r.src);
+    }
+    result("server: application MPI_COMM_WORLD messages interleaved", app_msgs == 3 * (int)nclients,
+        "count");
+    progress_barrier(); /* A: every client sent DONE */
+    result("server: read-only region unchanged by refused puts", !memcmp(ro, ro_copy, RO_SIZE), "");
+    int ok = 1;
+    for (size_t c = 0; c < nclients; c++) {
+        unsigned char *exp = malloc(BIG);
+        fill(exp, BIG, (unsigned)c + 1);
+        ok &= !memcmp(rw + c * BIG, exp, BIG);
+        free(exp);
+    }
+    result("server: put data landed in the registered region", ok, "mismatch");
+    NA_Op_destroy(cls, rop);
+    NA_Op_destroy(cls, sop);
+    NA_Mem_deregister(cls, hrw);
+    NA_Mem_deregister(cls, hro);
+    NA_Mem_deregister(cls, hseg);
+    NA_Mem_handle_free(cls, hrw);
+    NA_Mem_handle_free(cls, hro);
+    NA_Mem_handle_free(cls, hseg);
+    free(rw), free(ro), free(s0), free(s1), free(s2), free(in), free(out);
+}
+
+/*------------------------------------------------------------------ client */
+
+static na_addr_t *srv;
+static na_op_id_t *op1, *op2;
+
+static void send_cmd(unsigned char cmd, const void *payload, size_t n, na_tag_t tag)
+{
+    unsigned char buf[64];
+    buf[0] = cmd;
+    memcpy(buf + 1, payload, n);
+    struct done s = {0};
+    NA_Msg_send_unexpected(cls, ctx, cb, &s, buf, n + 1, NULL, srv, 0, tag, op1);
+    wait_for(&s, 10);
+}
+
+static na_return_t rma(int put, na_mem_handle_t *local, size_t loff, na_mem_handle_t *remote,
+    size_t roff, size_t size)
+{
+    struct done d = {0};
+    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, cb, &d, local, loff, remote, roff, size,
+        srv, 0, op2);
+    if (ret != NA_SUCCESS)
+        return ret;
+    if (!wait_for(&d, 30))
+        return NA_TIMEOUT;
+    return d.ret;
+}
+
+static void client(void)
+{
+    struct descs d;
+    char why[128];
+    MPI_Bcast(&d, (int)sizeof(d), MPI_BYTE, 0, MPI_COMM_WORLD);
+    unsigned c = (unsigned)rank - 1;
+
+    NA_Addr_lookup(cls, "mpi+static://0", &srv);
+    op1 = NA_Op_create(cls, 0);
+    op2 = NA_Op_create(cls, 0);
+
+    /* address checks */
+    {
+        na_addr_t *a = NULL;
+        int ok = NA_Addr_lookup(cls, "mpi+static://99999", &a) != NA_SUCCESS &&
+                 NA_Addr_lookup(cls, "mpi+static://1x", &a) != NA_SUCCESS &&
+                 NA_Addr_lookup(cls, "mpi+static://-1", &a) != NA_SUCCESS &&
+                 NA_Addr_lookup(cls, "mpi+static://", &a) != NA_SUCCESS;
+        char s[64];
+        size_t n = sizeof(s);
+        na_addr_t *self;
+        NA_Addr_self(cls, &self);
+        NA_Addr_to_string(cls, s, &n, self);
+        char exp[64];
+        snprintf(exp, sizeof(exp), "mpi+static://%d", rank);
+        ok &= !strcmp(s, exp) && NA_Addr_is_self(cls, self) && !NA_Addr_is_self(cls, srv);
+        NA_Addr_free(cls, self);
+        result("address lookup validation and self address", ok, s);
+    }
+
+    /* unexpected + expected messages, with application MPI traffic in between */
+    {
+        unsigned char msg[512], reply[512];
+        fill(msg, sizeof(msg), c);
+        msg[0] = CMD_ECHO;
+        struct done r = {0}, s = {0};
+        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0, 7 + c, op2);
+        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 7 + c, op1);
+        int v = 1000 + rank;
+        MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD); /* tag 0: also our unexpected MPI tag */
+        int ok = wait_for(&s, 10) && wait_for(&r, 10) && s.ret == NA_SUCCESS &&
+                 r.ret == NA_SUCCESS && r.size == sizeof(msg);
+        for (size_t i = 1; ok && i < sizeof(msg); i++)
+            ok = reply[i] == (unsigned char)~msg[i];
+        result("unexpected + expected messages, data verified (app MPI_Send interleaved)", ok,
+            NA_Error_to_string(r.ret));
+    }
+
+    /* expected message larger than the receive buffer: NA_MSGSIZE, not truncated */
+    {
+        unsigned char msg[300], reply[100];
+        memset(msg, 0, sizeof(msg));
+        msg[0] = CMD_ECHO;
+        struct done r = {0}, s = {0};
+        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0, 500 + c, op2);
+        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 500 + c, op1);
+        int v = 1000 + rank;
+        MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+        wait_for(&s, 10);
+        wait_for(&r, 10);
+        result("oversized expected message reported NA_MSGSIZE", r.ret == NA_MSGSIZE,
+            NA_Error_to_string(r.ret));
+    }
+
+    na_mem_handle_t *rrw, *rro, *rseg, *lbig, *lget, *lseg;
+    NA_Mem_handle_deserialize(cls, &rrw, d.rw, d.len);
+    NA_Mem_handle_deserialize(cls, &rro, d.ro, d.len);
+    NA_Mem_handle_deserialize(cls, &rseg, d.seg, d.len);
+    unsigned char *big = malloc(BIG), *back = malloc(BIG);
+    fill(big, BIG, c + 1);
+    NA_Mem_handle_create(cls, big, BIG, NA_MEM_READWRITE, &lbig);
+    NA_Mem_handle_create(cls, back, BIG, NA_MEM_READWRITE, &lget);
+    NA_Mem_register(cls, lbig, NA_MEM_TYPE_HOST, 0);
+    NA_Mem_register(cls, lget, NA_MEM_TYPE_HOST, 0);
+
+    /* contiguous put then get */
+    {
+        na_return_t p = rma(1, lbig, 0, rrw, c * BIG, BIG);
+        memset(back, 0, BIG);
+        na_return_t g = rma(0, lget, 0, rrw, c * BIG, BIG);
+        snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p), NA_Error_to_string(g));
+        result("put/get contiguous 2 MiB+123, data verified",
+            p == NA_SUCCESS && g == NA_SUCCESS && !memcmp(big, back, BIG), why);
+    }
+
+    /* segmented on both sides: local 3 segments -> remote 3 segments (per-client slice) */
+    {
+        size_t n = SEG_SIZE;
+        unsigned char *a = malloc(700), *b = malloc(n - 700 - 3000), *e = malloc(3000);
+        unsigned char *src = malloc(n), *got = malloc(n);
+        fill(src, n, c + 50);
+        memcpy(a, src, 700);
+        memcpy(b, src + 700, n - 3700);
+        memcpy(e, src + n - 3000, 3000);
+        struct na_segment ls[3] = {{a, 700}, {b, n - 3700}, {e, 3000}};
+        NA_Mem_handle_create_segments(cls, ls, 3, NA_MEM_READWRITE, &lseg);
+        NA_Mem_register(cls, lseg, NA_MEM_TYPE_HOST, 0);
+        /* remote: this client's data spans the 3 server segments' boundaries only for
+         * client 0; use an offset that crosses a segment boundary for everyone */
+        size_t nclients = (size_t)nprocs - 1;
+        size_t len = 200000;
+        size_t roff = SEG0 * nclients - 300 + c * len; /* client 0 crosses both remote boundaries */
+        na_return_t p = rma(1, lseg, 100, rseg, roff, len);
+        memset(back, 0, BIG);
+        na_return_t g = rma(0, lget, 0, rseg, roff, len);
+        memcpy(got, back, len);
+        snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p), NA_Error_to_string(g));
+        int ok = p == NA_SUCCESS && g == NA_SUCCESS && !memcmp(src + 100, got, len);
+        /* and segmented local get */
+        memset(a, 0, 700), memset(b, 0, n - 3700), memset(e, 0, 3000);
+        na_return_t g2 = rma(0, lseg, 100, rseg, roff, len);
+        memcpy(got, a, 700), memcpy(got + 700, b, n - 3700), memcpy(got + n - 3000, e, 3000);
+        ok &= g2 == NA_SUCCESS && !memcmp(src + 100, got + 100, len);
+        (void)nclients;
+        result("put/get segmented (both sides, crossing segment boundaries), data verified", ok, why);
+        NA_Mem_deregister(cls, lseg);
+        NA_Mem_handle_free(cls, lseg);
+        free(a), free(b), free(e), free(src), free(got);
+    }
+
+    /* forged descriptors: the target must refuse, memory unchanged */
+    {
+        unsigned char forged[64];
+        na_mem_handle_t *h;
+        uint32_t v;
+        /* read-only region claimed read-write */
+        memcpy(forged, d.ro, d.len);
+        v = NA_MEM_READWRITE;
+        memcpy(forged + 16, &v, 4);
+        NA_Mem_handle_deserialize(cls, &h, forged, d.len);
+        na_return_t p = rma(1, lbig, 0, h, 0, 100);
+        NA_Mem_handle_free(cls, h);
+        result("put into a read-only region refused by the target (NA_PERMISSION)",
+            p == NA_PERMISSION, NA_Error_to_string(p));
+        /* length inflated: beyond the real bounds */
+        memcpy(forged, d.ro, d.len);
+        uint64_t len = 1u << 30;
+        memcpy(forged + 24, &len, 8);
+        NA_Mem_handle_deserialize(cls, &h, forged, d.len);
+        memset(back, 0xAB, 64);
+        na_return_t g = rma(0, lget, 0, h, RO_SIZE - 10, 64);
+        NA_Mem_handle_free(cls, h);
+        int untouched = 1;
+        for (int i = 0; i < 64; i++)
+            untouched &= back[i] == 0xAB;
+        result("get beyond the region's bounds refused (NA_INVALID_ARG), local memory untouched",
+            g == NA_INVALID_ARG && untouched, NA_Error_to_string(g));
+        /* stale generation */
+        memcpy(forged, d.rw, d.len);
+        memcpy(&v, forged + 12, 4);
+        v += 1000;
+        memcpy(forged + 12, &v, 4);
+        NA_Mem_handle_deserialize(cls, &h, forged, d.len);
+        p = rma(1, lbig, 0, h, c * BIG, 100);
+        NA_Mem_handle_free(cls, h);
+        result("put with a stale handle generation refused (NA_ACCESS)", p == NA_ACCESS,
+            NA_Error_to_string(p));
+        /* garbage descriptor */
+        memset(forged, 0x5a, sizeof(forged));
+        result("malformed descriptor rejected at deserialize",
+            NA_Mem_handle_deserialize(cls, &h, forged, d.len) != NA_SUCCESS, "");
+    }
+
+    /* cancel of a posted receive */
+    {
+        unsigned char buf[64];
+        struct done r = {0};
+        NA_Msg_recv_expected(cls, ctx, cb, &r, buf, sizeof(buf), NULL, srv, 0, 9999, op2);
+        NA_Progress(cls, ctx, 1);
+        NA_Cancel(cls, ctx, op2);
+        int ok = wait_for(&r, 5);
+        result("cancel of a posted expected receive -> NA_CANCELED", ok && r.ret == NA_CANCELED,
+            NA_Error_to_string(r.ret));
+        struct done u = {0};
+        NA_Msg_recv_unexpected(cls, ctx, cb, &u, buf, sizeof(buf), NULL, op2);
+        NA_Cancel(cls, ctx, op2);
+        ok = wait_for(&u, 5);
+        result("cancel of a posted unexpected receive -> NA_CANCELED", ok && u.ret == NA_CANCELED,
+            NA_Error_to_string(u.ret));
+    }
+
+    /* cancel of an emulated get while the server stalls */
+    {
+        unsigned ms = 1500;
+        unsigned char ack[8];
+        struct done sa = {0};
+        NA_Msg_recv_expected(cls, ctx, cb, &sa, ack, sizeof(ack), NULL, srv, 0, 4000 + c, op2);
+        send_cmd(CMD_STALL, &ms, sizeof(ms), 4000 + c);
+        wait_for(&sa, 10); /* the server is now asleep */
+        memset(back, 0xEE, BIG);
+        struct done g = {0};
+        double t0 = now_s();
+        NA_Get(cls, ctx, cb, &g, lget, 0, rrw, c * BIG, BIG, srv, 0, op2);
+        double end = now_s() + 0.2;
+        while (now_s() < end && !g.flag) {
+            NA_Progress(cls, ctx, 10);
+            NA_Trigger(ctx, 64, NULL);
+        }
+        NA_Cancel(cls, ctx, op2);
+        int ok = wait_for(&g, 5);
+        double dt = now_s() - t0;
+        int untouched = 1;
+        for (size_t i = 0; i < BIG; i++)
+            untouched &= back[i] == 0xEE;
+        snprintf(why, sizeof(why), "%s after %.3f s, untouched %d", NA_Error_to_string(g.ret), dt,
+            untouched);
+        result("cancel of an emulated get against a stalled server: local, NA_CANCELED, "
+               "memory untouched",
+            ok && g.ret == NA_CANCELED && dt < 1.0 && untouched, why);
+        /* Later traffic works, and the late data is dropped, not written. */
+        unsigned char small[8];
+        struct done r = {0};
+        NA_Msg_recv_expected(cls, ctx, cb, &r, small, sizeof(small), NULL, srv, 0, 3000 + c, op2);
+        unsigned char e8[8] = {CMD_ECHO};
+        struct done s = {0};
+        NA_Msg_send_unexpected(cls, ctx, cb, &s, e8, 8, NULL, srv, 0, 3000 + c, op1);
+        int v = 1000 + rank;
+        MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+        wait_for(&s, 10);
+        ok = wait_for(&r, 10) && r.ret == NA_SUCCESS;
+        /* give the late chunks time to arrive and be drained */
+        double e2 = now_s() + 0.3;
+        while (now_s() < e2) {
+            NA_Progress(cls, ctx, 10);
+            NA_Trigger(ctx, 64, NULL);
+        }
+        untouched = 1;
+        for (size_t i = 0; i < BIG; i++)
+            untouched &= back[i] == 0xEE;
+        result("after the stall: traffic resumes, late get data dropped (memory untouched)",
+            ok && untouched, "");
+        na_return_t g2 = rma(0, lget, 0, rrw, c * BIG, BIG);
+        result("a new get after the cancelled one returns correct data",
+            g2 == NA_SUCCESS && !memcmp(big, back, BIG), NA_Error_to_string(g2));
+    }
+
+    /* ping-pong timing (client 1 only): raw MPI vs NA messages */
+    if (rank == 1) {
+        char pbuf[8] = {CMD_PING}, rbuf[8];
+        double t0 = now_s();
+        for (int i = 0; i < PINGS; i++) {
+            struct done r = {0}, s = {0};
+            NA_Msg_recv_expected(cls, ctx, cb, &r, rbuf, sizeof(rbuf), NULL, srv, 0, 77, op2);
+            NA_Msg_send_unexpected(cls, ctx, cb, &s, pbuf, sizeof(pbuf), NULL, srv, 0, 77, op1);
+            while (!r.flag || !s.flag) {
+                NA_Progress(cls, ctx, 100);
+                NA_Trigger(ctx, 64, NULL);
+            }
+        }
+        double na_us = (now_s() - t0) / PINGS * 1e6;
+        send_cmd(CMD_DONE, "", 0, 0);
+        progress_barrier();
+        /* raw MPI ping-pong against rank 0, which runs it after its NA loop */
+        t0 = now_s();
+        for (int i = 0; i < PINGS; i++) {
+            MPI_Request rq[2];
+            MPI_Irecv(rbuf, 8, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq[0]);
+            MPI_Isend(pbuf, 8, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq[1]);
+            MPI_Status sts[2];
+            MPI_Waitall(2, rq, sts);
+        }
+        double mpi_us = (now_s() - t0) / PINGS * 1e6;
+        printf("PINGPONG 8 B round trip: raw MPI_Isend/Irecv %.2f us, NA unexpected+expected "
+               "%.2f us, ratio %.2f\n",
+            mpi_us, na_us, na_us / mpi_us);
+    } else {
+        send_cmd(CMD_DONE, "", 0, 0);
+        progress_barrier();
+    }
+
+    NA_Mem_deregister(cls, lbig);
+    NA_Mem_deregister(cls, lget);
+    NA_Mem_handle_free(cls, lbig);
+    NA_Mem_handle_free(cls, lget);
+    NA_Mem_handle_free(cls, rrw);
+    NA_Mem_handle_free(cls, rro);
+    NA_Mem_handle_free(cls, rseg);
+    free(big), free(back);
+    progress_barrier(); /* B */
+    NA_Addr_free(cls, srv);
+    NA_Op_destroy(cls, op1);
+    NA_Op_destroy(cls, op2);
+}
+
+static void server_pingpong(void)
+{
+    char buf[8];
+    for (int i = 0; i < PINGS; i++) {
+        MPI_Request rq;
+        MPI_Irecv(buf, 8, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Isend(buf, 8, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (nprocs < 2) {
+        if (rank == 0)
+            printf("[  SKIPPED ] test_na_mpi needs at least 2 processes (mpirun -np 3)\n");
+        MPI_Finalize();
+        return 77;
+    }
+    cls = NA_Initialize("mpi+static", rank == 0);
+    result("NA_Initialize(\"mpi+static\") on an application-initialized MPI", cls != NULL, "");
+    if (!cls) {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    result("bad info string mpi+static://host refused",
+        NA_Initialize("mpi+static://host", false) == NULL, "");
+    ctx = NA_Context_create(cls);
+    if (rank == 0) {
+        server();
+        server_pingpong();
+        progress_barrier(); /* B */
+    } else {
+        client();
+    }
+    NA_Context_destroy(cls, ctx);
+    result("NA_Finalize", NA_Finalize(cls) == NA_SUCCESS, "");
+    int flag = 0;
+    MPI_Finalized(&flag);
+    result("MPI still usable after NA_Finalize (application owns it)", !flag, "");
+    int tot[2] = {passes, failures}, sum[2] = {0, 0};
+    MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("[==========] %d test(s) run over %d ranks.\n", sum[0] + sum[1], nprocs);
+        printf("[  PASSED  ] %d test(s).\n", sum[0]);
+        if (sum[1])
+            printf("[  FAILED  ] %d test(s).\n", sum[1]);
+    }
+    MPI_Finalize();
+    return sum[1] || failures ? 1 : 0;
+}

@@ -1,0 +1,368 @@
+/*
+ * bulk.c -- bulk handles: creation over local segments, reference counts,
+ * access, and the serialized descriptor a peer uses to reach the memory.
+ *
+ * Descriptor (little-endian): 0 magic u32 | 4 version u8 | 5 flags u8 |
+ * 6 reserved u16 (0) | 8 segment_count u32 | 12 na_size u32 | 16 len u64 |
+ * 24 local_id u64 | 32 NA memory handle (na_size bytes).
+ * local_id names the handle inside its own process, so that a transfer to
+ * self finds the live handle (and its permissions) instead of trusting
+ * pointers from the wire.
+ */
+#include "bulk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HG_BULK_MAGIC       0x4b424748u /* "HGBK" */
+#define HG_BULK_VERSION     1
+#define HG_BULK_DESC_HEADER 32
+#define HG_BULK_MAX_SEGMENTS (1u << 20)
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static bool flags_valid(uint8_t flags)
+{
+    return flags == HG_BULK_READ_ONLY || flags == HG_BULK_WRITE_ONLY ||
+           flags == HG_BULK_READWRITE;
+}
+
+static unsigned long na_flags(uint8_t flags)
+{
+    switch (flags) {
+        case HG_BULK_READ_ONLY:
+            return NA_MEM_READ_ONLY;
+        case HG_BULK_WRITE_ONLY:
+            return NA_MEM_WRITE_ONLY;
+        default:
+            return NA_MEM_READWRITE;
+    }
+}
+
+static struct hg_bulk *bulk_new(hg_class_t *hg_class, uint32_t count)
+{
+    struct hg_bulk *bulk = calloc(1, sizeof(*bulk));
+
+    if (!bulk)
+        return NULL;
+    bulk->segments = calloc(count, sizeof(*bulk->segments));
+    if (!bulk->segments) {
+        free(bulk);
+        return NULL;
+    }
+    bulk->hg_class = hg_class;
+    bulk->segment_count = count;
+    atomic_init(&bulk->refcount, 1);
+    atomic_fetch_add(&hg_class->n_bulks, 1);
+    return bulk;
+}
+
+static void local_list_remove(struct hg_bulk *bulk)
+{
+    hg_class_t *hg_class = bulk->hg_class;
+
+    pthread_mutex_lock(&hg_class->lock);
+    for (struct hg_bulk **pp = &hg_class->local_bulks; *pp; pp = &(*pp)->next_local)
+        if (*pp == bulk) {
+            *pp = bulk->next_local;
+            break;
+        }
+    pthread_mutex_unlock(&hg_class->lock);
+}
+
+static void bulk_destroy(struct hg_bulk *bulk)
+{
+    na_class_t *na_class = bulk->hg_class->na_class;
+
+    if (!bulk->remote)
+        local_list_remove(bulk);
+    if (bulk->mem) {
+        if (!bulk->remote)
+            NA_Mem_deregister(na_class, bulk->mem);
+        NA_Mem_handle_free(na_class, bulk->mem);
+    }
+    if (bulk->owns_memory)
+        for (uint32_t i = 0; i < bulk->segment_count; i++)
+            if (bulk->owned[i])
+                free(bulk->segments[i].base);
+    free(bulk->owned);
+    free(bulk->segments);
+    atomic_fetch_sub(&bulk->hg_class->n_bulks, 1);
+    free(bulk);
+}
+
+hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count, void **buf_ptrs,
+    const hg_size_t *buf_sizes, uint8_t flags, hg_bulk_t *handle)
+{
+    struct hg_bulk_attr attrs = {.mem_type = HG_MEM_TYPE_HOST, .device = 0};
+
+    return HG_Bulk_create_attr(hg_class, count, buf_ptrs, buf_sizes, flags, &attrs, handle);
+}
+
+hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count, void **buf_ptrs,
+    const hg_size_t *buf_sizes, uint8_t flags, const struct hg_bulk_attr *attrs, hg_bulk_t *handle)
+{
+    na_class_t *na_class;
+    hg_return_t ret = HG_SUCCESS;
+
+    if (!hg_class || !handle || count == 0 || !buf_sizes || !attrs || !flags_valid(flags) ||
+        count > HG_BULK_MAX_SEGMENTS) {
+        HGX_LOG_ERROR(BULK, "invalid argument (count %u, flags %u)", count, flags);
+        return HG_INVALID_ARG;
+    }
+    if (attrs->mem_type != HG_MEM_TYPE_HOST) {
+        HGX_LOG_ERROR(BULK, "only host memory is supported");
+        return HG_OPNOTSUPPORTED;
+    }
+    na_class = hg_class->na_class;
+    struct hg_bulk *bulk = bulk_new(hg_class, count);
+    if (!bulk)
+        return HG_NOMEM;
+    bulk->flags = flags;
+    bulk->owned = calloc(count, sizeof(*bulk->owned));
+    if (!bulk->owned) {
+        ret = HG_NOMEM;
+        goto error;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        void *base = buf_ptrs ? buf_ptrs[i] : NULL;
+        if (!base && buf_sizes[i] > 0) {
+            base = calloc(1, (size_t)buf_sizes[i]);
+            if (!base) {
+                ret = HG_NOMEM;
+                goto error;
+            }
+            bulk->owned[i] = true;
+            bulk->owns_memory = true;
+        }
+        bulk->segments[i].base = base;
+        bulk->segments[i].len = (size_t)buf_sizes[i];
+        if (bulk->len + buf_sizes[i] < bulk->len) {
+            ret = HG_OVERFLOW;
+            goto error;
+        }
+        bulk->len += buf_sizes[i];
+    }
+    if (bulk->len > 0) {
+        na_return_t na_ret;
+        if (count == 1)
+            na_ret = NA_Mem_handle_create(na_class, bulk->segments[0].base, bulk->segments[0].len,
+                na_flags(flags), &bulk->mem);
+        else
+            na_ret = NA_Mem_handle_create_segments(na_class, bulk->segments, count,
+                na_flags(flags), &bulk->mem);
+        if (na_ret == NA_SUCCESS) {
+            na_ret = NA_Mem_register(na_class, bulk->mem, NA_MEM_TYPE_HOST, 0);
+            if (na_ret != NA_SUCCESS) {
+                NA_Mem_handle_free(na_class, bulk->mem);
+                bulk->mem = NULL;
+            }
+        }
+        if (na_ret != NA_SUCCESS) {
+            HGX_LOG_ERROR(BULK, "could not register %u segment(s): %s", count,
+                NA_Error_to_string(na_ret));
+            ret = hg_ret_from_na(na_ret);
+            goto error;
+        }
+    }
+    bulk->local_id = atomic_fetch_add(&hg_class->bulk_id_next, 1);
+    pthread_mutex_lock(&hg_class->lock);
+    bulk->next_local = hg_class->local_bulks;
+    hg_class->local_bulks = bulk;
+    pthread_mutex_unlock(&hg_class->lock);
+    *handle = bulk;
+    return HG_SUCCESS;
+
+error:
+    bulk->remote = true; /* not yet on the local list */
+    bulk_destroy(bulk);
+    return ret;
+}
+
+hg_return_t HG_Bulk_free(hg_bulk_t handle)
+{
+    if (handle && atomic_fetch_sub(&handle->refcount, 1) == 1)
+        bulk_destroy(handle);
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle)
+{
+    if (!handle)
+        return HG_INVALID_ARG;
+    atomic_fetch_add(&handle->refcount, 1);
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size, uint8_t flags,
+    uint32_t max_count, void **buf_ptrs, hg_size_t *buf_sizes, uint32_t *actual_count)
+{
+    uint32_t n = 0;
+
+    if (!handle || handle->remote || offset > handle->len || size > handle->len - offset ||
+        (max_count > 0 && (!buf_ptrs || !buf_sizes)))
+        return HG_INVALID_ARG;
+    if ((flags & handle->flags) != flags)
+        return HG_PERMISSION;
+    for (uint32_t i = 0; i < handle->segment_count && size > 0 && n < max_count; i++) {
+        struct na_segment *seg = &handle->segments[i];
+        if (offset >= seg->len) {
+            offset -= seg->len;
+            continue;
+        }
+        size_t len = seg->len - (size_t)offset;
+        if (len > size)
+            len = (size_t)size;
+        buf_ptrs[n] = (char *)seg->base + offset;
+        buf_sizes[n] = len;
+        n++;
+        size -= len;
+        offset = 0;
+    }
+    if (actual_count)
+        *actual_count = n;
+    return HG_SUCCESS;
+}
+
+hg_size_t HG_Bulk_get_size(hg_bulk_t handle)
+{
+    return handle ? handle->len : 0;
+}
+
+uint32_t HG_Bulk_get_segment_count(hg_bulk_t handle)
+{
+    return handle ? handle->segment_count : 0;
+}
+
+uint8_t HG_Bulk_get_flags(hg_bulk_t handle)
+{
+    return handle ? handle->flags : 0;
+}
+
+hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags)
+{
+    (void)flags;
+    if (!handle)
+        return 0;
+    size_t na_size = handle->mem ? NA_Mem_handle_get_serialize_size(handle->hg_class->na_class,
+                                       handle->mem)
+                                 : 0;
+    return HG_BULK_DESC_HEADER + na_size;
+}
+
+hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags, hg_bulk_t handle)
+{
+    if (!buf || !handle)
+        return HG_INVALID_ARG;
+    if (handle->remote) {
+        HGX_LOG_ERROR(BULK, "cannot serialize a remote handle");
+        return HG_INVALID_ARG;
+    }
+    hg_size_t need = HG_Bulk_get_serialize_size(handle, flags);
+    if (buf_size < need)
+        return HG_OVERFLOW;
+    unsigned char *p = buf;
+    memset(p, 0, HG_BULK_DESC_HEADER);
+    put_u32(p, HG_BULK_MAGIC);
+    p[4] = HG_BULK_VERSION;
+    p[5] = handle->flags;
+    put_u32(p + 8, handle->segment_count);
+    put_u32(p + 12, (uint32_t)(need - HG_BULK_DESC_HEADER));
+    put_u64(p + 16, handle->len);
+    put_u64(p + 24, handle->local_id);
+    if (handle->mem) {
+        na_return_t na_ret = NA_Mem_handle_serialize(handle->hg_class->na_class,
+            p + HG_BULK_DESC_HEADER, (size_t)(need - HG_BULK_DESC_HEADER), handle->mem);
+        if (na_ret != NA_SUCCESS) {
+            HGX_LOG_ERROR(BULK, "could not serialize memory handle: %s",
+                NA_Error_to_string(na_ret));
+            return hg_ret_from_na(na_ret);
+        }
+    }
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Bulk_deserialize(
+    hg_class_t *hg_class, hg_bulk_t *handle, const void *buf, hg_size_t buf_size)
+{
+    const unsigned char *p = buf;
+
+    if (!hg_class || !handle || !buf)
+        return HG_INVALID_ARG;
+    *handle = HG_BULK_NULL;
+    if (buf_size < HG_BULK_DESC_HEADER || get_u32(p) != HG_BULK_MAGIC || p[4] != HG_BULK_VERSION ||
+        !flags_valid(p[5]) || p[6] != 0 || p[7] != 0) {
+        HGX_LOG_ERROR(BULK, "malformed bulk descriptor");
+        return HG_PROTOCOL_ERROR;
+    }
+    uint32_t count = get_u32(p + 8), na_size = get_u32(p + 12);
+    uint64_t len = get_u64(p + 16);
+    if (count == 0 || count > HG_BULK_MAX_SEGMENTS || na_size > buf_size - HG_BULK_DESC_HEADER ||
+        (len == 0) != (na_size == 0)) {
+        HGX_LOG_ERROR(BULK, "malformed bulk descriptor (count %u, na size %u, len %llu)", count,
+            na_size, (unsigned long long)len);
+        return HG_PROTOCOL_ERROR;
+    }
+    /* Remote handles keep no segment list: one entry is enough. */
+    struct hg_bulk *bulk = bulk_new(hg_class, 1);
+    if (!bulk)
+        return HG_NOMEM;
+    bulk->segment_count = count;
+    bulk->remote = true;
+    bulk->flags = p[5];
+    bulk->len = len;
+    bulk->local_id = get_u64(p + 24);
+    if (na_size > 0) {
+        na_return_t na_ret = NA_Mem_handle_deserialize(hg_class->na_class, &bulk->mem,
+            p + HG_BULK_DESC_HEADER, na_size);
+        if (na_ret != NA_SUCCESS) {
+            HGX_LOG_ERROR(BULK, "malformed memory handle in descriptor: %s",
+                NA_Error_to_string(na_ret));
+            bulk_destroy(bulk);
+            return na_ret == NA_NOMEM ? HG_NOMEM : HG_PROTOCOL_ERROR;
+        }
+    }
+    *handle = bulk;
+    return HG_SUCCESS;
+}
+
+struct hg_bulk *hg_bulk_find_local(hg_class_t *hg_class, uint64_t local_id)
+{
+    struct hg_bulk *found = NULL;
+
+    pthread_mutex_lock(&hg_class->lock);
+    for (struct hg_bulk *b = hg_class->local_bulks; b; b = b->next_local)
+        if (b->local_id == local_id) {
+            found = b;
+            atomic_fetch_add(&b->refcount, 1);
+            break;
+        }
+    pthread_mutex_unlock(&hg_class->lock);
+    return found;
+}

@@ -1,0 +1,205 @@
+/*
+ * hg_class.c -- HG class life cycle, version, error strings, logging and
+ * class accessors.
+ */
+#include "hg_internal.h"
+#include "hg_header.h"
+#include "hg_rpc_map.h"
+
+#include <stdlib.h>
+
+hg_return_t HG_Version_get(unsigned int *major_p, unsigned int *minor_p, unsigned int *patch_p)
+{
+    if (major_p)
+        *major_p = HG_VERSION_MAJOR;
+    if (minor_p)
+        *minor_p = HG_VERSION_MINOR;
+    if (patch_p)
+        *patch_p = HG_VERSION_PATCH;
+    return HG_SUCCESS;
+}
+
+const char *HG_Error_to_string(hg_return_t errnum)
+{
+#define X(a) [a] = #a,
+    static const char *const names[] = {HG_RETURN_VALUES};
+#undef X
+    if ((int)errnum < 0 || errnum >= HG_RETURN_MAX)
+        return "HG_UNKNOWN_ERROR";
+    return names[errnum];
+}
+
+hg_return_t hg_ret_from_na(na_return_t ret)
+{
+    switch (ret) {
+#define X(a) case NA_##a: return HG_##a;
+        X(SUCCESS) X(PERMISSION) X(NOENTRY) X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS) X(FAULT)
+        X(BUSY) X(EXIST) X(NODEV) X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW) X(MSGSIZE)
+        X(PROTONOSUPPORT) X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL) X(HOSTUNREACH)
+        X(TIMEOUT) X(CANCELED) X(IO_ERROR)
+#undef X
+        default:
+            return HG_NA_ERROR;
+    }
+}
+
+void HG_Set_log_level(const char *level)
+{
+    if (level)
+        hgx_log_set_level("", level);
+}
+
+void HG_Set_log_subsys(const char *subsys)
+{
+    if (subsys)
+        hgx_log_set_subsys(subsys);
+}
+
+hg_class_t *HG_Init(const char *na_info_string, hg_bool_t na_listen)
+{
+    return HG_Init_opt2(na_info_string, na_listen, HG_VERSION(2, 4), NULL);
+}
+
+hg_class_t *HG_Init_opt(const char *na_info_string, hg_bool_t na_listen,
+    const struct hg_init_info *hg_init_info)
+{
+    return HG_Init_opt2(na_info_string, na_listen, HG_VERSION(2, 2), hg_init_info);
+}
+
+hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen, unsigned int version,
+    const struct hg_init_info *hg_init_info)
+{
+    struct hg_init_info info = hg_init_info ? *hg_init_info : HG_INIT_INFO_INITIALIZER;
+    hg_class_t *hg_class;
+
+    /* Older callers' structs stop before the 2.3 members. */
+    if (hg_init_info && HG_VERSION_LT(version, HG_VERSION(2, 3))) {
+        info.no_overflow = false;
+        info.multi_recv_op_max = 0;
+        info.multi_recv_copy_threshold = 0;
+    }
+    if (!info.na_class && !na_info_string) {
+        HGX_LOG_ERROR(HG, "NULL info string and no NA class given");
+        return NULL;
+    }
+    hg_class = calloc(1, sizeof(*hg_class));
+    if (!hg_class) {
+        HGX_LOG_ERROR(HG, "out of memory");
+        return NULL;
+    }
+    if (info.na_class) {
+        hg_class->na_class = info.na_class;
+    } else {
+        hg_class->na_class = NA_Initialize_opt(na_info_string, na_listen, &info.na_init_info);
+        hg_class->own_na_class = true;
+        if (!hg_class->na_class) {
+            HGX_LOG_ERROR(HG, "could not initialize NA with \"%s\"", na_info_string);
+            goto error;
+        }
+    }
+    hg_class->listening = NA_Is_listening(hg_class->na_class);
+    hg_class->checksum_level = info.checksum_level;
+    hg_class->post_count = info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;
+    hg_class->unexpected_size = NA_Msg_get_max_unexpected_size(hg_class->na_class);
+    hg_class->expected_size = NA_Msg_get_max_expected_size(hg_class->na_class);
+    hg_class->unexpected_header = NA_Msg_get_unexpected_header_size(hg_class->na_class);
+    hg_class->expected_header = NA_Msg_get_expected_header_size(hg_class->na_class);
+    hg_class->max_tag = NA_Msg_get_max_tag(hg_class->na_class);
+    if (hg_class->unexpected_size < hg_class->unexpected_header + HG_HEADER_SIZE + 256 ||
+        hg_class->expected_size < hg_class->expected_header + HG_HEADER_SIZE + 256) {
+        HGX_LOG_ERROR(HG, "NA message sizes too small (%zu / %zu)", hg_class->unexpected_size,
+            hg_class->expected_size);
+        goto error;
+    }
+    hg_class->rpc_map = hg_rpc_map_create();
+    if (!hg_class->rpc_map) {
+        HGX_LOG_ERROR(HG, "out of memory");
+        goto error;
+    }
+    pthread_mutex_init(&hg_class->lock, NULL);
+    atomic_init(&hg_class->cookie_next, 1);
+    atomic_init(&hg_class->bulk_id_next, 1);
+    return hg_class;
+
+error:
+    if (hg_class->own_na_class && hg_class->na_class)
+        (void)NA_Finalize(hg_class->na_class);
+    free(hg_class);
+    return NULL;
+}
+
+hg_return_t HG_Finalize(hg_class_t *hg_class)
+{
+    if (!hg_class)
+        return HG_INVALID_ARG;
+    long contexts = atomic_load(&hg_class->n_contexts), handles = atomic_load(&hg_class->n_handles),
+         addrs = atomic_load(&hg_class->n_addrs), bulks = atomic_load(&hg_class->n_bulks);
+    if (contexts || handles || addrs || bulks) {
+        HGX_LOG_ERROR(HG,
+            "cannot finalize: %ld context(s), %ld handle(s), %ld address(es), %ld bulk "
+            "handle(s) still alive",
+            contexts, handles, addrs, bulks);
+        return HG_BUSY;
+    }
+    if (hg_class->own_na_class) {
+        na_return_t na_ret = NA_Finalize(hg_class->na_class);
+        if (na_ret != NA_SUCCESS) {
+            HGX_LOG_ERROR(HG, "could not finalize NA: %s", NA_Error_to_string(na_ret));
+            return hg_ret_from_na(na_ret);
+        }
+    }
+    hg_rpc_map_destroy(hg_class->rpc_map);
+    if (hg_class->data_free)
+        hg_class->data_free(hg_class->data);
+    pthread_mutex_destroy(&hg_class->lock);
+    free(hg_class);
+    return HG_SUCCESS;
+}
+
+void HG_Cleanup(void)
+{
+    NA_Cleanup();
+}
+
+const char *HG_Class_get_name(const hg_class_t *hg_class)
+{
+    return hg_class ? NA_Get_class_name(hg_class->na_class) : NULL;
+}
+
+const char *HG_Class_get_protocol(const hg_class_t *hg_class)
+{
+    return hg_class ? NA_Get_class_protocol(hg_class->na_class) : NULL;
+}
+
+hg_bool_t HG_Class_is_listening(const hg_class_t *hg_class)
+{
+    return hg_class && hg_class->listening;
+}
+
+hg_size_t HG_Class_get_input_eager_size(const hg_class_t *hg_class)
+{
+    if (!hg_class)
+        return 0;
+    return hg_class->unexpected_size - hg_class->unexpected_header - HG_HEADER_SIZE;
+}
+
+hg_size_t HG_Class_get_output_eager_size(const hg_class_t *hg_class)
+{
+    if (!hg_class)
+        return 0;
+    return hg_class->expected_size - hg_class->expected_header - HG_HEADER_SIZE;
+}
+
+hg_return_t HG_Class_set_data(hg_class_t *hg_class, void *data, void (*free_callback)(void *))
+{
+    if (!hg_class)
+        return HG_INVALID_ARG;
+    hg_class->data = data;
+    hg_class->data_free = free_callback;
+    return HG_SUCCESS;
+}
+
+void *HG_Class_get_data(const hg_class_t *hg_class)
+{
+    return hg_class ? hg_class->data : NULL;
+}

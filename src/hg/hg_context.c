@@ -1,0 +1,311 @@
+/*
+ * hg_context.c -- HG contexts: the user completion queue, the pool of
+ * pre-posted unexpected receives of a listening class, progress and trigger.
+ */
+#include "hg_handle.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Longest HG_Context_destroy() waits for cancelled receives to come back. */
+#define HG_UNPOST_WAIT_MS 5000
+
+struct hg_post {
+    hg_context_t *context;
+    void *buf;
+    void *plugin;
+    na_op_id_t *op;
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
+{
+    completion->next = NULL;
+    pthread_mutex_lock(&context->cq_lock);
+    if (context->cq_tail)
+        context->cq_tail->next = completion;
+    else
+        context->cq_head = completion;
+    context->cq_tail = completion;
+    context->cq_count++;
+    pthread_cond_signal(&context->cq_cond);
+    pthread_mutex_unlock(&context->cq_lock);
+}
+
+static struct hg_completion *completion_pop(hg_context_t *context)
+{
+    struct hg_completion *c = context->cq_head;
+
+    if (c) {
+        context->cq_head = c->next;
+        if (!context->cq_head)
+            context->cq_tail = NULL;
+        context->cq_count--;
+    }
+    return c;
+}
+
+static unsigned int completion_count(hg_context_t *context)
+{
+    pthread_mutex_lock(&context->cq_lock);
+    unsigned int n = context->cq_count;
+    pthread_mutex_unlock(&context->cq_lock);
+    return n;
+}
+
+static void post_cb(const struct na_cb_info *info);
+
+static hg_return_t post_one(struct hg_post *post)
+{
+    hg_context_t *context = post->context;
+    hg_class_t *hg_class = context->hg_class;
+
+    atomic_fetch_add(&context->n_posted, 1);
+    na_return_t na_ret = NA_Msg_recv_unexpected(hg_class->na_class, context->na_context, post_cb,
+        post, post->buf, hg_class->unexpected_size, post->plugin, post->op);
+    if (na_ret != NA_SUCCESS) {
+        atomic_fetch_sub(&context->n_posted, 1);
+        HGX_LOG_ERROR(HG, "could not post unexpected receive: %s", NA_Error_to_string(na_ret));
+        return hg_ret_from_na(na_ret);
+    }
+    return HG_SUCCESS;
+}
+
+static void post_cb(const struct na_cb_info *info)
+{
+    struct hg_post *post = info->arg;
+    hg_context_t *context = post->context;
+    na_addr_t *source = info->info.recv_unexpected.source;
+
+    atomic_fetch_sub(&context->n_posted, 1);
+    if (info->ret == NA_SUCCESS)
+        hg_target_receive(context, post->buf, info->info.recv_unexpected.actual_buf_size, source);
+    else {
+        if (source)
+            NA_Addr_free(context->hg_class->na_class, source);
+        if (info->ret != NA_CANCELED)
+            HGX_LOG_ERROR(HG, "unexpected receive failed: %s", NA_Error_to_string(info->ret));
+    }
+    if (!context->unposting && info->ret != NA_CANCELED)
+        (void)post_one(post);
+}
+
+static hg_return_t posts_create(hg_context_t *context)
+{
+    hg_class_t *hg_class = context->hg_class;
+
+    context->posts = calloc(hg_class->post_count, sizeof(*context->posts));
+    if (!context->posts)
+        return HG_NOMEM;
+    for (unsigned int i = 0; i < hg_class->post_count; i++) {
+        struct hg_post *post = &context->posts[i];
+        post->context = context;
+        post->buf = NA_Msg_buf_alloc(hg_class->na_class, hg_class->unexpected_size, NA_RECV,
+            &post->plugin);
+        post->op = NA_Op_create(hg_class->na_class, NA_OP_SINGLE);
+        context->n_posts++;
+        if (!post->buf || !post->op)
+            return HG_NOMEM;
+        hg_return_t ret = post_one(post);
+        if (ret != HG_SUCCESS)
+            return ret;
+    }
+    return HG_SUCCESS;
+}
+
+/* Cancel every posted receive and wait (bounded) for their callbacks. */
+static void posts_destroy(hg_context_t *context)
+{
+    hg_class_t *hg_class = context->hg_class;
+    uint64_t deadline = now_ms() + HG_UNPOST_WAIT_MS;
+
+    context->unposting = true;
+    for (unsigned int i = 0; i < context->n_posts; i++)
+        if (context->posts[i].op)
+            NA_Cancel(hg_class->na_class, context->na_context, context->posts[i].op);
+    while (atomic_load(&context->n_posted) > 0 && now_ms() < deadline) {
+        NA_Trigger(context->na_context, UINT32_MAX, NULL);
+        if (atomic_load(&context->n_posted) > 0)
+            NA_Poll_wait(hg_class->na_class, context->na_context, 10, NULL);
+    }
+    NA_Trigger(context->na_context, UINT32_MAX, NULL);
+    for (unsigned int i = 0; i < context->n_posts; i++) {
+        struct hg_post *post = &context->posts[i];
+        if (post->op)
+            NA_Op_destroy(hg_class->na_class, post->op);
+        NA_Msg_buf_free(hg_class->na_class, post->buf, post->plugin);
+    }
+    free(context->posts);
+    context->posts = NULL;
+    context->n_posts = 0;
+}
+
+hg_context_t *HG_Context_create(hg_class_t *hg_class)
+{
+    return HG_Context_create_id(hg_class, 0);
+}
+
+hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id)
+{
+    if (!hg_class) {
+        HGX_LOG_ERROR(HG, "NULL class");
+        return NULL;
+    }
+    hg_context_t *context = calloc(1, sizeof(*context));
+    if (!context) {
+        HGX_LOG_ERROR(HG, "out of memory");
+        return NULL;
+    }
+    context->hg_class = hg_class;
+    context->id = id;
+    pthread_mutex_init(&context->cq_lock, NULL);
+    pthread_cond_init(&context->cq_cond, NULL);
+    context->na_context = NA_Context_create_id(hg_class->na_class, id);
+    if (!context->na_context) {
+        HGX_LOG_ERROR(HG, "could not create NA context %u", id);
+        goto error;
+    }
+    if (hg_class->listening && posts_create(context) != HG_SUCCESS) {
+        HGX_LOG_ERROR(HG, "could not post unexpected receives");
+        posts_destroy(context);
+        goto error;
+    }
+    atomic_fetch_add(&hg_class->n_contexts, 1);
+    return context;
+
+error:
+    if (context->na_context)
+        NA_Context_destroy(hg_class->na_class, context->na_context);
+    pthread_cond_destroy(&context->cq_cond);
+    pthread_mutex_destroy(&context->cq_lock);
+    free(context);
+    return NULL;
+}
+
+hg_return_t HG_Context_destroy(hg_context_t *context)
+{
+    if (!context)
+        return HG_INVALID_ARG;
+    hg_class_t *hg_class = context->hg_class;
+    if (completion_count(context) > 0 || atomic_load(&context->n_handles) > 0) {
+        HGX_LOG_ERROR(HG, "cannot destroy context: %ld handle(s) / transfer(s) alive or "
+                          "callbacks not yet triggered",
+            (long)atomic_load(&context->n_handles));
+        return HG_BUSY;
+    }
+    if (context->posts)
+        posts_destroy(context);
+    na_return_t na_ret = NA_Context_destroy(hg_class->na_class, context->na_context);
+    if (na_ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(HG, "cannot destroy context: %s", NA_Error_to_string(na_ret));
+        if (hg_class->listening && !context->posts) {
+            /* Stay usable: post the receives again. */
+            context->unposting = false;
+            (void)posts_create(context);
+        }
+        return hg_ret_from_na(na_ret);
+    }
+    if (context->data_free)
+        context->data_free(context->data);
+    pthread_cond_destroy(&context->cq_cond);
+    pthread_mutex_destroy(&context->cq_lock);
+    atomic_fetch_sub(&hg_class->n_contexts, 1);
+    free(context);
+    return HG_SUCCESS;
+}
+
+hg_class_t *HG_Context_get_class(const hg_context_t *context)
+{
+    return context ? context->hg_class : NULL;
+}
+
+hg_uint8_t HG_Context_get_id(const hg_context_t *context)
+{
+    return context ? context->id : 0;
+}
+
+hg_return_t HG_Context_set_data(hg_context_t *context, void *data, void (*free_callback)(void *))
+{
+    if (!context)
+        return HG_INVALID_ARG;
+    context->data = data;
+    context->data_free = free_callback;
+    return HG_SUCCESS;
+}
+
+void *HG_Context_get_data(const hg_context_t *context)
+{
+    return context ? context->data : NULL;
+}
+
+hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
+{
+    if (!context)
+        return HG_INVALID_ARG;
+    na_class_t *na_class = context->hg_class->na_class;
+    uint64_t deadline = now_ms() + timeout;
+
+    for (;;) {
+        NA_Trigger(context->na_context, UINT32_MAX, NULL);
+        if (completion_count(context) > 0)
+            return HG_SUCCESS;
+        uint64_t now = now_ms();
+        unsigned int left = now < deadline ? (unsigned int)(deadline - now) : 0;
+        na_return_t na_ret = NA_Poll_wait(na_class, context->na_context, left, NULL);
+        if (na_ret != NA_SUCCESS && na_ret != NA_TIMEOUT) {
+            HGX_LOG_ERROR(HG, "NA progress failed: %s", NA_Error_to_string(na_ret));
+            return hg_ret_from_na(na_ret);
+        }
+        NA_Trigger(context->na_context, UINT32_MAX, NULL);
+        if (completion_count(context) > 0)
+            return HG_SUCCESS;
+        if (left == 0)
+            return HG_TIMEOUT;
+    }
+}
+
+hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout, unsigned int max_count,
+    unsigned int *actual_count_p)
+{
+    unsigned int count = 0;
+
+    if (!context)
+        return HG_INVALID_ARG;
+    uint64_t deadline = now_ms() + timeout;
+    while (count < max_count) {
+        pthread_mutex_lock(&context->cq_lock);
+        struct hg_completion *c = completion_pop(context);
+        if (!c && count == 0 && timeout > 0) {
+            /* Wait for another thread's progress to queue something. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t left = deadline > now_ms() ? deadline - now_ms() : 0;
+            ts.tv_sec += (time_t)(left / 1000);
+            ts.tv_nsec += (long)(left % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            int rc = 0;
+            while (!context->cq_head && rc != ETIMEDOUT)
+                rc = pthread_cond_timedwait(&context->cq_cond, &context->cq_lock, &ts);
+            c = completion_pop(context);
+        }
+        pthread_mutex_unlock(&context->cq_lock);
+        if (!c)
+            break;
+        c->run(c);
+        count++;
+    }
+    if (actual_count_p)
+        *actual_count_p = count;
+    return count ? HG_SUCCESS : HG_TIMEOUT;
+}

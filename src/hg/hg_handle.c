@@ -1,0 +1,469 @@
+/*
+ * hg_handle.c -- RPC handle life cycle (reference counts, buffers), user data,
+ * input / output decoding, and the bookkeeping of a handle's operation.
+ */
+#include "hg_handle.h"
+#include "hg_header.h"
+
+#include "mercury_proc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr, const struct hg_rpc_info *rpc,
+    bool target)
+{
+    hg_handle_t handle = calloc(1, sizeof(*handle));
+
+    if (!handle)
+        return HG_HANDLE_NULL;
+    handle->info.hg_class = context->hg_class;
+    handle->info.context = context;
+    if (addr)
+        HG_Addr_dup(context->hg_class, addr, &handle->info.addr);
+    handle->info.id = rpc->id;
+    handle->rpc = *rpc;
+    handle->target = target;
+    atomic_init(&handle->refcount, 1);
+    atomic_init(&handle->pending, 0);
+    atomic_init(&handle->canceled, false);
+    atomic_fetch_add(&context->hg_class->n_handles, 1);
+    atomic_fetch_add(&context->n_handles, 1);
+    return handle;
+}
+
+void hg_handle_clear_decode(hg_handle_t handle)
+{
+    free(handle->decode_owned);
+    handle->decode_owned = NULL;
+    handle->decode_buf = NULL;
+    handle->decode_size = 0;
+    handle->has_decode = false;
+}
+
+void hg_handle_free_extra(hg_handle_t handle)
+{
+    if (handle->extra_bulk)
+        HG_Bulk_free(handle->extra_bulk);
+    handle->extra_bulk = HG_BULK_NULL;
+    free(handle->extra_buf);
+    handle->extra_buf = NULL;
+}
+
+void hg_handle_release(hg_handle_t handle)
+{
+    if (atomic_fetch_sub(&handle->refcount, 1) != 1)
+        return;
+    hg_context_t *context = handle->info.context;
+    na_class_t *na_class = context->hg_class->na_class;
+
+    if (handle->data_free)
+        handle->data_free(handle->data);
+    hg_handle_clear_decode(handle);
+    hg_handle_free_extra(handle);
+    NA_Msg_buf_free(na_class, handle->send_buf, handle->send_plugin);
+    NA_Msg_buf_free(na_class, handle->recv_buf, handle->recv_plugin);
+    NA_Msg_buf_free(na_class, handle->ack_buf, handle->ack_plugin);
+    if (handle->send_op)
+        NA_Op_destroy(na_class, handle->send_op);
+    if (handle->recv_op)
+        NA_Op_destroy(na_class, handle->recv_op);
+    if (handle->ack_op)
+        NA_Op_destroy(na_class, handle->ack_op);
+    HG_Addr_free(context->hg_class, handle->info.addr);
+    atomic_fetch_sub(&context->hg_class->n_handles, 1);
+    atomic_fetch_sub(&context->n_handles, 1);
+    free(handle);
+}
+
+hg_return_t hg_handle_alloc_send(hg_handle_t handle, bool unexpected)
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+
+    if (handle->send_buf)
+        return HG_SUCCESS;
+    handle->send_size = unexpected ? hg_class->unexpected_size : hg_class->expected_size;
+    handle->send_buf =
+        NA_Msg_buf_alloc(hg_class->na_class, handle->send_size, NA_SEND, &handle->send_plugin);
+    return handle->send_buf ? HG_SUCCESS : HG_NOMEM;
+}
+
+hg_return_t hg_handle_alloc_recv(hg_handle_t handle, bool unexpected)
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+
+    if (handle->recv_buf)
+        return HG_SUCCESS;
+    handle->recv_size = unexpected ? hg_class->unexpected_size : hg_class->expected_size;
+    handle->recv_buf =
+        NA_Msg_buf_alloc(hg_class->na_class, handle->recv_size, NA_RECV, &handle->recv_plugin);
+    return handle->recv_buf ? HG_SUCCESS : HG_NOMEM;
+}
+
+hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op)
+{
+    if (!*op)
+        *op = NA_Op_create(handle->info.hg_class->na_class, NA_OP_SINGLE);
+    return *op ? HG_SUCCESS : HG_NOMEM;
+}
+
+uint8_t hg_class_checksum_flags(const hg_class_t *hg_class)
+{
+    switch (hg_class->checksum_level) {
+        case HG_CHECKSUM_RPC_HEADERS:
+            return HG_HEADER_CHECKSUM;
+        case HG_CHECKSUM_RPC_PAYLOAD:
+            return HG_HEADER_CHECKSUM | HG_HEADER_CHECKSUM_PAYLOAD;
+        default:
+            return 0;
+    }
+}
+
+void hgx_test_corrupt_next_header(hg_class_t *hg_class)
+{
+    if (hg_class)
+        atomic_store(&hg_class->corrupt_next, 1);
+}
+
+hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
+    void *payload, size_t room, size_t *size_p)
+{
+    hg_proc_t proc = HG_PROC_NULL;
+    hg_return_t ret;
+
+    *size_p = 0;
+    hg_handle_free_extra(handle);
+    if (!proc_cb)
+        return HG_SUCCESS;
+    ret = hg_proc_create(handle->info.hg_class, HG_NOHASH, &proc);
+    if (ret != HG_SUCCESS)
+        return ret;
+    hg_proc_set_handle(proc, handle);
+    ret = hg_proc_reset(proc, payload, room, HG_ENCODE);
+    if (ret == HG_SUCCESS)
+        ret = proc_cb(proc, struct_ptr);
+    if (ret == HG_SUCCESS)
+        ret = hg_proc_flush(proc);
+    if (ret == HG_SUCCESS) {
+        *size_p = hg_proc_get_size_used(proc);
+        void *extra = hg_proc_get_extra_buf(proc);
+        if (extra) {
+            /* Everything encoded lives in the extra buffer: expose it. */
+            hg_size_t extra_size = *size_p;
+            hg_proc_set_extra_buf_is_mine(proc, 1);
+            handle->extra_buf = extra;
+            ret = HG_Bulk_create(handle->info.hg_class, 1, &handle->extra_buf, &extra_size,
+                HG_BULK_READ_ONLY, &handle->extra_bulk);
+            if (ret != HG_SUCCESS)
+                hg_handle_free_extra(handle);
+        }
+    }
+    if (ret != HG_SUCCESS)
+        HGX_LOG_ERROR(HG, "could not encode RPC %#llx: %s", (unsigned long long)handle->rpc.id,
+            HG_Error_to_string(ret));
+    hg_proc_free(proc);
+    return ret;
+}
+
+hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t room, size_t *len_p)
+{
+    hg_size_t len = HG_Bulk_get_serialize_size(handle->extra_bulk, 0);
+
+    if (len > room)
+        return HG_OVERFLOW;
+    *len_p = len;
+    return HG_Bulk_serialize(payload, room, 0, handle->extra_bulk);
+}
+
+struct hg_pull_ctx {
+    hg_handle_t handle;
+    hg_bulk_t remote;
+    hg_bulk_t local;
+    void *buf;
+    uint64_t size;
+    void (*done)(hg_handle_t handle, hg_return_t ret);
+};
+
+static void pull_done(void *arg, hg_return_t ret)
+{
+    struct hg_pull_ctx *pc = arg;
+    hg_handle_t handle = pc->handle;
+
+    handle->pull_op = HG_OP_ID_NULL;
+    HG_Bulk_free(pc->remote);
+    HG_Bulk_free(pc->local);
+    if (ret == HG_SUCCESS) {
+        hg_handle_clear_decode(handle);
+        handle->decode_owned = pc->buf;
+        handle->decode_buf = pc->buf;
+        handle->decode_size = pc->size;
+        handle->has_decode = true;
+    } else
+        free(pc->buf);
+    void (*done)(hg_handle_t, hg_return_t) = pc->done;
+    free(pc);
+    done(handle, ret);
+}
+
+hg_return_t hg_handle_pull_extra(hg_handle_t handle, const void *desc, size_t desc_len,
+    uint64_t size, void (*done)(hg_handle_t handle, hg_return_t ret))
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+    struct hg_pull_ctx *pc = calloc(1, sizeof(*pc));
+    hg_return_t ret;
+
+    if (!pc)
+        return HG_NOMEM;
+    pc->handle = handle;
+    pc->size = size;
+    pc->done = done;
+    ret = HG_Bulk_deserialize(hg_class, &pc->remote, desc, desc_len);
+    if (ret != HG_SUCCESS)
+        goto error;
+    if (size == 0 || size > HG_EXTRA_MAX || HG_Bulk_get_size(pc->remote) < size) {
+        HGX_LOG_ERROR(HG, "bad extra payload size %llu", (unsigned long long)size);
+        ret = HG_PROTOCOL_ERROR;
+        goto error;
+    }
+    pc->buf = malloc(size);
+    if (!pc->buf) {
+        ret = HG_NOMEM;
+        goto error;
+    }
+    hg_size_t local_size = size;
+    ret = HG_Bulk_create(hg_class, 1, &pc->buf, &local_size, HG_BULK_WRITE_ONLY, &pc->local);
+    if (ret != HG_SUCCESS)
+        goto error;
+    ret = hg_bulk_transfer_internal(handle->info.context, pull_done, pc, HG_BULK_PULL,
+        handle->info.addr, handle->info.context_id, pc->remote, 0, pc->local, 0, size,
+        &handle->pull_op);
+    if (ret != HG_SUCCESS)
+        goto error;
+    return HG_SUCCESS;
+
+error:
+    HG_Bulk_free(pc->remote);
+    HG_Bulk_free(pc->local);
+    free(pc->buf);
+    free(pc);
+    return ret;
+}
+
+static void op_complete_run(struct hg_completion *completion)
+{
+    hg_handle_t handle = (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+    hg_cb_t callback = handle->callback;
+    struct hg_cb_info info = {.arg = handle->arg, .ret = handle->op_ret};
+
+    if (handle->op == HG_HANDLE_FORWARD) {
+        info.type = HG_CB_FORWARD;
+        info.info.forward.handle = handle;
+    } else {
+        info.type = HG_CB_RESPOND;
+        info.info.respond.handle = handle;
+    }
+    /* Idle before the callback so that it may forward again. */
+    handle->op = HG_HANDLE_IDLE;
+    if (callback)
+        callback(&info);
+    hg_handle_release(handle);
+}
+
+void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback, void *arg)
+{
+    atomic_fetch_add(&handle->refcount, 1);
+    handle->op = op;
+    handle->callback = callback;
+    handle->arg = arg;
+    handle->op_ret = HG_SUCCESS;
+    atomic_store(&handle->canceled, false);
+    atomic_store(&handle->pending, 1); /* the poster's own reference, dropped by op_done */
+}
+
+void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)
+{
+    if (ret != HG_SUCCESS && handle->op_ret == HG_SUCCESS)
+        handle->op_ret = ret;
+}
+
+void hg_handle_op_done(hg_handle_t handle)
+{
+    if (atomic_fetch_sub(&handle->pending, 1) != 1)
+        return;
+    handle->completion.run = op_complete_run;
+    hg_completion_push(handle->info.context, &handle->completion);
+}
+
+hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id, hg_handle_t *handle_p)
+{
+    if (!context || !handle_p)
+        return HG_INVALID_ARG;
+    hg_class_t *hg_class = context->hg_class;
+    pthread_mutex_lock(&hg_class->lock);
+    struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
+    struct hg_rpc_info rpc = e ? e->info : (struct hg_rpc_info){0};
+    pthread_mutex_unlock(&hg_class->lock);
+    if (!e) {
+        HGX_LOG_ERROR(HG, "RPC id %#llx is not registered", (unsigned long long)id);
+        return HG_NOENTRY;
+    }
+    *handle_p = hg_handle_alloc(context, addr, &rpc, false);
+    return *handle_p ? HG_SUCCESS : HG_NOMEM;
+}
+
+hg_return_t HG_Destroy(hg_handle_t handle)
+{
+    if (!handle)
+        return HG_SUCCESS;
+    hg_handle_release(handle);
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id)
+{
+    if (!handle)
+        return HG_INVALID_ARG;
+    if (handle->op != HG_HANDLE_IDLE)
+        return HG_BUSY;
+    hg_class_t *hg_class = handle->info.hg_class;
+    if (id != 0 && id != handle->rpc.id) {
+        pthread_mutex_lock(&hg_class->lock);
+        struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
+        if (e)
+            handle->rpc = e->info;
+        pthread_mutex_unlock(&hg_class->lock);
+        if (!e)
+            return HG_NOENTRY;
+        handle->info.id = id;
+    }
+    if (addr != handle->info.addr) {
+        HG_Addr_free(hg_class, handle->info.addr);
+        handle->info.addr = HG_ADDR_NULL;
+        if (addr)
+            HG_Addr_dup(hg_class, addr, &handle->info.addr);
+    }
+    hg_handle_clear_decode(handle);
+    hg_handle_free_extra(handle);
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Ref_incr(hg_handle_t handle)
+{
+    if (!handle)
+        return HG_INVALID_ARG;
+    atomic_fetch_add(&handle->refcount, 1);
+    return HG_SUCCESS;
+}
+
+hg_int32_t HG_Ref_get(hg_handle_t handle)
+{
+    return handle ? atomic_load(&handle->refcount) : -1;
+}
+
+const struct hg_info *HG_Get_info(hg_handle_t handle)
+{
+    return handle ? &handle->info : NULL;
+}
+
+hg_return_t HG_Set_data(hg_handle_t handle, void *data, void (*free_callback)(void *))
+{
+    if (!handle)
+        return HG_INVALID_ARG;
+    handle->data = data;
+    handle->data_free = free_callback;
+    return HG_SUCCESS;
+}
+
+void *HG_Get_data(hg_handle_t handle)
+{
+    return handle ? handle->data : NULL;
+}
+
+hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id)
+{
+    if (!handle)
+        return HG_INVALID_ARG;
+    handle->info.context_id = id;
+    return HG_SUCCESS;
+}
+
+/* Run proc_cb over the decoded payload (op HG_DECODE) or in HG_FREE mode. */
+static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
+    hg_proc_op_t op)
+{
+    hg_proc_t proc = HG_PROC_NULL;
+    hg_return_t ret;
+
+    if (!proc_cb)
+        return HG_SUCCESS;
+    if (op == HG_DECODE && !handle->has_decode)
+        return HG_NOENTRY;
+    ret = hg_proc_create(handle->info.hg_class, HG_NOHASH, &proc);
+    if (ret != HG_SUCCESS)
+        return ret;
+    hg_proc_set_handle(proc, handle);
+    if (op == HG_DECODE)
+        ret = hg_proc_reset(proc, (void *)(uintptr_t)handle->decode_buf, handle->decode_size, op);
+    else
+        ret = hg_proc_reset(proc, NULL, 0, op);
+    if (ret == HG_SUCCESS)
+        ret = proc_cb(proc, struct_ptr);
+    if (ret == HG_SUCCESS)
+        ret = hg_proc_flush(proc);
+    hg_proc_free(proc);
+    if (ret != HG_SUCCESS)
+        HGX_LOG_ERROR(HG, "could not %s payload of RPC %#llx: %s",
+            op == HG_DECODE ? "decode" : "free", (unsigned long long)handle->rpc.id,
+            HG_Error_to_string(ret));
+    return ret;
+}
+
+hg_return_t HG_Get_input(hg_handle_t handle, void *in_struct)
+{
+    if (!handle || !in_struct || !handle->target)
+        return HG_INVALID_ARG;
+    return run_proc(handle, handle->rpc.in_proc, in_struct, HG_DECODE);
+}
+
+hg_return_t HG_Free_input(hg_handle_t handle, void *in_struct)
+{
+    if (!handle || !in_struct)
+        return HG_INVALID_ARG;
+    return run_proc(handle, handle->rpc.in_proc, in_struct, HG_FREE);
+}
+
+hg_return_t HG_Get_output(hg_handle_t handle, void *out_struct)
+{
+    if (!handle || !out_struct || handle->target)
+        return HG_INVALID_ARG;
+    return run_proc(handle, handle->rpc.out_proc, out_struct, HG_DECODE);
+}
+
+hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct)
+{
+    if (!handle || !out_struct)
+        return HG_INVALID_ARG;
+    return run_proc(handle, handle->rpc.out_proc, out_struct, HG_FREE);
+}
+
+hg_return_t HG_Cancel(hg_handle_t handle)
+{
+    if (!handle)
+        return HG_INVALID_ARG;
+    if (handle->op == HG_HANDLE_IDLE || atomic_load(&handle->pending) == 0)
+        return HG_SUCCESS;
+    atomic_store(&handle->canceled, true);
+    if (!handle->target && handle->self_peer)
+        hg_self_cancel(handle);
+    na_class_t *na_class = handle->info.hg_class->na_class;
+    na_context_t *na_context = handle->info.context->na_context;
+    if (handle->send_op)
+        NA_Cancel(na_class, na_context, handle->send_op);
+    if (handle->recv_op && !handle->target)
+        NA_Cancel(na_class, na_context, handle->recv_op);
+    if (handle->ack_op)
+        NA_Cancel(na_class, na_context, handle->ack_op);
+    if (handle->pull_op)
+        HG_Bulk_cancel(handle->pull_op);
+    return HG_SUCCESS;
+}

@@ -1,0 +1,143 @@
+/*
+ * hg_request.c -- request emulation (mercury_request.h): a completion flag
+ * set by a callback, and a wait loop that calls the class's trigger and
+ * progress functions until the flag is set or the timeout passed.
+ */
+#include "mercury_request.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct hg_request_class {
+    hg_request_progress_func_t progress;
+    hg_request_trigger_func_t trigger;
+    void *arg;
+};
+
+struct hg_request {
+    hg_request_class_t *request_class;
+    atomic_int completed;
+    void *data;
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+hg_request_class_t *hg_request_class_create(
+    hg_request_progress_func_t progress, hg_request_trigger_func_t trigger, void *arg)
+{
+    if (!progress || !trigger)
+        return NULL;
+    hg_request_class_t *request_class = malloc(sizeof(*request_class));
+    if (!request_class)
+        return NULL;
+    *request_class = (hg_request_class_t){.progress = progress, .trigger = trigger, .arg = arg};
+    return request_class;
+}
+
+int hg_request_class_destroy(hg_request_class_t *request_class)
+{
+    if (!request_class)
+        return HG_UTIL_FAIL;
+    free(request_class);
+    return HG_UTIL_SUCCESS;
+}
+
+hg_request_t *hg_request_create(hg_request_class_t *request_class)
+{
+    if (!request_class)
+        return NULL;
+    hg_request_t *request = calloc(1, sizeof(*request));
+    if (!request)
+        return NULL;
+    request->request_class = request_class;
+    atomic_init(&request->completed, 0);
+    return request;
+}
+
+void hg_request_destroy(hg_request_t *request)
+{
+    free(request);
+}
+
+void hg_request_complete(hg_request_t *request)
+{
+    if (request)
+        atomic_store(&request->completed, 1);
+}
+
+void hg_request_reset(hg_request_t *request)
+{
+    if (request)
+        atomic_store(&request->completed, 0);
+}
+
+/* Run every ready callback; true once the request is completed. */
+static bool drain_triggers(hg_request_t *request)
+{
+    const hg_request_class_t *rc = request->request_class;
+    unsigned int flag = 0;
+
+    while (!atomic_load(&request->completed) &&
+           rc->trigger(0, &flag, rc->arg) == HG_UTIL_SUCCESS && flag)
+        flag = 0;
+    return atomic_load(&request->completed);
+}
+
+int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *flag)
+{
+    if (!request)
+        return HG_UTIL_FAIL;
+
+    const hg_request_class_t *rc = request->request_class;
+    uint64_t deadline = now_ms() + timeout;
+    bool done = drain_triggers(request);
+
+    while (!done) {
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            break;
+        rc->progress((unsigned int)(deadline - now), rc->arg);
+        done = drain_triggers(request);
+    }
+    if (flag)
+        *flag = done;
+    return HG_UTIL_SUCCESS;
+}
+
+int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout, unsigned int *flag)
+{
+    uint64_t deadline = now_ms() + timeout;
+    unsigned int all = 1;
+
+    if (count < 0 || (count > 0 && !request))
+        return HG_UTIL_FAIL;
+    for (int i = 0; i < count; i++) {
+        uint64_t now = now_ms();
+        unsigned int one = 0;
+        if (hg_request_wait(request[i], now < deadline ? (unsigned int)(deadline - now) : 0,
+                &one) != HG_UTIL_SUCCESS)
+            return HG_UTIL_FAIL;
+        all &= one;
+    }
+    if (flag)
+        *flag = all;
+    return HG_UTIL_SUCCESS;
+}
+
+void hg_request_set_data(hg_request_t *request, void *data)
+{
+    if (request)
+        request->data = data;
+}
+
+void *hg_request_get_data(hg_request_t *request)
+{
+    return request ? request->data : NULL;
+}

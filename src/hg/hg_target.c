@@ -1,0 +1,259 @@
+/*
+ * hg_target.c -- the target side of an RPC: validate an arriving request,
+ * pull a large input, queue the handler for HG_Trigger(), and send the
+ * response (an expected message tagged with the request's cookie).
+ */
+#include "hg_handle.h"
+#include "hg_header.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void rpc_run(struct hg_completion *completion)
+{
+    hg_handle_t handle = (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+    hg_return_t (*rpc_cb)(hg_handle_t) = handle->rpc.rpc_cb;
+
+    /* The handler owns the handle's reference and releases it with HG_Destroy(). */
+    handle->op = HG_HANDLE_IDLE;
+    hg_return_t ret = rpc_cb(handle);
+    if (ret != HG_SUCCESS)
+        HGX_LOG_DEBUG(HG, "RPC %#llx handler returned %s", (unsigned long long)handle->rpc.id,
+            HG_Error_to_string(ret));
+}
+
+/* Send an error status instead of running a handler, then drop the handle. */
+static void respond_error(hg_handle_t handle, hg_return_t status)
+{
+    if (!(handle->req_flags & HG_HEADER_NO_RESPONSE)) {
+        handle->rpc.out_proc = NULL;
+        handle->rpc.no_response = false;
+        (void)hg_target_respond(handle, NULL, NULL, NULL, status);
+    }
+    hg_handle_release(handle);
+}
+
+static void input_ready(hg_handle_t handle, hg_return_t ret)
+{
+    if (ret != HG_SUCCESS) {
+        HGX_LOG_ERROR(HG, "could not pull input of RPC %#llx: %s",
+            (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
+        respond_error(handle, ret);
+        return;
+    }
+    handle->completion.run = rpc_run;
+    hg_completion_push(handle->info.context, &handle->completion);
+}
+
+void hg_target_dispatch(hg_handle_t handle)
+{
+    input_ready(handle, HG_SUCCESS);
+}
+
+void hg_target_receive(hg_context_t *context, const void *buf, size_t len, na_addr_t *source)
+{
+    hg_class_t *hg_class = context->hg_class;
+    size_t skip = hg_class->unexpected_header + HG_HEADER_SIZE;
+    struct hg_header hdr;
+
+    if (len < skip || len > hg_class->unexpected_size) {
+        HGX_LOG_ERROR(HG, "dropped request of %zu bytes: malformed", len);
+        goto drop;
+    }
+    const char *payload = (const char *)buf + skip;
+    size_t payload_len = len - skip;
+    int rc = hg_header_decode((const char *)buf + hg_class->unexpected_header, HG_HEADER_SIZE, &hdr,
+        payload, payload_len);
+    if (rc == 0 && hg_class->checksum_level != HG_CHECKSUM_NONE && !(hdr.flags & HG_HEADER_CHECKSUM))
+        rc = -2;
+    if (rc != 0 || hdr.kind != HG_HEADER_REQUEST) {
+        HGX_LOG_ERROR(HG, "dropped request: %s", rc == -2 ? "checksum mismatch" : "bad header");
+        goto drop;
+    }
+    if (!(hdr.flags & HG_HEADER_BULK_PAYLOAD) && hdr.payload_size > payload_len) {
+        HGX_LOG_ERROR(HG, "dropped request: payload size %llu exceeds %zu bytes received",
+            (unsigned long long)hdr.payload_size, payload_len);
+        goto drop;
+    }
+
+    pthread_mutex_lock(&hg_class->lock);
+    struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, hdr.rpc_id);
+    struct hg_rpc_info rpc = e ? e->info : (struct hg_rpc_info){.id = hdr.rpc_id};
+    pthread_mutex_unlock(&hg_class->lock);
+
+    hg_addr_t addr = hg_addr_wrap(hg_class, source);
+    source = NULL;
+    if (!addr)
+        goto drop;
+    hg_handle_t handle = hg_handle_alloc(context, addr, &rpc, true);
+    HG_Addr_free(hg_class, addr);
+    if (!handle)
+        goto drop;
+    handle->cookie = hdr.cookie;
+    handle->origin_id = hdr.origin_id;
+    handle->req_flags = hdr.flags;
+    handle->rpc.no_response = (hdr.flags & HG_HEADER_NO_RESPONSE) != 0;
+    if (!e || !rpc.rpc_cb) {
+        HGX_LOG_ERROR(HG, "request for unknown RPC %#llx", (unsigned long long)hdr.rpc_id);
+        respond_error(handle, HG_NOENTRY);
+        return;
+    }
+    handle->op = HG_HANDLE_RECEIVE;
+    if (hdr.flags & HG_HEADER_BULK_PAYLOAD) {
+        hg_return_t ret =
+            hg_handle_pull_extra(handle, payload, payload_len, hdr.payload_size, input_ready);
+        if (ret != HG_SUCCESS)
+            input_ready(handle, ret);
+        return;
+    }
+    handle->decode_owned = malloc(hdr.payload_size ? hdr.payload_size : 1);
+    if (!handle->decode_owned) {
+        respond_error(handle, HG_NOMEM);
+        return;
+    }
+    memcpy(handle->decode_owned, payload, hdr.payload_size);
+    handle->decode_buf = handle->decode_owned;
+    handle->decode_size = hdr.payload_size;
+    handle->has_decode = true;
+    input_ready(handle, HG_SUCCESS);
+    return;
+
+drop:
+    atomic_fetch_add(&hg_class->n_dropped, 1);
+    if (source)
+        NA_Addr_free(hg_class->na_class, source);
+}
+
+static void respond_send_cb(const struct na_cb_info *info)
+{
+    hg_handle_t handle = info->arg;
+
+    if (info->ret != NA_SUCCESS) {
+        hg_handle_op_error(handle, hg_ret_from_na(info->ret));
+        /* No ack will come for an output the origin never heard of. */
+        if (handle->extra_bulk && handle->ack_op)
+            NA_Cancel(handle->info.hg_class->na_class, handle->info.context->na_context,
+                handle->ack_op);
+    }
+    hg_handle_op_done(handle);
+}
+
+static void respond_ack_cb(const struct na_cb_info *info)
+{
+    hg_handle_t handle = info->arg;
+
+    if (info->ret != NA_SUCCESS)
+        hg_handle_op_error(handle, hg_ret_from_na(info->ret));
+    hg_handle_op_done(handle);
+}
+
+static void respond_noop_run(struct hg_completion *completion)
+{
+    hg_handle_t handle = (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+    struct hg_cb_info info = {.arg = handle->arg, .type = HG_CB_RESPOND, .ret = HG_SUCCESS};
+
+    info.info.respond.handle = handle;
+    handle->op = HG_HANDLE_IDLE;
+    if (handle->callback)
+        handle->callback(&info);
+    hg_handle_release(handle);
+}
+
+void hg_target_respond_local(hg_handle_t handle, hg_cb_t callback, void *arg)
+{
+    atomic_fetch_add(&handle->refcount, 1);
+    handle->op = HG_HANDLE_RESPOND;
+    handle->callback = callback;
+    handle->arg = arg;
+    handle->completion.run = respond_noop_run;
+    hg_completion_push(handle->info.context, &handle->completion);
+}
+
+hg_return_t hg_target_respond(
+    hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct, hg_return_t status)
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+    hg_context_t *context = handle->info.context;
+
+    if (handle->rpc.no_response) {
+        hg_target_respond_local(handle, callback, arg);
+        return HG_SUCCESS;
+    }
+    hg_return_t ret = hg_handle_alloc_send(handle, false);
+    if (ret == HG_SUCCESS)
+        ret = hg_handle_ensure_op(handle, &handle->send_op);
+    if (ret != HG_SUCCESS)
+        return ret;
+    size_t skip = hg_class->expected_header + HG_HEADER_SIZE;
+    char *payload = (char *)handle->send_buf + skip;
+    size_t room = handle->send_size - skip, payload_len = 0;
+    ret = hg_handle_encode(handle, handle->rpc.out_proc, out_struct, payload, room, &payload_len);
+    if (ret != HG_SUCCESS)
+        return ret;
+    struct hg_header hdr = {.kind = HG_HEADER_RESPONSE, .rpc_id = handle->rpc.id,
+        .cookie = handle->cookie, .status = (uint8_t)status, .payload_size = payload_len,
+        .flags = hg_class_checksum_flags(hg_class)};
+    if (handle->extra_bulk) {
+        hdr.flags |= HG_HEADER_BULK_PAYLOAD;
+        ret = hg_handle_put_extra_desc(handle, payload, room, &payload_len);
+        if (ret == HG_SUCCESS)
+            ret = hg_handle_alloc_recv(handle, false);
+        if (ret == HG_SUCCESS)
+            ret = hg_handle_ensure_op(handle, &handle->ack_op);
+        if (ret != HG_SUCCESS)
+            return ret;
+    }
+    NA_Msg_init_expected(hg_class->na_class, handle->send_buf, skip + payload_len);
+    hg_header_encode((char *)handle->send_buf + hg_class->expected_header, &hdr, payload,
+        payload_len);
+    if (atomic_exchange(&hg_class->corrupt_next, 0))
+        ((unsigned char *)handle->send_buf)[hg_class->expected_header + 17] ^= 0x5a;
+
+    hg_handle_op_begin(handle, HG_HANDLE_RESPOND, callback, arg);
+    na_return_t na_ret;
+    if (handle->extra_bulk) {
+        /* The origin acknowledges once it pulled the output; keep it exposed until then. */
+        atomic_fetch_add(&handle->pending, 1);
+        na_ret = NA_Msg_recv_expected(hg_class->na_class, context->na_context, respond_ack_cb,
+            handle, handle->recv_buf, handle->recv_size, handle->recv_plugin,
+            handle->info.addr->na_addr, handle->origin_id, handle->cookie, handle->ack_op);
+        if (na_ret != NA_SUCCESS) {
+            atomic_fetch_sub(&handle->pending, 1);
+            goto post_error;
+        }
+    }
+    atomic_fetch_add(&handle->pending, 1);
+    na_ret = NA_Msg_send_expected(hg_class->na_class, context->na_context, respond_send_cb, handle,
+        handle->send_buf, skip + payload_len, handle->send_plugin, handle->info.addr->na_addr,
+        handle->origin_id, handle->cookie, handle->send_op);
+    if (na_ret != NA_SUCCESS) {
+        atomic_fetch_sub(&handle->pending, 1);
+        if (handle->extra_bulk)
+            NA_Cancel(hg_class->na_class, context->na_context, handle->ack_op);
+        goto post_error;
+    }
+    hg_handle_op_done(handle);
+    return HG_SUCCESS;
+
+post_error:
+    HGX_LOG_ERROR(HG, "could not send response: %s", NA_Error_to_string(na_ret));
+    handle->callback = NULL;
+    hg_handle_op_error(handle, hg_ret_from_na(na_ret));
+    hg_handle_op_done(handle);
+    return hg_ret_from_na(na_ret);
+}
+
+hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct)
+{
+    if (!handle || !handle->target)
+        return HG_INVALID_ARG;
+    if (handle->op != HG_HANDLE_IDLE)
+        return HG_BUSY;
+    if (handle->self_target) {
+        hg_return_t ret = hg_self_respond(handle, out_struct);
+        if (ret == HG_SUCCESS)
+            hg_target_respond_local(handle, callback, arg);
+        return ret;
+    }
+    return hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
+}

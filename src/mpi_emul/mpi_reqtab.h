@@ -1,0 +1,42 @@
+/*
+ * mpi_reqtab.h -- table of outstanding MPI requests driven by MPI_Testsome (private).
+ *
+ * Every nonblocking MPI call of the MPI plugin and of mpi_emul is recorded here
+ * with a handler. hgx_mreqtab_poll() tests them all at once and runs the
+ * handler of each completed request after it left the table, so handlers may
+ * post new requests. Cancelling is done on a copy of the MPI_Request handle
+ * (MPI_Cancel does not free it); the request then completes here as usual and
+ * the handler reads MPI_Test_cancelled on its status.
+ */
+#ifndef HGX_MPI_REQTAB_H
+#define HGX_MPI_REQTAB_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+/* err: MPI error of this request (MPI_SUCCESS, MPI_ERR_TRUNCATE, ...). */
+typedef void (*hgx_mreq_fn)(void *obj, uintptr_t aux, int err, const MPI_Status *status);
+
+struct hgx_mreq_ent {
+    hgx_mreq_fn fn;
+    void *obj;
+    uintptr_t aux;
+};
+
+struct hgx_mreqtab {
+    MPI_Request *reqs;
+    struct hgx_mreq_ent *ents;
+    MPI_Status *statuses;
+    int *indices;
+    int n, cap;
+};
+
+void hgx_mreqtab_init(struct hgx_mreqtab *t);
+/* Cancel what is left, wait up to timeout_ms for it, free the rest; free the table. */
+void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms);
+/* Record req; returns 0, or -1 when out of memory (req is then untouched). */
+int hgx_mreqtab_add(struct hgx_mreqtab *t, MPI_Request req, hgx_mreq_fn fn, void *obj, uintptr_t aux);
+/* Test all, run handlers of completed ones; *ndone = number completed. MPI error code. */
+int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone);
+
+#endif

@@ -1,0 +1,2143 @@
+/*
+ * na_ofi.c -- NA plugin over libfabric RDM endpoints ("ofi+tcp", "ofi+sockets",
+ * "ofi+shm").
+ *
+ * One endpoint, one address vector and one completion queue per class; every
+ * context of the class shares them and an op completes on the context it was
+ * posted on. Messages are tagged:
+ *
+ *   bit 63      unexpected message
+ *   bits 32..39 id of the receiving context
+ *   bits 0..31  the NA tag
+ *
+ * Unexpected receives ignore the NA tag bits so they match any unexpected
+ * message for their context; expected receives are directed at their source
+ * and match the tag exactly. An unexpected message starts with a fixed-size
+ * header carrying the sender's raw address, so a receiver can answer a peer it
+ * has never seen. Raw addresses are cached (peer table) so each peer uses one
+ * address vector entry.
+ *
+ * Memory handles register each segment separately (tcp allows one iov per
+ * registration), so a handle has one key per segment. Put/get walk both
+ * segment lists and are split into several provider operations when the iov
+ * limits or the maximum message size require it.
+ */
+#include "na_plugin.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OFI_API_VERSION FI_VERSION(1, 17)
+
+#define OFI_TAG_UNEXPECTED (UINT64_C(1) << 63)
+#define OFI_TAG_CTX_SHIFT  32
+#define OFI_TAG_NA_MASK    UINT64_C(0xffffffff)
+
+#define OFI_MSG_SIZE_DEFAULT 4096
+#define OFI_RAW_ADDR_MAX     60 /* sockaddr_in6 and shm names fit */
+#define OFI_HDR_SIZE         64 /* magic, version, u16 length, raw address */
+#define OFI_HDR_MAGIC        0xa7
+#define OFI_HDR_VERSION      1
+
+#define OFI_MAX_SEGMENTS 1024 /* per memory handle */
+#define OFI_IOV_MAX      16   /* iovs per provider RMA operation (also capped by provider) */
+
+#define OFI_MH_MAGIC    0x4f46 /* "OF" */
+#define OFI_MH_VERSION  1
+#define OFI_MH_HDR_SIZE 16 /* magic u16, version u8, flags u8, count u32, total u64 */
+#define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
+
+#define OFI_CQ_BATCH          16
+#define OFI_CQ_MAX_ROUNDS     16   /* bound the work of one poll */
+#define OFI_POST_RETRY_MS     2000 /* connection setup makes rxm return EAGAIN meanwhile */
+#define OFI_CANCEL_ESCALATE_MS 1000
+#define OFI_CANCEL_POLL_MS    100 /* wake up to escalate stuck cancels */
+#define OFI_SLEEP_MAX_NS      1000000 /* idle back-off without a wait fd (shm) */
+
+#define OFI_PEER_BUCKETS_INIT 64
+
+/* Protocols offered and the provider behind each. */
+struct ofi_proto {
+    const char *name;       /* NA protocol */
+    const char *prov_name;  /* libfabric provider */
+    const char *str_prefix; /* prefix of string addresses, NULL for sockaddr ones */
+};
+
+static const struct ofi_proto ofi_protos[] = {
+    {"tcp", "tcp;ofi_rxm", NULL},
+    {"sockets", "sockets", NULL},
+    {"shm", "shm", "fi_shm://"},
+};
+
+/* One remote endpoint; shared by every na_addr that names it. */
+struct ofi_peer {
+    struct ofi_peer *next; /* hash chain */
+    uint64_t hash;
+    _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
+    atomic_int refs;          /* addresses and pending ops using it */
+    bool removed;             /* NA_Addr_set_remove: free once unreferenced */
+    size_t len;
+    unsigned char raw[];
+};
+
+struct ofi_addr {
+    struct na_addr head;
+    struct ofi_peer *peer;
+};
+
+struct ofi_seg {
+    uint64_t addr; /* local virtual address, or the owner's for remote handles */
+    uint64_t len;
+    uint64_t key;       /* valid once registered (or from the descriptor) */
+    struct fid_mr *mr;  /* local registration */
+    void *desc;         /* local descriptor, for FI_MR_LOCAL providers */
+};
+
+struct ofi_mem_handle {
+    struct na_mem_handle head;
+    size_t nseg;
+    struct ofi_seg *segs; /* &one_seg for contiguous handles */
+    struct ofi_seg one_seg;
+};
+
+struct ofi_op;
+
+/* Context handed to libfabric; maps a completion back to its op. */
+struct ofi_ctx {
+    struct fi_context2 fi;
+    struct ofi_op *op;
+};
+
+/* Per-op state living in the op id (na_op_plugin). */
+struct ofi_op {
+    struct ofi_ctx ctx;
+    struct ofi_ctx *parts;    /* one context per part of a split put/get */
+    size_t nparts;
+    atomic_size_t parts_left; /* parts in flight + 1 while still posting */
+    atomic_int part_ret;      /* first error of a put/get part */
+    struct ofi_peer *peer;    /* target or expected source, referenced */
+    fi_addr_t fi_addr;
+    void *buf; /* receive buffer, kept to parse the header and to repost */
+    size_t buf_size;
+    void *desc;
+    uint64_t tag, ignore;
+    struct fid_mr *tmp_mr; /* buffer registered for this op (FI_MR_LOCAL) */
+    atomic_bool done;      /* provider completion handled */
+    bool cancel_listed;    /* in the class's cancel list (under lock) */
+    bool escalated;
+    uint64_t cancel_deadline_ms;
+    struct ofi_op *cancel_prev, *cancel_next;
+};
+
+struct ofi_class {
+    const struct ofi_proto *proto;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    int wait_fd; /* -1 when the CQ has no fd (shm) */
+    uint64_t mr_mode;
+    size_t iov_limit, rma_iov_limit, max_msg_size;
+    size_t max_unexpected_size, max_expected_size;
+    atomic_uint_fast64_t next_mr_key; /* keys we pick when not FI_MR_PROV_KEY */
+
+    unsigned char self_raw[OFI_RAW_ADDR_MAX];
+    size_t self_len;
+    unsigned char hdr[OFI_HDR_SIZE]; /* our unexpected header, sent with each message */
+    struct fid_mr *hdr_mr;
+    void *hdr_desc;
+
+    pthread_mutex_t lock; /* peer table and cancel list */
+    struct ofi_peer **buckets;
+    size_t nbuckets, npeers;
+    struct ofi_op *cancel_head;
+    atomic_int n_canceling;
+    atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
+};
+
+static inline struct ofi_class *ofi_class(const na_class_t *na_class)
+{
+    return na_class->plugin_class;
+}
+
+static uint64_t ofi_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Translate a positive libfabric error code. */
+static na_return_t ofi_na_error(int err)
+{
+    switch (err) {
+    case 0:
+        return NA_SUCCESS;
+    case FI_EAGAIN:
+        return NA_AGAIN;
+    case FI_ENOMEM:
+    case FI_ENOSPC:
+        return NA_NOMEM;
+    case FI_EINVAL:
+        return NA_INVALID_ARG;
+    case FI_ECANCELED:
+        return NA_CANCELED;
+    case FI_ETRUNC:
+    case FI_EMSGSIZE:
+    case FI_ETOOSMALL:
+        return NA_MSGSIZE;
+    case FI_EACCES:
+        return NA_ACCESS;
+    case FI_EPERM:
+    case FI_EKEYREJECTED:
+        return NA_PERMISSION;
+    case FI_EFAULT:
+        return NA_FAULT;
+    case FI_EBUSY:
+        return NA_BUSY;
+    case FI_ENODEV:
+    case FI_ENODATA:
+        return NA_NODEV;
+    case FI_ENOSYS:
+    case FI_EOPNOTSUPP:
+        return NA_OPNOTSUPPORTED;
+    case FI_EOVERFLOW:
+        return NA_OVERFLOW;
+    case FI_EADDRINUSE:
+        return NA_ADDRINUSE;
+    case FI_EADDRNOTAVAIL:
+        return NA_ADDRNOTAVAIL;
+    case FI_ETIMEDOUT:
+        return NA_TIMEOUT;
+    case FI_EIO:
+    case FI_EREMOTEIO:
+        return NA_IO_ERROR;
+    case FI_ENETDOWN:
+    case FI_ENETUNREACH:
+    case FI_EHOSTDOWN:
+    case FI_EHOSTUNREACH:
+    case FI_ECONNREFUSED:
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case FI_ESHUTDOWN:
+        return NA_HOSTUNREACH;
+    default:
+        return NA_PROTOCOL_ERROR;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Protocols
+ * ------------------------------------------------------------------------- */
+
+static const struct ofi_proto *ofi_proto_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(ofi_protos) / sizeof(ofi_protos[0]); i++)
+        if (strlen(ofi_protos[i].name) == len && strncmp(ofi_protos[i].name, name, len) == 0)
+            return &ofi_protos[i];
+    return NULL;
+}
+
+static bool ofi_check_protocol(const char *protocol_name)
+{
+    return protocol_name && ofi_proto_find(protocol_name, strlen(protocol_name)) != NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * Raw addresses: sockaddr_in/in6 for tcp and sockets, a name for shm
+ * ------------------------------------------------------------------------- */
+
+/* Check untrusted raw address bytes and put them in canonical form, so that
+ * equal peers have equal bytes. */
+static bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, size_t *len)
+{
+    const char *prefix = cls->proto->str_prefix;
+
+    if (prefix) {
+        size_t n = strnlen((const char *)raw, *len);
+        size_t plen = strlen(prefix);
+        if (n <= plen || memcmp(raw, prefix, plen) != 0)
+            return false;
+        for (size_t i = plen; i < n; i++)
+            if (!isgraph(raw[i]))
+                return false;
+        *len = n; /* drop the NUL libfabric may count */
+        return true;
+    }
+
+    sa_family_t family;
+    if (*len < sizeof(family))
+        return false;
+    memcpy(&family, raw, sizeof(family));
+    if (family == AF_INET && *len == sizeof(struct sockaddr_in)) {
+        struct sockaddr_in sin;
+        memcpy(&sin, raw, sizeof(sin));
+        if (sin.sin_port == 0)
+            return false;
+        memset(sin.sin_zero, 0, sizeof(sin.sin_zero));
+        memcpy(raw, &sin, sizeof(sin));
+        return true;
+    }
+    if (family == AF_INET6 && *len == sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 sin6;
+        memcpy(&sin6, raw, sizeof(sin6));
+        if (sin6.sin6_port == 0)
+            return false;
+        sin6.sin6_flowinfo = 0;
+        memcpy(raw, &sin6, sizeof(sin6));
+        return true;
+    }
+    return false;
+}
+
+/* "tcp://1.2.3.4:5", "tcp://[::1]:5" or "shm://name" into buf (NUL included). */
+static size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw,
+    size_t len, char *buf, size_t buf_size)
+{
+    const char *proto = cls->proto->name;
+
+    if (cls->proto->str_prefix) {
+        size_t plen = strlen(cls->proto->str_prefix);
+        return (size_t)snprintf(buf, buf_size, "ofi+%s://%.*s", proto, (int)(len - plen),
+                   (const char *)raw + plen) + 1;
+    }
+    char host[INET6_ADDRSTRLEN] = "?";
+    sa_family_t family;
+    memcpy(&family, raw, sizeof(family));
+    if (family == AF_INET) {
+        struct sockaddr_in sin;
+        memcpy(&sin, raw, sizeof(sin));
+        inet_ntop(AF_INET, &sin.sin_addr, host, sizeof(host));
+        return (size_t)snprintf(buf, buf_size, "ofi+%s://%s:%u", proto, host,
+                   ntohs(sin.sin_port)) + 1;
+    }
+    struct sockaddr_in6 sin6;
+    memcpy(&sin6, raw, sizeof(sin6));
+    inet_ntop(AF_INET6, &sin6.sin6_addr, host, sizeof(host));
+    return (size_t)snprintf(buf, buf_size, "ofi+%s://[%s]:%u", proto, host,
+               ntohs(sin6.sin6_port)) + 1;
+}
+
+/* Resolve host (name or literal) to a socket address of the given family
+ * (AF_UNSPEC: IPv4 preferred). */
+static na_return_t ofi_resolve_host(const char *host, int family, unsigned int port,
+    struct sockaddr_storage *ss, size_t *len)
+{
+    struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res, *pick = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+
+    if (rc != 0) {
+        HGX_LOG_ERROR(OFI, "cannot resolve host \"%s\": %s", host, gai_strerror(rc));
+        return NA_ADDRNOTAVAIL;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+        if (ai->ai_family == AF_INET6 && !pick)
+            pick = ai;
+    }
+    if (!pick) {
+        freeaddrinfo(res);
+        HGX_LOG_ERROR(OFI, "host \"%s\" has no IPv4/IPv6 address", host);
+        return NA_ADDRNOTAVAIL;
+    }
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+    *len = pick->ai_addrlen;
+    if (pick->ai_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    freeaddrinfo(res);
+    return NA_SUCCESS;
+}
+
+/* "host:port" or "[v6]:port" of a peer into its raw address. */
+static na_return_t ofi_parse_ip_addr(const struct ofi_class *cls, const char *hp,
+    unsigned char *raw, size_t *len)
+{
+    char host[256];
+    const char *colon;
+
+    if (hp[0] == '[') {
+        const char *end = strchr(hp, ']');
+        if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof(host))
+            return NA_INVALID_ARG;
+        memcpy(host, hp + 1, (size_t)(end - hp - 1));
+        host[end - hp - 1] = '\0';
+        colon = end + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof(host))
+            return NA_INVALID_ARG;
+        memcpy(host, hp, (size_t)(colon - hp));
+        host[colon - hp] = '\0';
+    }
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || errno != 0 || port <= 0 || port > 65535)
+        return NA_INVALID_ARG;
+
+    sa_family_t family;
+    memcpy(&family, cls->self_raw, sizeof(family));
+    struct sockaddr_storage ss;
+    size_t sslen;
+    na_return_t ret = ofi_resolve_host(host, family, (unsigned int)port, &ss, &sslen);
+    if (ret != NA_SUCCESS)
+        return ret;
+    memcpy(raw, &ss, sslen);
+    *len = sslen;
+    return ofi_raw_addr_normalize(cls, raw, len) ? NA_SUCCESS : NA_INVALID_ARG;
+}
+
+/* ---------------------------------------------------------------------------
+ * Peer table: raw address -> address vector entry
+ * ------------------------------------------------------------------------- */
+
+static uint64_t ofi_hash(const unsigned char *raw, size_t len)
+{
+    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ raw[i]) * UINT64_C(1099511628211);
+    return h;
+}
+
+static struct ofi_peer *ofi_peer_find_locked(
+    struct ofi_class *cls, const unsigned char *raw, size_t len, uint64_t hash)
+{
+    for (struct ofi_peer *p = cls->buckets[hash % cls->nbuckets]; p; p = p->next)
+        if (p->hash == hash && p->len == len && memcmp(p->raw, raw, len) == 0)
+            return p;
+    return NULL;
+}
+
+static void ofi_peer_table_grow_locked(struct ofi_class *cls)
+{
+    size_t n = cls->nbuckets * 2;
+    struct ofi_peer **buckets = calloc(n, sizeof(*buckets));
+    if (!buckets)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < cls->nbuckets; i++)
+        for (struct ofi_peer *p = cls->buckets[i], *next; p; p = next) {
+            next = p->next;
+            p->next = buckets[p->hash % n];
+            buckets[p->hash % n] = p;
+        }
+    free(cls->buckets);
+    cls->buckets = buckets;
+    cls->nbuckets = n;
+}
+
+static void ofi_peer_unlink_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    struct ofi_peer **pp = &cls->buckets[peer->hash % cls->nbuckets];
+    while (*pp != peer)
+        pp = &(*pp)->next;
+    *pp = peer->next;
+    cls->npeers--;
+}
+
+static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    char addr[OFI_RAW_ADDR_MAX + 1]; /* string addresses need their NUL */
+    fi_addr_t fi_addr = FI_ADDR_NOTAVAIL;
+
+    memcpy(addr, peer->raw, peer->len);
+    addr[peer->len] = '\0';
+    int rc = fi_av_insert(cls->av, addr, 1, &fi_addr, 0, NULL);
+    if (rc != 1) {
+        char str[128];
+        ofi_raw_addr_format(cls, peer->raw, peer->len, str, sizeof(str));
+        HGX_LOG_ERROR(OFI, "fi_av_insert(%s) failed: %s", str,
+            rc < 0 ? fi_strerror(-rc) : "address rejected");
+        return rc < 0 ? ofi_na_error(-rc) : NA_ADDRNOTAVAIL;
+    }
+    atomic_store(&peer->fi_addr, fi_addr);
+    return NA_SUCCESS;
+}
+
+/* Find or create the peer of a normalized raw address, referenced. */
+static na_return_t ofi_peer_get(
+    struct ofi_class *cls, const unsigned char *raw, size_t len, struct ofi_peer **peer_p)
+{
+    uint64_t hash = ofi_hash(raw, len);
+    na_return_t ret = NA_SUCCESS;
+
+    pthread_mutex_lock(&cls->lock);
+    struct ofi_peer *peer = ofi_peer_find_locked(cls, raw, len, hash);
+    if (!peer) {
+        peer = calloc(1, sizeof(*peer) + len);
+        HGX_CHECK(OFI, !peer, out, ret, NA_NOMEM, "out of memory for a peer");
+        peer->hash = hash;
+        peer->len = len;
+        memcpy(peer->raw, raw, len);
+        atomic_init(&peer->fi_addr, FI_ADDR_NOTAVAIL);
+        ret = ofi_av_insert_locked(cls, peer);
+        if (ret != NA_SUCCESS) {
+            free(peer);
+            goto out;
+        }
+        if (cls->npeers >= cls->nbuckets)
+            ofi_peer_table_grow_locked(cls);
+        peer->next = cls->buckets[hash % cls->nbuckets];
+        cls->buckets[hash % cls->nbuckets] = peer;
+        cls->npeers++;
+    }
+    peer->removed = false;
+    atomic_fetch_add(&peer->refs, 1);
+    *peer_p = peer;
+out:
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+static void ofi_peer_ref(struct ofi_peer *peer)
+{
+    atomic_fetch_add(&peer->refs, 1);
+}
+
+/* Unreferenced peers stay cached for the next message, unless removed. */
+static void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    if (atomic_fetch_sub(&peer->refs, 1) != 1)
+        return;
+    pthread_mutex_lock(&cls->lock);
+    /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */
+    bool drop = atomic_load(&peer->refs) == 0 && peer->removed;
+    if (drop)
+        ofi_peer_unlink_locked(cls, peer);
+    pthread_mutex_unlock(&cls->lock);
+    if (drop)
+        free(peer);
+}
+
+static void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    fi_addr_t fi_addr = atomic_exchange(&peer->fi_addr, FI_ADDR_NOTAVAIL);
+    if (fi_addr == FI_ADDR_NOTAVAIL)
+        return;
+    int rc = fi_av_remove(cls->av, &fi_addr, 1, 0);
+    if (rc != 0)
+        HGX_LOG_ERROR(OFI, "fi_av_remove failed: %s", fi_strerror(-rc));
+}
+
+/* Address vector entry of a peer; re-inserted after NA_Addr_set_remove. */
+static na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer, fi_addr_t *fi_addr)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    *fi_addr = atomic_load(&peer->fi_addr);
+    if (*fi_addr != FI_ADDR_NOTAVAIL)
+        return NA_SUCCESS;
+    pthread_mutex_lock(&cls->lock);
+    if (atomic_load(&peer->fi_addr) == FI_ADDR_NOTAVAIL)
+        ret = ofi_av_insert_locked(cls, peer);
+    *fi_addr = atomic_load(&peer->fi_addr);
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------------
+ * Addresses
+ * ------------------------------------------------------------------------- */
+
+static na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_addr_t **addr_p)
+{
+    struct ofi_addr *addr = malloc(sizeof(*addr));
+    if (!addr) {
+        HGX_LOG_ERROR(OFI, "out of memory for an address");
+        ofi_peer_put(ofi_class(na_class), peer);
+        return NA_NOMEM;
+    }
+    na_addr_init(na_class, &addr->head);
+    addr->peer = peer;
+    *addr_p = &addr->head;
+    return NA_SUCCESS;
+}
+
+/* Address of normalized raw bytes, with refcount 1. */
+static na_return_t ofi_addr_from_raw(
+    na_class_t *na_class, const unsigned char *raw, size_t len, na_addr_t **addr_p)
+{
+    struct ofi_peer *peer;
+    na_return_t ret = ofi_peer_get(ofi_class(na_class), raw, len, &peer);
+    if (ret != NA_SUCCESS)
+        return ret;
+    return ofi_addr_new(na_class, peer, addr_p);
+}
+
+static inline struct ofi_peer *ofi_addr_peer(na_addr_t *addr)
+{
+    return ((struct ofi_addr *)addr)->peer;
+}
+
+static na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t len;
+
+    if (strncmp(name, "ofi+", 4) == 0)
+        name += 4;
+    const char *sep = strstr(name, "://");
+    if (!sep || sep == name || sep[3] == '\0') {
+        HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://...)", name, cls->proto->name);
+        return NA_INVALID_ARG;
+    }
+    if (ofi_proto_find(name, (size_t)(sep - name)) != cls->proto) {
+        HGX_LOG_ERROR(OFI, "address \"%s\" is not for protocol %s", name, cls->proto->name);
+        return NA_PROTONOSUPPORT;
+    }
+    const char *rest = sep + 3;
+    if (cls->proto->str_prefix) {
+        size_t plen = strlen(cls->proto->str_prefix);
+        len = plen + strlen(rest);
+        if (len > OFI_RAW_ADDR_MAX) {
+            HGX_LOG_ERROR(OFI, "address \"%s\" is too long", name);
+            return NA_INVALID_ARG;
+        }
+        memcpy(raw, cls->proto->str_prefix, plen);
+        memcpy(raw + plen, rest, len - plen);
+        if (!ofi_raw_addr_normalize(cls, raw, &len)) {
+            HGX_LOG_ERROR(OFI, "malformed address \"%s\"", name);
+            return NA_INVALID_ARG;
+        }
+    } else {
+        na_return_t ret = ofi_parse_ip_addr(cls, rest, raw, &len);
+        if (ret != NA_SUCCESS) {
+            if (ret == NA_INVALID_ARG)
+                HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://HOST:PORT)", name,
+                    cls->proto->name);
+            return ret;
+        }
+    }
+    return ofi_addr_from_raw(na_class, raw, len, addr_p);
+}
+
+static void ofi_addr_destroy(na_class_t *na_class, na_addr_t *addr)
+{
+    ofi_peer_put(ofi_class(na_class), ofi_addr_peer(addr));
+    free(addr);
+}
+
+/* Drop the address vector entry (and rxm's connection); a later use
+ * re-inserts it, and the cache entry goes once nothing references it. */
+static na_return_t ofi_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+
+    pthread_mutex_lock(&cls->lock);
+    ofi_av_remove_locked(cls, peer);
+    peer->removed = true;
+    pthread_mutex_unlock(&cls->lock);
+    return NA_SUCCESS;
+}
+
+static na_return_t ofi_addr_self(na_class_t *na_class, na_addr_t **addr_p)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    return ofi_addr_from_raw(na_class, cls->self_raw, cls->self_len, addr_p);
+}
+
+static bool ofi_addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
+{
+    struct ofi_peer *p1 = ofi_addr_peer(addr1), *p2 = ofi_addr_peer(addr2);
+    (void)na_class;
+    return p1 == p2 || (p1->len == p2->len && memcmp(p1->raw, p2->raw, p1->len) == 0);
+}
+
+static bool ofi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    return peer->len == cls->self_len && memcmp(peer->raw, cls->self_raw, peer->len) == 0;
+}
+
+static na_return_t ofi_addr_to_string(
+    na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr)
+{
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    char str[128];
+    size_t need = ofi_raw_addr_format(ofi_class(na_class), peer->raw, peer->len, str, sizeof(str));
+
+    if (buf && *buf_size >= need)
+        memcpy(buf, str, need);
+    bool fits = !buf || *buf_size >= need;
+    *buf_size = need;
+    return fits ? NA_SUCCESS : NA_OVERFLOW;
+}
+
+/* Serialized address: u16 length (little endian) then the raw bytes. */
+static size_t ofi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
+{
+    (void)na_class;
+    return 2 + ofi_addr_peer(addr)->len;
+}
+
+static na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr)
+{
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    unsigned char *p = buf;
+
+    (void)na_class;
+    if (buf_size < 2 + peer->len) {
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for an address of %zu", buf_size,
+            2 + peer->len);
+        return NA_OVERFLOW;
+    }
+    p[0] = (unsigned char)(peer->len & 0xff);
+    p[1] = (unsigned char)(peer->len >> 8);
+    memcpy(p + 2, peer->raw, peer->len);
+    return NA_SUCCESS;
+}
+
+static na_return_t ofi_addr_deserialize(
+    na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size)
+{
+    const unsigned char *p = buf;
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+
+    if (buf_size < 2) {
+        HGX_LOG_ERROR(OFI, "serialized address too short (%zu bytes)", buf_size);
+        return NA_INVALID_ARG;
+    }
+    size_t len = (size_t)p[0] | (size_t)p[1] << 8;
+    if (len == 0 || len > OFI_RAW_ADDR_MAX || buf_size < 2 + len) {
+        HGX_LOG_ERROR(OFI, "serialized address has a bad length (%zu in %zu bytes)", len,
+            buf_size);
+        return NA_PROTOCOL_ERROR;
+    }
+    memcpy(raw, p + 2, len);
+    if (!ofi_raw_addr_normalize(ofi_class(na_class), raw, &len)) {
+        HGX_LOG_ERROR(OFI, "serialized address is not a valid %s address",
+            ofi_class(na_class)->proto->name);
+        return NA_PROTOCOL_ERROR;
+    }
+    return ofi_addr_from_raw(na_class, raw, len, addr_p);
+}
+
+/* ---------------------------------------------------------------------------
+ * Class setup
+ * ------------------------------------------------------------------------- */
+
+static struct fi_info *ofi_hints(const struct ofi_proto *proto)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints)
+        return NULL;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE
+                  | FI_DIRECTED_RECV;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2; /* each posted op has its own fi_context2 */
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    /* Every registration mode we can honor; the provider keeps what it needs. */
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED
+                                  | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->fabric_attr->prov_name = strdup(proto->prov_name);
+    if (!hints->fabric_attr->prov_name) {
+        fi_freeinfo(hints);
+        return NULL;
+    }
+    return hints;
+}
+
+/* Source address for tcp/sockets: host (default 127.0.0.1) and port (0: any). */
+static na_return_t ofi_hints_set_src(struct fi_info *hints, const struct na_info *info)
+{
+    struct sockaddr_storage ss;
+    size_t len;
+    na_return_t ret = ofi_resolve_host(info->host ? info->host : "127.0.0.1", AF_UNSPEC,
+        (unsigned int)info->port, &ss, &len);
+    if (ret != NA_SUCCESS)
+        return ret;
+    hints->src_addr = malloc(len);
+    if (!hints->src_addr)
+        return NA_NOMEM;
+    memcpy(hints->src_addr, &ss, len);
+    hints->src_addrlen = len;
+    hints->addr_format = ss.ss_family == AF_INET ? FI_SOCKADDR_IN : FI_SOCKADDR_IN6;
+    return NA_SUCCESS;
+}
+
+static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info)
+{
+    na_return_t ret = NA_SUCCESS;
+    struct fi_info *hints = ofi_hints(cls->proto);
+
+    HGX_CHECK(OFI, !hints, out, ret, NA_NOMEM, "out of memory for fi_info hints");
+    if (!cls->proto->str_prefix) {
+        ret = ofi_hints_set_src(hints, info);
+        if (ret != NA_SUCCESS)
+            goto out;
+    } else if (info->host) {
+        HGX_LOG_DEBUG(OFI, "shm ignores host \"%s\"", info->host);
+    }
+    int rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &cls->info);
+    HGX_CHECK(OFI, rc != 0, out, ret, rc == -FI_ENODATA ? NA_NODEV : ofi_na_error(-rc),
+        "libfabric provider \"%s\" unavailable for ofi+%s (RDM, tagged, RMA, directed "
+        "receive, thread safe): %s",
+        cls->proto->prov_name, cls->proto->name, fi_strerror(-rc));
+    cls->mr_mode = cls->info->domain_attr->mr_mode;
+    HGX_LOG_DEBUG(OFI, "provider %s, domain %s, mr_mode 0x%llx", cls->info->fabric_attr->prov_name,
+        cls->info->domain_attr->name, (unsigned long long)cls->mr_mode);
+out:
+    fi_freeinfo(hints);
+    return ret;
+}
+
+/* Prefer a CQ with an fd to block on; shm has none (and its fi_cq_sread
+ * spins), so it gets no wait object and poll_wait sleeps in short steps. */
+static na_return_t ofi_open_cq(struct ofi_class *cls)
+{
+    struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD};
+    int rc = fi_cq_open(cls->domain, &attr, &cls->cq, NULL);
+
+    if (rc == 0) {
+        rc = fi_control(&cls->cq->fid, FI_GETWAIT, &cls->wait_fd);
+        if (rc != 0) {
+            HGX_LOG_ERROR(OFI, "fi_control(FI_GETWAIT) failed: %s", fi_strerror(-rc));
+            return ofi_na_error(-rc);
+        }
+        return NA_SUCCESS;
+    }
+    HGX_LOG_DEBUG(OFI, "no fd wait object (%s), polling the CQ", fi_strerror(-rc));
+    attr.wait_obj = FI_WAIT_NONE;
+    rc = fi_cq_open(cls->domain, &attr, &cls->cq, NULL);
+    if (rc != 0) {
+        HGX_LOG_ERROR(OFI, "fi_cq_open failed: %s", fi_strerror(-rc));
+        return ofi_na_error(-rc);
+    }
+    return NA_SUCCESS;
+}
+
+#define OFI_TRY(call, what)                                                              \
+    do {                                                                                 \
+        int rc_ = (call);                                                                \
+        if (rc_ != 0) {                                                                  \
+            HGX_LOG_ERROR(OFI, "%s failed for ofi+%s: %s", what, cls->proto->name,       \
+                fi_strerror(-rc_));                                                      \
+            return ofi_na_error(-rc_);                                                   \
+        }                                                                                \
+    } while (0)
+
+static na_return_t ofi_open_endpoint(struct ofi_class *cls)
+{
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+
+    OFI_TRY(fi_fabric(cls->info->fabric_attr, &cls->fabric, NULL), "fi_fabric");
+    OFI_TRY(fi_domain(cls->fabric, cls->info, &cls->domain, NULL), "fi_domain");
+    /* The tcp provider binds its listening socket here, sockets in fi_enable. */
+    OFI_TRY(fi_endpoint(cls->domain, cls->info, &cls->ep, NULL), "fi_endpoint");
+    na_return_t ret = ofi_open_cq(cls);
+    if (ret != NA_SUCCESS)
+        return ret;
+    OFI_TRY(fi_av_open(cls->domain, &av_attr, &cls->av, NULL), "fi_av_open");
+    OFI_TRY(fi_ep_bind(cls->ep, &cls->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+    OFI_TRY(fi_ep_bind(cls->ep, &cls->av->fid, 0), "fi_ep_bind(av)");
+    OFI_TRY(fi_enable(cls->ep), "fi_enable");
+    return NA_SUCCESS;
+}
+
+static na_return_t ofi_read_self_addr(struct ofi_class *cls)
+{
+    unsigned char name[256] = {0};
+    size_t len = sizeof(name);
+    int rc = fi_getname(&cls->ep->fid, name, &len);
+
+    if (rc != 0 || len > OFI_RAW_ADDR_MAX) {
+        HGX_LOG_ERROR(OFI, "fi_getname failed or address too long (%zu): %s", len,
+            fi_strerror(rc ? -rc : FI_ETOOSMALL));
+        return NA_PROTOCOL_ERROR;
+    }
+    if (!ofi_raw_addr_normalize(cls, name, &len)) {
+        HGX_LOG_ERROR(OFI, "unexpected address format from fi_getname");
+        return NA_PROTOCOL_ERROR;
+    }
+    memcpy(cls->self_raw, name, len);
+    cls->self_len = len;
+
+    /* The header every unexpected message we send starts with. */
+    cls->hdr[0] = OFI_HDR_MAGIC;
+    cls->hdr[1] = OFI_HDR_VERSION;
+    cls->hdr[2] = (unsigned char)(len & 0xff);
+    cls->hdr[3] = (unsigned char)(len >> 8);
+    memcpy(cls->hdr + 4, name, len);
+    return NA_SUCCESS;
+}
+
+static struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
+    uint64_t access, na_return_t *ret);
+
+static size_t ofi_size_limit(size_t requested, size_t provider_max, const char *what)
+{
+    size_t size = requested ? requested : OFI_MSG_SIZE_DEFAULT;
+    if (size < OFI_HDR_SIZE)
+        size = OFI_HDR_SIZE;
+    if (size > provider_max) {
+        HGX_LOG_WARNING(OFI, "%s size %zu capped to the provider's %zu", what, size,
+            provider_max);
+        size = provider_max;
+    }
+    return size;
+}
+
+static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *init_info)
+{
+    const struct fi_info *fi = cls->info;
+    size_t max_msg = fi->ep_attr->max_msg_size;
+
+    cls->max_msg_size = max_msg;
+    cls->iov_limit = fi->tx_attr->iov_limit < OFI_IOV_MAX ? fi->tx_attr->iov_limit : OFI_IOV_MAX;
+    cls->rma_iov_limit = fi->tx_attr->rma_iov_limit < OFI_IOV_MAX ? fi->tx_attr->rma_iov_limit
+                                                                   : OFI_IOV_MAX;
+    if (cls->iov_limit == 0)
+        cls->iov_limit = 1;
+    if (cls->rma_iov_limit == 0)
+        cls->rma_iov_limit = 1;
+    cls->max_unexpected_size = ofi_size_limit(init_info->max_unexpected_size, max_msg, "unexpected");
+    cls->max_expected_size = ofi_size_limit(init_info->max_expected_size, max_msg, "expected");
+    HGX_LOG_DEBUG(OFI, "iov limit %zu, rma iov limit %zu, max msg %zu, inject %zu",
+        cls->iov_limit, cls->rma_iov_limit, max_msg, fi->tx_attr->inject_size);
+}
+
+static void ofi_class_free(struct ofi_class *cls)
+{
+    if (cls->ep)
+        fi_close(&cls->ep->fid);
+    if (cls->hdr_mr)
+        fi_close(&cls->hdr_mr->fid);
+    if (cls->av)
+        fi_close(&cls->av->fid);
+    if (cls->cq)
+        fi_close(&cls->cq->fid);
+    if (cls->domain)
+        fi_close(&cls->domain->fid);
+    if (cls->fabric)
+        fi_close(&cls->fabric->fid);
+    if (cls->info)
+        fi_freeinfo(cls->info);
+    if (cls->buckets)
+        for (size_t i = 0; i < cls->nbuckets; i++)
+            for (struct ofi_peer *p = cls->buckets[i], *next; p; p = next) {
+                next = p->next;
+                free(p);
+            }
+    free(cls->buckets);
+    pthread_mutex_destroy(&cls->lock);
+    free(cls);
+}
+
+static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *info, bool listen)
+{
+    na_return_t ret = NA_SUCCESS;
+    struct ofi_class *cls = calloc(1, sizeof(*cls));
+
+    (void)listen; /* an rxm endpoint always accepts connections */
+    HGX_CHECK(OFI, !cls, error, ret, NA_NOMEM, "out of memory for the ofi class");
+    pthread_mutex_init(&cls->lock, NULL);
+    cls->wait_fd = -1;
+    atomic_init(&cls->next_mr_key, 1);
+    cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
+    HGX_CHECK(OFI, !cls->proto, error, ret, NA_PROTONOSUPPORT,
+        "protocol \"%s\" not supported by ofi", info->protocol_name);
+    cls->nbuckets = OFI_PEER_BUCKETS_INIT;
+    cls->buckets = calloc(cls->nbuckets, sizeof(*cls->buckets));
+    HGX_CHECK(OFI, !cls->buckets, error, ret, NA_NOMEM, "out of memory for the peer table");
+
+    ret = ofi_getinfo(cls, info);
+    if (ret != NA_SUCCESS)
+        goto error;
+    ret = ofi_open_endpoint(cls);
+    if (ret != NA_SUCCESS)
+        goto error;
+    ret = ofi_read_self_addr(cls);
+    if (ret != NA_SUCCESS)
+        goto error;
+    ofi_set_limits(cls, info->init_info);
+    if (cls->mr_mode & FI_MR_LOCAL) {
+        cls->hdr_mr = ofi_mr_open(cls, cls->hdr, sizeof(cls->hdr), FI_SEND, &ret);
+        if (!cls->hdr_mr)
+            goto error;
+        cls->hdr_desc = fi_mr_desc(cls->hdr_mr);
+    }
+    na_class->plugin_class = cls;
+    return NA_SUCCESS;
+
+error:
+    if (cls)
+        ofi_class_free(cls);
+    return ret;
+}
+
+static na_return_t ofi_finalize(na_class_t *na_class)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    if (cls)
+        ofi_class_free(cls);
+    na_class->plugin_class = NULL;
+    return NA_SUCCESS;
+}
+
+/* libfabric's shm regions are /dev/shm/PID:N:N; remove those of dead processes. */
+static void ofi_cleanup(void)
+{
+    DIR *dir = opendir("/dev/shm");
+    struct dirent *ent;
+
+    if (!dir)
+        return;
+    while ((ent = readdir(dir)) != NULL) {
+        int pid, a, b, end = 0;
+        if (sscanf(ent->d_name, "%d:%d:%d%n", &pid, &a, &b, &end) != 3
+            || ent->d_name[end] != '\0' || pid <= 0)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/dev/shm/%s", ent->d_name);
+        if (unlink(path) == 0)
+            HGX_LOG_DEBUG(OFI, "removed stale shm region %s", path);
+    }
+    closedir(dir);
+}
+
+static na_return_t ofi_context_create(na_class_t *na_class, na_context_t *context, uint8_t id)
+{
+    (void)na_class;
+    (void)id; /* carried in the tags */
+    context->plugin_context = NULL;
+    return NA_SUCCESS;
+}
+
+static na_return_t ofi_context_destroy(na_class_t *na_class, na_context_t *context)
+{
+    (void)na_class;
+    (void)context;
+    return NA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Memory registration
+ * ------------------------------------------------------------------------- */
+
+/* Register one buffer; FI_MR_ENDPOINT providers also need it bound and enabled. */
+static struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
+    uint64_t access, na_return_t *ret)
+{
+    struct fid_mr *mr = NULL;
+    uint64_t key = (cls->mr_mode & FI_MR_PROV_KEY) ? 0 : atomic_fetch_add(&cls->next_mr_key, 1);
+    int rc = fi_mr_reg(cls->domain, buf, len, access, 0, key, 0, &mr, NULL);
+
+    if (rc == 0 && (cls->mr_mode & FI_MR_ENDPOINT)) {
+        rc = fi_mr_bind(mr, &cls->ep->fid, 0);
+        if (rc == 0)
+            rc = fi_mr_enable(mr);
+    }
+    if (rc != 0) {
+        HGX_LOG_ERROR(OFI, "registering %zu bytes at %p failed: %s", len, buf, fi_strerror(-rc));
+        if (mr)
+            fi_close(&mr->fid);
+        *ret = ofi_na_error(-rc);
+        return NULL;
+    }
+    return mr;
+}
+
+static void ofi_mr_close(struct fid_mr *mr)
+{
+    int rc = fi_close(&mr->fid);
+    if (rc != 0)
+        HGX_LOG_ERROR(OFI, "closing a memory registration failed: %s", fi_strerror(-rc));
+}
+
+/* Message buffers are registered up front when the provider wants local
+ * descriptors (FI_MR_LOCAL); plugin_data is then their registration. */
+static void *ofi_msg_buf_alloc(
+    na_class_t *na_class, size_t buf_size, unsigned long flags, void **plugin_data_p)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    void *buf = NULL;
+    na_return_t ret;
+
+    (void)flags;
+    *plugin_data_p = NULL;
+    if (posix_memalign(&buf, (size_t)sysconf(_SC_PAGESIZE), buf_size) != 0) {
+        HGX_LOG_ERROR(OFI, "out of memory for a %zu-byte message buffer", buf_size);
+        return NULL;
+    }
+    if (cls->mr_mode & FI_MR_LOCAL) {
+        struct fid_mr *mr = ofi_mr_open(cls, buf, buf_size, FI_SEND | FI_RECV, &ret);
+        if (!mr) {
+            free(buf);
+            return NULL;
+        }
+        *plugin_data_p = mr;
+    }
+    return buf;
+}
+
+static void ofi_msg_buf_free(na_class_t *na_class, void *buf, void *plugin_data)
+{
+    (void)na_class;
+    if (plugin_data)
+        ofi_mr_close(plugin_data);
+    free(buf);
+}
+
+static inline struct ofi_mem_handle *ofi_mh(na_mem_handle_t *mh)
+{
+    return (struct ofi_mem_handle *)mh;
+}
+
+static struct ofi_mem_handle *ofi_mh_alloc(size_t nseg, unsigned long flags)
+{
+    struct ofi_mem_handle *mh = calloc(1, sizeof(*mh));
+    if (!mh)
+        return NULL;
+    mh->nseg = nseg;
+    mh->segs = nseg == 1 ? &mh->one_seg : calloc(nseg, sizeof(*mh->segs));
+    if (!mh->segs) {
+        free(mh);
+        return NULL;
+    }
+    mh->head.flags = flags;
+    return mh;
+}
+
+static na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
+    struct na_segment *segments, size_t segment_count, unsigned long flags,
+    na_mem_handle_t **mem_handle_p);
+
+static na_return_t ofi_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
+    unsigned long flags, na_mem_handle_t **mem_handle_p)
+{
+    struct na_segment seg = {.base = buf, .len = buf_size};
+    return ofi_mem_handle_create_segments(na_class, &seg, 1, flags, mem_handle_p);
+}
+
+static na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
+    struct na_segment *segments, size_t segment_count, unsigned long flags,
+    na_mem_handle_t **mem_handle_p)
+{
+    (void)na_class;
+    if (segment_count == 0 || segment_count > OFI_MAX_SEGMENTS) {
+        HGX_LOG_ERROR(OFI, "segment count %zu not in 1..%d", segment_count, OFI_MAX_SEGMENTS);
+        return NA_INVALID_ARG;
+    }
+    struct ofi_mem_handle *mh = ofi_mh_alloc(segment_count, flags);
+    if (!mh) {
+        HGX_LOG_ERROR(OFI, "out of memory for a memory handle");
+        return NA_NOMEM;
+    }
+    for (size_t i = 0; i < segment_count; i++) {
+        mh->segs[i].addr = (uint64_t)(uintptr_t)segments[i].base;
+        mh->segs[i].len = segments[i].len;
+        mh->head.len += segments[i].len;
+    }
+    *mem_handle_p = &mh->head;
+    return NA_SUCCESS;
+}
+
+static void ofi_mh_close_segs(struct ofi_mem_handle *mh)
+{
+    for (size_t i = 0; i < mh->nseg; i++)
+        if (mh->segs[i].mr) {
+            ofi_mr_close(mh->segs[i].mr);
+            mh->segs[i].mr = NULL;
+            mh->segs[i].desc = NULL;
+        }
+}
+
+static void ofi_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    struct ofi_mem_handle *mh = ofi_mh(mem_handle);
+    (void)na_class;
+    ofi_mh_close_segs(mh);
+    if (mh->segs != &mh->one_seg)
+        free(mh->segs);
+    free(mh);
+}
+
+static size_t ofi_mem_handle_get_max_segments(const na_class_t *na_class)
+{
+    (void)na_class;
+    return OFI_MAX_SEGMENTS;
+}
+
+static uint64_t ofi_mr_access(unsigned long flags)
+{
+    uint64_t access = FI_READ | FI_WRITE; /* as the local side of put/get */
+    if (flags & NA_MEM_READ_ONLY)
+        access |= FI_REMOTE_READ;
+    if (flags & NA_MEM_WRITE_ONLY)
+        access |= FI_REMOTE_WRITE;
+    return access;
+}
+
+/* One registration per segment: tcp allows a single iov per registration. */
+static na_return_t ofi_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_mem_handle *mh = ofi_mh(mem_handle);
+    uint64_t access = ofi_mr_access(mh->head.flags);
+    na_return_t ret = NA_SUCCESS;
+
+    for (size_t i = 0; i < mh->nseg; i++) {
+        struct ofi_seg *seg = &mh->segs[i];
+        if (seg->len == 0)
+            continue;
+        seg->mr = ofi_mr_open(cls, (void *)(uintptr_t)seg->addr, seg->len, access, &ret);
+        if (!seg->mr) {
+            ofi_mh_close_segs(mh);
+            return ret;
+        }
+        seg->key = fi_mr_key(seg->mr);
+        seg->desc = fi_mr_desc(seg->mr);
+    }
+    mh->head.registered = true;
+    return NA_SUCCESS;
+}
+
+static na_return_t ofi_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    struct ofi_mem_handle *mh = ofi_mh(mem_handle);
+    (void)na_class;
+    ofi_mh_close_segs(mh);
+    mh->head.registered = false;
+    return NA_SUCCESS;
+}
+
+static void ofi_put_le(unsigned char *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t ofi_get_le(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static size_t ofi_mem_handle_get_serialize_size(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    (void)na_class;
+    return OFI_MH_HDR_SIZE + ofi_mh(mem_handle)->nseg * OFI_MH_SEG_SIZE;
+}
+
+static na_return_t ofi_mem_handle_serialize(
+    na_class_t *na_class, void *buf, size_t buf_size, na_mem_handle_t *mem_handle)
+{
+    struct ofi_mem_handle *mh = ofi_mh(mem_handle);
+    size_t need = ofi_mem_handle_get_serialize_size(na_class, mem_handle);
+    unsigned char *p = buf;
+
+    if (buf_size < need) {
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for a handle of %zu", buf_size, need);
+        return NA_OVERFLOW;
+    }
+    ofi_put_le(p, OFI_MH_MAGIC, 2);
+    p[2] = OFI_MH_VERSION;
+    p[3] = (unsigned char)mh->head.flags;
+    ofi_put_le(p + 4, mh->nseg, 4);
+    ofi_put_le(p + 8, mh->head.len, 8);
+    p += OFI_MH_HDR_SIZE;
+    for (size_t i = 0; i < mh->nseg; i++, p += OFI_MH_SEG_SIZE) {
+        ofi_put_le(p, mh->segs[i].addr, 8);
+        ofi_put_le(p + 8, mh->segs[i].len, 8);
+        ofi_put_le(p + 16, mh->segs[i].key, 8);
+    }
+    return NA_SUCCESS;
+}
+
+/* Untrusted bytes: every field is checked before it is used. */
+static na_return_t ofi_mem_handle_deserialize(
+    na_class_t *na_class, na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size)
+{
+    const unsigned char *p = buf;
+
+    (void)na_class;
+    if (buf_size < OFI_MH_HDR_SIZE || ofi_get_le(p, 2) != OFI_MH_MAGIC || p[2] != OFI_MH_VERSION) {
+        HGX_LOG_ERROR(OFI, "not an ofi memory handle (%zu bytes)", buf_size);
+        return NA_PROTOCOL_ERROR;
+    }
+    unsigned long flags = p[3];
+    uint64_t nseg = ofi_get_le(p + 4, 4);
+    uint64_t total = ofi_get_le(p + 8, 8);
+    if (flags == 0 || (flags & ~(unsigned long)NA_MEM_READWRITE) != 0 || nseg == 0
+        || nseg > OFI_MAX_SEGMENTS || buf_size < OFI_MH_HDR_SIZE + nseg * OFI_MH_SEG_SIZE
+        || total > SIZE_MAX) {
+        HGX_LOG_ERROR(OFI, "memory handle descriptor has bad flags (0x%lx), segment count "
+                           "(%llu) or size (%zu bytes)",
+            flags, (unsigned long long)nseg, buf_size);
+        return NA_PROTOCOL_ERROR;
+    }
+    struct ofi_mem_handle *mh = ofi_mh_alloc((size_t)nseg, flags);
+    if (!mh) {
+        HGX_LOG_ERROR(OFI, "out of memory for a memory handle");
+        return NA_NOMEM;
+    }
+    uint64_t sum = 0;
+    p += OFI_MH_HDR_SIZE;
+    for (size_t i = 0; i < nseg; i++, p += OFI_MH_SEG_SIZE) {
+        struct ofi_seg *seg = &mh->segs[i];
+        seg->addr = ofi_get_le(p, 8);
+        seg->len = ofi_get_le(p + 8, 8);
+        seg->key = ofi_get_le(p + 16, 8);
+        if (seg->len > UINT64_MAX - seg->addr || seg->len > UINT64_MAX - sum) {
+            ofi_mem_handle_free(na_class, &mh->head);
+            HGX_LOG_ERROR(OFI, "memory handle segment %zu overflows", i);
+            return NA_PROTOCOL_ERROR;
+        }
+        sum += seg->len;
+    }
+    if (sum != total) {
+        ofi_mem_handle_free(na_class, &mh->head);
+        HGX_LOG_ERROR(OFI, "memory handle segments sum to %llu, not %llu",
+            (unsigned long long)sum, (unsigned long long)total);
+        return NA_PROTOCOL_ERROR;
+    }
+    mh->head.len = (size_t)total;
+    mh->head.remote = true;
+    *mem_handle_p = &mh->head;
+    return NA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Op state and completion
+ * ------------------------------------------------------------------------- */
+
+static inline struct ofi_op *ofi_op(na_op_id_t *op)
+{
+    return na_op_plugin(op);
+}
+
+/* Reset the op area for a new operation; peer (may be NULL) gains a reference. */
+static struct ofi_op *ofi_op_start(na_op_id_t *op, struct ofi_peer *peer)
+{
+    struct ofi_op *oop = ofi_op(op);
+
+    oop->ctx.op = oop;
+    oop->parts = NULL;
+    oop->nparts = 0;
+    oop->peer = peer;
+    if (peer)
+        ofi_peer_ref(peer);
+    oop->tmp_mr = NULL;
+    oop->desc = NULL;
+    oop->cancel_listed = false;
+    oop->escalated = false;
+    atomic_store(&oop->done, false);
+    return oop;
+}
+
+/* Undo ofi_op_start for an op that was not posted. */
+static void ofi_op_abort(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (oop->tmp_mr)
+        ofi_mr_close(oop->tmp_mr);
+    free(oop->parts);
+    if (oop->peer)
+        ofi_peer_put(cls, oop->peer);
+}
+
+static void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (!oop->cancel_listed)
+        return;
+    if (oop->cancel_prev)
+        oop->cancel_prev->cancel_next = oop->cancel_next;
+    else
+        cls->cancel_head = oop->cancel_next;
+    if (oop->cancel_next)
+        oop->cancel_next->cancel_prev = oop->cancel_prev;
+    oop->cancel_listed = false;
+    atomic_fetch_sub(&cls->n_canceling, 1);
+}
+
+static bool ofi_op_is_recv(const na_op_id_t *op)
+{
+    return op->info.type == NA_CB_RECV_UNEXPECTED || op->info.type == NA_CB_RECV_EXPECTED;
+}
+
+/* The provider is done with the op: release it and hand it to the core. */
+static void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+{
+    na_op_id_t *op = na_op_from_plugin(oop);
+
+    /* Store done before reading the state; ofi_cancel does the reverse, so
+     * one of us sees the other (both are seq_cst). */
+    atomic_store(&oop->done, true);
+    if (na_op_cancel_requested(op)) {
+        pthread_mutex_lock(&cls->lock);
+        ofi_cancel_unlist_locked(cls, oop);
+        pthread_mutex_unlock(&cls->lock);
+        /* Sends and RMA cannot be recalled: a cancel requested before their
+         * completion wins. A receive that got its data keeps it. */
+        if (ret != NA_SUCCESS || !ofi_op_is_recv(op))
+            ret = NA_CANCELED;
+    }
+    ofi_op_abort(cls, oop);
+    na_op_complete(op, ret);
+}
+
+static na_return_t ofi_post_recv(struct ofi_class *cls, struct ofi_op *oop)
+{
+    return fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr, oop->tag,
+               oop->ignore, &oop->ctx)
+               == 0
+               ? NA_SUCCESS
+               : NA_PROTOCOL_ERROR;
+}
+
+/* Parse the sender's header; false if it is malformed. */
+static bool ofi_hdr_parse(
+    const struct ofi_class *cls, const unsigned char *buf, size_t len, unsigned char *raw, size_t *raw_len)
+{
+    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
+        return false;
+    size_t n = (size_t)buf[2] | (size_t)buf[3] << 8;
+    if (n == 0 || n > OFI_RAW_ADDR_MAX)
+        return false;
+    memcpy(raw, buf + 4, n);
+    *raw_len = n;
+    return ofi_raw_addr_normalize(cls, raw, raw_len);
+}
+
+/* An unexpected message arrived: find its sender from the header. A bad
+ * header (or an address we cannot insert) drops the message and reposts. */
+static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *oop, size_t len, uint64_t tag)
+{
+    na_op_id_t *op = na_op_from_plugin(oop);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t raw_len;
+    na_addr_t *source = NULL;
+
+    if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
+        struct ofi_peer *peer;
+        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS
+            && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+            op->info.info.recv_unexpected.actual_buf_size = len;
+            op->info.info.recv_unexpected.source = source;
+            op->info.info.recv_unexpected.tag = (na_tag_t)(tag & OFI_TAG_NA_MASK);
+            ofi_op_finish(cls, oop, NA_SUCCESS);
+            return;
+        }
+    } else {
+        atomic_fetch_add(&cls->n_bad_headers, 1);
+        HGX_LOG_ERROR(OFI, "dropped an unexpected message of %zu bytes with a malformed "
+                           "header (%lu so far)",
+            len, atomic_load(&cls->n_bad_headers));
+    }
+    if (na_op_cancel_requested(op)) {
+        ofi_op_finish(cls, oop, NA_CANCELED);
+        return;
+    }
+    if (ofi_post_recv(cls, oop) != NA_SUCCESS) {
+        HGX_LOG_ERROR(OFI, "could not repost an unexpected receive");
+        ofi_op_finish(cls, oop, NA_PROTOCOL_ERROR);
+    }
+}
+
+/* One part of a put/get ended; the last one finishes the op. */
+static void ofi_rma_part_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+{
+    if (ret != NA_SUCCESS) {
+        int expected = NA_SUCCESS;
+        atomic_compare_exchange_strong(&oop->part_ret, &expected, (int)ret);
+    }
+    if (atomic_fetch_sub(&oop->parts_left, 1) == 1)
+        ofi_op_finish(cls, oop, (na_return_t)atomic_load(&oop->part_ret));
+}
+
+static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret, size_t len, uint64_t tag)
+{
+    struct ofi_op *oop = ctx->op;
+    na_op_id_t *op = na_op_from_plugin(oop);
+
+    switch (op->info.type) {
+    case NA_CB_RECV_UNEXPECTED:
+        if (ret == NA_SUCCESS) {
+            ofi_complete_recv_unexpected(cls, oop, len, tag);
+            return;
+        }
+        break;
+    case NA_CB_RECV_EXPECTED:
+        op->info.info.recv_expected.actual_buf_size = ret == NA_SUCCESS ? len : 0;
+        break;
+    case NA_CB_PUT:
+    case NA_CB_GET:
+        ofi_rma_part_done(cls, oop, ret);
+        return;
+    default:
+        break;
+    }
+    ofi_op_finish(cls, oop, ret);
+}
+
+static void ofi_cq_read_error(struct ofi_class *cls)
+{
+    struct fi_cq_err_entry err = {0};
+    ssize_t rc = fi_cq_readerr(cls->cq, &err, 0);
+
+    if (rc != 1) {
+        if (rc != -FI_EAGAIN)
+            HGX_LOG_ERROR(OFI, "fi_cq_readerr failed: %s", fi_strerror((int)-rc));
+        return;
+    }
+    if (!err.op_context) {
+        HGX_LOG_ERROR(OFI, "completion error without context: %s", fi_strerror(err.err));
+        return;
+    }
+    if (err.err == FI_ECANCELED)
+        HGX_LOG_DEBUG(OFI, "operation canceled");
+    else if (err.err == FI_ETRUNC)
+        HGX_LOG_ERROR(OFI, "message of %zu bytes truncated to the %zu-byte receive buffer",
+            err.len + err.olen, err.len);
+    else
+        HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
+            fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
+    ofi_complete(cls, err.op_context, ofi_na_error(err.err), err.len, err.tag);
+}
+
+/* Process what the CQ holds, in bounded batches; returns completions seen. */
+static unsigned int ofi_cq_drain(struct ofi_class *cls)
+{
+    struct fi_cq_tagged_entry entries[OFI_CQ_BATCH];
+    unsigned int count = 0;
+
+    for (int round = 0; round < OFI_CQ_MAX_ROUNDS; round++) {
+        ssize_t n = fi_cq_read(cls->cq, entries, OFI_CQ_BATCH);
+        if (n == -FI_EAGAIN)
+            break;
+        if (n == -FI_EAVAIL) {
+            ofi_cq_read_error(cls);
+            count++;
+            continue;
+        }
+        if (n < 0) {
+            HGX_LOG_ERROR(OFI, "fi_cq_read failed: %s", fi_strerror((int)-n));
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++)
+            ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len, entries[i].tag);
+        count += (unsigned int)n;
+        if (n < OFI_CQ_BATCH)
+            break;
+    }
+    return count;
+}
+
+/* Provider queues can be full, and rxm returns EAGAIN while it connects to a
+ * new peer: progress and retry for a bounded time. */
+#define OFI_POST_RETRY(cls, rc, call)                                                    \
+    do {                                                                                 \
+        uint64_t deadline_ = 0;                                                          \
+        while (((rc) = (call)) == -FI_EAGAIN) {                                          \
+            uint64_t now_ = ofi_now_ms();                                                \
+            if (deadline_ == 0)                                                          \
+                deadline_ = now_ + OFI_POST_RETRY_MS;                                    \
+            else if (now_ >= deadline_)                                                  \
+                break;                                                                   \
+            if (ofi_cq_drain(cls) == 0)                                                  \
+                sched_yield();                                                           \
+        }                                                                                \
+    } while (0)
+
+static na_return_t ofi_post_error(ssize_t rc, const char *what)
+{
+    HGX_LOG_ERROR(OFI, "%s failed: %s", what, fi_strerror((int)-rc));
+    return ofi_na_error((int)-rc);
+}
+
+/* ---------------------------------------------------------------------------
+ * Messages
+ * ------------------------------------------------------------------------- */
+
+static size_t ofi_msg_get_max_unexpected_size(const na_class_t *na_class)
+{
+    return ofi_class(na_class)->max_unexpected_size;
+}
+
+static size_t ofi_msg_get_max_expected_size(const na_class_t *na_class)
+{
+    return ofi_class(na_class)->max_expected_size;
+}
+
+static size_t ofi_msg_get_unexpected_header_size(const na_class_t *na_class)
+{
+    (void)na_class;
+    return OFI_HDR_SIZE;
+}
+
+static na_tag_t ofi_msg_get_max_tag(const na_class_t *na_class)
+{
+    (void)na_class;
+    return (na_tag_t)OFI_TAG_NA_MASK;
+}
+
+static na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size)
+{
+    if (buf_size < OFI_HDR_SIZE) {
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes cannot hold the %d-byte header", buf_size,
+            OFI_HDR_SIZE);
+        return NA_OVERFLOW;
+    }
+    memcpy(buf, ofi_class(na_class)->hdr, OFI_HDR_SIZE);
+    return NA_SUCCESS;
+}
+
+static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
+{
+    return (uint64_t)context_id << OFI_TAG_CTX_SHIFT | tag;
+}
+
+/* Local descriptor of a message buffer: its msg_buf_alloc registration, or
+ * a registration just for this op when the provider requires FI_MR_LOCAL. */
+static na_return_t ofi_msg_desc(struct ofi_class *cls, struct ofi_op *oop, const void *buf,
+    size_t len, void *plugin_data, uint64_t access)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    if (plugin_data)
+        oop->desc = fi_mr_desc(plugin_data);
+    else if ((cls->mr_mode & FI_MR_LOCAL) && len > 0) {
+        oop->tmp_mr = ofi_mr_open(cls, buf, len, access, &ret);
+        if (oop->tmp_mr)
+            oop->desc = fi_mr_desc(oop->tmp_mr);
+    }
+    return ret;
+}
+
+static na_return_t ofi_msg_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
+    size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint64_t tag, bool unexpected)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_op *oop = ofi_op_start(op, ofi_addr_peer(dest_addr));
+    ssize_t rc;
+
+    na_return_t ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
+    if (ret == NA_SUCCESS)
+        ret = ofi_msg_desc(cls, oop, buf, buf_size, plugin_data, FI_SEND);
+    if (ret != NA_SUCCESS)
+        goto error;
+    if (unexpected) {
+        /* Our own header replaces whatever the caller left in its first bytes. */
+        struct iovec iov[2] = {
+            {.iov_base = cls->hdr, .iov_len = OFI_HDR_SIZE},
+            {.iov_base = (char *)buf + OFI_HDR_SIZE, .iov_len = buf_size - OFI_HDR_SIZE},
+        };
+        void *desc[2] = {cls->hdr_desc, oop->desc};
+        size_t count = buf_size > OFI_HDR_SIZE ? 2 : 1;
+        OFI_POST_RETRY(cls, rc, fi_tsendv(cls->ep, iov, desc, count, oop->fi_addr, tag, &oop->ctx));
+    } else {
+        OFI_POST_RETRY(cls, rc, fi_tsend(cls->ep, buf, buf_size, oop->desc, oop->fi_addr, tag, &oop->ctx));
+    }
+    if (rc != 0) {
+        ret = ofi_post_error(rc, "fi_tsend");
+        goto error;
+    }
+    return NA_SUCCESS;
+
+error:
+    ofi_op_abort(cls, oop);
+    return ret;
+}
+
+static na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag)
+{
+    (void)context;
+    if (buf_size < OFI_HDR_SIZE) {
+        HGX_LOG_ERROR(OFI, "unexpected message of %zu bytes is shorter than its %d-byte header",
+            buf_size, OFI_HDR_SIZE);
+        return NA_INVALID_ARG;
+    }
+    return ofi_msg_send(na_class, op, buf, buf_size, plugin_data, dest_addr,
+        OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag), true);
+}
+
+static na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag)
+{
+    (void)context;
+    return ofi_msg_send(
+        na_class, op, buf, buf_size, plugin_data, dest_addr, ofi_tag(dest_id, tag), false);
+}
+
+static na_return_t ofi_msg_recv(struct ofi_class *cls, struct ofi_op *oop, void *buf,
+    size_t buf_size, void *plugin_data)
+{
+    ssize_t rc;
+
+    oop->buf = buf;
+    oop->buf_size = buf_size;
+    na_return_t ret = ofi_msg_desc(cls, oop, buf, buf_size, plugin_data, FI_RECV);
+    if (ret != NA_SUCCESS)
+        goto error;
+    OFI_POST_RETRY(cls, rc, fi_trecv(cls->ep, buf, buf_size, oop->desc, oop->fi_addr, oop->tag,
+                                oop->ignore, &oop->ctx));
+    if (rc != 0) {
+        ret = ofi_post_error(rc, "fi_trecv");
+        goto error;
+    }
+    return NA_SUCCESS;
+
+error:
+    ofi_op_abort(cls, oop);
+    return ret;
+}
+
+static na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_op *oop = ofi_op_start(op, NULL);
+
+    oop->fi_addr = FI_ADDR_UNSPEC;
+    oop->tag = OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0);
+    oop->ignore = OFI_TAG_NA_MASK;
+    return ofi_msg_recv(cls, oop, buf, buf_size, plugin_data);
+}
+
+static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
+    uint8_t source_id, na_tag_t tag)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_op *oop = ofi_op_start(op, ofi_addr_peer(source_addr));
+
+    (void)source_id; /* one endpoint per class: the sender's context is not visible */
+    na_return_t ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
+    if (ret != NA_SUCCESS) {
+        ofi_op_abort(cls, oop);
+        return ret;
+    }
+    oop->tag = ofi_tag(context->id, tag);
+    oop->ignore = 0;
+    return ofi_msg_recv(cls, oop, buf, buf_size, plugin_data);
+}
+
+/* ---------------------------------------------------------------------------
+ * Put / get
+ * ------------------------------------------------------------------------- */
+
+/* Position in the local and remote segment lists of a transfer. */
+struct ofi_rma_cursor {
+    const struct ofi_mem_handle *local, *remote;
+    size_t lseg, rseg;   /* current segments */
+    uint64_t loff, roff; /* offsets inside them */
+    uint64_t left;       /* bytes still to describe */
+};
+
+/* One provider operation. */
+struct ofi_rma_part {
+    struct iovec iov[OFI_IOV_MAX];
+    void *desc[OFI_IOV_MAX];
+    struct fi_rma_iov rma_iov[OFI_IOV_MAX];
+    size_t iov_count, rma_iov_count;
+};
+
+static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg, uint64_t *off)
+{
+    size_t i = 0;
+    while (i < mh->nseg - 1 && offset >= mh->segs[i].len) {
+        offset -= mh->segs[i].len;
+        i++;
+    }
+    *seg = i;
+    *off = offset;
+}
+
+/* Describe the next part: extend the current iov while the data stays in the
+ * same segment, start a new one otherwise, and stop at the iov limits or the
+ * provider's maximum message size. */
+static void ofi_rma_next_part(const struct ofi_class *cls, struct ofi_rma_cursor *cur, struct ofi_rma_part *part)
+{
+    size_t last_lseg = SIZE_MAX, last_rseg = SIZE_MAX;
+    uint64_t total = 0;
+    bool virt = cls->mr_mode & FI_MR_VIRT_ADDR;
+
+    part->iov_count = part->rma_iov_count = 0;
+    while (cur->left > 0 && total < cls->max_msg_size) {
+        const struct ofi_seg *ls = &cur->local->segs[cur->lseg];
+        const struct ofi_seg *rs = &cur->remote->segs[cur->rseg];
+        if (cur->loff == ls->len) {
+            cur->lseg++;
+            cur->loff = 0;
+            continue;
+        }
+        if (cur->roff == rs->len) {
+            cur->rseg++;
+            cur->roff = 0;
+            continue;
+        }
+        bool new_iov = cur->lseg != last_lseg, new_rma = cur->rseg != last_rseg;
+        if ((new_iov && part->iov_count == cls->iov_limit)
+            || (new_rma && part->rma_iov_count == cls->rma_iov_limit))
+            break;
+        uint64_t n = cur->left;
+        if (ls->len - cur->loff < n)
+            n = ls->len - cur->loff;
+        if (rs->len - cur->roff < n)
+            n = rs->len - cur->roff;
+        if (cls->max_msg_size - total < n)
+            n = cls->max_msg_size - total;
+        if (new_iov) {
+            part->iov[part->iov_count] = (struct iovec){
+                .iov_base = (void *)(uintptr_t)(ls->addr + cur->loff), .iov_len = 0};
+            part->desc[part->iov_count++] = ls->desc;
+            last_lseg = cur->lseg;
+        }
+        if (new_rma) {
+            /* Without FI_MR_VIRT_ADDR a registration is addressed from 0. */
+            part->rma_iov[part->rma_iov_count++] = (struct fi_rma_iov){
+                .addr = (virt ? rs->addr : 0) + cur->roff, .len = 0, .key = rs->key};
+            last_rseg = cur->rseg;
+        }
+        part->iov[part->iov_count - 1].iov_len += n;
+        part->rma_iov[part->rma_iov_count - 1].len += n;
+        cur->loff += n;
+        cur->roff += n;
+        cur->left -= n;
+        total += n;
+    }
+}
+
+static size_t ofi_rma_count_parts(const struct ofi_class *cls, struct ofi_rma_cursor cur)
+{
+    struct ofi_rma_part part;
+    size_t n = 0;
+    while (cur.left > 0) {
+        ofi_rma_next_part(cls, &cur, &part);
+        n++;
+    }
+    return n;
+}
+
+static ssize_t ofi_rma_post(struct ofi_class *cls, struct ofi_op *oop, bool put,
+    const struct ofi_rma_part *part, struct ofi_ctx *ctx)
+{
+    struct fi_msg_rma msg = {
+        .msg_iov = part->iov,
+        .desc = (void **)part->desc,
+        .iov_count = part->iov_count,
+        .addr = oop->fi_addr,
+        .rma_iov = part->rma_iov,
+        .rma_iov_count = part->rma_iov_count,
+        .context = ctx,
+    };
+    ssize_t rc;
+
+    if (put)
+        OFI_POST_RETRY(cls, rc, fi_writemsg(cls->ep, &msg, FI_COMPLETION));
+    else
+        OFI_POST_RETRY(cls, rc, fi_readmsg(cls->ep, &msg, FI_COMPLETION));
+    return rc;
+}
+
+/* Post every part. Parts may complete while we post, so parts_left holds one
+ * extra count that we drop at the end. */
+static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
+    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
+    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_op *oop = ofi_op_start(op, ofi_addr_peer(remote_addr));
+    struct ofi_rma_cursor cur = {.local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
+    struct ofi_rma_part part;
+    na_return_t ret;
+
+    if ((cls->mr_mode & FI_MR_LOCAL) && !local->registered) {
+        HGX_LOG_ERROR(OFI, "provider needs local memory registered (FI_MR_LOCAL): register "
+                           "the local handle first");
+        ret = NA_INVALID_ARG;
+        goto error;
+    }
+    ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
+    if (ret != NA_SUCCESS)
+        goto error;
+    if (size == 0) {
+        ofi_op_finish(cls, oop, NA_SUCCESS);
+        return NA_SUCCESS;
+    }
+    ofi_seek(cur.local, local_offset, &cur.lseg, &cur.loff);
+    ofi_seek(cur.remote, remote_offset, &cur.rseg, &cur.roff);
+    oop->nparts = ofi_rma_count_parts(cls, cur);
+    if (oop->nparts > 1) {
+        oop->parts = malloc(oop->nparts * sizeof(*oop->parts));
+        HGX_CHECK(OFI, !oop->parts, error, ret, NA_NOMEM, "out of memory for %zu RMA parts",
+            oop->nparts);
+        for (size_t i = 0; i < oop->nparts; i++)
+            oop->parts[i].op = oop;
+    }
+    atomic_store(&oop->part_ret, NA_SUCCESS);
+    atomic_store(&oop->parts_left, oop->nparts + 1);
+
+    size_t posted = 0;
+    ssize_t rc = 0;
+    while (posted < oop->nparts) {
+        ofi_rma_next_part(cls, &cur, &part);
+        rc = ofi_rma_post(cls, oop, put, &part, oop->parts ? &oop->parts[posted] : &oop->ctx);
+        if (rc != 0)
+            break;
+        posted++;
+    }
+    if (rc != 0) {
+        ret = ofi_post_error(rc, put ? "fi_writemsg" : "fi_readmsg");
+        if (posted == 0)
+            goto error;
+        /* Some parts are in flight: the op ends with the error once they land. */
+        atomic_store(&oop->part_ret, ret);
+        atomic_fetch_sub(&oop->parts_left, oop->nparts - posted);
+    }
+    ofi_rma_part_done(cls, oop, NA_SUCCESS);
+    return NA_SUCCESS;
+
+error:
+    ofi_op_abort(cls, oop);
+    return ret;
+}
+
+static na_return_t ofi_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
+    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+{
+    (void)context;
+    (void)remote_id; /* RMA targets the endpoint, not a context */
+    return ofi_rma(na_class, op, true, local, local_offset, remote, remote_offset, size, remote_addr);
+}
+
+static na_return_t ofi_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
+    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+{
+    (void)context;
+    (void)remote_id;
+    return ofi_rma(na_class, op, false, local, local_offset, remote, remote_offset, size, remote_addr);
+}
+
+/* ---------------------------------------------------------------------------
+ * Cancel
+ * ------------------------------------------------------------------------- */
+
+static void ofi_cancel_contexts(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (!oop->parts) {
+        fi_cancel(&cls->ep->fid, &oop->ctx);
+        return;
+    }
+    for (size_t i = 0; i < oop->nparts; i++)
+        fi_cancel(&cls->ep->fid, &oop->parts[i]);
+}
+
+/* Receives cancel at once. Sends and RMA cannot be recalled by the providers;
+ * they stay listed until their completion, and ofi_cancel_check escalates
+ * if that takes too long. */
+static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_op *oop = ofi_op(op);
+
+    (void)context;
+    pthread_mutex_lock(&cls->lock);
+    /* The completion may have been handled meanwhile, or the op reposted. */
+    if (!na_op_cancel_requested(op) || atomic_load(&oop->done) || oop->cancel_listed) {
+        pthread_mutex_unlock(&cls->lock);
+        return NA_SUCCESS;
+    }
+    oop->cancel_listed = true;
+    oop->cancel_deadline_ms = ofi_now_ms() + OFI_CANCEL_ESCALATE_MS;
+    oop->cancel_prev = NULL;
+    oop->cancel_next = cls->cancel_head;
+    if (cls->cancel_head)
+        cls->cancel_head->cancel_prev = oop;
+    cls->cancel_head = oop;
+    atomic_fetch_add(&cls->n_canceling, 1);
+    ofi_cancel_contexts(cls, oop);
+    pthread_mutex_unlock(&cls->lock);
+    return NA_SUCCESS;
+}
+
+/* A canceled op that still has not completed: drop its peer from the
+ * address vector, which makes the provider fail what it has pending there. */
+static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    oop->escalated = true;
+    if (!oop->peer) {
+        ofi_cancel_contexts(cls, oop);
+        return;
+    }
+    char str[128];
+    ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, str, sizeof(str));
+    HGX_LOG_WARNING(OFI, "canceled operation to %s still pending after %d ms; dropping the "
+                         "peer's connection",
+        str, OFI_CANCEL_ESCALATE_MS);
+    ofi_av_remove_locked(cls, oop->peer);
+    ofi_cancel_contexts(cls, oop);
+}
+
+static void ofi_cancel_check(struct ofi_class *cls)
+{
+    if (atomic_load(&cls->n_canceling) == 0)
+        return;
+    uint64_t now = ofi_now_ms();
+    pthread_mutex_lock(&cls->lock);
+    for (struct ofi_op *oop = cls->cancel_head; oop; oop = oop->cancel_next)
+        if (!oop->escalated && now >= oop->cancel_deadline_ms)
+            ofi_cancel_escalate_locked(cls, oop);
+    pthread_mutex_unlock(&cls->lock);
+}
+
+/* ---------------------------------------------------------------------------
+ * Progress
+ * ------------------------------------------------------------------------- */
+
+static int ofi_poll_get_fd(na_class_t *na_class, na_context_t *context)
+{
+    (void)context;
+    return ofi_class(na_class)->wait_fd;
+}
+
+static bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct fid *fid = &cls->cq->fid;
+
+    (void)context;
+    return cls->wait_fd >= 0 && fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
+}
+
+static na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+
+    (void)context;
+    unsigned int count = ofi_cq_drain(cls);
+    ofi_cancel_check(cls);
+    if (count_p)
+        *count_p = count;
+    return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+/* Without a wait fd: poll with a growing sleep in between. */
+static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_ms)
+{
+    uint64_t deadline = ofi_now_ms() + timeout_ms;
+    long sleep_ns = 1000;
+
+    for (;;) {
+        unsigned int count = ofi_cq_drain(cls);
+        if (count > 0 || ofi_now_ms() >= deadline)
+            return count;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < OFI_SLEEP_MAX_NS)
+            sleep_ns *= 2;
+    }
+}
+
+static na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    unsigned int count;
+
+    (void)context;
+    if (atomic_load(&cls->n_canceling) > 0 && timeout_ms > OFI_CANCEL_POLL_MS)
+        timeout_ms = OFI_CANCEL_POLL_MS;
+    if (cls->wait_fd >= 0) {
+        struct fid *fid = &cls->cq->fid;
+        if (fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS) {
+            struct pollfd pfd = {.fd = cls->wait_fd, .events = POLLIN};
+            if (poll(&pfd, 1, (int)timeout_ms) < 0 && errno != EINTR)
+                HGX_LOG_ERROR(OFI, "poll on the CQ fd failed: %s", strerror(errno));
+        }
+        count = ofi_cq_drain(cls);
+    } else {
+        count = ofi_sleep_poll(cls, timeout_ms);
+    }
+    ofi_cancel_check(cls);
+    return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+const struct na_ops na_ofi_ops = {
+    .class_name = "ofi",
+    .op_size = sizeof(struct ofi_op),
+    .check_protocol = ofi_check_protocol,
+    .initialize = ofi_initialize,
+    .finalize = ofi_finalize,
+    .cleanup = ofi_cleanup,
+    .context_create = ofi_context_create,
+    .context_destroy = ofi_context_destroy,
+    .addr_lookup = ofi_addr_lookup,
+    .addr_destroy = ofi_addr_destroy,
+    .addr_set_remove = ofi_addr_set_remove,
+    .addr_self = ofi_addr_self,
+    .addr_cmp = ofi_addr_cmp,
+    .addr_is_self = ofi_addr_is_self,
+    .addr_to_string = ofi_addr_to_string,
+    .addr_get_serialize_size = ofi_addr_get_serialize_size,
+    .addr_serialize = ofi_addr_serialize,
+    .addr_deserialize = ofi_addr_deserialize,
+    .msg_get_max_unexpected_size = ofi_msg_get_max_unexpected_size,
+    .msg_get_max_expected_size = ofi_msg_get_max_expected_size,
+    .msg_get_unexpected_header_size = ofi_msg_get_unexpected_header_size,
+    .msg_get_expected_header_size = NULL,
+    .msg_get_max_tag = ofi_msg_get_max_tag,
+    .msg_buf_alloc = ofi_msg_buf_alloc,
+    .msg_buf_free = ofi_msg_buf_free,
+    .msg_init_unexpected = ofi_msg_init_unexpected,
+    .msg_send_unexpected = ofi_msg_send_unexpected,
+    .msg_recv_unexpected = ofi_msg_recv_unexpected,
+    .msg_send_expected = ofi_msg_send_expected,
+    .msg_recv_expected = ofi_msg_recv_expected,
+    .mem_handle_create = ofi_mem_handle_create,
+    .mem_handle_create_segments = ofi_mem_handle_create_segments,
+    .mem_handle_free = ofi_mem_handle_free,
+    .mem_handle_get_max_segments = ofi_mem_handle_get_max_segments,
+    .mem_register = ofi_mem_register,
+    .mem_deregister = ofi_mem_deregister,
+    .mem_handle_get_serialize_size = ofi_mem_handle_get_serialize_size,
+    .mem_handle_serialize = ofi_mem_handle_serialize,
+    .mem_handle_deserialize = ofi_mem_handle_deserialize,
+    .put = ofi_put,
+    .get = ofi_get,
+    .poll_get_fd = ofi_poll_get_fd,
+    .poll_try_wait = ofi_poll_try_wait,
+    .poll = ofi_poll,
+    .poll_wait = ofi_poll_wait,
+    .cancel = ofi_cancel,
+};

@@ -1,0 +1,1509 @@
+/*
+ * na_ucx.c -- NA plugin over UCX (UCP): tagged messages, put/get with
+ * registered memory, connections through a sockaddr listener.
+ *
+ * Peers are identified by a 31-bit id carried in every tag: a listener's id
+ * is a hash of its "IP:PORT" address (so a client knows it from the lookup
+ * string), a non-listener draws a random id. Clients send their id in the
+ * connection request (UCP client id), so a listener maps every accepted
+ * endpoint to an id. A 64-bit tag is
+ *   bit 63: unexpected | bits 32..62: sender id | bits 0..31: NA tag.
+ * Peers live in a per-class table until finalize; NA addresses are small
+ * handles pointing at a peer, so two receives from one peer compare equal.
+ */
+#include "na_plugin.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ucp/api/ucp.h>
+
+#define UCX_MSG_SIZE_MAX  4096
+#define UCX_TAG_UNEXP     (1ULL << 63)
+#define UCX_TAG_ID_SHIFT  32
+#define UCX_ID_MASK       0x7fffffffu
+#define UCX_MAX_SEGMENTS  64
+#define UCX_MH_VERSION    1u
+#define UCX_ADDR_MAGIC    0x55435841u /* "UCXA" */
+#define UCX_ADDR_STR_MAX  64
+#define UCX_PROGRESS_MAX  1024     /* bound on one poll() pass */
+#define UCX_CONNECT_MS    5000     /* lookup waits this long for the wire-up */
+#define UCX_CLOSE_MS      2000     /* finalize waits this long for each endpoint close */
+
+struct ucx_op;
+
+struct ucx_peer {
+    struct ucx_peer *next;
+    struct ucx_class *cls;
+    ucp_ep_h ep;
+    uint32_t id;
+    bool self;
+    bool failed;
+    bool connecting; /* wire-up flush not finished */
+    char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
+    struct ucx_op *pend_head, *pend_tail; /* sends waiting for resources, in order */
+};
+
+/* What an na_addr_t is: a handle on a peer (peers outlive handles). */
+struct ucx_addr {
+    struct na_addr head;
+    struct ucx_peer *peer;
+};
+
+struct ucx_class {
+    pthread_mutex_t lock; /* the worker runs serialized: every UCP call holds it */
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_listener_h listener;
+    int efd;
+    uint32_t id;
+    char proto[8];
+    struct ucx_peer *peers;
+    struct ucx_peer *self;
+};
+
+struct ucx_segment {
+    uint64_t base;
+    uint64_t len;
+    ucp_mem_h memh;     /* local, registered */
+    void *rkey_buf;     /* local: packed; remote: received bytes */
+    size_t rkey_size;
+};
+
+/* Remote keys unpacked for one peer, one per segment. */
+struct ucx_rkeys {
+    struct ucx_rkeys *next;
+    struct ucx_peer *peer;
+    ucp_rkey_h rkey[];
+};
+
+struct ucx_mem_handle {
+    struct na_mem_handle head;
+    size_t count;
+    struct ucx_rkeys *rkeys; /* remote handles: lazily unpacked per peer */
+    struct ucx_segment seg[];
+};
+
+enum ucx_op_kind { UCX_OP_SEND, UCX_OP_RECV_UNEXP, UCX_OP_RECV_EXP, UCX_OP_RMA };
+
+/* Plugin area of every op id. */
+struct ucx_op {
+    enum ucx_op_kind kind;
+    struct ucx_class *cls;
+    void *req;               /* outstanding receive request, for cancel */
+    bool posting;            /* inside ucp_tag_recv_nbx: its request is not ours yet */
+    bool done_inline;        /* the receive completed during its own posting */
+    struct ucx_peer *peer;   /* send: destination */
+    const void *buf;         /* send queued for resources */
+    size_t len;
+    ucp_tag_t tag;
+    struct ucx_op *pend_next;
+    size_t pieces;           /* RMA: requests still outstanding */
+    na_return_t rma_ret;     /* RMA: first error */
+};
+
+/* Sends queued for resources across all classes (tests check it drains). */
+static atomic_long ucx_pending_total;
+
+long na_ucx_pending_count(void);
+long na_ucx_pending_count(void)
+{
+    return atomic_load(&ucx_pending_total);
+}
+
+static struct ucx_class *ucx_cls(const na_class_t *na_class)
+{
+    return na_class->plugin_class;
+}
+
+static struct ucx_op *ucx_op(na_op_id_t *op)
+{
+    return na_op_plugin(op);
+}
+
+static struct ucx_peer *ucx_peer_of(na_addr_t *addr)
+{
+    return ((struct ucx_addr *)addr)->peer;
+}
+
+static na_return_t ucx_status_to_na(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return NA_SUCCESS;
+    case UCS_ERR_CANCELED:
+        return NA_CANCELED;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return NA_MSGSIZE;
+    case UCS_ERR_NO_MEMORY:
+        return NA_NOMEM;
+    case UCS_ERR_INVALID_PARAM:
+        return NA_INVALID_ARG;
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+        return NA_TIMEOUT;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_REJECTED:
+        return NA_HOSTUNREACH;
+    default:
+        return NA_PROTOCOL_ERROR;
+    }
+}
+
+/* FNV-1a: a listener's id must be computable from its address string alone. */
+static uint32_t ucx_hash_id(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h & UCX_ID_MASK;
+}
+
+static uint32_t ucx_random_id(void)
+{
+    uint32_t id = 0;
+    if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+        id = (uint32_t)getpid() ^ (uint32_t)time(NULL) * 2654435761u;
+    return id & UCX_ID_MASK;
+}
+
+/*---------------------------------------------------------------- peers */
+
+static struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
+{
+    for (struct ucx_peer *p = cls->peers; p; p = p->next)
+        if (p->id == id && !p->failed)
+            return p;
+    return NULL;
+}
+
+static struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str)
+{
+    struct ucx_peer *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->cls = cls;
+    p->id = id;
+    snprintf(p->str, sizeof(p->str), "%s", str);
+    /* Appended: an id seen twice resolves to the first (our own outgoing) ep. */
+    struct ucx_peer **tail = &cls->peers;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = p;
+    return p;
+}
+
+static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
+{
+    while (p->pend_head) {
+        struct ucx_op *uop = p->pend_head;
+        p->pend_head = uop->pend_next;
+        atomic_fetch_sub(&ucx_pending_total, 1);
+        na_op_complete(na_op_from_plugin(uop), ret);
+    }
+    p->pend_tail = NULL;
+}
+
+/* The peer died: UCX fails the requests on its ep; we fail what we queued. */
+static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    struct ucx_peer *p = arg;
+    (void)ep;
+    HGX_LOG_ERROR(UCX, "connection to %s failed: %s", p->str, ucs_status_string(status));
+    p->failed = true;
+    ucx_pending_fail(p, NA_HOSTUNREACH);
+}
+
+static void ucx_ep_params_err(ucp_ep_params_t *params, struct ucx_peer *p)
+{
+    params->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params->err_handler.cb = ucx_ep_error_cb;
+    params->err_handler.arg = p;
+}
+
+static void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
+    size_t size)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, size, "ucx+%s://%s:%u", proto, ip, port);
+}
+
+/* A client connected to our listener: accept it under the id it sent. */
+static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
+{
+    struct ucx_class *cls = arg;
+    ucp_conn_request_attr_t attr = {
+        .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR | UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID};
+    char str[UCX_ADDR_STR_MAX];
+
+    if (ucp_conn_request_query(req, &attr) != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot query a connection request: rejected");
+        ucp_listener_reject(cls->listener, req);
+        return;
+    }
+    ucx_sockaddr_string((const struct sockaddr *)&attr.client_address, cls->proto, str, sizeof(str));
+    struct ucx_peer *p = ucx_peer_new(cls, (uint32_t)attr.client_id & UCX_ID_MASK, str);
+    if (!p) {
+        ucp_listener_reject(cls->listener, req);
+        return;
+    }
+    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST, .conn_request = req};
+    ucx_ep_params_err(&params, p);
+    ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot accept %s: %s", str, ucs_status_string(st));
+        p->failed = true;
+        return;
+    }
+    HGX_LOG_DEBUG(UCX, "accepted %s (id %08x)", str, p->id);
+}
+
+/*---------------------------------------------------------------- progress */
+
+static void ucx_send_cb(void *request, ucs_status_t status, void *user_data);
+
+/* Post one send; NO_RESOURCE is returned for the caller to queue it. */
+static ucs_status_t ucx_send_post(struct ucx_op *uop)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = ucx_send_cb,
+        .user_data = uop};
+    ucs_status_ptr_t sp = ucp_tag_send_nbx(uop->peer->ep, uop->buf, uop->len, uop->tag, &param);
+    if (sp == NULL) {
+        /* Done already (bcopy): no request, complete now. */
+        na_op_id_t *op = na_op_from_plugin(uop);
+        na_op_complete(op, na_op_cancel_requested(op) ? NA_CANCELED : NA_SUCCESS);
+        return UCS_OK;
+    }
+    if (UCS_PTR_IS_ERR(sp))
+        return UCS_PTR_STATUS(sp);
+    return UCS_INPROGRESS;
+}
+
+static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    na_op_id_t *op = na_op_from_plugin(user_data);
+    na_return_t ret = ucx_status_to_na(status);
+    if (ret == NA_SUCCESS && na_op_cancel_requested(op))
+        ret = NA_CANCELED;
+    ucp_request_free(request);
+    na_op_complete(op, ret);
+}
+
+/* Resume queued sends of every peer, in order, until resources run out. */
+static void ucx_pending_resume(struct ucx_class *cls)
+{
+    for (struct ucx_peer *p = cls->peers; p; p = p->next) {
+        while (p->pend_head) {
+            struct ucx_op *uop = p->pend_head;
+            ucs_status_t st = ucx_send_post(uop);
+            if (st == UCS_ERR_NO_RESOURCE)
+                break;
+            p->pend_head = uop->pend_next;
+            if (!p->pend_head)
+                p->pend_tail = NULL;
+            atomic_fetch_sub(&ucx_pending_total, 1);
+            if (UCS_STATUS_IS_ERR(st))
+                na_op_complete(na_op_from_plugin(uop), ucx_status_to_na(st));
+        }
+    }
+}
+
+/* Drive the worker until it has nothing left to do (bounded). */
+static unsigned ucx_progress(struct ucx_class *cls)
+{
+    unsigned total = 0, n;
+    do {
+        n = ucp_worker_progress(cls->worker);
+        total += n;
+    } while (n && total < UCX_PROGRESS_MAX);
+    ucx_pending_resume(cls);
+    return total;
+}
+
+static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    (void)context;
+    pthread_mutex_lock(&cls->lock);
+    unsigned n = ucx_progress(cls);
+    pthread_mutex_unlock(&cls->lock);
+    if (count_p)
+        *count_p = n;
+    return n ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+static na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    (void)context;
+
+    pthread_mutex_lock(&cls->lock);
+    ucs_status_t st = ucp_worker_arm(cls->worker);
+    pthread_mutex_unlock(&cls->lock);
+    if (st == UCS_OK) {
+        /* Armed: the fd fires on the next event, so sleeping cannot miss one. */
+        struct pollfd pfd = {.fd = cls->efd, .events = POLLIN};
+        int rc = poll(&pfd, 1, timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
+        if (rc < 0 && errno != EINTR) {
+            HGX_LOG_ERROR(UCX, "poll on the worker fd failed: %s", strerror(errno));
+            return NA_IO_ERROR;
+        }
+        if (rc == 0)
+            return NA_TIMEOUT;
+    } else if (st != UCS_ERR_BUSY) {
+        HGX_LOG_ERROR(UCX, "ucp_worker_arm failed: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    /* Busy (events already pending) or woken up: process them. */
+    return ucx_poll(na_class, context, NULL) == NA_SUCCESS ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+static int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context)
+{
+    (void)context;
+    return ucx_cls(na_class)->efd;
+}
+
+static bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    (void)context;
+    pthread_mutex_lock(&cls->lock);
+    ucs_status_t st = ucp_worker_arm(cls->worker);
+    pthread_mutex_unlock(&cls->lock);
+    return st == UCS_OK;
+}
+
+static long ucx_ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*---------------------------------------------------------------- class */
+
+static bool ucx_check_protocol(const char *protocol_name)
+{
+    return strcmp(protocol_name, "tcp") == 0 || strcmp(protocol_name, "shm") == 0 ||
+           strcmp(protocol_name, "all") == 0;
+}
+
+/* Transports per protocol; sockaddr wire-up uses the tcp connection manager,
+ * which UCX_TLS does not filter. */
+static const char *ucx_tls(const char *proto)
+{
+    if (strcmp(proto, "tcp") == 0)
+        return "tcp,self";
+    if (strcmp(proto, "shm") == 0)
+        return "posix,sysv,cma,self,tcp";
+    return NULL;
+}
+
+static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
+{
+    ucp_config_t *config = NULL;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "ucp_config_read failed: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    const char *tls = ucx_tls(proto);
+    if (tls && (st = ucp_config_modify(config, "TLS", tls)) != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot set UCX_TLS=%s: %s", tls, ucs_status_string(st));
+        ucp_config_release(config);
+        return NA_PROTOCOL_ERROR;
+    }
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+        .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP};
+    st = ucp_init(&params, config, &cls->context);
+    ucp_config_release(config);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "ucp_init (%s) failed: %s", proto, ucs_status_string(st));
+        return NA_NODEV;
+    }
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_worker_open(struct ucx_class *cls)
+{
+    ucp_worker_params_t params = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_CLIENT_ID,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+        .client_id = cls->id};
+    ucs_status_t st = ucp_worker_create(cls->context, &params, &cls->worker);
+    if (st == UCS_OK)
+        st = ucp_worker_get_efd(cls->worker, &cls->efd);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot create the worker: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    return NA_SUCCESS;
+}
+
+/* A free port for port 0: the listener's id is derived from its address,
+ * and the id must be in the worker (client id) before the listener exists. */
+static int ucx_free_port(const struct sockaddr_in *sin)
+{
+    struct sockaddr_in bound = *sin;
+    socklen_t len = sizeof(bound);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&bound, &len) == 0)
+        port = ntohs(bound.sin_port);
+    close(fd);
+    return port;
+}
+
+static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *sin, char *str,
+    size_t size)
+{
+    ucp_listener_params_t params = {
+        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+        .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)},
+        .conn_handler = {.cb = ucx_conn_cb, .arg = cls}};
+    ucs_status_t st = ucp_listener_create(cls->worker, &params, &cls->listener);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot listen on %s: %s", str, ucs_status_string(st));
+        return st == UCS_ERR_BUSY ? NA_ADDRINUSE : NA_ADDRNOTAVAIL;
+    }
+    ucp_listener_attr_t attr = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+    if ((st = ucp_listener_query(cls->listener, &attr)) != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot query the listener: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    ucx_sockaddr_string((const struct sockaddr *)&attr.sockaddr, cls->proto, str, size);
+    return NA_SUCCESS;
+}
+
+/* Listening address and id, known before the worker is created. */
+static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *info,
+    struct sockaddr_in *sin, char *str, size_t size)
+{
+    const char *host = info->host ? info->host : "127.0.0.1";
+    *sin = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)info->port)};
+    if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+        HGX_LOG_ERROR(UCX, "listen host \"%s\" is not an IPv4 address", host);
+        return NA_INVALID_ARG;
+    }
+    if (info->port == 0) {
+        int port = ucx_free_port(sin);
+        if (port <= 0) {
+            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", host, strerror(errno));
+            return NA_ADDRNOTAVAIL;
+        }
+        sin->sin_port = htons((uint16_t)port);
+    }
+    ucx_sockaddr_string((const struct sockaddr *)sin, cls->proto, str, size);
+    cls->id = ucx_hash_id(strstr(str, "://") + 3);
+    return NA_SUCCESS;
+}
+
+/* Our own peer: an ep on our own worker (the "self" transport). */
+static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
+{
+    ucp_address_t *wa = NULL;
+    size_t wa_len = 0;
+    ucs_status_t st = ucp_worker_get_address(cls->worker, &wa, &wa_len);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot get the worker address: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    cls->self = ucx_peer_new(cls, cls->id, str);
+    if (!cls->self) {
+        ucp_worker_release_address(cls->worker, wa);
+        return NA_NOMEM;
+    }
+    cls->self->self = true;
+    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = wa};
+    st = ucp_ep_create(cls->worker, &params, &cls->self->ep);
+    ucp_worker_release_address(cls->worker, wa);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot create the self endpoint: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    return NA_SUCCESS;
+}
+
+static void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    if (sp == NULL || UCS_PTR_IS_ERR(sp))
+        return;
+    /* A forced close never waits for the peer; a few progress calls finish it. */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ucp_request_check_status(sp) == UCS_INPROGRESS && ucx_ms_since(&t0) < UCX_CLOSE_MS)
+        ucp_worker_progress(cls->worker);
+    ucp_request_free(sp);
+}
+
+static void ucx_class_free(struct ucx_class *cls)
+{
+    while (cls->peers) {
+        struct ucx_peer *p = cls->peers;
+        cls->peers = p->next;
+        ucx_pending_fail(p, NA_CANCELED);
+        if (p->ep)
+            ucx_close_ep(cls, p->ep);
+        free(p);
+    }
+    if (cls->listener)
+        ucp_listener_destroy(cls->listener);
+    if (cls->worker)
+        ucp_worker_destroy(cls->worker);
+    if (cls->context)
+        ucp_cleanup(cls->context);
+    pthread_mutex_destroy(&cls->lock);
+    free(cls);
+}
+
+static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info, bool listen)
+{
+    struct ucx_class *cls = calloc(1, sizeof(*cls));
+    char str[UCX_ADDR_STR_MAX];
+    na_return_t ret;
+
+    if (!cls)
+        return NA_NOMEM;
+    pthread_mutex_init(&cls->lock, NULL);
+    cls->efd = -1;
+    snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
+    ret = ucx_context_open(cls, cls->proto);
+    if (ret != NA_SUCCESS)
+        goto error;
+    if (listen) {
+        struct sockaddr_in sin;
+        ret = ucx_listen_addr(cls, info, &sin, str, sizeof(str));
+        if (ret == NA_SUCCESS)
+            ret = ucx_worker_open(cls);
+        if (ret == NA_SUCCESS)
+            ret = ucx_listen(cls, &sin, str, sizeof(str));
+    } else {
+        cls->id = ucx_random_id();
+        snprintf(str, sizeof(str), "ucx+%s://id-%08x", cls->proto, cls->id);
+        ret = ucx_worker_open(cls);
+    }
+    if (ret != NA_SUCCESS)
+        goto error;
+    ret = ucx_self_open(cls, str);
+    if (ret != NA_SUCCESS)
+        goto error;
+    na_class->plugin_class = cls;
+    HGX_LOG_DEBUG(UCX, "class %s ready (id %08x)", str, cls->id);
+    return NA_SUCCESS;
+
+error:
+    ucx_class_free(cls);
+    return ret;
+}
+
+static na_return_t ucx_finalize(na_class_t *na_class)
+{
+    ucx_class_free(ucx_cls(na_class));
+    na_class->plugin_class = NULL;
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context, uint8_t id)
+{
+    (void)na_class;
+    (void)id;
+    context->plugin_context = NULL;
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *context)
+{
+    (void)na_class;
+    (void)context;
+    return NA_SUCCESS;
+}
+
+/*---------------------------------------------------------------- addresses */
+
+static na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p, na_addr_t **addr_p)
+{
+    struct ucx_addr *a = malloc(sizeof(*a));
+    if (!a)
+        return NA_NOMEM;
+    na_addr_init(na_class, &a->head);
+    a->peer = p;
+    *addr_p = &a->head;
+    return NA_SUCCESS;
+}
+
+/* "proto://host:port" -> resolved IPv4 sockaddr. */
+static na_return_t ucx_parse(struct ucx_class *cls, const char *name, struct sockaddr_in *sin)
+{
+    const char *sep = strstr(name, "://");
+    if (!sep)
+        return NA_INVALID_ARG;
+    if ((size_t)(sep - name) != strlen(cls->proto) || strncmp(name, cls->proto, (size_t)(sep - name)))
+        return NA_PROTONOSUPPORT;
+    const char *host = sep + 3, *colon = strrchr(host, ':');
+    if (!colon || colon == host || colon[1] == '\0' || (size_t)(colon - host) >= 256)
+        return NA_INVALID_ARG;
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 1 || port > 65535 || colon[1] == '-' || colon[1] == '+')
+        return NA_INVALID_ARG;
+    char hostname[256];
+    memcpy(hostname, host, (size_t)(colon - host));
+    hostname[colon - host] = '\0';
+
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(hostname, NULL, &hints, &res) != 0 || !res) {
+        HGX_LOG_ERROR(UCX, "cannot resolve host \"%s\"", hostname);
+        return NA_ADDRNOTAVAIL;
+    }
+    *sin = *(struct sockaddr_in *)res->ai_addr;
+    sin->sin_port = htons((uint16_t)port);
+    freeaddrinfo(res);
+    return NA_SUCCESS;
+}
+
+static void ucx_connect_cb(void *request, ucs_status_t status, void *user_data)
+{
+    struct ucx_peer *p = user_data;
+    if (status != UCS_OK)
+        p->failed = true;
+    p->connecting = false;
+    ucp_request_free(request);
+}
+
+/* Connect to a listener; the flush completes once the wire-up is done, so
+ * an unreachable peer fails the lookup instead of a later operation. */
+static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *sin,
+    const char *str, uint32_t id, struct ucx_peer **peer_p)
+{
+    struct ucx_peer *p = ucx_peer_new(cls, id, str);
+    if (!p)
+        return NA_NOMEM;
+    ucp_ep_params_t params = {
+        .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
+        .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)}};
+    ucx_ep_params_err(&params, p);
+    ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", str, ucs_status_string(st));
+        p->failed = true;
+        return NA_HOSTUNREACH;
+    }
+    ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                              UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = ucx_connect_cb,
+        .user_data = p};
+    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p->ep, &fp);
+    if (UCS_PTR_IS_ERR(sp))
+        p->failed = true;
+    else if (sp) {
+        /* Pending flush: wait, bounded, for it to finish or the ep to fail. */
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        p->connecting = true;
+        while (!p->failed && p->connecting && ucx_ms_since(&t0) < UCX_CONNECT_MS)
+            ucx_progress(cls);
+    }
+    if (p->failed) {
+        HGX_LOG_ERROR(UCX, "cannot connect to %s", str);
+        return NA_HOSTUNREACH;
+    }
+    *peer_p = p;
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_lookup_locked(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct sockaddr_in sin;
+    char str[UCX_ADDR_STR_MAX];
+
+    na_return_t ret = ucx_parse(cls, name, &sin);
+    if (ret != NA_SUCCESS)
+        return ret;
+    ucx_sockaddr_string((const struct sockaddr *)&sin, cls->proto, str, sizeof(str));
+    uint32_t id = ucx_hash_id(strstr(str, "://") + 3);
+    struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
+    if (!p && (ret = ucx_connect(cls, &sin, str, id, &p)) != NA_SUCCESS)
+        return ret;
+    return ucx_addr_new(na_class, p, addr_p);
+}
+
+static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    pthread_mutex_lock(&cls->lock);
+    na_return_t ret = ucx_lookup_locked(na_class, name, addr_p);
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+static void ucx_addr_destroy(na_class_t *na_class, na_addr_t *addr)
+{
+    (void)na_class;
+    free(addr); /* the peer stays cached in the class until finalize */
+}
+
+/* Forget the connection: the next lookup connects again. */
+static na_return_t ucx_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_peer *p = ucx_peer_of(addr);
+    pthread_mutex_lock(&cls->lock);
+    if (!p->self) {
+        p->failed = true;
+        ucx_pending_fail(p, NA_HOSTUNREACH);
+    }
+    pthread_mutex_unlock(&cls->lock);
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_addr_self(na_class_t *na_class, na_addr_t **addr_p)
+{
+    return ucx_addr_new(na_class, ucx_cls(na_class)->self, addr_p);
+}
+
+static bool ucx_addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
+{
+    (void)na_class;
+    return ucx_peer_of(addr1)->id == ucx_peer_of(addr2)->id;
+}
+
+static bool ucx_addr_is_self(na_class_t *na_class, na_addr_t *addr)
+{
+    return ucx_peer_of(addr)->id == ucx_cls(na_class)->id;
+}
+
+static na_return_t ucx_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+    na_addr_t *addr)
+{
+    (void)na_class;
+    const char *str = ucx_peer_of(addr)->str;
+    if (strlen(str) + 1 > *buf_size)
+        return NA_OVERFLOW;
+    memcpy(buf, str, strlen(str) + 1);
+    return NA_SUCCESS;
+}
+
+/* Serialized address: magic u32, id u32, string length u16, string. */
+#define UCX_ADDR_HDR 10
+
+static size_t ucx_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
+{
+    (void)na_class;
+    return UCX_ADDR_HDR + strlen(ucx_peer_of(addr)->str);
+}
+
+static na_return_t ucx_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+    na_addr_t *addr)
+{
+    (void)na_class;
+    (void)buf_size; /* checked by the core */
+    struct ucx_peer *p = ucx_peer_of(addr);
+    uint32_t magic = UCX_ADDR_MAGIC, id = p->id;
+    uint16_t len = (uint16_t)strlen(p->str);
+    char *out = buf;
+    memcpy(out, &magic, 4);
+    memcpy(out + 4, &id, 4);
+    memcpy(out + 8, &len, 2);
+    memcpy(out + UCX_ADDR_HDR, p->str, len);
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
+    const void *buf, size_t buf_size)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    const char *in = buf;
+    uint32_t magic, id;
+    uint16_t len;
+    char str[UCX_ADDR_STR_MAX];
+
+    if (buf_size < UCX_ADDR_HDR)
+        return NA_INVALID_ARG;
+    memcpy(&magic, in, 4);
+    memcpy(&id, in + 4, 4);
+    memcpy(&len, in + 8, 2);
+    if (magic != UCX_ADDR_MAGIC || len >= sizeof(str) || len != buf_size - UCX_ADDR_HDR ||
+        id > UCX_ID_MASK)
+        return NA_PROTOCOL_ERROR;
+    memcpy(str, in + UCX_ADDR_HDR, len);
+    str[len] = '\0';
+    if (memchr(str, '\0', len) || strncmp(str, "ucx+", 4) != 0)
+        return NA_PROTOCOL_ERROR;
+
+    pthread_mutex_lock(&cls->lock);
+    /* A peer we know (e.g. an accepted client) is reused; else connect. */
+    struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
+    na_return_t ret = p ? ucx_addr_new(na_class, p, addr_p)
+                        : ucx_lookup_locked(na_class, str + 4, addr_p);
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+/*---------------------------------------------------------------- messages */
+
+static size_t ucx_msg_get_max_size(const na_class_t *na_class)
+{
+    (void)na_class;
+    return UCX_MSG_SIZE_MAX;
+}
+
+static na_tag_t ucx_msg_get_max_tag(const na_class_t *na_class)
+{
+    (void)na_class;
+    return UINT32_MAX;
+}
+
+static ucp_tag_t ucx_tag(bool unexpected, uint32_t id, na_tag_t tag)
+{
+    return (unexpected ? UCX_TAG_UNEXP : 0) | (ucp_tag_t)id << UCX_TAG_ID_SHIFT | (uint32_t)tag;
+}
+
+static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
+    size_t buf_size, na_addr_t *dest_addr, ucp_tag_t tag)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_op *uop = ucx_op(op);
+    struct ucx_peer *p = ucx_peer_of(dest_addr);
+    na_return_t ret = NA_SUCCESS;
+
+    *uop = (struct ucx_op){.kind = UCX_OP_SEND, .cls = cls, .peer = p, .buf = buf,
+        .len = buf_size, .tag = tag};
+    pthread_mutex_lock(&cls->lock);
+    if (p->failed) {
+        HGX_LOG_ERROR(UCX, "send to %s: connection failed", p->str);
+        ret = NA_HOSTUNREACH;
+    } else {
+        /* Behind queued sends, or out of resources: queue to keep the order. */
+        ucs_status_t st = p->pend_head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
+        if (st == UCS_ERR_NO_RESOURCE) {
+            if (p->pend_tail)
+                p->pend_tail->pend_next = uop;
+            else
+                p->pend_head = uop;
+            p->pend_tail = uop;
+            atomic_fetch_add(&ucx_pending_total, 1);
+        } else if (UCS_STATUS_IS_ERR(st)) {
+            HGX_LOG_ERROR(UCX, "send to %s failed: %s", p->str, ucs_status_string(st));
+            ret = ucx_status_to_na(st);
+        }
+    }
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+static na_return_t ucx_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag)
+{
+    (void)context;
+    (void)plugin_data;
+    (void)dest_id;
+    return ucx_send(na_class, op, buf, buf_size, dest_addr,
+        ucx_tag(true, ucx_cls(na_class)->id, tag));
+}
+
+static na_return_t ucx_msg_send_expected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag)
+{
+    (void)context;
+    (void)plugin_data;
+    (void)dest_id;
+    return ucx_send(na_class, op, buf, buf_size, dest_addr,
+        ucx_tag(false, ucx_cls(na_class)->id, tag));
+}
+
+/* A receive finished: fill the info and complete. */
+static void ucx_recv_done(struct ucx_op *uop, ucs_status_t status, const ucp_tag_recv_info_t *info)
+{
+    na_op_id_t *op = na_op_from_plugin(uop);
+    na_return_t ret = ucx_status_to_na(status);
+
+    uop->req = NULL;
+    if (ret == NA_SUCCESS && uop->kind == UCX_OP_RECV_UNEXP) {
+        struct ucx_class *cls = uop->cls;
+        uint32_t id = (uint32_t)(info->sender_tag >> UCX_TAG_ID_SHIFT) & UCX_ID_MASK;
+        struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
+        struct na_cb_info_recv_unexpected *ri = &op->info.info.recv_unexpected;
+        if (!p) {
+            HGX_LOG_ERROR(UCX, "unexpected message from unknown peer id %08x", id);
+            ret = NA_PROTOCOL_ERROR;
+        } else {
+            ret = ucx_addr_new(op->na_class, p, &ri->source);
+            ri->actual_buf_size = info->length;
+            ri->tag = (na_tag_t)(uint32_t)info->sender_tag;
+        }
+    } else if (ret == NA_SUCCESS) {
+        op->info.info.recv_expected.actual_buf_size = info->length;
+    }
+    na_op_complete(op, ret);
+}
+
+static void ucx_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+    void *user_data)
+{
+    struct ucx_op *uop = user_data;
+    bool inline_post = uop->posting;
+    ucx_recv_done(uop, status, info); /* info lives in the request: use it first */
+    /* Completed inside its own post: the poster frees the request it gets back. */
+    if (inline_post)
+        uop->done_inline = true;
+    else
+        ucp_request_free(request);
+}
+
+/* NO_IMM_CMPL: UCX 1.13 does not report the sender tag of an immediate
+ * completion, so every receive goes through the callback. */
+static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, enum ucx_op_kind kind,
+    void *buf, size_t buf_size, ucp_tag_t tag, ucp_tag_t mask)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_op *uop = ucx_op(op);
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                                 UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv = ucx_recv_cb,
+        .user_data = uop};
+
+    *uop = (struct ucx_op){.kind = kind, .cls = cls, .posting = true};
+    pthread_mutex_lock(&cls->lock);
+    ucs_status_ptr_t sp = ucp_tag_recv_nbx(cls->worker, buf, buf_size, tag, mask, &param);
+    na_return_t ret = NA_SUCCESS;
+    uop->posting = false;
+    if (UCS_PTR_IS_ERR(sp)) {
+        HGX_LOG_ERROR(UCX, "cannot post a receive: %s", ucs_status_string(UCS_PTR_STATUS(sp)));
+        ret = ucx_status_to_na(UCS_PTR_STATUS(sp));
+    } else if (uop->done_inline) {
+        ucp_request_free(sp);
+    } else {
+        uop->req = sp;
+    }
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+static na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data)
+{
+    (void)context;
+    (void)plugin_data;
+    return ucx_recv(na_class, op, UCX_OP_RECV_UNEXP, buf, buf_size, UCX_TAG_UNEXP, UCX_TAG_UNEXP);
+}
+
+static na_return_t ucx_msg_recv_expected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
+    uint8_t source_id, na_tag_t tag)
+{
+    (void)context;
+    (void)plugin_data;
+    (void)source_id;
+    return ucx_recv(na_class, op, UCX_OP_RECV_EXP, buf, buf_size,
+        ucx_tag(false, ucx_peer_of(source_addr)->id, tag), ~(ucp_tag_t)0);
+}
+
+/*---------------------------------------------------------------- memory handles */
+
+static struct ucx_mem_handle *ucx_mh(na_mem_handle_t *mh)
+{
+    return (struct ucx_mem_handle *)mh;
+}
+
+static struct ucx_mem_handle *ucx_mh_alloc(size_t count, unsigned long flags)
+{
+    struct ucx_mem_handle *mh = calloc(1, sizeof(*mh) + count * sizeof(struct ucx_segment));
+    if (mh) {
+        mh->count = count;
+        mh->head.flags = flags;
+    }
+    return mh;
+}
+
+static na_return_t ucx_mem_handle_create_segments(na_class_t *na_class,
+    struct na_segment *segments, size_t segment_count, unsigned long flags,
+    na_mem_handle_t **mem_handle_p)
+{
+    (void)na_class;
+    struct ucx_mem_handle *mh = ucx_mh_alloc(segment_count, flags);
+    if (!mh)
+        return NA_NOMEM;
+    for (size_t i = 0; i < segment_count; i++) {
+        mh->seg[i].base = (uint64_t)(uintptr_t)segments[i].base;
+        mh->seg[i].len = segments[i].len;
+        mh->head.len += segments[i].len;
+    }
+    *mem_handle_p = &mh->head;
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
+    unsigned long flags, na_mem_handle_t **mem_handle_p)
+{
+    struct na_segment seg = {.base = buf, .len = buf_size};
+    return ucx_mem_handle_create_segments(na_class, &seg, 1, flags, mem_handle_p);
+}
+
+static size_t ucx_mem_handle_get_max_segments(const na_class_t *na_class)
+{
+    (void)na_class;
+    return UCX_MAX_SEGMENTS;
+}
+
+static void ucx_mem_unmap_segments(struct ucx_class *cls, struct ucx_mem_handle *mh)
+{
+    for (size_t i = 0; i < mh->count; i++) {
+        struct ucx_segment *s = &mh->seg[i];
+        if (s->rkey_buf)
+            ucp_rkey_buffer_release(s->rkey_buf);
+        if (s->memh)
+            ucp_mem_unmap(cls->context, s->memh);
+        s->rkey_buf = NULL;
+        s->memh = NULL;
+        s->rkey_size = 0;
+    }
+}
+
+static na_return_t ucx_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
+    unsigned prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE;
+    if (mh->head.flags & NA_MEM_READ_ONLY)
+        prot |= UCP_MEM_MAP_PROT_REMOTE_READ;
+    if (mh->head.flags & NA_MEM_WRITE_ONLY)
+        prot |= UCP_MEM_MAP_PROT_REMOTE_WRITE;
+
+    for (size_t i = 0; i < mh->count; i++) {
+        struct ucx_segment *s = &mh->seg[i];
+        if (s->len == 0)
+            continue; /* nothing to expose; no key needed */
+        ucp_mem_map_params_t params = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                                                     UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                                                     UCP_MEM_MAP_PARAM_FIELD_PROT,
+            .address = (void *)(uintptr_t)s->base,
+            .length = s->len,
+            .prot = prot};
+        ucs_status_t st = ucp_mem_map(cls->context, &params, &s->memh);
+        if (st == UCS_OK)
+            st = ucp_rkey_pack(cls->context, s->memh, &s->rkey_buf, &s->rkey_size);
+        if (st != UCS_OK) {
+            HGX_LOG_ERROR(UCX, "cannot register segment %zu (%" PRIu64 " bytes): %s", i, s->len,
+                ucs_status_string(st));
+            ucx_mem_unmap_segments(cls, mh);
+            return ucx_status_to_na(st);
+        }
+    }
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    ucx_mem_unmap_segments(ucx_cls(na_class), ucx_mh(mem_handle));
+    return NA_SUCCESS;
+}
+
+static void ucx_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
+    while (mh->rkeys) {
+        struct ucx_rkeys *rk = mh->rkeys;
+        mh->rkeys = rk->next;
+        for (size_t i = 0; i < mh->count; i++)
+            if (rk->rkey[i])
+                ucp_rkey_destroy(rk->rkey[i]);
+        free(rk);
+    }
+    if (mh->head.remote) {
+        for (size_t i = 0; i < mh->count; i++)
+            free(mh->seg[i].rkey_buf);
+    } else {
+        ucx_mem_unmap_segments(ucx_cls(na_class), mh);
+    }
+    free(mh);
+}
+
+/* Descriptor: version u32, flags u32, total len u64, count u32, then per
+ * segment base u64, len u64, rkey size u32, rkey bytes. */
+#define UCX_MH_HDR     20
+#define UCX_MH_SEG_HDR 20
+#define UCX_RKEY_MAX   4096
+
+static size_t ucx_mem_handle_get_serialize_size(na_class_t *na_class, na_mem_handle_t *mem_handle)
+{
+    (void)na_class;
+    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
+    size_t size = UCX_MH_HDR;
+    for (size_t i = 0; i < mh->count; i++)
+        size += UCX_MH_SEG_HDR + mh->seg[i].rkey_size;
+    return size;
+}
+
+static char *ucx_put_bytes(char *out, const void *v, size_t n)
+{
+    memcpy(out, v, n);
+    return out + n;
+}
+
+static na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+    na_mem_handle_t *mem_handle)
+{
+    (void)na_class;
+    (void)buf_size; /* checked by the core against get_serialize_size */
+    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
+    uint32_t version = UCX_MH_VERSION, flags = (uint32_t)mh->head.flags,
+             count = (uint32_t)mh->count;
+    uint64_t total = mh->head.len;
+    char *out = buf;
+    out = ucx_put_bytes(out, &version, 4);
+    out = ucx_put_bytes(out, &flags, 4);
+    out = ucx_put_bytes(out, &total, 8);
+    out = ucx_put_bytes(out, &count, 4);
+    for (size_t i = 0; i < mh->count; i++) {
+        const struct ucx_segment *s = &mh->seg[i];
+        uint32_t rsize = (uint32_t)s->rkey_size;
+        out = ucx_put_bytes(out, &s->base, 8);
+        out = ucx_put_bytes(out, &s->len, 8);
+        out = ucx_put_bytes(out, &rsize, 4);
+        out = ucx_put_bytes(out, s->rkey_buf, s->rkey_size);
+    }
+    return NA_SUCCESS;
+}
+
+/* Parse one segment of an untrusted descriptor at *off. */
+static na_return_t ucx_mh_parse_segment(const char *in, size_t buf_size, size_t *off,
+    struct ucx_segment *s)
+{
+    uint32_t rsize;
+    if (buf_size - *off < UCX_MH_SEG_HDR)
+        return NA_PROTOCOL_ERROR;
+    memcpy(&s->base, in + *off, 8);
+    memcpy(&s->len, in + *off + 8, 8);
+    memcpy(&rsize, in + *off + 16, 4);
+    *off += UCX_MH_SEG_HDR;
+    if (s->base + s->len < s->base || rsize > UCX_RKEY_MAX || rsize > buf_size - *off ||
+        (s->len > 0) != (rsize > 0))
+        return NA_PROTOCOL_ERROR;
+    if (rsize) {
+        if (!(s->rkey_buf = malloc(rsize)))
+            return NA_NOMEM;
+        memcpy(s->rkey_buf, in + *off, rsize);
+        s->rkey_size = rsize;
+        *off += rsize;
+    }
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
+    na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size)
+{
+    const char *in = buf;
+    uint32_t version, flags, count;
+    uint64_t total, sum = 0;
+
+    if (buf_size < UCX_MH_HDR)
+        return NA_INVALID_ARG;
+    memcpy(&version, in, 4);
+    memcpy(&flags, in + 4, 4);
+    memcpy(&total, in + 8, 8);
+    memcpy(&count, in + 16, 4);
+    if (version != UCX_MH_VERSION || flags == 0 || (flags & ~(uint32_t)NA_MEM_READWRITE) ||
+        count == 0 || count > UCX_MAX_SEGMENTS || total > SIZE_MAX)
+        return NA_PROTOCOL_ERROR;
+    struct ucx_mem_handle *mh = ucx_mh_alloc(count, flags);
+    if (!mh)
+        return NA_NOMEM;
+    mh->head.remote = true; /* so a failed parse frees the received keys */
+    size_t off = UCX_MH_HDR;
+    na_return_t ret = NA_SUCCESS;
+    for (uint32_t i = 0; i < count && ret == NA_SUCCESS; i++) {
+        ret = ucx_mh_parse_segment(in, buf_size, &off, &mh->seg[i]);
+        if (ret == NA_SUCCESS && (sum += mh->seg[i].len) < mh->seg[i].len)
+            ret = NA_PROTOCOL_ERROR; /* total overflows */
+    }
+    if (ret == NA_SUCCESS && (sum != total || off != buf_size))
+        ret = NA_PROTOCOL_ERROR;
+    if (ret != NA_SUCCESS) {
+        ucx_mem_handle_free(na_class, &mh->head);
+        return ret;
+    }
+    mh->head.len = (size_t)total;
+    *mem_handle_p = &mh->head;
+    return NA_SUCCESS;
+}
+
+/*---------------------------------------------------------------- put / get */
+
+/* Remote keys of mh for peer p, unpacked at first use and cached. */
+static na_return_t ucx_rkeys_get(struct ucx_mem_handle *mh, struct ucx_peer *p,
+    struct ucx_rkeys **rkeys_p)
+{
+    for (struct ucx_rkeys *rk = mh->rkeys; rk; rk = rk->next)
+        if (rk->peer == p) {
+            *rkeys_p = rk;
+            return NA_SUCCESS;
+        }
+    struct ucx_rkeys *rk = calloc(1, sizeof(*rk) + mh->count * sizeof(ucp_rkey_h));
+    if (!rk)
+        return NA_NOMEM;
+    rk->peer = p;
+    for (size_t i = 0; i < mh->count; i++) {
+        if (!mh->seg[i].rkey_size)
+            continue;
+        ucs_status_t st = ucp_ep_rkey_unpack(p->ep, mh->seg[i].rkey_buf, &rk->rkey[i]);
+        if (st != UCS_OK) {
+            HGX_LOG_ERROR(UCX, "cannot unpack a remote key from %s: %s", p->str,
+                ucs_status_string(st));
+            for (size_t j = 0; j < i; j++)
+                if (rk->rkey[j])
+                    ucp_rkey_destroy(rk->rkey[j]);
+            free(rk);
+            return NA_PROTOCOL_ERROR;
+        }
+    }
+    rk->next = mh->rkeys;
+    mh->rkeys = rk;
+    *rkeys_p = rk;
+    return NA_SUCCESS;
+}
+
+/* One piece of an RMA op finished; the op completes with the last one. */
+static void ucx_rma_piece_done(struct ucx_op *uop, ucs_status_t status)
+{
+    if (status != UCS_OK && uop->rma_ret == NA_SUCCESS)
+        uop->rma_ret = ucx_status_to_na(status);
+    if (--uop->pieces > 0)
+        return;
+    na_op_id_t *op = na_op_from_plugin(uop);
+    na_op_complete(op, uop->rma_ret == NA_SUCCESS && na_op_cancel_requested(op) ? NA_CANCELED
+                                                                                : uop->rma_ret);
+}
+
+static void ucx_rma_cb(void *request, ucs_status_t status, void *user_data)
+{
+    ucp_request_free(request);
+    ucx_rma_piece_done(user_data, status);
+}
+
+/* Count a posted request as a piece, or record its immediate outcome. */
+static bool ucx_rma_track(struct ucx_op *uop, ucs_status_ptr_t sp)
+{
+    if (UCS_PTR_IS_ERR(sp)) {
+        uop->rma_ret = ucx_status_to_na(UCS_PTR_STATUS(sp));
+        return false;
+    }
+    if (sp)
+        uop->pieces++;
+    return true;
+}
+
+struct ucx_rma_args {
+    bool put;
+    struct ucx_mem_handle *local, *remote;
+    size_t loff, roff, size;
+    struct ucx_peer *peer;
+    struct ucx_rkeys *rkeys;
+};
+
+/* Post one request per overlap of a local and a remote segment. */
+static void ucx_rma_post(struct ucx_op *uop, struct ucx_rma_args *a)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = ucx_rma_cb,
+        .user_data = uop};
+    size_t li = 0, ri = 0, loff = a->loff, roff = a->roff, left = a->size;
+
+    while (left > 0) {
+        while (loff >= a->local->seg[li].len)
+            loff -= a->local->seg[li++].len;
+        while (roff >= a->remote->seg[ri].len)
+            roff -= a->remote->seg[ri++].len;
+        size_t n = left;
+        if (n > a->local->seg[li].len - loff)
+            n = a->local->seg[li].len - loff;
+        if (n > a->remote->seg[ri].len - roff)
+            n = a->remote->seg[ri].len - roff;
+        void *lbuf = (char *)(uintptr_t)a->local->seg[li].base + loff;
+        uint64_t raddr = a->remote->seg[ri].base + roff;
+        ucs_status_ptr_t sp = a->put ? ucp_put_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param)
+                                     : ucp_get_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param);
+        if (!ucx_rma_track(uop, sp))
+            return;
+        loff += n;
+        roff += n;
+        left -= n;
+    }
+    /* A put is complete locally only; the flush makes it remotely visible. */
+    if (a->put)
+        ucx_rma_track(uop, ucp_ep_flush_nbx(a->peer->ep, &param));
+}
+
+static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_args *a)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_op *uop = ucx_op(op);
+    na_return_t ret;
+
+    *uop = (struct ucx_op){.kind = UCX_OP_RMA, .cls = cls, .peer = a->peer, .pieces = 1};
+    pthread_mutex_lock(&cls->lock);
+    if (a->peer->failed) {
+        HGX_LOG_ERROR(UCX, "%s to %s: connection failed", a->put ? "put" : "get", a->peer->str);
+        ret = NA_HOSTUNREACH;
+    } else if ((ret = ucx_rkeys_get(a->remote, a->peer, &a->rkeys)) == NA_SUCCESS) {
+        ucx_rma_post(uop, a);
+        if (uop->rma_ret != NA_SUCCESS && uop->pieces == 1)
+            ret = uop->rma_ret; /* nothing in flight: refuse, op unused */
+        else
+            ucx_rma_piece_done(uop, UCS_OK); /* drop the posting guard */
+    }
+    pthread_mutex_unlock(&cls->lock);
+    return ret;
+}
+
+static na_return_t ucx_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
+    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+{
+    (void)context;
+    (void)remote_id;
+    struct ucx_rma_args a = {.put = true, .local = ucx_mh(local), .remote = ucx_mh(remote),
+        .loff = local_offset, .roff = remote_offset, .size = size,
+        .peer = ucx_peer_of(remote_addr)};
+    return ucx_rma(na_class, op, &a);
+}
+
+static na_return_t ucx_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
+    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+{
+    (void)context;
+    (void)remote_id;
+    struct ucx_rma_args a = {.put = false, .local = ucx_mh(local), .remote = ucx_mh(remote),
+        .loff = local_offset, .roff = remote_offset, .size = size,
+        .peer = ucx_peer_of(remote_addr)};
+    return ucx_rma(na_class, op, &a);
+}
+
+/*---------------------------------------------------------------- cancel */
+
+/* Take a send out of its peer's resource queue; false if it was not queued. */
+static bool ucx_pending_remove(struct ucx_op *uop)
+{
+    struct ucx_peer *p = uop->peer;
+    struct ucx_op *prev = NULL;
+    for (struct ucx_op *q = p->pend_head; q; prev = q, q = q->pend_next) {
+        if (q != uop)
+            continue;
+        if (prev)
+            prev->pend_next = q->pend_next;
+        else
+            p->pend_head = q->pend_next;
+        if (p->pend_tail == q)
+            p->pend_tail = prev;
+        atomic_fetch_sub(&ucx_pending_total, 1);
+        return true;
+    }
+    return false;
+}
+
+/* Receives are cancelled in UCX (callback with UCS_ERR_CANCELED); sends and
+ * RMA already on the wire cannot be, and report NA_CANCELED when they end. */
+static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_op *uop = ucx_op(op);
+    (void)context;
+
+    pthread_mutex_lock(&cls->lock);
+    switch (uop->kind) {
+    case UCX_OP_RECV_UNEXP:
+    case UCX_OP_RECV_EXP:
+        if (uop->req)
+            ucp_request_cancel(cls->worker, uop->req);
+        break;
+    case UCX_OP_SEND:
+        if (ucx_pending_remove(uop))
+            na_op_complete(op, NA_CANCELED);
+        break;
+    case UCX_OP_RMA:
+        break;
+    }
+    pthread_mutex_unlock(&cls->lock);
+    return NA_SUCCESS;
+}
+
+const struct na_ops na_ucx_ops = {
+    .class_name = "ucx",
+    .op_size = sizeof(struct ucx_op),
+    .check_protocol = ucx_check_protocol,
+    .initialize = ucx_initialize,
+    .finalize = ucx_finalize,
+    .context_create = ucx_context_create,
+    .context_destroy = ucx_context_destroy,
+    .addr_lookup = ucx_addr_lookup,
+    .addr_destroy = ucx_addr_destroy,
+    .addr_set_remove = ucx_addr_set_remove,
+    .addr_self = ucx_addr_self,
+    .addr_cmp = ucx_addr_cmp,
+    .addr_is_self = ucx_addr_is_self,
+    .addr_to_string = ucx_addr_to_string,
+    .addr_get_serialize_size = ucx_addr_get_serialize_size,
+    .addr_serialize = ucx_addr_serialize,
+    .addr_deserialize = ucx_addr_deserialize,
+    .msg_get_max_unexpected_size = ucx_msg_get_max_size,
+    .msg_get_max_expected_size = ucx_msg_get_max_size,
+    .msg_get_max_tag = ucx_msg_get_max_tag,
+    .msg_send_unexpected = ucx_msg_send_unexpected,
+    .msg_recv_unexpected = ucx_msg_recv_unexpected,
+    .msg_send_expected = ucx_msg_send_expected,
+    .msg_recv_expected = ucx_msg_recv_expected,
+    .mem_handle_create = ucx_mem_handle_create,
+    .mem_handle_create_segments = ucx_mem_handle_create_segments,
+    .mem_handle_free = ucx_mem_handle_free,
+    .mem_handle_get_max_segments = ucx_mem_handle_get_max_segments,
+    .mem_register = ucx_mem_register,
+    .mem_deregister = ucx_mem_deregister,
+    .mem_handle_get_serialize_size = ucx_mem_handle_get_serialize_size,
+    .mem_handle_serialize = ucx_mem_handle_serialize,
+    .mem_handle_deserialize = ucx_mem_handle_deserialize,
+    .put = ucx_put,
+    .get = ucx_get,
+    .poll_get_fd = ucx_poll_get_fd,
+    .poll_try_wait = ucx_poll_try_wait,
+    .poll = ucx_poll,
+    .poll_wait = ucx_poll_wait,
+    .cancel = ucx_cancel,
+};

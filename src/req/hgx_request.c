@@ -1,0 +1,336 @@
+/*
+ * hgx_request.c -- creating, starting, cancelling and freeing hgx requests,
+ * their HG completion callbacks and their deadlines.
+ */
+#include "hgx_request_private.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct hgx_timer_heap hgx_deadlines;
+static pthread_mutex_t hgx_deadlines_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static hgx_request_t hgx_request_alloc(enum hgx_req_kind kind, hg_context_t *ctx)
+{
+    hgx_request_t r = calloc(1, sizeof(*r));
+    if (!r) {
+        HGX_LOG_ERROR(REQ, "out of memory for a request");
+        return NULL;
+    }
+    r->kind = kind;
+    r->ctx = ctx;
+    r->timer.slot = HGX_TIMER_NONE;
+    return r;
+}
+
+static void hgx_request_destroy(hgx_request_t r)
+{
+    pthread_mutex_lock(&hgx_deadlines_lock);
+    hgx_timer_cancel(&hgx_deadlines, &r->timer);
+    pthread_mutex_unlock(&hgx_deadlines_lock);
+    if (r->handle)
+        HG_Destroy(r->handle);
+    free(r);
+}
+
+/* The one place where an active request becomes complete. */
+static void hgx_request_finish(hgx_request_t r, hg_return_t ret, hg_size_t count)
+{
+    pthread_mutex_lock(&hgx_deadlines_lock);
+    hgx_timer_cancel(&hgx_deadlines, &r->timer);
+    pthread_mutex_unlock(&hgx_deadlines_lock);
+    r->status.hgx_cancelled_ = ret == HG_CANCELED;
+    r->status.error = ret == HG_CANCELED && r->timed_out ? HG_TIMEOUT : ret;
+    r->status.count = ret == HG_SUCCESS ? count : 0;
+    r->state = HGX_REQ_COMPLETE;
+    if (r->on_complete)
+        r->on_complete(r);
+    if (r->free_on_complete)
+        hgx_request_destroy(r);
+}
+
+static hg_return_t hgx_rpc_cb(const struct hg_cb_info *info)
+{
+    hgx_request_finish(info->arg, info->ret, 0);
+    return HG_SUCCESS;
+}
+
+static hg_return_t hgx_bulk_cb(const struct hg_cb_info *info)
+{
+    hgx_request_t r = info->arg;
+    r->bulk_op = HG_OP_ID_NULL;
+    hgx_request_finish(r, info->ret, r->bulk_size);
+    return HG_SUCCESS;
+}
+
+static void hgx_status_prepare(hgx_request_t r, int tag)
+{
+    hgx_status_empty(&r->status);
+    r->status.tag = tag;
+    r->cancel_requested = r->timed_out = false;
+}
+
+static hg_return_t hgx_forward_start(hgx_request_t r)
+{
+    const struct hg_info *info = HG_Get_info(r->handle);
+    hgx_status_prepare(r, info ? (int)(info->id & 0x7fffffff) : 0);
+    r->state = HGX_REQ_ACTIVE;
+    hg_return_t ret = HG_Forward(r->handle, hgx_rpc_cb, r, r->in_struct);
+    if (ret != HG_SUCCESS) {
+        HGX_LOG_ERROR(REQ, "HG_Forward failed: %s", HG_Error_to_string(ret));
+        r->state = HGX_REQ_INACTIVE;
+    }
+    return ret;
+}
+
+static hg_return_t hgx_handle_request(hg_handle_t h, void *in, bool persistent,
+    enum hgx_req_kind kind, hgx_request_t *req)
+{
+    if (!h || !req) {
+        HGX_LOG_ERROR(REQ, "NULL handle or request pointer");
+        return HG_INVALID_ARG;
+    }
+    const struct hg_info *info = HG_Get_info(h);
+    if (!info) {
+        HGX_LOG_ERROR(REQ, "invalid handle");
+        return HG_INVALID_ARG;
+    }
+    hgx_request_t r = hgx_request_alloc(kind, info->context);
+    if (!r)
+        return HG_NOMEM;
+    hg_return_t ret = HG_Ref_incr(h);
+    if (ret != HG_SUCCESS) {
+        free(r);
+        return ret;
+    }
+    r->handle = h;
+    r->in_struct = in;
+    r->persistent = persistent;
+    *req = r;
+    return HG_SUCCESS;
+}
+
+hg_return_t hgx_iforward(hg_handle_t h, void *in_struct, hgx_request_t *req)
+{
+    hg_return_t ret = hgx_handle_request(h, in_struct, false, HGX_REQ_FORWARD, req);
+    if (ret != HG_SUCCESS)
+        return ret;
+    ret = hgx_forward_start(*req);
+    if (ret != HG_SUCCESS) {
+        hgx_request_destroy(*req);
+        *req = HGX_REQUEST_NULL;
+    }
+    return ret;
+}
+
+hg_return_t hgx_forward_init(hg_handle_t h, void *in_struct, hgx_request_t *req)
+{
+    hg_return_t ret = hgx_handle_request(h, in_struct, true, HGX_REQ_FORWARD, req);
+    if (ret == HG_SUCCESS)
+        hgx_status_empty(&(*req)->status);
+    return ret;
+}
+
+hg_return_t hgx_irespond(hg_handle_t h, void *out_struct, hgx_request_t *req)
+{
+    hg_return_t ret = hgx_handle_request(h, NULL, false, HGX_REQ_RESPOND, req);
+    if (ret != HG_SUCCESS)
+        return ret;
+    hgx_request_t r = *req;
+    const struct hg_info *info = HG_Get_info(h);
+    hgx_status_prepare(r, (int)(info->id & 0x7fffffff));
+    r->state = HGX_REQ_ACTIVE;
+    ret = HG_Respond(h, hgx_rpc_cb, r, out_struct);
+    if (ret != HG_SUCCESS) {
+        HGX_LOG_ERROR(REQ, "HG_Respond failed: %s", HG_Error_to_string(ret));
+        hgx_request_destroy(r);
+        *req = HGX_REQUEST_NULL;
+    }
+    return ret;
+}
+
+hg_return_t hgx_ibulk_transfer(hg_context_t *ctx, hg_bulk_op_t op, hg_addr_t origin_addr,
+    hg_bulk_t origin, hg_size_t origin_offset, hg_bulk_t local, hg_size_t local_offset,
+    hg_size_t size, hgx_request_t *req)
+{
+    if (!ctx || !req) {
+        HGX_LOG_ERROR(REQ, "NULL context or request pointer");
+        return HG_INVALID_ARG;
+    }
+    hgx_request_t r = hgx_request_alloc(HGX_REQ_BULK, ctx);
+    if (!r)
+        return HG_NOMEM;
+    r->bulk_size = size;
+    r->bulk_dir = op;
+    hgx_status_prepare(r, (int)op);
+    r->state = HGX_REQ_ACTIVE;
+    hg_return_t ret = HG_Bulk_transfer(ctx, hgx_bulk_cb, r, op, origin_addr, origin,
+        origin_offset, local, local_offset, size, &r->bulk_op);
+    if (ret != HG_SUCCESS) {
+        HGX_LOG_ERROR(REQ, "HG_Bulk_transfer failed: %s", HG_Error_to_string(ret));
+        free(r);
+        *req = HGX_REQUEST_NULL;
+        return ret;
+    }
+    *req = r;
+    return HG_SUCCESS;
+}
+
+hg_return_t hgx_start(hgx_request_t *req)
+{
+    if (!req || !*req || !(*req)->persistent) {
+        HGX_LOG_ERROR(REQ, "hgx_start needs a persistent request (hgx_forward_init)");
+        return HG_INVALID_ARG;
+    }
+    if ((*req)->state != HGX_REQ_INACTIVE) {
+        HGX_LOG_ERROR(REQ, "request %p is already active", (void *)*req);
+        return HG_BUSY;
+    }
+    return hgx_forward_start(*req);
+}
+
+hg_return_t hgx_startall(int count, hgx_request_t reqs[])
+{
+    if (count < 0 || (count > 0 && !reqs))
+        return HG_INVALID_ARG;
+    for (int i = 0; i < count; i++) {
+        hg_return_t ret = hgx_start(&reqs[i]);
+        if (ret != HG_SUCCESS)
+            return ret;
+    }
+    return HG_SUCCESS;
+}
+
+/* Ask HG to cancel; the callback reports the outcome. */
+static void hgx_request_cancel_op(hgx_request_t r)
+{
+    if (r->state != HGX_REQ_ACTIVE || r->cancel_requested)
+        return;
+    r->cancel_requested = true;
+    hg_return_t ret = r->kind == HGX_REQ_BULK ? HG_Bulk_cancel(r->bulk_op) : HG_Cancel(r->handle);
+    if (ret != HG_SUCCESS)
+        HGX_LOG_ERROR(REQ, "cancel of request %p failed: %s", (void *)r, HG_Error_to_string(ret));
+}
+
+hg_return_t hgx_cancel(hgx_request_t *req)
+{
+    if (!req)
+        return HG_INVALID_ARG;
+    if (*req)
+        hgx_request_cancel_op(*req);
+    return HG_SUCCESS;
+}
+
+hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
+{
+    if (!req)
+        return HG_INVALID_ARG;
+    if (req->state != HGX_REQ_ACTIVE) {
+        HGX_LOG_ERROR(REQ, "a deadline needs an active request");
+        return HG_INVALID_ARG;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&hgx_deadlines_lock);
+    if (timeout_ms == 0)
+        hgx_timer_cancel(&hgx_deadlines, &req->timer);
+    else
+        rc = hgx_timer_set(&hgx_deadlines, &req->timer,
+            hgx_now_ns() + (uint64_t)timeout_ms * 1000000u);
+    pthread_mutex_unlock(&hgx_deadlines_lock);
+    return rc == 0 ? HG_SUCCESS : HG_NOMEM;
+}
+
+/* Cancel every request whose deadline passed; returns ms to the next one. */
+static unsigned int hgx_deadlines_fire(unsigned int cap_ms)
+{
+    uint64_t now = hgx_now_ns();
+    for (;;) {
+        pthread_mutex_lock(&hgx_deadlines_lock);
+        struct hgx_timer *t = hgx_timer_first(&hgx_deadlines);
+        if (!t || t->deadline_ns > now) {
+            uint64_t next = t ? (t->deadline_ns - now + 999999u) / 1000000u : cap_ms;
+            pthread_mutex_unlock(&hgx_deadlines_lock);
+            return next < cap_ms ? (unsigned int)next : cap_ms;
+        }
+        hgx_timer_cancel(&hgx_deadlines, t);
+        pthread_mutex_unlock(&hgx_deadlines_lock);
+        hgx_request_t r = (hgx_request_t)((char *)t - offsetof(struct hgx_request, timer));
+        r->timed_out = true;
+        hgx_request_cancel_op(r);
+    }
+}
+
+void hgx_progress(hg_context_t *ctx, unsigned int timeout_ms)
+{
+    unsigned int count = 0;
+    timeout_ms = hgx_deadlines_fire(timeout_ms);
+    HG_Trigger(ctx, 0, UINT32_MAX, &count);
+    if (count > 0)
+        return;
+    HG_Progress(ctx, timeout_ms);
+    HG_Trigger(ctx, 0, UINT32_MAX, &count);
+    hgx_deadlines_fire(0);
+}
+
+void hgx_status_empty(hgx_status_t *status)
+{
+    if (!status)
+        return;
+    status->error = HG_SUCCESS;
+    status->count = 0;
+    status->source = -1;
+    status->tag = -1;
+    status->hgx_cancelled_ = 0;
+}
+
+bool hgx_request_is_idle(hgx_request_t req)
+{
+    return !req || req->state == HGX_REQ_INACTIVE;
+}
+
+void hgx_request_retire(hgx_request_t *req, hgx_status_t *status)
+{
+    hgx_request_t r = *req;
+    if (status)
+        *status = r->status;
+    if (r->persistent) {
+        r->state = HGX_REQ_INACTIVE;
+        return;
+    }
+    hgx_request_destroy(r);
+    *req = HGX_REQUEST_NULL;
+}
+
+hg_return_t hgx_request_free(hgx_request_t *req)
+{
+    if (!req)
+        return HG_INVALID_ARG;
+    hgx_request_t r = *req;
+    if (!r)
+        return HG_SUCCESS;
+    *req = HGX_REQUEST_NULL;
+    if (r->state == HGX_REQ_ACTIVE) {
+        r->persistent = false;
+        r->free_on_complete = true;
+        return HG_SUCCESS;
+    }
+    hgx_request_destroy(r);
+    return HG_SUCCESS;
+}
+
+hg_return_t hgx_test_cancelled(const hgx_status_t *status, int *flag)
+{
+    if (!status || !flag)
+        return HG_INVALID_ARG;
+    *flag = status->hgx_cancelled_;
+    return HG_SUCCESS;
+}
+
+hg_return_t hgx_get_count(const hgx_status_t *status, hg_size_t *count)
+{
+    if (!status || !count)
+        return HG_INVALID_ARG;
+    *count = status->count;
+    return HG_SUCCESS;
+}
