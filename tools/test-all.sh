@@ -12,10 +12,11 @@ logdir=$top/build-ci/logs
 rm -rf "$top/build-ci"
 mkdir -p "$logdir"
 
-# One configuration: name, configure flags...; runs make check, keeps the log.
+# One configuration: name, tests ("all" or a list for TESTS=), configure flags...;
+# runs make check, keeps the log.
 run_config() {
-    local name=$1
-    shift
+    local name=$1 tests=$2
+    shift 2
     echo "=== [$name] configure $*"
     mkdir -p "$top/build-ci/$name"
     (cd "$top/build-ci/$name" && "$top/configure" --enable-werror "$@" >"$logdir/$name.configure" 2>&1) ||
@@ -25,33 +26,53 @@ run_config() {
     make -C "$top/build-ci/$name" -j"$jobs" >"$logdir/$name.make" 2>&1 ||
         { tail -40 "$logdir/$name.make"; return 1; }
     echo "=== [$name] make check"
-    make -C "$top/build-ci/$name" check 2>&1 | tee "$logdir/$name.check"
+    if [ "$tests" = all ]; then
+        make -C "$top/build-ci/$name" check 2>&1 | tee "$logdir/$name.check"
+    else
+        make -C "$top/build-ci/$name" check TESTS="$tests" 2>&1 | tee "$logdir/$name.check"
+    fi
     return "${PIPESTATUS[0]}"
 }
 
 status=0
-run_config release || status=1
-run_config asan --enable-sanitizers || status=1
+# Every test with Open MPI; the MPI tests again with MPICH (one tree per MPI);
+# every non-MPI test under AddressSanitizer + UBSan.
+mpi_tests="mpitests/test_na_mpi.sh"
+run_config openmpi all MPICC=mpicc.openmpi || status=1
+run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
+run_config asan all --without-mpi --enable-sanitizers || status=1
 
-echo "=== [valgrind] NA tests over ofi+tcp"
-if [ -x "$top/build-ci/release/tests/test_na" ]; then
-    (cd "$top/build-ci/release" && HGX_TEST_TRANSPORTS=ofi+tcp \
-        libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
-        --errors-for-leak-kinds=definite --suppressions="$top/tools/valgrind.supp" \
-        ./tests/test_na) 2>&1 | tee "$logdir/valgrind.log"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-else
-    status=1
-fi
+echo "=== [valgrind] NA and HG tests over ofi+tcp and ucx+tcp"
+: >"$logdir/valgrind.log"
+for t in tests/test_na tests/test_hg; do
+    if [ -x "$top/build-ci/openmpi/$t" ]; then
+        (cd "$top/build-ci/openmpi" && HG_LOG_LEVEL=none HGX_TEST_TRANSPORTS="ofi+tcp ucx+tcp" \
+            libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite --suppressions="$top/tools/valgrind.supp" \
+            "./$t") 2>&1 | tee -a "$logdir/valgrind.log"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    else
+        echo "hgx CI: $t was not built"
+        status=1
+    fi
+done
 
 # No transport may be skipped as a whole: each must have run its test group.
-for t in ofi+tcp ofi+shm ofi+sockets; do
-    for cfg in release asan; do
-        if ! grep -q "na/$t" "$logdir/$cfg.check" 2>/dev/null; then
-            echo "hgx CI: transport $t did not run in the $cfg build"
-            status=1
-        fi
+for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
+    for cfg in openmpi asan; do
+        for layer in na hg hgx; do
+            if ! grep -q "$layer/$t" "$logdir/$cfg.check" 2>/dev/null; then
+                echo "hgx CI: $layer tests over $t did not run in the $cfg build"
+                status=1
+            fi
+        done
     done
+done
+for cfg in openmpi mpich; do
+    if ! grep -q "^PASS: mpitests/test_na_mpi.sh" "$logdir/$cfg.check" 2>/dev/null; then
+        echo "hgx CI: the MPI tests did not pass in the $cfg build"
+        status=1
+    fi
 done
 
 sum_of() {

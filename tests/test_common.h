@@ -1,0 +1,40 @@
+/*
+ * test_common.h -- helpers shared by the cmocka tests: which transports to
+ * run, and a server child process reached through pipes.
+ */
+#ifndef TEST_COMMON_H
+#define TEST_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TEST_ADDR_MAX 256
+
+/* Transports to test: $HGX_TEST_TRANSPORTS (space separated) or the default list. */
+size_t test_transports(const char *const **list);
+
+/* A forked server: it writes its address string to the parent, then serves. */
+struct test_server {
+    pid_t pid;
+    char addr[TEST_ADDR_MAX];
+};
+
+/* Body of a server child: publish addr with test_server_publish(), serve, return exit code. */
+typedef int (*test_server_main_t)(const char *info, int publish_fd);
+
+/* Fork a child running server_main(info); wait until it published its address. */
+bool test_server_start(struct test_server *srv, const char *info, test_server_main_t server_main);
+void test_server_publish(int publish_fd, const char *addr);
+/* Wait for the child to exit (killing it after timeout_ms); its exit status, or -1. */
+int test_server_wait(struct test_server *srv, unsigned int timeout_ms);
+
+/* Fill buf with a pattern derived from seed; check it. */
+void test_fill(void *buf, size_t len, unsigned int seed);
+bool test_check(const void *buf, size_t len, unsigned int seed);
+
+/* Monotonic time in seconds. */
+double test_now(void);
+
+#endif /* TEST_COMMON_H */
