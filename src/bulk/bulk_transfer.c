@@ -23,17 +23,29 @@ struct hg_op_id {
     atomic_int pending;
     hg_return_t ret;
     atomic_bool canceled;
+    /* What a re-post of a cancelled piece needs (see op_settle). */
+    na_addr_t *na_addr;
+    uint8_t origin_id;
+    hg_size_t origin_offset, local_offset;
     size_t n_ops;
-    na_op_id_t *ops[];
+    struct hg_bulk_piece {
+        na_op_id_t *na_op;
+        struct hg_op_id *owner;
+        size_t index;
+        na_return_t ret;
+    } pieces[];
 };
+
+static na_return_t piece_post(struct hg_op_id *op, struct hg_bulk_piece *piece);
 
 static void op_free(struct hg_op_id *op)
 {
     na_class_t *na_class = op->context->hg_class->na_class;
 
     for (size_t i = 0; i < op->n_ops; i++)
-        if (op->ops[i])
-            NA_Op_destroy(na_class, op->ops[i]);
+        if (op->pieces[i].na_op)
+            NA_Op_destroy(na_class, op->pieces[i].na_op);
+    NA_Addr_free(na_class, op->na_addr);
     HG_Bulk_free(op->origin);
     HG_Bulk_free(op->local);
     atomic_fetch_sub(&op->context->n_handles, 1);
@@ -54,10 +66,54 @@ static void user_complete_run(struct hg_completion *completion)
     op_free(op);
 }
 
+static void op_error(struct hg_op_id *op, hg_return_t ret)
+{
+    if (ret != HG_SUCCESS && op->ret == HG_SUCCESS)
+        op->ret = ret;
+}
+
+/*
+ * All pieces ended. Either the cancel succeeded or the transfer did, never
+ * both: when every piece was cancelled nothing moved and the transfer is
+ * HG_CANCELED; when some pieces had already moved their data the cancel lost,
+ * so the cancelled pieces are posted again and the transfer completes in
+ * full. Returns true when the transfer is settled.
+ */
+static bool op_settle(struct hg_op_id *op)
+{
+    size_t n_canceled = 0, n_moved = 0;
+    for (size_t i = 0; i < op->n_ops; i++) {
+        if (op->pieces[i].ret == NA_CANCELED)
+            n_canceled++;
+        else if (op->pieces[i].ret == NA_SUCCESS)
+            n_moved++;
+    }
+    if (n_canceled == 0 || op->ret != HG_CANCELED)
+        return true;
+    if (n_moved == 0)
+        return true; /* nothing moved: the cancel wins */
+    op->ret = HG_SUCCESS;
+    atomic_store(&op->pending, 1);
+    for (size_t i = 0; i < op->n_ops; i++) {
+        struct hg_bulk_piece *piece = &op->pieces[i];
+        if (piece->ret != NA_CANCELED)
+            continue;
+        atomic_fetch_add(&op->pending, 1);
+        na_return_t na_ret = piece_post(op, piece);
+        if (na_ret != NA_SUCCESS) {
+            atomic_fetch_sub(&op->pending, 1);
+            op_error(op, hg_ret_from_na(na_ret));
+        }
+    }
+    return atomic_fetch_sub(&op->pending, 1) == 1;
+}
+
 /* One piece finished (or the poster let go): at zero, report. */
 static void op_piece_done(struct hg_op_id *op)
 {
     if (atomic_fetch_sub(&op->pending, 1) != 1)
+        return;
+    if (!op_settle(op))
         return;
     if (op->done) {
         op->done(op->done_arg, op->ret);
@@ -68,19 +124,27 @@ static void op_piece_done(struct hg_op_id *op)
     hg_completion_push(op->context, &op->completion);
 }
 
-static void op_error(struct hg_op_id *op, hg_return_t ret)
-{
-    if (ret != HG_SUCCESS && op->ret == HG_SUCCESS)
-        op->ret = ret;
-}
-
 static void na_piece_cb(const struct na_cb_info *info)
 {
-    struct hg_op_id *op = info->arg;
+    struct hg_bulk_piece *piece = info->arg;
+    struct hg_op_id *op = piece->owner;
 
+    piece->ret = info->ret;
     if (info->ret != NA_SUCCESS)
         op_error(op, hg_ret_from_na(info->ret));
     op_piece_done(op);
+}
+
+static na_return_t piece_post(struct hg_op_id *op, struct hg_bulk_piece *piece)
+{
+    na_class_t *na_class = op->context->hg_class->na_class;
+    hg_size_t off = (hg_size_t)piece->index * HG_BULK_CHUNK_MAX;
+    size_t len = op->size - off < HG_BULK_CHUNK_MAX ? (size_t)(op->size - off) : HG_BULK_CHUNK_MAX;
+
+    piece->ret = NA_SUCCESS;
+    return (op->op == HG_BULK_PULL ? NA_Get : NA_Put)(na_class, op->context->na_context,
+        na_piece_cb, piece, op->local->mem, op->local_offset + off, op->origin->mem,
+        op->origin_offset + off, len, op->na_addr, op->origin_id, piece->na_op);
 }
 
 /* Copy size bytes between two local handles at the given offsets. */
@@ -161,7 +225,7 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
         return HG_INVALID_ARG;
     }
     size_t n_ops = self || size == 0 ? 0 : (size_t)((size + HG_BULK_CHUNK_MAX - 1) / HG_BULK_CHUNK_MAX);
-    struct hg_op_id *op = calloc(1, sizeof(*op) + n_ops * sizeof(op->ops[0]));
+    struct hg_op_id *op = calloc(1, sizeof(*op) + n_ops * sizeof(op->pieces[0]));
     if (!op)
         return HG_NOMEM;
     op->context = context;
@@ -172,6 +236,9 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
     op->op = op_type;
     op->size = size;
     op->n_ops = n_ops;
+    op->origin_id = origin_id;
+    op->origin_offset = origin_offset;
+    op->local_offset = local_offset;
     HG_Bulk_ref_incr(origin);
     HG_Bulk_ref_incr(local);
     op->origin = origin;
@@ -183,10 +250,14 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
     hg_return_t ret = HG_SUCCESS;
     if (self)
         ret = transfer_self(op, origin_offset, local_offset);
+    else if (NA_Addr_dup(hg_class->na_class, origin_addr->na_addr, &op->na_addr) != NA_SUCCESS)
+        ret = HG_NOMEM;
     else
-        for (size_t i = 0; i < n_ops; i++)
-            if (!(op->ops[i] = NA_Op_create(hg_class->na_class, NA_OP_SINGLE)))
+        for (size_t i = 0; i < n_ops; i++) {
+            op->pieces[i] = (struct hg_bulk_piece){.owner = op, .index = i};
+            if (!(op->pieces[i].na_op = NA_Op_create(hg_class->na_class, NA_OP_SINGLE)))
                 ret = HG_NOMEM;
+        }
     if (ret != HG_SUCCESS) {
         op_free(op);
         return ret;
@@ -194,25 +265,15 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
     if (op_id && op_id != HG_OP_ID_IGNORE)
         *op_id = op;
     for (size_t i = 0; i < n_ops; i++) {
-        hg_size_t off = (hg_size_t)i * HG_BULK_CHUNK_MAX;
-        size_t len = size - off < HG_BULK_CHUNK_MAX ? (size_t)(size - off) : HG_BULK_CHUNK_MAX;
-        na_return_t na_ret;
         atomic_fetch_add(&op->pending, 1);
-        if (op_type == HG_BULK_PULL)
-            na_ret = NA_Get(hg_class->na_class, context->na_context, na_piece_cb, op, local->mem,
-                local_offset + off, origin->mem, origin_offset + off, len, origin_addr->na_addr,
-                origin_id, op->ops[i]);
-        else
-            na_ret = NA_Put(hg_class->na_class, context->na_context, na_piece_cb, op, local->mem,
-                local_offset + off, origin->mem, origin_offset + off, len, origin_addr->na_addr,
-                origin_id, op->ops[i]);
+        na_return_t na_ret = piece_post(op, &op->pieces[i]);
         if (na_ret != NA_SUCCESS) {
             atomic_fetch_sub(&op->pending, 1);
             HGX_LOG_ERROR(BULK, "could not post transfer piece: %s", NA_Error_to_string(na_ret));
             op_error(op, hg_ret_from_na(na_ret));
             /* Stop the pieces already posted; the callback reports the error. */
             for (size_t j = 0; j < i; j++)
-                NA_Cancel(hg_class->na_class, context->na_context, op->ops[j]);
+                NA_Cancel(hg_class->na_class, context->na_context, op->pieces[j].na_op);
             break;
         }
     }
@@ -254,6 +315,6 @@ hg_return_t HG_Bulk_cancel(hg_op_id_t op_id)
         return HG_SUCCESS;
     hg_class_t *hg_class = op_id->context->hg_class;
     for (size_t i = 0; i < op_id->n_ops; i++)
-        NA_Cancel(hg_class->na_class, op_id->context->na_context, op_id->ops[i]);
+        NA_Cancel(hg_class->na_class, op_id->context->na_context, op_id->pieces[i].na_op);
     return HG_SUCCESS;
 }

@@ -296,8 +296,8 @@ static ucs_status_t ucx_send_post(struct ucx_op *uop)
     ucs_status_ptr_t sp = ucp_tag_send_nbx(uop->peer->ep, uop->buf, uop->len, uop->tag, &param);
     if (sp == NULL) {
         /* Done already (bcopy): no request, complete now. */
-        na_op_id_t *op = na_op_from_plugin(uop);
-        na_op_complete(op, na_op_cancel_requested(op) ? NA_CANCELED : NA_SUCCESS);
+        /* Sent already: a cancel requested meanwhile lost, report the truth. */
+        na_op_complete(na_op_from_plugin(uop), NA_SUCCESS);
         return UCS_OK;
     }
     if (UCS_PTR_IS_ERR(sp))
@@ -309,7 +309,8 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
 {
     na_op_id_t *op = na_op_from_plugin(user_data);
     na_return_t ret = ucx_status_to_na(status);
-    if (ret == NA_SUCCESS && na_op_cancel_requested(op))
+    /* A send that failed after a cancel request was stopped by it. */
+    if (ret != NA_SUCCESS && na_op_cancel_requested(op))
         ret = NA_CANCELED;
     ucp_request_free(request);
     na_op_complete(op, ret);
@@ -1307,7 +1308,8 @@ static void ucx_rma_piece_done(struct ucx_op *uop, ucs_status_t status)
     if (--uop->pieces > 0)
         return;
     na_op_id_t *op = na_op_from_plugin(uop);
-    na_op_complete(op, uop->rma_ret == NA_SUCCESS && na_op_cancel_requested(op) ? NA_CANCELED
+    /* Data that moved is reported as moved: cancel never hides a transfer. */
+    na_op_complete(op, uop->rma_ret != NA_SUCCESS && na_op_cancel_requested(op) ? NA_CANCELED
                                                                                 : uop->rma_ret);
 }
 
@@ -1439,8 +1441,9 @@ static bool ucx_pending_remove(struct ucx_op *uop)
     return false;
 }
 
-/* Receives are cancelled in UCX (callback with UCS_ERR_CANCELED); sends and
- * RMA already on the wire cannot be, and report NA_CANCELED when they end. */
+/* Receives are cancelled in UCX (callback with UCS_ERR_CANCELED); queued sends
+ * are dropped. Sends and RMA already on the wire cannot be recalled: they
+ * report their real outcome when they end (NA_SUCCESS if the data moved). */
 static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     struct ucx_class *cls = ucx_cls(na_class);
