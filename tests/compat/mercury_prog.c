@@ -1,0 +1,320 @@
+/*
+ * mercury_prog: a Mercury-style client/server written only against the public
+ * Mercury 2.4 headers, to check that an installed hgx builds and runs it as
+ * Mercury would (tests/compat/check-installed.sh builds it with pkg-config and
+ * with CMake's find_package(mercury)).
+ *
+ *     mercury_prog [INFO]          fork a server and a client (default ofi+tcp)
+ *     mercury_prog server INFO     serve until a client finishes, print address
+ *     mercury_prog client ADDR     run the client against ADDR
+ *
+ * The client sends {tag, bulk over an array of N uint32}; the server pulls the
+ * array with HG_Bulk_transfer, sums it and answers {sum, tag echoed}.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <mercury.h>
+#include <mercury_bulk.h>
+#include <mercury_macros.h>
+#include <mercury_proc_bulk.h>
+#include <mercury_proc_string.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+MERCURY_GEN_PROC(sum_in_t, ((hg_string_t)(tag))((uint32_t)(count))((hg_bulk_t)(bulk)))
+MERCURY_GEN_PROC(sum_out_t, ((hg_string_t)(tag))((uint64_t)(sum)))
+
+#define COUNT 100000u
+#define LOOPS 3000 /* 100 ms progress slices: at most ~5 minutes */
+
+static int g_done; /* server: a client has said it is finished */
+static int g_pending;
+
+struct sum_op {
+    hg_handle_t handle;
+    sum_in_t in;
+    uint32_t *buf;
+    hg_bulk_t local;
+};
+
+static hg_return_t sum_responded(const struct hg_cb_info *info)
+{
+    struct sum_op *op = info->arg;
+    HG_Bulk_free(op->local);
+    HG_Free_input(op->handle, &op->in);
+    HG_Destroy(op->handle);
+    free(op->buf);
+    free(op);
+    g_pending--;
+    return HG_SUCCESS;
+}
+
+static hg_return_t sum_pulled(const struct hg_cb_info *info)
+{
+    struct sum_op *op = info->arg;
+    sum_out_t out = {op->in.tag, 0};
+    if (info->ret == HG_SUCCESS)
+        for (uint32_t i = 0; i < op->in.count; i++)
+            out.sum += op->buf[i];
+    else
+        out.sum = UINT64_MAX;
+    if (HG_Respond(op->handle, sum_responded, op, &out) != HG_SUCCESS) {
+        struct hg_cb_info fake = {.arg = op};
+        sum_responded(&fake);
+    }
+    return HG_SUCCESS;
+}
+
+static hg_return_t sum_rpc(hg_handle_t handle)
+{
+    const struct hg_info *hi = HG_Get_info(handle);
+    struct sum_op *op = calloc(1, sizeof *op);
+    if (!op || HG_Get_input(handle, &op->in) != HG_SUCCESS) {
+        fprintf(stderr, "mercury_prog server: bad request\n");
+        free(op);
+        HG_Destroy(handle);
+        return HG_SUCCESS;
+    }
+    if (op->in.count > (1u << 24) ||
+        (hg_size_t)op->in.count * sizeof(uint32_t) > HG_Bulk_get_size(op->in.bulk)) {
+        fprintf(stderr, "mercury_prog server: bad size\n");
+        HG_Free_input(handle, &op->in);
+        free(op);
+        HG_Destroy(handle);
+        return HG_SUCCESS;
+    }
+    g_pending++;
+    op->handle = handle;
+    op->buf = calloc(op->in.count ? op->in.count : 1, sizeof(uint32_t));
+    void *ptr = op->buf;
+    hg_size_t len = (hg_size_t)(op->in.count ? op->in.count : 1) * sizeof(uint32_t);
+    if (!op->buf ||
+        HG_Bulk_create(hi->hg_class, 1, &ptr, &len, HG_BULK_WRITE_ONLY, &op->local) != HG_SUCCESS ||
+        HG_Bulk_transfer(hi->context, sum_pulled, op, HG_BULK_PULL, hi->addr, op->in.bulk, 0,
+            op->local, 0, (hg_size_t)op->in.count * sizeof(uint32_t), HG_OP_ID_IGNORE) != HG_SUCCESS) {
+        struct hg_cb_info fake = {.arg = op, .ret = HG_OTHER_ERROR};
+        sum_pulled(&fake);
+    }
+    return HG_SUCCESS;
+}
+
+static hg_return_t done_responded(const struct hg_cb_info *info)
+{
+    HG_Destroy(info->info.respond.handle);
+    g_pending--;
+    return HG_SUCCESS;
+}
+
+static hg_return_t done_rpc(hg_handle_t handle)
+{
+    g_done = 1;
+    g_pending++;
+    if (HG_Respond(handle, done_responded, NULL, NULL) != HG_SUCCESS) {
+        HG_Destroy(handle);
+        g_pending--;
+    }
+    return HG_SUCCESS;
+}
+
+static void progress_once(hg_context_t *ctx)
+{
+    unsigned int n;
+    HG_Progress(ctx, 100);
+    do
+        n = 0;
+    while (HG_Trigger(ctx, 0, 16, &n) == HG_SUCCESS && n > 0);
+}
+
+static int server(const char *info, int fd)
+{
+    int rc = 1;
+    hg_class_t *cls = HG_Init(info, HG_TRUE);
+    hg_context_t *ctx = cls ? HG_Context_create(cls) : NULL;
+    hg_addr_t self = HG_ADDR_NULL;
+    char addr[256];
+    hg_size_t addr_len = sizeof addr;
+
+    if (!ctx) {
+        fprintf(stderr, "mercury_prog server: cannot initialize %s\n", info);
+        goto out;
+    }
+    MERCURY_REGISTER(cls, "compat_sum", sum_in_t, sum_out_t, sum_rpc);
+    HG_Register_name(cls, "compat_done", NULL, NULL, done_rpc);
+    if (HG_Addr_self(cls, &self) != HG_SUCCESS ||
+        HG_Addr_to_string(cls, addr, &addr_len, self) != HG_SUCCESS)
+        goto out;
+    if (fd >= 0) {
+        if (write(fd, addr, strlen(addr) + 1) < 0)
+            goto out;
+        close(fd);
+        fd = -1;
+    } else {
+        printf("mercury_prog server at %s\n", addr);
+        fflush(stdout);
+    }
+    for (int i = 0; i < LOOPS && (!g_done || g_pending > 0); i++)
+        progress_once(ctx);
+    rc = g_done && g_pending == 0 ? 0 : 1;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (self != HG_ADDR_NULL)
+        HG_Addr_free(cls, self);
+    if (ctx)
+        HG_Context_destroy(ctx);
+    if (cls)
+        HG_Finalize(cls);
+    return rc;
+}
+
+static hg_return_t forwarded(const struct hg_cb_info *info)
+{
+    *(hg_return_t *)info->arg = info->ret;
+    return HG_SUCCESS;
+}
+
+static hg_return_t forward_wait(hg_context_t *ctx, hg_handle_t h, void *in)
+{
+    hg_return_t cb_ret = HG_TIMEOUT; /* stays HG_TIMEOUT until the callback runs */
+    hg_return_t ret = HG_Forward(h, forwarded, &cb_ret, in);
+    if (ret != HG_SUCCESS)
+        return ret;
+    for (int i = 0; i < LOOPS && cb_ret == HG_TIMEOUT; i++)
+        progress_once(ctx);
+    if (cb_ret == HG_TIMEOUT) {
+        HG_Cancel(h);
+        for (int i = 0; i < 50 && cb_ret == HG_TIMEOUT; i++)
+            progress_once(ctx);
+    }
+    return cb_ret;
+}
+
+static int client(const char *addr_str)
+{
+    char info[64];
+    const char *sep = strstr(addr_str, "://");
+    size_t info_len = sep ? (size_t)(sep - addr_str) : strlen(addr_str);
+    hg_class_t *cls = NULL;
+    hg_context_t *ctx = NULL;
+    hg_addr_t addr = HG_ADDR_NULL;
+    hg_handle_t h = HG_HANDLE_NULL;
+    hg_bulk_t bulk = HG_BULK_NULL;
+    uint32_t *data = NULL;
+    uint64_t expect = 0;
+    hg_id_t sum_id, done_id;
+    int rc = 1;
+
+    if (info_len == 0 || info_len >= sizeof info)
+        return 1;
+    memcpy(info, addr_str, info_len);
+    info[info_len] = '\0';
+    cls = HG_Init(info, HG_FALSE);
+    ctx = cls ? HG_Context_create(cls) : NULL;
+    data = malloc(COUNT * sizeof *data);
+    if (!ctx || !data) {
+        fprintf(stderr, "mercury_prog client: cannot initialize %s\n", info);
+        goto out;
+    }
+    sum_id = MERCURY_REGISTER(cls, "compat_sum", sum_in_t, sum_out_t, NULL);
+    done_id = HG_Register_name(cls, "compat_done", NULL, NULL, NULL);
+    if (HG_Addr_lookup2(cls, addr_str, &addr) != HG_SUCCESS ||
+        HG_Create(ctx, addr, sum_id, &h) != HG_SUCCESS) {
+        fprintf(stderr, "mercury_prog client: cannot reach %s\n", addr_str);
+        goto out;
+    }
+    for (uint32_t i = 0; i < COUNT; i++)
+        expect += data[i] = i * 7u + 3u;
+    void *ptr = data;
+    hg_size_t len = COUNT * sizeof *data;
+    if (HG_Bulk_create(cls, 1, &ptr, &len, HG_BULK_READ_ONLY, &bulk) != HG_SUCCESS)
+        goto out;
+
+    sum_in_t in = {.tag = (hg_string_t) "compat-check", .count = COUNT, .bulk = bulk};
+    hg_return_t ret = forward_wait(ctx, h, &in);
+    if (ret != HG_SUCCESS) {
+        fprintf(stderr, "mercury_prog client: forward: %s\n", HG_Error_to_string(ret));
+        goto out;
+    }
+    sum_out_t out;
+    if (HG_Get_output(h, &out) != HG_SUCCESS)
+        goto out;
+    int ok = out.sum == expect && out.tag && strcmp(out.tag, "compat-check") == 0;
+    printf("mercury_prog client: sum %llu (expected %llu), tag \"%s\": %s\n",
+        (unsigned long long)out.sum, (unsigned long long)expect, out.tag ? out.tag : "",
+        ok ? "ok" : "WRONG");
+    HG_Free_output(h, &out);
+
+    if (HG_Reset(h, addr, done_id) != HG_SUCCESS || forward_wait(ctx, h, NULL) != HG_SUCCESS) {
+        fprintf(stderr, "mercury_prog client: done RPC failed\n");
+        goto out;
+    }
+    rc = ok ? 0 : 1;
+out:
+    if (bulk != HG_BULK_NULL)
+        HG_Bulk_free(bulk);
+    if (h != HG_HANDLE_NULL)
+        HG_Destroy(h);
+    if (addr != HG_ADDR_NULL)
+        HG_Addr_free(cls, addr);
+    if (ctx)
+        HG_Context_destroy(ctx);
+    if (cls)
+        HG_Finalize(cls);
+    free(data);
+    return rc;
+}
+
+int main(int argc, char *argv[])
+{
+    if (argc == 3 && strcmp(argv[1], "server") == 0)
+        return server(argv[2], -1);
+    if (argc == 3 && strcmp(argv[1], "client") == 0)
+        return client(argv[2]);
+    if (argc > 2) {
+        fprintf(stderr, "usage: %s [INFO] | server INFO | client ADDR\n", argv[0]);
+        return 2;
+    }
+
+    const char *info = argc == 2 ? argv[1] : "ofi+tcp";
+    char addr[256];
+    size_t got = 0;
+    int fds[2], status = 0, rc = 1;
+    if (pipe(fds) != 0)
+        return 1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        close(fds[0]);
+        _exit(server(info, fds[1]));
+    }
+    close(fds[1]);
+    for (;;) {
+        ssize_t n = read(fds[0], addr + got, sizeof addr - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(addr, '\0', got) || got == sizeof addr)
+            break;
+    }
+    close(fds[0]);
+    if (got > 0 && memchr(addr, '\0', got))
+        rc = client(addr);
+    else
+        fprintf(stderr, "mercury_prog: server did not start on %s\n", info);
+    if (rc != 0)
+        kill(pid, SIGTERM);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        rc = 1;
+    printf("mercury_prog (%s): %s\n", info, rc == 0 ? "PASS" : "FAIL");
+    return rc;
+}
