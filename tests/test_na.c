@@ -338,7 +338,12 @@ static void test_cancel_inflight(void **state)
     assert_int_equal(done.count, 1);
     print_message("# %s: in-flight get cancel -> %s after %.1f ms\n", st->info,
         NA_Error_to_string(done.ret), dt * 1e3);
-    assert_int_equal(done.ret, NA_CANCELED);
+    /* Either the cancel won (nothing reported as moved) or the get completed
+     * in full before the plugin could stop it; never a success with partial data. */
+    if (done.ret == NA_SUCCESS)
+        assert_true(test_check(buf, size, NA_TEST_SEED_SERVER));
+    else
+        assert_int_equal(done.ret, NA_CANCELED);
     /* Resources are back: the op and the handles can be reused and freed. */
     NA_Progress(st->cls, st->ctx, 100);
     NA_Trigger(st->ctx, 16, NULL);

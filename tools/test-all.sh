@@ -37,7 +37,7 @@ run_config() {
 status=0
 # Every test with Open MPI; the MPI tests again with MPICH (one tree per MPI);
 # every non-MPI test under AddressSanitizer + UBSan.
-mpi_tests="mpitests/test_na_mpi.sh"
+mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 run_config asan all --without-mpi --enable-sanitizers || status=1
@@ -69,10 +69,12 @@ for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     done
 done
 for cfg in openmpi mpich; do
-    if ! grep -q "^PASS: mpitests/test_na_mpi.sh" "$logdir/$cfg.check" 2>/dev/null; then
-        echo "hgx CI: the MPI tests did not pass in the $cfg build"
-        status=1
-    fi
+    for t in $mpi_tests; do
+        if ! grep -q "^PASS: $t" "$logdir/$cfg.check" 2>/dev/null; then
+            echo "hgx CI: $t did not pass in the $cfg build"
+            status=1
+        fi
+    done
 done
 
 sum_of() {

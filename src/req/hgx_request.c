@@ -21,6 +21,7 @@ static hgx_request_t hgx_request_alloc(enum hgx_req_kind kind, hg_context_t *ctx
     r->kind = kind;
     r->ctx = ctx;
     r->timer.slot = HGX_TIMER_NONE;
+    r->peer_rank = -1;
     return r;
 }
 
@@ -64,10 +65,27 @@ static hg_return_t hgx_bulk_cb(const struct hg_cb_info *info)
     return HG_SUCCESS;
 }
 
+/* MPI rank of an mpi+ peer ("mpi+static://RANK"), else -1; computed once per request. */
+static int hgx_addr_rank(hg_class_t *cls, hg_addr_t addr)
+{
+    char buf[256];
+    hg_size_t size = sizeof(buf);
+    if (!cls || !addr || HG_Addr_to_string(cls, buf, &size, addr) != HG_SUCCESS)
+        return -1;
+    buf[sizeof(buf) - 1] = '\0';
+    const char *s = strstr(buf, "://");
+    if (strncmp(buf, "mpi+", 4) != 0 || !s)
+        return -1;
+    char *end;
+    long rank = strtol(s + 3, &end, 10);
+    return end != s + 3 && *end == '\0' && rank >= 0 && rank < 0x7fffffff ? (int)rank : -1;
+}
+
 static void hgx_status_prepare(hgx_request_t r, int tag)
 {
     hgx_status_empty(&r->status);
     r->status.tag = tag;
+    r->status.source = r->peer_rank;
     r->cancel_requested = r->timed_out = false;
 }
 
@@ -105,6 +123,7 @@ static hg_return_t hgx_handle_request(hg_handle_t h, void *in, bool persistent,
         return ret;
     }
     r->handle = h;
+    r->peer_rank = hgx_addr_rank(info->hg_class, info->addr);
     r->in_struct = in;
     r->persistent = persistent;
     *req = r;
@@ -163,6 +182,7 @@ hg_return_t hgx_ibulk_transfer(hg_context_t *ctx, hg_bulk_op_t op, hg_addr_t ori
         return HG_NOMEM;
     r->bulk_size = size;
     r->bulk_dir = op;
+    r->peer_rank = hgx_addr_rank(HG_Context_get_class(ctx), origin_addr);
     hgx_status_prepare(r, (int)op);
     r->state = HGX_REQ_ACTIVE;
     hg_return_t ret = HG_Bulk_transfer(ctx, hgx_bulk_cb, r, op, origin_addr, origin,
@@ -261,16 +281,63 @@ static unsigned int hgx_deadlines_fire(unsigned int cap_ms)
     }
 }
 
+/* Per-context progress locks: one thread at a time drives HG on a context
+ * (the hgx_mpi progress thread and the application may both call
+ * hgx_progress). Entries live until exit; a context re-created at the same
+ * address reuses its entry. */
+struct hgx_ctx_lock {
+    hg_context_t *ctx;
+    pthread_mutex_t mu;
+    struct hgx_ctx_lock *next;
+};
+static struct hgx_ctx_lock *hgx_ctx_locks;
+static pthread_mutex_t hgx_ctx_locks_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t hgx_ctx_lock_fallback = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_mutex_t *hgx_ctx_mutex(hg_context_t *ctx)
+{
+    pthread_mutex_lock(&hgx_ctx_locks_lock);
+    struct hgx_ctx_lock *l = hgx_ctx_locks;
+    while (l && l->ctx != ctx)
+        l = l->next;
+    if (!l && (l = calloc(1, sizeof(*l))) != NULL) {
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        /* recursive: a handler run by HG_Trigger may itself wait on a request */
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        l->ctx = ctx;
+        pthread_mutex_init(&l->mu, &attr);
+        pthread_mutexattr_destroy(&attr);
+        l->next = hgx_ctx_locks;
+        hgx_ctx_locks = l;
+    }
+    pthread_mutex_unlock(&hgx_ctx_locks_lock);
+    return l ? &l->mu : &hgx_ctx_lock_fallback;
+}
+
+void hgx_ctx_lock(hg_context_t *ctx)
+{
+    pthread_mutex_lock(hgx_ctx_mutex(ctx));
+}
+
+void hgx_ctx_unlock(hg_context_t *ctx)
+{
+    pthread_mutex_unlock(hgx_ctx_mutex(ctx));
+}
+
 void hgx_progress(hg_context_t *ctx, unsigned int timeout_ms)
 {
     unsigned int count = 0;
+    pthread_mutex_t *mu = hgx_ctx_mutex(ctx);
+    pthread_mutex_lock(mu);
     timeout_ms = hgx_deadlines_fire(timeout_ms);
     HG_Trigger(ctx, 0, UINT32_MAX, &count);
-    if (count > 0)
-        return;
-    HG_Progress(ctx, timeout_ms);
-    HG_Trigger(ctx, 0, UINT32_MAX, &count);
-    hgx_deadlines_fire(0);
+    if (count == 0) {
+        HG_Progress(ctx, timeout_ms);
+        HG_Trigger(ctx, 0, UINT32_MAX, &count);
+        hgx_deadlines_fire(0);
+    }
+    pthread_mutex_unlock(mu);
 }
 
 void hgx_status_empty(hgx_status_t *status)

@@ -30,14 +30,20 @@ struct hgx_request {
     hg_size_t bulk_size;
     hg_bulk_op_t bulk_dir;
     hgx_status_t status;
+    int peer_rank;         /* status.source: MPI rank of an mpi+ peer, else -1 */
     struct hgx_timer timer;
     /* Set by the MPI interop layer: told once when the request completes. */
     void (*on_complete)(struct hgx_request *req);
     void *on_complete_arg;
 };
 
-/* Drive HG on ctx for at most timeout_ms, firing expired deadlines. */
+/* Drive HG on ctx for at most timeout_ms, firing expired deadlines; holds
+ * the context's progress lock meanwhile. */
 void hgx_progress(hg_context_t *ctx, unsigned int timeout_ms);
+/* The per-context progress lock (recursive; HG callbacks of ctx run with
+ * it held when they run from hgx_progress). */
+void hgx_ctx_lock(hg_context_t *ctx);
+void hgx_ctx_unlock(hg_context_t *ctx);
 /* Release a completed request: free it, or make a persistent one inactive. */
 void hgx_request_retire(hgx_request_t *req, hgx_status_t *status);
 /* Fill status as for a null or inactive request. */
