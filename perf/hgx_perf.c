@@ -1,0 +1,435 @@
+/*
+ * hgx_perf.c -- hgx-perf: hgx against the raw transport under it, in one run,
+ * one process pair, one pattern; prints an aligned table with hgx/raw.
+ *
+ *   hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]
+ *            [--mode lat|rate|bw|cancel|scale] [--raw|--no-raw] [--sizes a-b]
+ *            [--iters N] [--csv FILE] [--quiet]
+ *
+ * OFI and UCX run standalone: the program forks its server before any
+ * initialization and the two talk bootstrap data over pipes. mpi+static runs
+ * under mpirun with two ranks: rank 0 serves, rank 1 measures and prints.
+ */
+#include "config.h"
+#include "perf.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const size_t perf_rate_inflight[] = {1, 2, 4, 8, 16, 32, 64};
+const int perf_rate_n = 7;
+const size_t perf_scale_counts[] = {10, 100, 1000, 10000};
+const int perf_scale_n = 4;
+
+static const char *mode_names[] = {"lat", "rate", "bw", "cancel", "scale"};
+static const char *mode_units[] = {"us, median (lower is better)", "ops/s (higher is better)",
+    "MiB/s (higher is better)", "us (lower is better)", "us/op (lower is better)"};
+
+double perf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void perf_progress(const struct perf_config *cfg, const char *fmt, ...)
+{
+    if (cfg->quiet || cfg->server)
+        return;
+    int tty = isatty(STDERR_FILENO);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s[hgx-perf %s] ", tty ? "\r\033[K" : "", cfg->transport);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(tty ? " ..." : " ...\n", stderr);
+    fflush(stderr);
+}
+
+struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what, size_t param,
+    long iters, double value)
+{
+    if (*n >= PERF_MAX_POINTS * 2)
+        return NULL;
+    struct perf_point *p = &pts[(*n)++];
+    snprintf(p->what, sizeof(p->what), "%s", what);
+    p->param = param;
+    p->iters = iters;
+    p->value = value;
+    p->have = 1;
+    return p;
+}
+
+long perf_iters_for(const struct perf_config *cfg, size_t x, int bulk)
+{
+    long it = cfg->iters;
+    if (bulk) { /* at most ~256 MiB per point, at least 3 transfers */
+        long cap = (long)((256u << 20) / (x ? x : 1));
+        if (it > cap)
+            it = cap;
+        return it < 3 ? 3 : it;
+    }
+    if (cfg->mode == PERF_SCALE) { /* rounds of x outstanding: ~20 * iters ops */
+        long r = (long)(20 * (size_t)cfg->iters / (x ? x : 1));
+        return r < 2 ? 2 : r;
+    }
+    if (cfg->mode == PERF_LAT && x > 16384) /* keep big payloads short */
+        it = it / 2 > 50 ? it / 2 : it;
+    return it < 1 ? 1 : it;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double perf_median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ------------------------------------------------------------ pipes (OOB) */
+
+static int pipe_send(struct perf_oob *o, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(o->wfd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int pipe_recv(struct perf_oob *o, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len) {
+        ssize_t n = read(o->rfd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int perf_oob_send_blob(struct perf_oob *o, const void *b, size_t n)
+{
+    uint64_t len = n;
+    return perf_oob_send(o, &len, sizeof(len)) || (n && perf_oob_send(o, b, n)) ? -1 : 0;
+}
+
+int perf_oob_recv_blob(struct perf_oob *o, void *b, size_t cap, size_t *n)
+{
+    uint64_t len;
+    if (perf_oob_recv(o, &len, sizeof(len)) || len > cap)
+        return -1;
+    *n = (size_t)len;
+    return len ? perf_oob_recv(o, b, (size_t)len) : 0;
+}
+
+int perf_oob_sync(struct perf_oob *o)
+{
+    char c = 's', d;
+    return perf_oob_send(o, &c, 1) || perf_oob_recv(o, &d, 1) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ options */
+
+static void usage(FILE *f)
+{
+    fputs("usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
+          "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
+          "                [--sizes A-B] [--iters N] [--csv FILE] [--quiet]\n"
+          "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
+          "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default 4096-64M)\n"
+          "  cancel: cancel latency and a 10000-op cancel storm\n"
+          "  scale: per-op cost with 10..10000 outstanding (hgx deadlines set)\n"
+          "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np 2.\n"
+          "  Sizes take K/M suffixes.\n",
+        f);
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        v <<= 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        v <<= 20, end++;
+    if (*end)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_sizes(struct perf_config *cfg, const char *arg)
+{
+    char a[64], *dash;
+    size_t lo, hi;
+    snprintf(a, sizeof(a), "%s", arg);
+    dash = strchr(a, '-');
+    if (dash)
+        *dash = '\0';
+    if (parse_size(a, &lo) || parse_size(dash ? dash + 1 : a, &hi) || hi < lo)
+        return -1;
+    cfg->nsizes = 0;
+    for (size_t s = lo; cfg->nsizes < PERF_MAX_POINTS; s = s ? s * 4 : 1) {
+        cfg->sizes[cfg->nsizes++] = s;
+        if (s >= hi)
+            break;
+        if (s && s * 4 > hi && s != hi) { /* always end on hi */
+            cfg->sizes[cfg->nsizes++] = hi;
+            break;
+        }
+    }
+    return 0;
+}
+
+static int parse_args(struct perf_config *cfg, int argc, char **argv)
+{
+    const char *sizes = NULL;
+    cfg->transport = "ofi+tcp";
+    cfg->mode = PERF_LAT;
+    cfg->iters = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--raw"))
+            cfg->raw_only = 1;
+        else if (!strcmp(o, "--no-raw"))
+            cfg->hg_only = 1;
+        else if (!strcmp(o, "--quiet"))
+            cfg->quiet = 1;
+        else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (v && !strcmp(o, "--transport"))
+            cfg->transport = v, i++;
+        else if (v && !strcmp(o, "--sizes"))
+            sizes = v, i++;
+        else if (v && !strcmp(o, "--csv"))
+            cfg->csv = v, i++;
+        else if (v && !strcmp(o, "--iters")) {
+            cfg->iters = atoi(v), i++;
+            if (cfg->iters <= 0)
+                return -1;
+        } else if (v && !strcmp(o, "--mode")) {
+            int m;
+            for (m = 0; m < 5 && strcmp(v, mode_names[m]); m++)
+                ;
+            if (m == 5)
+                return -1;
+            cfg->mode = (enum perf_mode)m, i++;
+        } else
+            return -1;
+    }
+    if (!strncmp(cfg->transport, "ofi+", 4))
+        cfg->kind = PERF_OFI;
+    else if (!strncmp(cfg->transport, "ucx+", 4))
+        cfg->kind = PERF_UCX;
+    else if (!strcmp(cfg->transport, "mpi+static"))
+        cfg->kind = PERF_MPI;
+    else
+        return -1;
+    cfg->proto = strchr(cfg->transport, '+') + 1;
+    if (cfg->kind != PERF_MPI && strcmp(cfg->proto, "tcp") && strcmp(cfg->proto, "shm"))
+        return -1;
+    if (!cfg->iters)
+        cfg->iters = cfg->mode == PERF_LAT ? 2000 : cfg->mode == PERF_BW ? 200
+                   : cfg->mode == PERF_CANCEL ? 200 : 1000;
+    if (!sizes)
+        sizes = cfg->mode == PERF_BW ? "4K-64M" : "0-64K";
+    return parse_sizes(cfg, sizes);
+}
+
+/* ------------------------------------------------------------ output */
+
+static const struct perf_point *find(const struct perf_point *p, int n, const char *what,
+    size_t param)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(p[i].what, what) && p[i].param == param)
+            return &p[i];
+    return NULL;
+}
+
+static void fmt_val(char *buf, size_t len, const struct perf_point *p)
+{
+    if (!p)
+        snprintf(buf, len, "-");
+    else if (p->value >= 1e5)
+        snprintf(buf, len, "%.0f", p->value);
+    else
+        snprintf(buf, len, "%.2f", p->value);
+}
+
+static void report(const struct perf_config *cfg, const struct perf_results *r)
+{
+    /* rows: union of hg and raw points, hg order first */
+    const struct perf_point *rows[PERF_MAX_POINTS * 4];
+    int nrows = 0;
+    for (int i = 0; i < r->nhg; i++)
+        rows[nrows++] = &r->hg[i];
+    for (int i = 0; i < r->nraw; i++)
+        if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
+            rows[nrows++] = &r->raw[i];
+
+    printf("# hgx-perf: transport %s, mode %s, sizes %zu-%zu B, iters %d (scaled per point), "
+           "values in %s\n",
+        cfg->transport, mode_names[cfg->mode], cfg->sizes[0], cfg->sizes[cfg->nsizes - 1],
+        cfg->iters, mode_units[cfg->mode]);
+    printf("%-16s %10s %9s %12s %12s %8s\n", "test", cfg->mode == PERF_LAT || cfg->mode == PERF_BW
+        ? "bytes" : "n", "iters", "hgx", "raw", "hgx/raw");
+    FILE *csv = NULL;
+    if (cfg->csv) {
+        csv = fopen(cfg->csv, "w");
+        if (!csv)
+            perror(cfg->csv);
+        else
+            fprintf(csv, "transport,mode,test,param,iters,hgx,raw,ratio\n");
+    }
+    for (int i = 0; i < nrows; i++) {
+        const struct perf_point *h = find(r->hg, r->nhg, rows[i]->what, rows[i]->param);
+        const struct perf_point *w = find(r->raw, r->nraw, rows[i]->what, rows[i]->param);
+        char hv[32], wv[32], ratio[32] = "-";
+        fmt_val(hv, sizeof(hv), h);
+        fmt_val(wv, sizeof(wv), w);
+        if (h && w && w->value > 0)
+            snprintf(ratio, sizeof(ratio), "%.2f", h->value / w->value);
+        printf("%-16s %10zu %9ld %12s %12s %8s\n", rows[i]->what, rows[i]->param, rows[i]->iters,
+            hv, wv, ratio);
+        if (csv)
+            fprintf(csv, "%s,%s,%s,%zu,%ld,%s,%s,%s\n", cfg->transport, mode_names[cfg->mode],
+                rows[i]->what, rows[i]->param, rows[i]->iters, h ? hv : "", w ? wv : "",
+                strcmp(ratio, "-") ? ratio : "");
+    }
+    if (r->idle_cpu_pct >= 0) {
+        printf("# idle hgx server CPU: %.2f%% of wall time over 1 s\n", r->idle_cpu_pct);
+        if (csv)
+            fprintf(csv, "%s,%s,idle-cpu-pct,0,1,%.2f,,\n", cfg->transport, mode_names[cfg->mode],
+                r->idle_cpu_pct);
+    }
+    if (csv)
+        fclose(csv);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------ main */
+
+static int run_both(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+{
+    int ret = 0;
+    if (!cfg->hg_only) {
+        int (*raw)(const struct perf_config *, struct perf_oob *, struct perf_results *) =
+            cfg->kind == PERF_OFI   ? perf_raw_ofi_run
+            : cfg->kind == PERF_UCX ? perf_raw_ucx_run
+                                    : perf_raw_mpi_run;
+        if (raw(cfg, oob, res)) {
+            fprintf(stderr, "hgx-perf: raw %s baseline failed (%s)\n", cfg->transport,
+                cfg->server ? "server" : "client");
+            ret = 1;
+        }
+        perf_oob_sync(oob);
+    }
+    if (!cfg->raw_only && perf_hg_run(cfg, oob, res)) {
+        fprintf(stderr, "hgx-perf: hgx %s run failed (%s)\n", cfg->transport,
+            cfg->server ? "server" : "client");
+        ret = 1;
+    }
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    static struct perf_config cfg;
+    static struct perf_results res;
+    struct perf_oob oob = {.send = pipe_send, .recv = pipe_recv, .rfd = -1, .wfd = -1};
+    int ret;
+
+    if (parse_args(&cfg, argc, argv)) {
+        usage(stderr);
+        return 2;
+    }
+    res.idle_cpu_pct = -1;
+
+    if (cfg.kind == PERF_MPI) {
+#ifdef HGX_HAVE_MPI
+        int rank, size;
+        if (perf_mpi_init(&argc, &argv, &rank, &size))
+            return 1;
+        if (size != 2) {
+            if (rank == 0)
+                fprintf(stderr, "hgx-perf: mpi+static needs exactly 2 ranks (mpirun -np 2)\n");
+            perf_mpi_finalize();
+            return 2;
+        }
+        cfg.server = rank == 0;
+        perf_mpi_oob(&oob);
+        ret = run_both(&cfg, &oob, &res);
+        if (!cfg.server && !ret)
+            report(&cfg, &res);
+        perf_mpi_finalize();
+        return ret;
+#else
+        fprintf(stderr, "hgx-perf: built without MPI\n");
+        return 2;
+#endif
+    }
+
+    /* fork the server before any transport is initialized */
+    int c2s[2], s2c[2];
+    if (pipe(c2s) || pipe(s2c)) {
+        perror("pipe");
+        return 1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (pid == 0) {
+        close(c2s[1]);
+        close(s2c[0]);
+        oob.rfd = c2s[0];
+        oob.wfd = s2c[1];
+        cfg.server = 1;
+        _exit(run_both(&cfg, &oob, &res));
+    }
+    close(c2s[0]);
+    close(s2c[1]);
+    oob.rfd = s2c[0];
+    oob.wfd = c2s[1];
+    signal(SIGPIPE, SIG_IGN);
+    ret = run_both(&cfg, &oob, &res);
+    if (!cfg.quiet && isatty(STDERR_FILENO))
+        fputs("\r\033[K", stderr);
+    close(oob.wfd);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+        fprintf(stderr, "hgx-perf: server exited abnormally (status %#x)\n", status);
+        ret = 1;
+    }
+    report(&cfg, &res);
+    return ret;
+}

@@ -1,0 +1,99 @@
+/*
+ * perf.h -- shared declarations of hgx-perf: configuration, the out-of-band
+ * channel between the two processes, result rows, and the per-transport
+ * runners (hgx and raw) that fill them.
+ */
+#ifndef HGX_PERF_H
+#define HGX_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum perf_mode { PERF_LAT, PERF_RATE, PERF_BW, PERF_CANCEL, PERF_SCALE };
+enum perf_kind { PERF_OFI, PERF_UCX, PERF_MPI };
+
+#define PERF_MAX_POINTS 32
+
+struct perf_config {
+    const char *transport; /* "ofi+tcp", ... */
+    enum perf_kind kind;
+    const char *proto; /* part after '+': tcp, shm, static */
+    enum perf_mode mode;
+    int raw_only;      /* --raw: only the raw baseline */
+    int hg_only;       /* --no-raw */
+    size_t sizes[PERF_MAX_POINTS];
+    int nsizes;
+    int iters;
+    const char *csv;
+    int server; /* this process is the server */
+    int quiet;  /* no progress line */
+};
+
+/* Out-of-band channel (pipes, or MPI point-to-point on MPI_COMM_WORLD). */
+struct perf_oob {
+    int (*send)(struct perf_oob *oob, const void *buf, size_t len);
+    int (*recv)(struct perf_oob *oob, void *buf, size_t len);
+    int rfd, wfd;
+};
+
+static inline int perf_oob_send(struct perf_oob *o, const void *b, size_t n)
+{
+    return o->send(o, b, n);
+}
+static inline int perf_oob_recv(struct perf_oob *o, void *b, size_t n)
+{
+    return o->recv(o, b, n);
+}
+/* Length-prefixed blob (addresses, keys): at most cap bytes; *len set. */
+int perf_oob_send_blob(struct perf_oob *o, const void *b, size_t n);
+int perf_oob_recv_blob(struct perf_oob *o, void *b, size_t cap, size_t *len);
+/* A barrier: both sides exchange one byte. */
+int perf_oob_sync(struct perf_oob *o);
+
+/* One measured point; the client fills value and unit, the table shows ratio. */
+struct perf_point {
+    char what[32];   /* row label: "rpc", "bulk-pull", "cancel-storm" ... */
+    size_t param;    /* size in bytes, in-flight count or outstanding count */
+    long iters;      /* operations timed */
+    double value;    /* us per op, or ops/s, or MiB/s */
+    int have;        /* value measured */
+};
+
+struct perf_results {
+    struct perf_point hg[PERF_MAX_POINTS * 2];
+    struct perf_point raw[PERF_MAX_POINTS * 2];
+    int nhg, nraw;
+    double idle_cpu_pct; /* server CPU over an idle second, < 0 if not measured */
+};
+
+/* Runners: run the whole mode as client or server; 0 on success. */
+int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
+int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
+int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
+int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
+
+/* MPI helpers (perf_raw_mpi.c). */
+int perf_mpi_init(int *argc, char ***argv, int *rank, int *size);
+void perf_mpi_oob(struct perf_oob *oob);
+void perf_mpi_finalize(void);
+
+/* Helpers (hgx_perf.c). */
+double perf_now(void); /* seconds, monotonic */
+void perf_progress(const struct perf_config *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what, size_t param,
+    long iters, double value);
+/* Iterations for a point: cfg->iters scaled down for large sizes / counts. */
+long perf_iters_for(const struct perf_config *cfg, size_t bytes_or_count, int bulk);
+
+/* Median of n samples (sorts them). */
+double perf_median(double *v, long n);
+
+/* Rate-mode in-flight counts and scale-mode outstanding counts. */
+extern const size_t perf_rate_inflight[];
+extern const int perf_rate_n;
+extern const size_t perf_scale_counts[];
+extern const int perf_scale_n;
+#define PERF_STORM 10000
+
+#endif /* HGX_PERF_H */

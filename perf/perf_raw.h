@@ -1,0 +1,56 @@
+/*
+ * perf_raw.h -- the raw-transport baseline: one pattern driver (perf_raw.c)
+ * over a small table of transport operations that perf_raw_ofi.c,
+ * perf_raw_ucx.c and perf_raw_mpi.c provide.
+ *
+ * Slots name posted operations: receives use slots [0, PERF_RAW_SEND_BASE),
+ * sends [PERF_RAW_SEND_BASE, PERF_RAW_NSLOTS), RMA uses PERF_RAW_RMA_SLOT.
+ * Tags are (command << 16) | client slot.
+ */
+#ifndef HGX_PERF_RAW_H
+#define HGX_PERF_RAW_H
+
+#include "perf.h"
+
+#define PERF_RAW_SEND_BASE 16384
+#define PERF_RAW_NSLOTS    32768
+#define PERF_RAW_RMA_SLOT  (PERF_RAW_NSLOTS - 1)
+#define PERF_RAW_MSG_MAX   65536 /* largest lat payload */
+#define PERF_RAW_SRV_RECVS 128   /* wildcard receives the server keeps posted */
+
+enum { RAW_CMD_REPLY = 1, RAW_CMD_ECHO, RAW_CMD_PULL, RAW_CMD_PUSHREQ, RAW_CMD_PUSHDATA,
+    RAW_CMD_QUIT, RAW_CMD_NEVER };
+#define RAW_TAG(cmd, slot) (((uint64_t)(cmd) << 16) | (uint64_t)(slot))
+
+enum raw_event { RAW_EV_SEND, RAW_EV_RECV, RAW_EV_RMA, RAW_EV_CANCELLED };
+
+struct raw_completion {
+    int slot;
+    enum raw_event ev;
+    uint64_t tag;
+    size_t len;
+};
+
+struct raw_transport {
+    void *t;
+    /* Registered memory, allocated by the transport: msg (send/recv buffers,
+     * PERF_RAW_SRV_RECVS * PERF_RAW_MSG_MAX + PERF_RAW_MSG_MAX bytes) and big
+     * (bulk; the peer can read and write it). */
+    char *msg, *big;
+    size_t big_size;
+    int max_recvs; /* receives that can be posted at once (0: no limit) */
+    int (*send)(void *t, int slot, const void *buf, size_t len, uint64_t tag);
+    int (*recv)(void *t, int slot, void *buf, size_t len, uint64_t tag, int any_tag);
+    int (*poll)(void *t, struct raw_completion *out, int max); /* count, < 0 error */
+    int (*cancel)(void *t, int slot);
+    /* RMA on the peer's big region at offset 0, or NULL (then bw uses messages). */
+    int (*rma)(void *t, int put, void *local, size_t len);
+};
+
+/* Run the mode with the given transport (set up, peer connected). */
+int perf_raw_drive(const struct perf_config *cfg, struct raw_transport *rt, struct perf_results *res);
+
+/* Largest bw size of the configuration (bytes), at least 4096. */
+size_t perf_raw_big_size(const struct perf_config *cfg);
+
+#endif /* HGX_PERF_RAW_H */
