@@ -628,6 +628,7 @@ static void test_cancel_bulk(void **state)
     assert_int_equal(HG_Get_output(h, &out), HG_SUCCESS);
     assert_int_equal(HG_Bulk_get_size(out.bulk), EXPOSE_SIZE);
     assert_int_equal(HG_Bulk_create(g.cls, 1, &buf, &size, HG_BULK_WRITE_ONLY, &local), HG_SUCCESS);
+    memset(buf, 0xaa, EXPOSE_SIZE);
     st = (struct fwd_state){0, HG_OTHER_ERROR};
     assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server, out.bulk, 0,
                          local, 0, EXPOSE_SIZE, &op),
@@ -635,7 +636,16 @@ static void test_cancel_bulk(void **state)
     assert_int_equal(HG_Bulk_cancel(op), HG_SUCCESS);
     run_until(&st.calls, 1, WAIT_MS);
     assert_int_equal(st.calls, 1);
-    assert_int_equal(st.ret, HG_CANCELED);
+    /* Either the cancel won and nothing was written, or the transfer had
+     * already moved data and then completes in full: never both. */
+    if (st.ret == HG_CANCELED) {
+        for (size_t i = 0; i < EXPOSE_SIZE; i++)
+            if (((unsigned char *)buf)[i] != 0xaa)
+                fail_msg("cancelled pull wrote byte %zu", i);
+    } else {
+        assert_int_equal(st.ret, HG_SUCCESS);
+    }
+    print_message("# %s: cancelled 64 MiB pull -> %s\n", g.info, HG_Error_to_string(st.ret));
     run_until(&st.calls, 2, 200);
     assert_int_equal(st.calls, 1);
 

@@ -143,11 +143,28 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count, unsigned i
     return count > 0 || max_count == 0 ? NA_SUCCESS : NA_TIMEOUT;
 }
 
-static uint64_t na_now_ms(void)
+static uint64_t na_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* How long NA_Poll_wait keeps polling before it sleeps in the transport's
+ * wait object: a reply due within a few microseconds is then caught without
+ * paying for a sleep and a wake-up, while an idle process still sleeps.
+ * HGX_NA_SPIN_US overrides the default. */
+static uint64_t na_spin_ns(void)
+{
+    static atomic_llong spin_ns = -1;
+    long long v = atomic_load(&spin_ns);
+    if (v < 0) {
+        const char *env = getenv("HGX_NA_SPIN_US");
+        long us = env ? strtol(env, NULL, 10) : 20;
+        v = us < 0 ? 0 : (us > 100000 ? 100000 : us) * 1000LL;
+        atomic_store(&spin_ns, v);
+    }
+    return (uint64_t)v;
 }
 
 static na_return_t na_progress_check(na_class_t *na_class, na_context_t *context)
@@ -181,7 +198,9 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context, unsigned i
     if (ret != NA_SUCCESS)
         return ret;
 
-    uint64_t deadline = na_now_ms() + timeout_ms;
+    uint64_t start = na_now_ns();
+    uint64_t deadline = start + (uint64_t)timeout_ms * 1000000u;
+    uint64_t spin_end = start + na_spin_ns();
     for (;;) {
         ret = na_class->ops->poll(na_class, context, NULL);
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
@@ -192,13 +211,14 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context, unsigned i
                 *count_p = count;
             return NA_SUCCESS;
         }
-        uint64_t now = na_now_ms();
+        uint64_t now = na_now_ns();
         if (now >= deadline)
             break;
-        if (na_class->progress_mode & NA_NO_BLOCK)
+        if ((na_class->progress_mode & NA_NO_BLOCK) || now < spin_end)
             continue;
         /* Idle: sleep in the transport's wait object rather than spin. */
-        ret = na_class->ops->poll_wait(na_class, context, (unsigned int)(deadline - now));
+        ret = na_class->ops->poll_wait(
+            na_class, context, (unsigned int)((deadline - now + 999999u) / 1000000u));
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
     }
