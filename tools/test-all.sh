@@ -57,6 +57,10 @@ for t in tests/test_na tests/test_hg; do
     fi
 done
 
+echo "=== [fuzz] make fuzz-smoke (every target, fixed input count)"
+make -C "$top/build-ci/openmpi" fuzz-smoke 2>&1 | tee "$logdir/fuzz.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
 # No transport may be skipped as a whole: each must have run its test group.
 for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     for cfg in openmpi asan; do

@@ -103,5 +103,9 @@ int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const v
         return -1;
     if ((hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD) && !(hdr->flags & HG_HEADER_CHECKSUM))
         return -1;
+    /* One encoding per header: reserved bytes and an unused checksum are zero. */
+    if (p[7] != 0 || get_u32(p + 12) != 0 ||
+        (!(hdr->flags & HG_HEADER_CHECKSUM) && get_u64(p + HG_HEADER_CRC_OFFSET) != 0))
+        return -1;
     return 0;
 }
