@@ -10,11 +10,16 @@
  * touched. A put completes when the target ACKs that all data was applied; a
  * get when all data arrived.
  *
- * Cancel is LOCAL for now (see enum mpi_emul_ostate): outstanding receives are
- * MPI_Cancel'ed, the op completes NA_CANCELED, and the request id stays
- * reserved (ZOMBIE) while late data is matched into a scratch buffer and
- * dropped. The IMPI remote-cancel protocol (CANCEL request, CANCELYES/CANCELNO)
- * plugs into the states marked "IMPI" below.
+ * A put waits for the target's CTS (clear to send) before sending data, so
+ * no put data is ever in flight for a request the target has not started.
+ *
+ * Cancel follows the IMPI message-cancellation protocol (docs/mpi-emul-cancel.md):
+ * the origin sends CANCEL {request id, seq}; the target answers CANCELYES and
+ * drops the request if it has not started it (nothing written, nothing sent),
+ * else CANCELNO and the transfer completes in full. The wait for the answer
+ * is bounded (HGX_MPI_CANCEL_TIMEOUT_MS, default 200); past it the cancel
+ * turns local (posted MPI requests cancelled, late data drained and dropped,
+ * never written into the caller's memory).
  */
 #ifndef HGX_MPI_EMUL_H
 #define HGX_MPI_EMUL_H
@@ -50,15 +55,44 @@ struct mpi_emul_mem_wire {
     uint64_t len;
 };
 
-/* Origin request states (named so the IMPI protocol can be added). */
+/* Origin request states. */
 enum mpi_emul_ostate {
-    MPI_EMUL_O_ACTIVE,     /* data moving / waiting for ack */
-    MPI_EMUL_O_CANCELING,  /* local cancel: MPI_Cancel'ed, waiting for MPI to confirm */
-    /* IMPI (later): MPI_EMUL_O_CANCEL_SENT -- cancel packet sent, waiting for
-     * CANCELYES (drop, complete NA_CANCELED) or CANCELNO (complete normally);
-     * bounded wait, then fall back to the local cancel below. */
-    MPI_EMUL_O_ZOMBIE,     /* op completed (canceled); late data drained and dropped */
+    MPI_EMUL_O_ACTIVE,      /* request sent, data moving / waiting for CTS, ACK or data */
+    MPI_EMUL_O_CANCEL_SENT, /* CANCEL sent: CANCELYES -> NA_CANCELED, CANCELNO -> completes in
+                               full; no answer within the bound -> ZOMBIE */
+    MPI_EMUL_O_ZOMBIE,      /* cancel timed out: completed NA_CANCELED (local cancel); the id
+                               stays reserved until the late answer arrives (or expiry), late
+                               data is drained into scratch and dropped */
 };
+
+/* Target request states (DONE = record freed; answered from a per-origin
+ * high-water mark of request sequence numbers). */
+enum mpi_emul_tstate {
+    MPI_EMUL_T_RECEIVED, /* control packet arrived, nothing written or sent yet */
+    MPI_EMUL_T_APPLYING, /* data receives/sends posted (put: CTS sent) */
+};
+
+/* Process-wide cancel counters (all mpi_emul instances), for tests and benchmarks. */
+struct mpi_emul_counters {
+    unsigned long cancel_requested; /* CANCEL packets sent by origins */
+    unsigned long cancel_yes;       /* CANCELYES received in time */
+    unsigned long cancel_no;        /* CANCELNO received in time */
+    unsigned long cancel_timeout;   /* no answer within the bound: turned local */
+    unsigned long late_replies;     /* answers for timed-out / forgotten requests, dropped */
+    unsigned long late_data_dropped;/* data chunks drained into scratch after a local cancel */
+    unsigned long partial_local;    /* timed-out get whose data had partly landed (target stalled
+                                       mid-transfer; see docs/mpi-emul-cancel.md) */
+    unsigned long target_yes;       /* requests dropped by a target (answered CANCELYES) */
+    unsigned long target_no;        /* cancels refused by a target (CANCELNO) */
+    unsigned long tombstone_drops;  /* requests dropped because a tombstone named them */
+    unsigned long aborts;           /* ABORTs handled by a target (timed-out put after CTS) */
+    /* gauges: what is alive right now (0 when everything is quiet => nothing leaked) */
+    unsigned long origin_active;    /* origin requests holding an id (incl. zombies) */
+    unsigned long target_records;   /* target request records (RECEIVED + APPLYING) */
+    unsigned long tombstones;       /* live tombstones */
+    unsigned long drains;           /* active drains */
+};
+void mpi_emul_get_counters(struct mpi_emul_counters *c);
 
 struct mpi_emul;
 struct mpi_emul_oreq;
@@ -84,9 +118,12 @@ na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, si
 na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_mem *local,
     uint64_t local_offset, const struct mpi_emul_mem *remote, uint64_t remote_offset, size_t size,
     mpi_emul_done_fn done, void *arg, struct mpi_emul_oreq **oreq_p);
-/* Start a local cancel; done() runs later (once) from progress. */
+/* Start a cancel (IMPI remote cancel, bounded); done() runs later (once) from progress. */
 void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o);
-/* Completions of ops for NA (incremented by done callbacks through the caller). */
+/* Receive control packets (MPI_Improbe, cancels before starting any request of
+ * the same batch), start received requests, run cancel timers. Call from the
+ * NA progress loop; returns the number of events handled. */
+int mpi_emul_progress(struct mpi_emul *e);
 void mpi_emul_get_stats(const struct mpi_emul *e, struct mpi_emul_stats *s);
 
 #endif

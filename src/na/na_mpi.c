@@ -899,6 +899,8 @@ static na_return_t poll_locked(struct mpi_class *pc)
             log_mpi("MPI_Testsome", rc);
             return NA_PROTOCOL_ERROR;
         }
+        /* put/get emulation: control packets (cancels first), cancel timers */
+        ndone += mpi_emul_progress(pc->emul);
         if (ndone == 0)
             break;
     }
