@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,26 +67,33 @@
 #define OFI_MH_HDR_SIZE 16 /* magic u16, version u8, flags u8, count u32, total u64 */
 #define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
 
-#define OFI_CQ_BATCH          16
-#define OFI_CQ_MAX_ROUNDS     16   /* bound the work of one poll */
-#define OFI_POST_RETRY_MS     2000 /* connection setup makes rxm return EAGAIN meanwhile */
-#define OFI_CANCEL_ESCALATE_MS 1000
-#define OFI_CANCEL_POLL_MS    100 /* wake up to escalate stuck cancels */
-#define OFI_SLEEP_MAX_NS      1000000 /* idle back-off without a wait fd (shm) */
+#define OFI_CQ_BATCH           16
+#define OFI_CQ_MAX_ROUNDS      16      /* bound the work of one poll */
+#define OFI_RETRY_POLL_MS      1       /* progress often while posts wait to be retried */
+#define OFI_RETRY_TIMEOUT_MS   5000    /* a post refused this long fails (peer unreachable) */
+#define OFI_RETRY_BLOCKED_MAX  16      /* refused peers tracked in one retry pass */
+#define OFI_CANCEL_ESCALATE_MS 1000    /* a canceled op still pending: drop the peer */
+#define OFI_CANCEL_FORCE_MS    500     /* then complete it without the provider */
+#define OFI_CANCEL_POLL_MS     100     /* wake up to escalate stuck cancels */
+#define OFI_SLEEP_MAX_NS       1000000 /* idle back-off without a wait fd (shm) */
 
 #define OFI_PEER_BUCKETS_INIT 64
+#define OFI_CTX_CHUNK         256 /* provider contexts allocated at a time */
 
 /* Protocols offered and the provider behind each. */
 struct ofi_proto {
     const char *name;       /* NA protocol */
     const char *prov_name;  /* libfabric provider */
     const char *str_prefix; /* prefix of string addresses, NULL for sockaddr ones */
+    /* shm 1.17 deadlocks in fi_trecv directed at a peer whose message above
+     * the inject size waits in the unexpected queue: stay at or below it. */
+    bool msg_max_inject;
 };
 
 static const struct ofi_proto ofi_protos[] = {
-    {"tcp", "tcp;ofi_rxm", NULL},
-    {"sockets", "sockets", NULL},
-    {"shm", "shm", "fi_shm://"},
+    {"tcp", "tcp;ofi_rxm", NULL, false},
+    {"sockets", "sockets", NULL, false},
+    {"shm", "shm", "fi_shm://", true},
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
@@ -96,6 +102,7 @@ struct ofi_peer {
     uint64_t hash;
     _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
     atomic_int refs;          /* addresses and pending ops using it */
+    atomic_int queued;        /* its ops in the retry queue */
     bool removed;             /* NA_Addr_set_remove: free once unreferenced */
     size_t len;
     unsigned char raw[];
@@ -123,31 +130,70 @@ struct ofi_mem_handle {
 
 struct ofi_op;
 
-/* Context handed to libfabric; maps a completion back to its op. */
+/* Context handed to libfabric with each provider operation. It lives in a
+ * class pool, not in the op id: after a forced cancel the provider may still
+ * hold it, and the op id may already be reused. Whoever swaps op to NULL
+ * (the completion or the forced cancel) owns the outcome. */
 struct ofi_ctx {
     struct fi_context2 fi;
-    struct ofi_op *op;
+    _Atomic(struct ofi_op *) op;
+    struct ofi_ctx *next_free;
+};
+
+struct ofi_ctx_chunk {
+    struct ofi_ctx_chunk *next;
+    struct ofi_ctx ctx[OFI_CTX_CHUNK];
+};
+
+/* Intrusive list of ops (retry queue, cancel list), under the class lock. */
+struct ofi_link {
+    struct ofi_link *prev, *next;
+};
+
+struct ofi_list {
+    struct ofi_link *head, *tail;
+    atomic_size_t count; /* read without the lock to skip empty lists */
+};
+
+#define OFI_OP_OF(link, member) ((struct ofi_op *)((char *)(link)-offsetof(struct ofi_op, member)))
+
+enum ofi_op_kind { OFI_OP_SEND, OFI_OP_SEND_UNEXPECTED, OFI_OP_RECV, OFI_OP_PUT, OFI_OP_GET };
+
+/* Position in the local and remote segment lists of a put/get. */
+struct ofi_rma_cursor {
+    const struct ofi_mem_handle *local, *remote;
+    size_t lseg, rseg;   /* current segments */
+    uint64_t loff, roff; /* offsets inside them */
+    uint64_t left;       /* bytes still to describe */
 };
 
 /* Per-op state living in the op id (na_op_plugin). */
 struct ofi_op {
-    struct ofi_ctx ctx;
-    struct ofi_ctx *parts;    /* one context per part of a split put/get */
-    size_t nparts;
-    atomic_size_t parts_left; /* parts in flight + 1 while still posting */
-    atomic_int part_ret;      /* first error of a put/get part */
-    struct ofi_peer *peer;    /* target or expected source, referenced */
+    enum ofi_op_kind kind;
+    struct ofi_peer *peer; /* target or expected source, referenced */
     fi_addr_t fi_addr;
-    void *buf; /* receive buffer, kept to parse the header and to repost */
+    void *buf; /* message buffer, kept for retries, headers and reposts */
     size_t buf_size;
     void *desc;
     uint64_t tag, ignore;
     struct fid_mr *tmp_mr; /* buffer registered for this op (FI_MR_LOCAL) */
-    atomic_bool done;      /* provider completion handled */
-    bool cancel_listed;    /* in the class's cancel list (under lock) */
-    bool escalated;
-    uint64_t cancel_deadline_ms;
-    struct ofi_op *cancel_prev, *cancel_next;
+
+    /* Messages have one part; put/get one per provider operation. */
+    struct ofi_rma_cursor cur; /* first byte of the next part to post */
+    struct ofi_ctx **parts;    /* contexts of posted parts (&one_part for one) */
+    struct ofi_ctx *one_part;
+    size_t nparts, posted;
+    atomic_size_t parts_left; /* parts in flight or unposted, + 1 while posting */
+    atomic_int part_ret;      /* first error of a put/get part */
+
+    atomic_bool done; /* provider completion handled */
+    bool retry_queued;
+    uint64_t retry_deadline_ms; /* give up refused posts then */
+    ssize_t retry_rc;           /* outcome of the last retry */
+    struct ofi_link retry_link;
+    bool cancel_listed, escalated;
+    uint64_t cancel_deadline_ms; /* escalate, then force OFI_CANCEL_FORCE_MS later */
+    struct ofi_link cancel_link;
 };
 
 struct ofi_class {
@@ -170,12 +216,17 @@ struct ofi_class {
     struct fid_mr *hdr_mr;
     void *hdr_desc;
 
-    pthread_mutex_t lock; /* peer table and cancel list */
+    pthread_mutex_t lock; /* peer table, retry queue and cancel list */
     struct ofi_peer **buckets;
     size_t nbuckets, npeers;
-    struct ofi_op *cancel_head;
-    atomic_int n_canceling;
+    struct ofi_list retry;    /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued;   /* queued ops without a peer (unexpected receives) */
+    struct ofi_list canceled; /* canceled ops still with the provider */
     atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
+
+    pthread_mutex_t ctx_lock; /* context pool */
+    struct ofi_ctx *ctx_free;
+    struct ofi_ctx_chunk *ctx_chunks;
 };
 
 static inline struct ofi_class *ofi_class(const na_class_t *na_class)
@@ -235,6 +286,7 @@ static na_return_t ofi_na_error(int err)
     case FI_EIO:
     case FI_EREMOTEIO:
         return NA_IO_ERROR;
+    case FI_ENOENT: /* sockets, when it cannot connect to the peer */
     case FI_ENETDOWN:
     case FI_ENETUNREACH:
     case FI_EHOSTDOWN:
@@ -801,6 +853,11 @@ static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info
     } else if (info->host) {
         HGX_LOG_DEBUG(OFI, "shm ignores host \"%s\"", info->host);
     }
+    /* rxm lets tcp receive straight into the user's buffer; a message that
+     * does not fit then makes tcp drop the connection. Bounce buffers keep a
+     * truncation local (unless the user chose otherwise). */
+    if (strcmp(cls->proto->name, "tcp") == 0)
+        setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", 0);
     int rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &cls->info);
     HGX_CHECK(OFI, rc != 0, out, ret, rc == -FI_ENODATA ? NA_NODEV : ofi_na_error(-rc),
         "libfabric provider \"%s\" unavailable for ofi+%s (RDM, tagged, RMA, directed "
@@ -916,6 +973,9 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
     size_t max_msg = fi->ep_attr->max_msg_size;
 
     cls->max_msg_size = max_msg;
+    if (cls->proto->msg_max_inject && fi->tx_attr->inject_size >= OFI_MSG_SIZE_DEFAULT
+        && fi->tx_attr->inject_size < max_msg)
+        max_msg = fi->tx_attr->inject_size;
     cls->iov_limit = fi->tx_attr->iov_limit < OFI_IOV_MAX ? fi->tx_attr->iov_limit : OFI_IOV_MAX;
     cls->rma_iov_limit = fi->tx_attr->rma_iov_limit < OFI_IOV_MAX ? fi->tx_attr->rma_iov_limit
                                                                    : OFI_IOV_MAX;
@@ -952,6 +1012,11 @@ static void ofi_class_free(struct ofi_class *cls)
                 free(p);
             }
     free(cls->buckets);
+    for (struct ofi_ctx_chunk *c = cls->ctx_chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    pthread_mutex_destroy(&cls->ctx_lock);
     pthread_mutex_destroy(&cls->lock);
     free(cls);
 }
@@ -964,6 +1029,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     (void)listen; /* an rxm endpoint always accepts connections */
     HGX_CHECK(OFI, !cls, error, ret, NA_NOMEM, "out of memory for the ofi class");
     pthread_mutex_init(&cls->lock, NULL);
+    pthread_mutex_init(&cls->ctx_lock, NULL);
     cls->wait_fd = -1;
     atomic_init(&cls->next_mr_key, 1);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
@@ -1335,7 +1401,7 @@ static na_return_t ofi_mem_handle_deserialize(
 }
 
 /* ---------------------------------------------------------------------------
- * Op state and completion
+ * Op state, contexts, retry queue
  * ------------------------------------------------------------------------- */
 
 static inline struct ofi_op *ofi_op(na_op_id_t *op)
@@ -1343,55 +1409,109 @@ static inline struct ofi_op *ofi_op(na_op_id_t *op)
     return na_op_plugin(op);
 }
 
+static void ofi_list_push(struct ofi_list *list, struct ofi_link *link, bool front)
+{
+    link->prev = front ? NULL : list->tail;
+    link->next = front ? list->head : NULL;
+    if (link->prev)
+        link->prev->next = link;
+    else
+        list->head = link;
+    if (link->next)
+        link->next->prev = link;
+    else
+        list->tail = link;
+    atomic_fetch_add(&list->count, 1);
+}
+
+static void ofi_list_remove(struct ofi_list *list, struct ofi_link *link)
+{
+    if (link->prev)
+        link->prev->next = link->next;
+    else
+        list->head = link->next;
+    if (link->next)
+        link->next->prev = link->prev;
+    else
+        list->tail = link->prev;
+    atomic_fetch_sub(&list->count, 1);
+}
+
+static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
+{
+    pthread_mutex_lock(&cls->ctx_lock);
+    if (!cls->ctx_free) {
+        struct ofi_ctx_chunk *chunk = malloc(sizeof(*chunk));
+        if (!chunk) {
+            pthread_mutex_unlock(&cls->ctx_lock);
+            HGX_LOG_ERROR(OFI, "out of memory for operation contexts");
+            return NULL;
+        }
+        chunk->next = cls->ctx_chunks;
+        cls->ctx_chunks = chunk;
+        for (size_t i = 0; i < OFI_CTX_CHUNK; i++) {
+            chunk->ctx[i].next_free = cls->ctx_free;
+            cls->ctx_free = &chunk->ctx[i];
+        }
+    }
+    struct ofi_ctx *ctx = cls->ctx_free;
+    cls->ctx_free = ctx->next_free;
+    pthread_mutex_unlock(&cls->ctx_lock);
+    atomic_store(&ctx->op, oop);
+    return ctx;
+}
+
+static void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx)
+{
+    pthread_mutex_lock(&cls->ctx_lock);
+    ctx->next_free = cls->ctx_free;
+    cls->ctx_free = ctx;
+    pthread_mutex_unlock(&cls->ctx_lock);
+}
+
+static inline bool ofi_op_is_rma(const struct ofi_op *oop)
+{
+    return oop->kind == OFI_OP_PUT || oop->kind == OFI_OP_GET;
+}
+
 /* Reset the op area for a new operation; peer (may be NULL) gains a reference. */
-static struct ofi_op *ofi_op_start(na_op_id_t *op, struct ofi_peer *peer)
+static struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_peer *peer)
 {
     struct ofi_op *oop = ofi_op(op);
 
-    oop->ctx.op = oop;
-    oop->parts = NULL;
-    oop->nparts = 0;
+    oop->kind = kind;
     oop->peer = peer;
     if (peer)
         ofi_peer_ref(peer);
-    oop->tmp_mr = NULL;
     oop->desc = NULL;
+    oop->tmp_mr = NULL;
+    oop->one_part = NULL;
+    oop->parts = &oop->one_part;
+    oop->nparts = 1;
+    oop->posted = 0;
+    oop->retry_queued = false;
     oop->cancel_listed = false;
     oop->escalated = false;
     atomic_store(&oop->done, false);
     return oop;
 }
 
-/* Undo ofi_op_start for an op that was not posted. */
-static void ofi_op_abort(struct ofi_class *cls, struct ofi_op *oop)
+/* Free what ofi_op_start and posting acquired. Contexts left in parts[]
+ * are done with the provider (ghosts of a forced cancel were taken out). */
+static void ofi_op_release(struct ofi_class *cls, struct ofi_op *oop)
 {
+    for (size_t i = 0; i < oop->posted; i++)
+        if (oop->parts[i])
+            ofi_ctx_put(cls, oop->parts[i]);
+    if (oop->parts != &oop->one_part)
+        free(oop->parts);
     if (oop->tmp_mr)
         ofi_mr_close(oop->tmp_mr);
-    free(oop->parts);
     if (oop->peer)
         ofi_peer_put(cls, oop->peer);
 }
 
-static void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop)
-{
-    if (!oop->cancel_listed)
-        return;
-    if (oop->cancel_prev)
-        oop->cancel_prev->cancel_next = oop->cancel_next;
-    else
-        cls->cancel_head = oop->cancel_next;
-    if (oop->cancel_next)
-        oop->cancel_next->cancel_prev = oop->cancel_prev;
-    oop->cancel_listed = false;
-    atomic_fetch_sub(&cls->n_canceling, 1);
-}
-
-static bool ofi_op_is_recv(const na_op_id_t *op)
-{
-    return op->info.type == NA_CB_RECV_UNEXPECTED || op->info.type == NA_CB_RECV_EXPECTED;
-}
-
-/* The provider is done with the op: release it and hand it to the core. */
+/* The op is over: release it and hand it to the core. */
 static void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
 {
     na_op_id_t *op = na_op_from_plugin(oop);
@@ -1401,77 +1521,22 @@ static void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t
     atomic_store(&oop->done, true);
     if (na_op_cancel_requested(op)) {
         pthread_mutex_lock(&cls->lock);
-        ofi_cancel_unlist_locked(cls, oop);
+        if (oop->cancel_listed)
+            ofi_list_remove(&cls->canceled, &oop->cancel_link);
+        oop->cancel_listed = false;
         pthread_mutex_unlock(&cls->lock);
         /* Sends and RMA cannot be recalled: a cancel requested before their
          * completion wins. A receive that got its data keeps it. */
-        if (ret != NA_SUCCESS || !ofi_op_is_recv(op))
+        if (ret != NA_SUCCESS || oop->kind != OFI_OP_RECV)
             ret = NA_CANCELED;
     }
-    ofi_op_abort(cls, oop);
+    ofi_op_release(cls, oop);
     na_op_complete(op, ret);
 }
 
-static na_return_t ofi_post_recv(struct ofi_class *cls, struct ofi_op *oop)
-{
-    return fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr, oop->tag,
-               oop->ignore, &oop->ctx)
-               == 0
-               ? NA_SUCCESS
-               : NA_PROTOCOL_ERROR;
-}
-
-/* Parse the sender's header; false if it is malformed. */
-static bool ofi_hdr_parse(
-    const struct ofi_class *cls, const unsigned char *buf, size_t len, unsigned char *raw, size_t *raw_len)
-{
-    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
-        return false;
-    size_t n = (size_t)buf[2] | (size_t)buf[3] << 8;
-    if (n == 0 || n > OFI_RAW_ADDR_MAX)
-        return false;
-    memcpy(raw, buf + 4, n);
-    *raw_len = n;
-    return ofi_raw_addr_normalize(cls, raw, raw_len);
-}
-
-/* An unexpected message arrived: find its sender from the header. A bad
- * header (or an address we cannot insert) drops the message and reposts. */
-static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *oop, size_t len, uint64_t tag)
-{
-    na_op_id_t *op = na_op_from_plugin(oop);
-    unsigned char raw[OFI_RAW_ADDR_MAX];
-    size_t raw_len;
-    na_addr_t *source = NULL;
-
-    if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
-        struct ofi_peer *peer;
-        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS
-            && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
-            op->info.info.recv_unexpected.actual_buf_size = len;
-            op->info.info.recv_unexpected.source = source;
-            op->info.info.recv_unexpected.tag = (na_tag_t)(tag & OFI_TAG_NA_MASK);
-            ofi_op_finish(cls, oop, NA_SUCCESS);
-            return;
-        }
-    } else {
-        atomic_fetch_add(&cls->n_bad_headers, 1);
-        HGX_LOG_ERROR(OFI, "dropped an unexpected message of %zu bytes with a malformed "
-                           "header (%lu so far)",
-            len, atomic_load(&cls->n_bad_headers));
-    }
-    if (na_op_cancel_requested(op)) {
-        ofi_op_finish(cls, oop, NA_CANCELED);
-        return;
-    }
-    if (ofi_post_recv(cls, oop) != NA_SUCCESS) {
-        HGX_LOG_ERROR(OFI, "could not repost an unexpected receive");
-        ofi_op_finish(cls, oop, NA_PROTOCOL_ERROR);
-    }
-}
-
-/* One part of a put/get ended; the last one finishes the op. */
-static void ofi_rma_part_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+/* One part ended (or the posting guard was dropped); the last one finishes
+ * the op with the first error seen. */
+static void ofi_part_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
 {
     if (ret != NA_SUCCESS) {
         int expected = NA_SUCCESS;
@@ -1481,289 +1546,28 @@ static void ofi_rma_part_done(struct ofi_class *cls, struct ofi_op *oop, na_retu
         ofi_op_finish(cls, oop, (na_return_t)atomic_load(&oop->part_ret));
 }
 
-static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret, size_t len, uint64_t tag)
+/* Give up the parts not posted yet; the op ends with ret once the others land. */
+static void ofi_parts_abandon(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
 {
-    struct ofi_op *oop = ctx->op;
-    na_op_id_t *op = na_op_from_plugin(oop);
-
-    switch (op->info.type) {
-    case NA_CB_RECV_UNEXPECTED:
-        if (ret == NA_SUCCESS) {
-            ofi_complete_recv_unexpected(cls, oop, len, tag);
-            return;
-        }
-        break;
-    case NA_CB_RECV_EXPECTED:
-        op->info.info.recv_expected.actual_buf_size = ret == NA_SUCCESS ? len : 0;
-        break;
-    case NA_CB_PUT:
-    case NA_CB_GET:
-        ofi_rma_part_done(cls, oop, ret);
-        return;
-    default:
-        break;
-    }
-    ofi_op_finish(cls, oop, ret);
+    int expected = NA_SUCCESS;
+    atomic_compare_exchange_strong(&oop->part_ret, &expected, (int)ret);
+    atomic_fetch_sub(&oop->parts_left, oop->nparts - oop->posted);
+    ofi_part_done(cls, oop, NA_SUCCESS);
 }
 
-static void ofi_cq_read_error(struct ofi_class *cls)
+/* Caller holds the lock with the op listed as canceled (so it is alive). */
+static void ofi_cancel_contexts_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
-    struct fi_cq_err_entry err = {0};
-    ssize_t rc = fi_cq_readerr(cls->cq, &err, 0);
-
-    if (rc != 1) {
-        if (rc != -FI_EAGAIN)
-            HGX_LOG_ERROR(OFI, "fi_cq_readerr failed: %s", fi_strerror((int)-rc));
-        return;
-    }
-    if (!err.op_context) {
-        HGX_LOG_ERROR(OFI, "completion error without context: %s", fi_strerror(err.err));
-        return;
-    }
-    if (err.err == FI_ECANCELED)
-        HGX_LOG_DEBUG(OFI, "operation canceled");
-    else if (err.err == FI_ETRUNC)
-        HGX_LOG_ERROR(OFI, "message of %zu bytes truncated to the %zu-byte receive buffer",
-            err.len + err.olen, err.len);
-    else
-        HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
-            fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
-    ofi_complete(cls, err.op_context, ofi_na_error(err.err), err.len, err.tag);
-}
-
-/* Process what the CQ holds, in bounded batches; returns completions seen. */
-static unsigned int ofi_cq_drain(struct ofi_class *cls)
-{
-    struct fi_cq_tagged_entry entries[OFI_CQ_BATCH];
-    unsigned int count = 0;
-
-    for (int round = 0; round < OFI_CQ_MAX_ROUNDS; round++) {
-        ssize_t n = fi_cq_read(cls->cq, entries, OFI_CQ_BATCH);
-        if (n == -FI_EAGAIN)
-            break;
-        if (n == -FI_EAVAIL) {
-            ofi_cq_read_error(cls);
-            count++;
-            continue;
-        }
-        if (n < 0) {
-            HGX_LOG_ERROR(OFI, "fi_cq_read failed: %s", fi_strerror((int)-n));
-            break;
-        }
-        for (ssize_t i = 0; i < n; i++)
-            ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len, entries[i].tag);
-        count += (unsigned int)n;
-        if (n < OFI_CQ_BATCH)
-            break;
-    }
-    return count;
-}
-
-/* Provider queues can be full, and rxm returns EAGAIN while it connects to a
- * new peer: progress and retry for a bounded time. */
-#define OFI_POST_RETRY(cls, rc, call)                                                    \
-    do {                                                                                 \
-        uint64_t deadline_ = 0;                                                          \
-        while (((rc) = (call)) == -FI_EAGAIN) {                                          \
-            uint64_t now_ = ofi_now_ms();                                                \
-            if (deadline_ == 0)                                                          \
-                deadline_ = now_ + OFI_POST_RETRY_MS;                                    \
-            else if (now_ >= deadline_)                                                  \
-                break;                                                                   \
-            if (ofi_cq_drain(cls) == 0)                                                  \
-                sched_yield();                                                           \
-        }                                                                                \
-    } while (0)
-
-static na_return_t ofi_post_error(ssize_t rc, const char *what)
-{
-    HGX_LOG_ERROR(OFI, "%s failed: %s", what, fi_strerror((int)-rc));
-    return ofi_na_error((int)-rc);
+    for (size_t i = 0; i < oop->posted; i++)
+        if (oop->parts[i])
+            fi_cancel(&cls->ep->fid, oop->parts[i]);
 }
 
 /* ---------------------------------------------------------------------------
- * Messages
+ * Posting
  * ------------------------------------------------------------------------- */
 
-static size_t ofi_msg_get_max_unexpected_size(const na_class_t *na_class)
-{
-    return ofi_class(na_class)->max_unexpected_size;
-}
-
-static size_t ofi_msg_get_max_expected_size(const na_class_t *na_class)
-{
-    return ofi_class(na_class)->max_expected_size;
-}
-
-static size_t ofi_msg_get_unexpected_header_size(const na_class_t *na_class)
-{
-    (void)na_class;
-    return OFI_HDR_SIZE;
-}
-
-static na_tag_t ofi_msg_get_max_tag(const na_class_t *na_class)
-{
-    (void)na_class;
-    return (na_tag_t)OFI_TAG_NA_MASK;
-}
-
-static na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size)
-{
-    if (buf_size < OFI_HDR_SIZE) {
-        HGX_LOG_ERROR(OFI, "buffer of %zu bytes cannot hold the %d-byte header", buf_size,
-            OFI_HDR_SIZE);
-        return NA_OVERFLOW;
-    }
-    memcpy(buf, ofi_class(na_class)->hdr, OFI_HDR_SIZE);
-    return NA_SUCCESS;
-}
-
-static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
-{
-    return (uint64_t)context_id << OFI_TAG_CTX_SHIFT | tag;
-}
-
-/* Local descriptor of a message buffer: its msg_buf_alloc registration, or
- * a registration just for this op when the provider requires FI_MR_LOCAL. */
-static na_return_t ofi_msg_desc(struct ofi_class *cls, struct ofi_op *oop, const void *buf,
-    size_t len, void *plugin_data, uint64_t access)
-{
-    na_return_t ret = NA_SUCCESS;
-
-    if (plugin_data)
-        oop->desc = fi_mr_desc(plugin_data);
-    else if ((cls->mr_mode & FI_MR_LOCAL) && len > 0) {
-        oop->tmp_mr = ofi_mr_open(cls, buf, len, access, &ret);
-        if (oop->tmp_mr)
-            oop->desc = fi_mr_desc(oop->tmp_mr);
-    }
-    return ret;
-}
-
-static na_return_t ofi_msg_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
-    size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint64_t tag, bool unexpected)
-{
-    struct ofi_class *cls = ofi_class(na_class);
-    struct ofi_op *oop = ofi_op_start(op, ofi_addr_peer(dest_addr));
-    ssize_t rc;
-
-    na_return_t ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
-    if (ret == NA_SUCCESS)
-        ret = ofi_msg_desc(cls, oop, buf, buf_size, plugin_data, FI_SEND);
-    if (ret != NA_SUCCESS)
-        goto error;
-    if (unexpected) {
-        /* Our own header replaces whatever the caller left in its first bytes. */
-        struct iovec iov[2] = {
-            {.iov_base = cls->hdr, .iov_len = OFI_HDR_SIZE},
-            {.iov_base = (char *)buf + OFI_HDR_SIZE, .iov_len = buf_size - OFI_HDR_SIZE},
-        };
-        void *desc[2] = {cls->hdr_desc, oop->desc};
-        size_t count = buf_size > OFI_HDR_SIZE ? 2 : 1;
-        OFI_POST_RETRY(cls, rc, fi_tsendv(cls->ep, iov, desc, count, oop->fi_addr, tag, &oop->ctx));
-    } else {
-        OFI_POST_RETRY(cls, rc, fi_tsend(cls->ep, buf, buf_size, oop->desc, oop->fi_addr, tag, &oop->ctx));
-    }
-    if (rc != 0) {
-        ret = ofi_post_error(rc, "fi_tsend");
-        goto error;
-    }
-    return NA_SUCCESS;
-
-error:
-    ofi_op_abort(cls, oop);
-    return ret;
-}
-
-static na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag)
-{
-    (void)context;
-    if (buf_size < OFI_HDR_SIZE) {
-        HGX_LOG_ERROR(OFI, "unexpected message of %zu bytes is shorter than its %d-byte header",
-            buf_size, OFI_HDR_SIZE);
-        return NA_INVALID_ARG;
-    }
-    return ofi_msg_send(na_class, op, buf, buf_size, plugin_data, dest_addr,
-        OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag), true);
-}
-
-static na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag)
-{
-    (void)context;
-    return ofi_msg_send(
-        na_class, op, buf, buf_size, plugin_data, dest_addr, ofi_tag(dest_id, tag), false);
-}
-
-static na_return_t ofi_msg_recv(struct ofi_class *cls, struct ofi_op *oop, void *buf,
-    size_t buf_size, void *plugin_data)
-{
-    ssize_t rc;
-
-    oop->buf = buf;
-    oop->buf_size = buf_size;
-    na_return_t ret = ofi_msg_desc(cls, oop, buf, buf_size, plugin_data, FI_RECV);
-    if (ret != NA_SUCCESS)
-        goto error;
-    OFI_POST_RETRY(cls, rc, fi_trecv(cls->ep, buf, buf_size, oop->desc, oop->fi_addr, oop->tag,
-                                oop->ignore, &oop->ctx));
-    if (rc != 0) {
-        ret = ofi_post_error(rc, "fi_trecv");
-        goto error;
-    }
-    return NA_SUCCESS;
-
-error:
-    ofi_op_abort(cls, oop);
-    return ret;
-}
-
-static na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data)
-{
-    struct ofi_class *cls = ofi_class(na_class);
-    struct ofi_op *oop = ofi_op_start(op, NULL);
-
-    oop->fi_addr = FI_ADDR_UNSPEC;
-    oop->tag = OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0);
-    oop->ignore = OFI_TAG_NA_MASK;
-    return ofi_msg_recv(cls, oop, buf, buf_size, plugin_data);
-}
-
-static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
-    uint8_t source_id, na_tag_t tag)
-{
-    struct ofi_class *cls = ofi_class(na_class);
-    struct ofi_op *oop = ofi_op_start(op, ofi_addr_peer(source_addr));
-
-    (void)source_id; /* one endpoint per class: the sender's context is not visible */
-    na_return_t ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
-    if (ret != NA_SUCCESS) {
-        ofi_op_abort(cls, oop);
-        return ret;
-    }
-    oop->tag = ofi_tag(context->id, tag);
-    oop->ignore = 0;
-    return ofi_msg_recv(cls, oop, buf, buf_size, plugin_data);
-}
-
-/* ---------------------------------------------------------------------------
- * Put / get
- * ------------------------------------------------------------------------- */
-
-/* Position in the local and remote segment lists of a transfer. */
-struct ofi_rma_cursor {
-    const struct ofi_mem_handle *local, *remote;
-    size_t lseg, rseg;   /* current segments */
-    uint64_t loff, roff; /* offsets inside them */
-    uint64_t left;       /* bytes still to describe */
-};
-
-/* One provider operation. */
+/* One provider operation of a put/get. */
 struct ofi_rma_part {
     struct iovec iov[OFI_IOV_MAX];
     void *desc[OFI_IOV_MAX];
@@ -1771,21 +1575,11 @@ struct ofi_rma_part {
     size_t iov_count, rma_iov_count;
 };
 
-static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg, uint64_t *off)
-{
-    size_t i = 0;
-    while (i < mh->nseg - 1 && offset >= mh->segs[i].len) {
-        offset -= mh->segs[i].len;
-        i++;
-    }
-    *seg = i;
-    *off = offset;
-}
-
 /* Describe the next part: extend the current iov while the data stays in the
  * same segment, start a new one otherwise, and stop at the iov limits or the
  * provider's maximum message size. */
-static void ofi_rma_next_part(const struct ofi_class *cls, struct ofi_rma_cursor *cur, struct ofi_rma_part *part)
+static void ofi_rma_next_part(
+    const struct ofi_class *cls, struct ofi_rma_cursor *cur, struct ofi_rma_part *part)
 {
     size_t last_lseg = SIZE_MAX, last_rseg = SIZE_MAX;
     uint64_t total = 0;
@@ -1848,45 +1642,535 @@ static size_t ofi_rma_count_parts(const struct ofi_class *cls, struct ofi_rma_cu
     return n;
 }
 
-static ssize_t ofi_rma_post(struct ofi_class *cls, struct ofi_op *oop, bool put,
-    const struct ofi_rma_part *part, struct ofi_ctx *ctx)
+static ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
 {
+    struct ofi_rma_cursor next = oop->cur;
+    struct ofi_rma_part part;
+
+    ofi_rma_next_part(cls, &next, &part);
     struct fi_msg_rma msg = {
-        .msg_iov = part->iov,
-        .desc = (void **)part->desc,
-        .iov_count = part->iov_count,
+        .msg_iov = part.iov,
+        .desc = part.desc,
+        .iov_count = part.iov_count,
         .addr = oop->fi_addr,
-        .rma_iov = part->rma_iov,
-        .rma_iov_count = part->rma_iov_count,
+        .rma_iov = part.rma_iov,
+        .rma_iov_count = part.rma_iov_count,
         .context = ctx,
     };
-    ssize_t rc;
-
-    if (put)
-        OFI_POST_RETRY(cls, rc, fi_writemsg(cls->ep, &msg, FI_COMPLETION));
-    else
-        OFI_POST_RETRY(cls, rc, fi_readmsg(cls->ep, &msg, FI_COMPLETION));
+    /* A put is complete once the target has the data, not once it left. */
+    ssize_t rc = oop->kind == OFI_OP_PUT
+                     ? fi_writemsg(cls->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+                     : fi_readmsg(cls->ep, &msg, FI_COMPLETION);
+    if (rc == 0)
+        oop->cur = next;
     return rc;
 }
 
-/* Post every part. Parts may complete while we post, so parts_left holds one
- * extra count that we drop at the end. */
-static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
+static ssize_t ofi_post_send(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
+{
+    if (oop->kind == OFI_OP_SEND)
+        return fi_tsend(
+            cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr, oop->tag, ctx);
+    /* Our own header replaces whatever the caller left in its first bytes. */
+    struct iovec iov[2] = {
+        {.iov_base = cls->hdr, .iov_len = OFI_HDR_SIZE},
+        {.iov_base = (char *)oop->buf + OFI_HDR_SIZE, .iov_len = oop->buf_size - OFI_HDR_SIZE},
+    };
+    void *desc[2] = {cls->hdr_desc, oop->desc};
+    size_t count = oop->buf_size > OFI_HDR_SIZE ? 2 : 1;
+    return fi_tsendv(cls->ep, iov, desc, count, oop->fi_addr, oop->tag, ctx);
+}
+
+static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
+{
+    switch (oop->kind) {
+    case OFI_OP_SEND:
+    case OFI_OP_SEND_UNEXPECTED:
+        return ofi_post_send(cls, oop, ctx);
+    case OFI_OP_RECV:
+        return fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr, oop->tag,
+            oop->ignore, ctx);
+    default:
+        return ofi_post_rma_part(cls, oop, ctx);
+    }
+}
+
+/* Post the parts not posted yet; stops at the first refusal. Once its last
+ * part is posted a message may complete on another thread at any moment, so
+ * each part is recorded before it is posted and the op is not read after
+ * (put/get are kept alive by their posting guard). */
+static ssize_t ofi_post(struct ofi_class *cls, struct ofi_op *oop)
+{
+    size_t nparts = oop->nparts;
+
+    for (size_t i = oop->posted; i < nparts; i++) {
+        struct ofi_ctx *ctx = ofi_ctx_get(cls, oop);
+        if (!ctx)
+            return -FI_ENOMEM;
+        oop->parts[i] = ctx;
+        oop->posted = i + 1;
+        ssize_t rc = ofi_post_part(cls, oop, ctx);
+        if (rc != 0) {
+            oop->posted = i;
+            oop->parts[i] = NULL;
+            ofi_ctx_put(cls, ctx);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Every part is with the provider now; rma was read before posting. */
+static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool rma)
+{
+    /* A cancel that came while we were posting found nothing to cancel. The
+     * op may be complete already: only a listed op is known to be alive. */
+    if (na_op_cancel_requested(na_op_from_plugin(oop))) {
+        pthread_mutex_lock(&cls->lock);
+        if (oop->cancel_listed)
+            ofi_cancel_contexts_locked(cls, oop);
+        pthread_mutex_unlock(&cls->lock);
+    }
+    if (rma)
+        ofi_part_done(cls, oop, NA_SUCCESS); /* drop the posting guard */
+}
+
+static void ofi_log_post_error(struct ofi_class *cls, const struct ofi_op *oop, const char *why)
+{
+    static const char *const what[] = {"send to", "unexpected send to", "receive from", "put to", "get from"};
+    char peer[128] = "any peer";
+
+    if (oop->peer)
+        ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, peer, sizeof(peer));
+    HGX_LOG_ERROR(OFI, "%s %s failed: %s", what[oop->kind], peer, why);
+}
+
+/* Posting failed for good. With nothing in flight the error goes back to the
+ * caller (sync) or to the callback (async); parts in flight carry it. */
+static na_return_t ofi_post_failed(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret, bool async)
+{
+    if (ofi_op_is_rma(oop) && oop->posted > 0) {
+        ofi_parts_abandon(cls, oop, ret);
+        return NA_SUCCESS;
+    }
+    if (async) {
+        ofi_op_finish(cls, oop, ret);
+        return NA_SUCCESS;
+    }
+    ofi_op_release(cls, oop);
+    return ret;
+}
+
+/* Ops waiting in the retry queue for the same peer (or for no peer). */
+static atomic_int *ofi_queued_count(struct ofi_class *cls, struct ofi_op *oop)
+{
+    return oop->peer ? &oop->peer->queued : &cls->anon_queued;
+}
+
+static void ofi_retry_unlink_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    ofi_list_remove(&cls->retry, &oop->retry_link);
+    oop->retry_queued = false;
+    atomic_fetch_sub(ofi_queued_count(cls, oop), 1);
+}
+
+/* Hand an op to the provider. Refusals with EAGAIN (full queues, rxm still
+ * connecting to a new peer) park it in the retry queue that progress drains:
+ * spinning here would deadlock a thread that also serves the peer. */
+static na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
+{
+    bool rma = ofi_op_is_rma(oop);
+
+    /* Behind ops already waiting for the same peer, to keep its order. */
+    if (atomic_load(ofi_queued_count(cls, oop)) == 0) {
+        ssize_t rc = ofi_post(cls, oop);
+        if (rc == 0) {
+            ofi_post_done(cls, oop, rma);
+            return NA_SUCCESS;
+        }
+        if (rc != -FI_EAGAIN) {
+            ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
+            return ofi_post_failed(cls, oop, ofi_na_error((int)-rc), async);
+        }
+    }
+    oop->retry_deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    pthread_mutex_lock(&cls->lock);
+    oop->retry_queued = true;
+    ofi_list_push(&cls->retry, &oop->retry_link, false);
+    atomic_fetch_add(ofi_queued_count(cls, oop), 1);
+    pthread_mutex_unlock(&cls->lock);
+    return NA_SUCCESS;
+}
+
+/* A canceled op that never fully reached the provider. */
+static void ofi_abandon_canceled(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (ofi_op_is_rma(oop) && oop->posted > 0)
+        ofi_parts_abandon(cls, oop, NA_CANCELED);
+    else
+        ofi_op_finish(cls, oop, NA_CANCELED);
+}
+
+/* End an op that left the retry queue (after the lock is dropped). */
+static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
+{
+    if (rc == 0) {
+        ofi_part_done(cls, oop, NA_SUCCESS); /* put/get fully posted: drop the guard */
+    } else if (rc == -FI_ECANCELED) {
+        ofi_abandon_canceled(cls, oop);
+    } else if (rc == -FI_ETIMEDOUT) {
+        char why[64];
+        snprintf(why, sizeof(why), "still refused after %d ms (peer unreachable?)",
+            OFI_RETRY_TIMEOUT_MS);
+        ofi_log_post_error(cls, oop, why);
+        ofi_post_failed(cls, oop, oop->peer ? NA_HOSTUNREACH : NA_AGAIN, true);
+    } else {
+        ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
+        ofi_post_failed(cls, oop, ofi_na_error((int)-rc), true);
+    }
+}
+
+static bool ofi_peer_blocked(struct ofi_peer *const *blocked, size_t n, const struct ofi_peer *peer)
+{
+    for (size_t i = 0; i < n; i++)
+        if (blocked[i] == peer)
+            return true;
+    return false;
+}
+
+/* One pass over the retry queue, under the lock so that cancel cannot unlink
+ * an op while we post it. A message posted here needs nothing more; every
+ * other op leaving the queue is ended after unlocking (ending takes the
+ * lock), which is safe as nothing of it is in flight or its posting guard
+ * holds it. A peer refused in this pass keeps its later ops waiting. */
+static void ofi_retry_progress(struct ofi_class *cls)
+{
+    struct ofi_peer *blocked[OFI_RETRY_BLOCKED_MAX];
+    size_t nblocked = 0;
+    struct ofi_link *out = NULL;
+
+    if (atomic_load(&cls->retry.count) == 0)
+        return;
+    uint64_t now = ofi_now_ms();
+    pthread_mutex_lock(&cls->lock);
+    for (struct ofi_link *link = cls->retry.head, *next; link; link = next) {
+        struct ofi_op *oop = OFI_OP_OF(link, retry_link);
+        ssize_t rc;
+        next = link->next;
+        if (na_op_cancel_requested(na_op_from_plugin(oop)))
+            rc = -FI_ECANCELED;
+        else if (now >= oop->retry_deadline_ms)
+            rc = -FI_ETIMEDOUT;
+        else if (ofi_peer_blocked(blocked, nblocked, oop->peer))
+            continue;
+        else if ((rc = ofi_post(cls, oop)) == -FI_EAGAIN) {
+            if (nblocked == OFI_RETRY_BLOCKED_MAX)
+                break;
+            blocked[nblocked++] = oop->peer;
+            continue;
+        }
+        ofi_retry_unlink_locked(cls, oop);
+        if (rc == 0 && !ofi_op_is_rma(oop))
+            continue;
+        oop->retry_rc = rc;
+        link->next = out;
+        out = link;
+    }
+    pthread_mutex_unlock(&cls->lock);
+    while (out) {
+        struct ofi_op *oop = OFI_OP_OF(out, retry_link);
+        out = out->next;
+        ofi_retry_end(cls, oop, oop->retry_rc);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Completion
+ * ------------------------------------------------------------------------- */
+
+/* Parse the sender's header; false if it is malformed. */
+static bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
+    unsigned char *raw, size_t *raw_len)
+{
+    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
+        return false;
+    size_t n = (size_t)buf[2] | (size_t)buf[3] << 8;
+    if (n == 0 || n > OFI_RAW_ADDR_MAX)
+        return false;
+    memcpy(raw, buf + 4, n);
+    *raw_len = n;
+    return ofi_raw_addr_normalize(cls, raw, raw_len);
+}
+
+/* An unexpected message arrived: find its sender from the header. A bad
+ * header (or an address we cannot insert) drops the message and reposts. */
+static void ofi_complete_recv_unexpected(
+    struct ofi_class *cls, struct ofi_op *oop, size_t len, uint64_t tag)
+{
+    na_op_id_t *op = na_op_from_plugin(oop);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t raw_len;
+    na_addr_t *source = NULL;
+
+    if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
+        struct ofi_peer *peer;
+        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS
+            && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+            op->info.info.recv_unexpected.actual_buf_size = len;
+            op->info.info.recv_unexpected.source = source;
+            op->info.info.recv_unexpected.tag = (na_tag_t)(tag & OFI_TAG_NA_MASK);
+            ofi_op_finish(cls, oop, NA_SUCCESS);
+            return;
+        }
+    } else {
+        atomic_fetch_add(&cls->n_bad_headers, 1);
+        HGX_LOG_ERROR(OFI,
+            "dropped an unexpected message of %zu bytes with a malformed header (%lu so far)",
+            len, atomic_load(&cls->n_bad_headers));
+    }
+    if (na_op_cancel_requested(op)) {
+        ofi_op_finish(cls, oop, NA_CANCELED);
+        return;
+    }
+    ofi_ctx_put(cls, oop->one_part);
+    oop->one_part = NULL;
+    oop->posted = 0;
+    ofi_submit(cls, oop, true);
+}
+
+static void ofi_complete(
+    struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret, size_t len, uint64_t tag)
+{
+    struct ofi_op *oop = atomic_exchange(&ctx->op, NULL);
+
+    if (!oop) {
+        /* Its op was completed by a forced cancel; the context is free now. */
+        ofi_ctx_put(cls, ctx);
+        return;
+    }
+    na_op_id_t *op = na_op_from_plugin(oop);
+    if (ofi_op_is_rma(oop))
+        ofi_part_done(cls, oop, ret);
+    else if (op->info.type == NA_CB_RECV_UNEXPECTED && ret == NA_SUCCESS)
+        ofi_complete_recv_unexpected(cls, oop, len, tag);
+    else {
+        if (op->info.type == NA_CB_RECV_EXPECTED)
+            op->info.info.recv_expected.actual_buf_size = ret == NA_SUCCESS ? len : 0;
+        ofi_op_finish(cls, oop, ret);
+    }
+}
+
+static void ofi_cq_read_error(struct ofi_class *cls)
+{
+    struct fi_cq_err_entry err = {0};
+    ssize_t rc = fi_cq_readerr(cls->cq, &err, 0);
+
+    if (rc != 1) {
+        if (rc != -FI_EAGAIN)
+            HGX_LOG_ERROR(OFI, "fi_cq_readerr failed: %s", fi_strerror((int)-rc));
+        return;
+    }
+    if (!err.op_context) {
+        HGX_LOG_ERROR(OFI, "completion error without context: %s", fi_strerror(err.err));
+        return;
+    }
+    if (err.err < 0)
+        err.err = -err.err; /* shm reports negative codes */
+    na_return_t ret = ofi_na_error(err.err);
+    if (err.err == FI_ECANCELED) {
+        /* Ours, or flushed by the provider: tcp drops the connection when the
+         * target refuses an RMA access. ofi_op_finish turns either into
+         * NA_CANCELED if a cancel was requested. */
+        HGX_LOG_DEBUG(OFI, "operation canceled or flushed");
+        ret = NA_HOSTUNREACH;
+    } else if (err.err == FI_ETRUNC) {
+        HGX_LOG_ERROR(OFI, "message larger than its receive buffer (%zu bytes dropped)", err.olen);
+    } else {
+        HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
+            fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
+    }
+    ofi_complete(cls, err.op_context, ret, err.len, err.tag);
+}
+
+/* Process what the CQ holds, in bounded batches; returns completions seen. */
+static unsigned int ofi_cq_drain(struct ofi_class *cls)
+{
+    struct fi_cq_tagged_entry entries[OFI_CQ_BATCH];
+    unsigned int count = 0;
+
+    for (int round = 0; round < OFI_CQ_MAX_ROUNDS; round++) {
+        ssize_t n = fi_cq_read(cls->cq, entries, OFI_CQ_BATCH);
+        if (n == -FI_EAGAIN)
+            break;
+        if (n == -FI_EAVAIL) {
+            ofi_cq_read_error(cls);
+            count++;
+            continue;
+        }
+        if (n < 0) {
+            HGX_LOG_ERROR(OFI, "fi_cq_read failed: %s", fi_strerror((int)-n));
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++)
+            ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len, entries[i].tag);
+        count += (unsigned int)n;
+        if (n < OFI_CQ_BATCH)
+            break;
+    }
+    return count;
+}
+
+/* ---------------------------------------------------------------------------
+ * Messages
+ * ------------------------------------------------------------------------- */
+
+static size_t ofi_msg_get_max_unexpected_size(const na_class_t *na_class)
+{
+    return ofi_class(na_class)->max_unexpected_size;
+}
+
+static size_t ofi_msg_get_max_expected_size(const na_class_t *na_class)
+{
+    return ofi_class(na_class)->max_expected_size;
+}
+
+static size_t ofi_msg_get_unexpected_header_size(const na_class_t *na_class)
+{
+    (void)na_class;
+    return OFI_HDR_SIZE;
+}
+
+static na_tag_t ofi_msg_get_max_tag(const na_class_t *na_class)
+{
+    (void)na_class;
+    return (na_tag_t)OFI_TAG_NA_MASK;
+}
+
+static na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size)
+{
+    if (buf_size < OFI_HDR_SIZE) {
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes cannot hold the %d-byte header", buf_size,
+            OFI_HDR_SIZE);
+        return NA_OVERFLOW;
+    }
+    memcpy(buf, ofi_class(na_class)->hdr, OFI_HDR_SIZE);
+    return NA_SUCCESS;
+}
+
+static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
+{
+    return (uint64_t)context_id << OFI_TAG_CTX_SHIFT | tag;
+}
+
+/* Local descriptor of a message buffer: its msg_buf_alloc registration, or
+ * a registration just for this op when the provider requires FI_MR_LOCAL. */
+static na_return_t ofi_msg_desc(
+    struct ofi_class *cls, struct ofi_op *oop, void *plugin_data, uint64_t access)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    if (plugin_data)
+        oop->desc = fi_mr_desc(plugin_data);
+    else if ((cls->mr_mode & FI_MR_LOCAL) && oop->buf_size > 0) {
+        oop->tmp_mr = ofi_mr_open(cls, oop->buf, oop->buf_size, access, &ret);
+        if (oop->tmp_mr)
+            oop->desc = fi_mr_desc(oop->tmp_mr);
+    }
+    return ret;
+}
+
+/* Fill in a message op (peer already set) and submit it. */
+static na_return_t ofi_msg_submit(struct ofi_class *cls, struct ofi_op *oop, void *buf,
+    size_t buf_size, void *plugin_data, uint64_t tag, uint64_t ignore)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    oop->buf = buf;
+    oop->buf_size = buf_size;
+    oop->tag = tag;
+    oop->ignore = ignore;
+    oop->fi_addr = FI_ADDR_UNSPEC;
+    if (oop->peer)
+        ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
+    if (ret == NA_SUCCESS)
+        ret = ofi_msg_desc(cls, oop, plugin_data, oop->kind == OFI_OP_RECV ? FI_RECV : FI_SEND);
+    if (ret != NA_SUCCESS) {
+        ofi_op_release(cls, oop);
+        return ret;
+    }
+    return ofi_submit(cls, oop, false);
+}
+
+static na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag)
+{
+    struct ofi_op *oop = ofi_op_start(op, OFI_OP_SEND_UNEXPECTED, ofi_addr_peer(dest_addr));
+
+    (void)context;
+    /* The buffer is only read; it is kept non-const to share the op field. */
+    return ofi_msg_submit(ofi_class(na_class), oop, (void *)(uintptr_t)buf, buf_size,
+        plugin_data, OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag), 0);
+}
+
+static na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+    uint8_t dest_id, na_tag_t tag)
+{
+    struct ofi_op *oop = ofi_op_start(op, OFI_OP_SEND, ofi_addr_peer(dest_addr));
+
+    (void)context;
+    return ofi_msg_submit(ofi_class(na_class), oop, (void *)(uintptr_t)buf, buf_size,
+        plugin_data, ofi_tag(dest_id, tag), 0);
+}
+
+static na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data)
+{
+    struct ofi_op *oop = ofi_op_start(op, OFI_OP_RECV, NULL);
+
+    return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
+        OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0), OFI_TAG_NA_MASK);
+}
+
+static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
+    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
+    uint8_t source_id, na_tag_t tag)
+{
+    struct ofi_op *oop = ofi_op_start(op, OFI_OP_RECV, ofi_addr_peer(source_addr));
+
+    (void)source_id; /* one endpoint per class: the sender's context is not visible */
+    return ofi_msg_submit(
+        ofi_class(na_class), oop, buf, buf_size, plugin_data, ofi_tag(context->id, tag), 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Put / get
+ * ------------------------------------------------------------------------- */
+
+static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg, uint64_t *off)
+{
+    size_t i = 0;
+    while (i < mh->nseg - 1 && offset >= mh->segs[i].len) {
+        offset -= mh->segs[i].len;
+        i++;
+    }
+    *seg = i;
+    *off = offset;
+}
+
+/* Split the transfer into parts and submit them. parts_left holds one extra
+ * count (the posting guard) until every part is posted. */
+static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, enum ofi_op_kind kind,
     na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
     na_offset_t remote_offset, size_t size, na_addr_t *remote_addr)
 {
     struct ofi_class *cls = ofi_class(na_class);
-    struct ofi_op *oop = ofi_op_start(op, ofi_addr_peer(remote_addr));
-    struct ofi_rma_cursor cur = {.local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
-    struct ofi_rma_part part;
-    na_return_t ret;
+    struct ofi_op *oop = ofi_op_start(op, kind, ofi_addr_peer(remote_addr));
+    na_return_t ret = NA_SUCCESS;
 
-    if ((cls->mr_mode & FI_MR_LOCAL) && !local->registered) {
-        HGX_LOG_ERROR(OFI, "provider needs local memory registered (FI_MR_LOCAL): register "
-                           "the local handle first");
-        ret = NA_INVALID_ARG;
-        goto error;
-    }
+    HGX_CHECK(OFI, (cls->mr_mode & FI_MR_LOCAL) && !local->registered, error, ret,
+        NA_INVALID_ARG, "the provider needs local memory registered (FI_MR_LOCAL)");
     ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
     if (ret != NA_SUCCESS)
         goto error;
@@ -1894,41 +2178,21 @@ static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
         ofi_op_finish(cls, oop, NA_SUCCESS);
         return NA_SUCCESS;
     }
-    ofi_seek(cur.local, local_offset, &cur.lseg, &cur.loff);
-    ofi_seek(cur.remote, remote_offset, &cur.rseg, &cur.roff);
-    oop->nparts = ofi_rma_count_parts(cls, cur);
+    oop->cur = (struct ofi_rma_cursor){.local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
+    ofi_seek(oop->cur.local, local_offset, &oop->cur.lseg, &oop->cur.loff);
+    ofi_seek(oop->cur.remote, remote_offset, &oop->cur.rseg, &oop->cur.roff);
+    oop->nparts = ofi_rma_count_parts(cls, oop->cur);
     if (oop->nparts > 1) {
-        oop->parts = malloc(oop->nparts * sizeof(*oop->parts));
+        oop->parts = calloc(oop->nparts, sizeof(*oop->parts));
         HGX_CHECK(OFI, !oop->parts, error, ret, NA_NOMEM, "out of memory for %zu RMA parts",
             oop->nparts);
-        for (size_t i = 0; i < oop->nparts; i++)
-            oop->parts[i].op = oop;
     }
     atomic_store(&oop->part_ret, NA_SUCCESS);
     atomic_store(&oop->parts_left, oop->nparts + 1);
-
-    size_t posted = 0;
-    ssize_t rc = 0;
-    while (posted < oop->nparts) {
-        ofi_rma_next_part(cls, &cur, &part);
-        rc = ofi_rma_post(cls, oop, put, &part, oop->parts ? &oop->parts[posted] : &oop->ctx);
-        if (rc != 0)
-            break;
-        posted++;
-    }
-    if (rc != 0) {
-        ret = ofi_post_error(rc, put ? "fi_writemsg" : "fi_readmsg");
-        if (posted == 0)
-            goto error;
-        /* Some parts are in flight: the op ends with the error once they land. */
-        atomic_store(&oop->part_ret, ret);
-        atomic_fetch_sub(&oop->parts_left, oop->nparts - posted);
-    }
-    ofi_rma_part_done(cls, oop, NA_SUCCESS);
-    return NA_SUCCESS;
+    return ofi_submit(cls, oop, false);
 
 error:
-    ofi_op_abort(cls, oop);
+    ofi_op_release(cls, oop);
     return ret;
 }
 
@@ -1938,7 +2202,8 @@ static na_return_t ofi_put(na_class_t *na_class, na_context_t *context, na_op_id
 {
     (void)context;
     (void)remote_id; /* RMA targets the endpoint, not a context */
-    return ofi_rma(na_class, op, true, local, local_offset, remote, remote_offset, size, remote_addr);
+    return ofi_rma(na_class, op, OFI_OP_PUT, local, local_offset, remote, remote_offset, size,
+        remote_addr);
 }
 
 static na_return_t ofi_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
@@ -1947,26 +2212,17 @@ static na_return_t ofi_get(na_class_t *na_class, na_context_t *context, na_op_id
 {
     (void)context;
     (void)remote_id;
-    return ofi_rma(na_class, op, false, local, local_offset, remote, remote_offset, size, remote_addr);
+    return ofi_rma(na_class, op, OFI_OP_GET, local, local_offset, remote, remote_offset, size,
+        remote_addr);
 }
 
 /* ---------------------------------------------------------------------------
  * Cancel
  * ------------------------------------------------------------------------- */
 
-static void ofi_cancel_contexts(struct ofi_class *cls, struct ofi_op *oop)
-{
-    if (!oop->parts) {
-        fi_cancel(&cls->ep->fid, &oop->ctx);
-        return;
-    }
-    for (size_t i = 0; i < oop->nparts; i++)
-        fi_cancel(&cls->ep->fid, &oop->parts[i]);
-}
-
 /* Receives cancel at once. Sends and RMA cannot be recalled by the providers;
- * they stay listed until their completion, and ofi_cancel_check escalates
- * if that takes too long. */
+ * they stay listed until their completion, and ofi_cancel_check escalates if
+ * that takes too long. Ops still in the retry queue end right away. */
 static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     struct ofi_class *cls = ofi_class(na_class);
@@ -1979,47 +2235,87 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
         pthread_mutex_unlock(&cls->lock);
         return NA_SUCCESS;
     }
-    oop->cancel_listed = true;
-    oop->cancel_deadline_ms = ofi_now_ms() + OFI_CANCEL_ESCALATE_MS;
-    oop->cancel_prev = NULL;
-    oop->cancel_next = cls->cancel_head;
-    if (cls->cancel_head)
-        cls->cancel_head->cancel_prev = oop;
-    cls->cancel_head = oop;
-    atomic_fetch_add(&cls->n_canceling, 1);
-    ofi_cancel_contexts(cls, oop);
+    bool dequeued = oop->retry_queued;
+    if (dequeued)
+        ofi_retry_unlink_locked(cls, oop);
+    if (!dequeued || oop->posted > 0) {
+        oop->cancel_listed = true;
+        oop->cancel_deadline_ms = ofi_now_ms() + OFI_CANCEL_ESCALATE_MS;
+        ofi_list_push(&cls->canceled, &oop->cancel_link, false);
+        ofi_cancel_contexts_locked(cls, oop);
+    }
     pthread_mutex_unlock(&cls->lock);
+    if (dequeued)
+        ofi_abandon_canceled(cls, oop);
     return NA_SUCCESS;
 }
 
-/* A canceled op that still has not completed: drop its peer from the
- * address vector, which makes the provider fail what it has pending there. */
+/* First step for a canceled op still pending: drop its peer from the address
+ * vector, which closes rxm's connection so the provider can no longer touch
+ * the op's buffers (rxm does not complete the op, though). */
 static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     oop->escalated = true;
-    if (!oop->peer) {
-        ofi_cancel_contexts(cls, oop);
-        return;
+    if (oop->peer) {
+        char str[128];
+        ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, str, sizeof(str));
+        HGX_LOG_WARNING(OFI,
+            "canceled operation to %s still pending after %d ms; dropping the peer's connection",
+            str, OFI_CANCEL_ESCALATE_MS);
+        ofi_av_remove_locked(cls, oop->peer);
     }
-    char str[128];
-    ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, str, sizeof(str));
-    HGX_LOG_WARNING(OFI, "canceled operation to %s still pending after %d ms; dropping the "
-                         "peer's connection",
-        str, OFI_CANCEL_ESCALATE_MS);
-    ofi_av_remove_locked(cls, oop->peer);
-    ofi_cancel_contexts(cls, oop);
+    ofi_cancel_contexts_locked(cls, oop);
 }
 
+/* Second step: claim the contexts the provider still holds (they become
+ * ghosts, recycled if a completion ever shows up) and return how many
+ * parts the caller must now end itself. */
+static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    size_t claimed = 0;
+
+    HGX_LOG_WARNING(OFI, "canceled operation still pending after %d ms; completing it",
+        OFI_CANCEL_ESCALATE_MS + OFI_CANCEL_FORCE_MS);
+    ofi_list_remove(&cls->canceled, &oop->cancel_link);
+    oop->cancel_listed = false;
+    for (size_t i = 0; i < oop->posted; i++)
+        if (oop->parts[i] && atomic_exchange(&oop->parts[i]->op, NULL)) {
+            oop->parts[i] = NULL;
+            claimed++;
+        }
+    return claimed;
+}
+
+/* Listed ops can only finish through ofi_op_finish, which unlists them under
+ * the lock first: while we hold it, every listed op is alive. */
 static void ofi_cancel_check(struct ofi_class *cls)
 {
-    if (atomic_load(&cls->n_canceling) == 0)
-        return;
-    uint64_t now = ofi_now_ms();
-    pthread_mutex_lock(&cls->lock);
-    for (struct ofi_op *oop = cls->cancel_head; oop; oop = oop->cancel_next)
-        if (!oop->escalated && now >= oop->cancel_deadline_ms)
-            ofi_cancel_escalate_locked(cls, oop);
-    pthread_mutex_unlock(&cls->lock);
+    while (atomic_load(&cls->canceled.count) > 0) {
+        uint64_t now = ofi_now_ms();
+        struct ofi_op *forced = NULL;
+        size_t claimed = 0;
+
+        pthread_mutex_lock(&cls->lock);
+        for (struct ofi_link *link = cls->canceled.head; link && !forced; link = link->next) {
+            struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
+            if (!oop->escalated && now >= oop->cancel_deadline_ms)
+                ofi_cancel_escalate_locked(cls, oop);
+            else if (oop->escalated && now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
+                claimed = ofi_cancel_force_locked(cls, oop);
+                forced = oop;
+            }
+        }
+        pthread_mutex_unlock(&cls->lock);
+        if (!forced)
+            return;
+        /* The claimed parts keep the op alive until we end them here. */
+        for (size_t i = 0; i < claimed; i++) {
+            if (ofi_op_is_rma(forced))
+                ofi_part_done(cls, forced, NA_CANCELED);
+            else
+                ofi_op_finish(cls, forced, NA_CANCELED);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -2038,16 +2334,23 @@ static bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
     struct fid *fid = &cls->cq->fid;
 
     (void)context;
-    return cls->wait_fd >= 0 && fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
+    return cls->wait_fd >= 0 && atomic_load(&cls->retry.count) == 0
+           && fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
+}
+
+/* Retry refused posts, process completions, escalate stuck cancels. */
+static unsigned int ofi_progress(struct ofi_class *cls)
+{
+    ofi_retry_progress(cls);
+    unsigned int count = ofi_cq_drain(cls);
+    ofi_cancel_check(cls);
+    return count;
 }
 
 static na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
 {
-    struct ofi_class *cls = ofi_class(na_class);
-
     (void)context;
-    unsigned int count = ofi_cq_drain(cls);
-    ofi_cancel_check(cls);
+    unsigned int count = ofi_progress(ofi_class(na_class));
     if (count_p)
         *count_p = count;
     return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
@@ -2060,7 +2363,7 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_m
     long sleep_ns = 1000;
 
     for (;;) {
-        unsigned int count = ofi_cq_drain(cls);
+        unsigned int count = ofi_progress(cls);
         if (count > 0 || ofi_now_ms() >= deadline)
             return count;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = sleep_ns};
@@ -2076,20 +2379,22 @@ static na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context, un
     unsigned int count;
 
     (void)context;
-    if (atomic_load(&cls->n_canceling) > 0 && timeout_ms > OFI_CANCEL_POLL_MS)
+    /* Retries and cancel deadlines need progress the fd does not announce. */
+    if (atomic_load(&cls->retry.count) > 0 && timeout_ms > OFI_RETRY_POLL_MS)
+        timeout_ms = OFI_RETRY_POLL_MS;
+    if (atomic_load(&cls->canceled.count) > 0 && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
-    if (cls->wait_fd >= 0) {
+    if (cls->wait_fd < 0) {
+        count = ofi_sleep_poll(cls, timeout_ms);
+    } else {
         struct fid *fid = &cls->cq->fid;
         if (fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS) {
             struct pollfd pfd = {.fd = cls->wait_fd, .events = POLLIN};
             if (poll(&pfd, 1, (int)timeout_ms) < 0 && errno != EINTR)
                 HGX_LOG_ERROR(OFI, "poll on the CQ fd failed: %s", strerror(errno));
         }
-        count = ofi_cq_drain(cls);
-    } else {
-        count = ofi_sleep_poll(cls, timeout_ms);
+        count = ofi_progress(cls);
     }
-    ofi_cancel_check(cls);
     return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
 }
 
