@@ -10,6 +10,7 @@
  * pointers from the wire.
  */
 #include "bulk_internal.h"
+#include "hgx_wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,34 +19,6 @@
 #define HG_BULK_VERSION     1
 #define HG_BULK_DESC_HEADER 32
 #define HG_BULK_MAX_SEGMENTS (1u << 20)
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static bool flags_valid(uint8_t flags)
 {
@@ -289,13 +262,13 @@ hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags
         return HG_OVERFLOW;
     unsigned char *p = buf;
     memset(p, 0, HG_BULK_DESC_HEADER);
-    put_u32(p, HG_BULK_MAGIC);
+    hgx_put_u32(p, HG_BULK_MAGIC);
     p[4] = HG_BULK_VERSION;
     p[5] = handle->flags;
-    put_u32(p + 8, handle->segment_count);
-    put_u32(p + 12, (uint32_t)(need - HG_BULK_DESC_HEADER));
-    put_u64(p + 16, handle->len);
-    put_u64(p + 24, handle->local_id);
+    hgx_put_u32(p + 8, handle->segment_count);
+    hgx_put_u32(p + 12, (uint32_t)(need - HG_BULK_DESC_HEADER));
+    hgx_put_u64(p + 16, handle->len);
+    hgx_put_u64(p + 24, handle->local_id);
     if (handle->mem) {
         na_return_t na_ret = NA_Mem_handle_serialize(handle->hg_class->na_class,
             p + HG_BULK_DESC_HEADER, (size_t)(need - HG_BULK_DESC_HEADER), handle->mem);
@@ -316,13 +289,13 @@ hg_return_t HG_Bulk_deserialize(
     if (!hg_class || !handle || !buf)
         return HG_INVALID_ARG;
     *handle = HG_BULK_NULL;
-    if (buf_size < HG_BULK_DESC_HEADER || get_u32(p) != HG_BULK_MAGIC || p[4] != HG_BULK_VERSION ||
+    if (buf_size < HG_BULK_DESC_HEADER || hgx_get_u32(p) != HG_BULK_MAGIC || p[4] != HG_BULK_VERSION ||
         !flags_valid(p[5]) || p[6] != 0 || p[7] != 0) {
         HGX_LOG_ERROR(BULK, "malformed bulk descriptor");
         return HG_PROTOCOL_ERROR;
     }
-    uint32_t count = get_u32(p + 8), na_size = get_u32(p + 12);
-    uint64_t len = get_u64(p + 16);
+    uint32_t count = hgx_get_u32(p + 8), na_size = hgx_get_u32(p + 12);
+    uint64_t len = hgx_get_u64(p + 16);
     if (count == 0 || count > HG_BULK_MAX_SEGMENTS || na_size > buf_size - HG_BULK_DESC_HEADER ||
         (len == 0) != (na_size == 0)) {
         HGX_LOG_ERROR(BULK, "malformed bulk descriptor (count %u, na size %u, len %llu)", count,
@@ -337,7 +310,7 @@ hg_return_t HG_Bulk_deserialize(
     bulk->remote = true;
     bulk->flags = p[5];
     bulk->len = len;
-    bulk->local_id = get_u64(p + 24);
+    bulk->local_id = hgx_get_u64(p + 24);
     if (na_size > 0) {
         na_return_t na_ret = NA_Mem_handle_deserialize(hg_class->na_class, &bulk->mem,
             p + HG_BULK_DESC_HEADER, na_size);

@@ -8,40 +8,13 @@
  * The crc is computed with its own field zeroed.
  */
 #include "hg_header.h"
+#include "hgx_wire.h"
 
 #include "hg_crc64.h"
 
 #include <string.h>
 
 #define HG_HEADER_CRC_OFFSET 32
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static uint64_t header_crc(const unsigned char *hdr_bytes, bool with_payload, const void *payload,
     size_t payload_len)
@@ -69,11 +42,11 @@ void hg_header_encode(void *buf, const struct hg_header *hdr, const void *payloa
     p[4] = hdr->status;
     p[5] = hdr->context_id;
     p[6] = hdr->origin_id;
-    put_u32(p + 8, hdr->cookie);
-    put_u64(p + 16, hdr->rpc_id);
-    put_u64(p + 24, hdr->payload_size);
+    hgx_put_u32(p + 8, hdr->cookie);
+    hgx_put_u64(p + 16, hdr->rpc_id);
+    hgx_put_u64(p + 24, hdr->payload_size);
     if (hdr->flags & HG_HEADER_CHECKSUM)
-        put_u64(p + HG_HEADER_CRC_OFFSET,
+        hgx_put_u64(p + HG_HEADER_CRC_OFFSET,
             header_crc(p, hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD, payload, payload_len));
 }
 
@@ -89,12 +62,12 @@ int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const v
     hdr->status = p[4];
     hdr->context_id = p[5];
     hdr->origin_id = p[6];
-    hdr->cookie = get_u32(p + 8);
-    hdr->rpc_id = get_u64(p + 16);
-    hdr->payload_size = get_u64(p + 24);
+    hdr->cookie = hgx_get_u32(p + 8);
+    hdr->rpc_id = hgx_get_u64(p + 16);
+    hdr->payload_size = hgx_get_u64(p + 24);
     /* Verify the checksum before trusting any other field. */
     if (hdr->flags & HG_HEADER_CHECKSUM) {
-        uint64_t want = get_u64(p + HG_HEADER_CRC_OFFSET);
+        uint64_t want = hgx_get_u64(p + HG_HEADER_CRC_OFFSET);
         if (header_crc(p, hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD, payload, payload_len) != want)
             return -2;
     }
@@ -104,8 +77,8 @@ int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const v
     if ((hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD) && !(hdr->flags & HG_HEADER_CHECKSUM))
         return -1;
     /* One encoding per header: reserved bytes and an unused checksum are zero. */
-    if (p[7] != 0 || get_u32(p + 12) != 0 ||
-        (!(hdr->flags & HG_HEADER_CHECKSUM) && get_u64(p + HG_HEADER_CRC_OFFSET) != 0))
+    if (p[7] != 0 || hgx_get_u32(p + 12) != 0 ||
+        (!(hdr->flags & HG_HEADER_CHECKSUM) && hgx_get_u64(p + HG_HEADER_CRC_OFFSET) != 0))
         return -1;
     return 0;
 }
