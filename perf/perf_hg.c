@@ -255,6 +255,42 @@ static double rate(struct client *c, int k, long total)
     return v;
 }
 
+/* The rate pattern again with hgx requests: hgx_iforward + hgx_waitany refill,
+ * to price the request layer against HG_Forward with a callback. */
+static double rate_hgx(struct client *c, int k, long total)
+{
+    hg_handle_t h[64];
+    hgx_request_t req[64];
+    perf_bytes_t in = {.len = 0, .buf = NULL};
+    long done = 0, started = 0;
+    for (int i = 0; i < k; i++)
+        if (HG_Create(c->ctx, c->addr, c->ids.lat, &h[i]) != HG_SUCCESS)
+            return -1;
+    double t0 = perf_now();
+    for (int i = 0; i < k; i++, started++)
+        if (hgx_iforward(h[i], &in, &req[i]) != HG_SUCCESS)
+            return -1;
+    while (done < total) {
+        int index;
+        hgx_status_t st;
+        if (hgx_waitany(k, req, &index, &st) != HG_SUCCESS || index == HGX_UNDEFINED ||
+            st.error != HG_SUCCESS)
+            return -1;
+        done++;
+        if (started < total) {
+            started++;
+            if (hgx_iforward(h[index], &in, &req[index]) != HG_SUCCESS)
+                return -1;
+        }
+    }
+    double v = (double)total / (perf_now() - t0);
+    if (hgx_waitall(k, req, HGX_STATUSES_IGNORE) != HG_SUCCESS)
+        return -1;
+    for (int i = 0; i < k; i++)
+        HG_Destroy(h[i]);
+    return v;
+}
+
 static double bw(struct client *c, hg_bulk_t remote, hg_bulk_t local, int put, size_t size,
     long iters)
 {
@@ -382,6 +418,10 @@ static int client_modes(const struct perf_config *cfg, struct client *c, struct 
             if ((v = rate(c, (int)perf_rate_inflight[i], it)) < 0)
                 return -1;
             perf_add(res->hg, &res->nhg, "rate-ops/s", perf_rate_inflight[i], it, v);
+            perf_progress(cfg, "hgx requests rate %zu in flight", perf_rate_inflight[i]);
+            if ((v = rate_hgx(c, (int)perf_rate_inflight[i], it)) < 0)
+                return -1;
+            perf_add(res->hg, &res->nhg, "rate-req-ops/s", perf_rate_inflight[i], it, v);
         }
         break;
     case PERF_BW: {
