@@ -21,6 +21,12 @@
  * registration), so a handle has one key per segment. Put/get walk both
  * segment lists and are split into several provider operations when the iov
  * limits or the maximum message size require it.
+ *
+ * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
+ * retry queue that progress drains. Cancel uses fi_cancel; an op still
+ * pending a second later has its peer dropped from the address vector (rxm
+ * then closes the connection) and is completed without the provider, whose
+ * contexts therefore live in a class pool rather than in the op id.
  */
 #include "na_plugin.h"
 
@@ -50,35 +56,35 @@
 #define OFI_API_VERSION FI_VERSION(1, 17)
 
 #define OFI_TAG_UNEXPECTED (UINT64_C(1) << 63)
-#define OFI_TAG_CTX_SHIFT  32
-#define OFI_TAG_NA_MASK    UINT64_C(0xffffffff)
+#define OFI_TAG_CTX_SHIFT 32
+#define OFI_TAG_NA_MASK UINT64_C(0xffffffff)
 
 #define OFI_MSG_SIZE_DEFAULT 4096
-#define OFI_RAW_ADDR_MAX     60 /* sockaddr_in6 and shm names fit */
-#define OFI_HDR_SIZE         64 /* magic, version, u16 length, raw address */
-#define OFI_HDR_MAGIC        0xa7
-#define OFI_HDR_VERSION      1
+#define OFI_RAW_ADDR_MAX 60 /* sockaddr_in6 and shm names fit */
+#define OFI_HDR_SIZE 64     /* magic, version, u16 length, raw address */
+#define OFI_HDR_MAGIC 0xa7
+#define OFI_HDR_VERSION 1
 
 #define OFI_MAX_SEGMENTS 1024 /* per memory handle */
-#define OFI_IOV_MAX      16   /* iovs per provider RMA operation (also capped by provider) */
+#define OFI_IOV_MAX 16 /* iovs per provider RMA operation (also capped by provider) */
 
-#define OFI_MH_MAGIC    0x4f46 /* "OF" */
-#define OFI_MH_VERSION  1
+#define OFI_MH_MAGIC 0x4f46 /* "OF" */
+#define OFI_MH_VERSION 1
 #define OFI_MH_HDR_SIZE 16 /* magic u16, version u8, flags u8, count u32, total u64 */
 #define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
 
-#define OFI_CQ_BATCH           16
-#define OFI_CQ_MAX_ROUNDS      16      /* bound the work of one poll */
-#define OFI_RETRY_POLL_MS      1       /* progress often while posts wait to be retried */
-#define OFI_RETRY_TIMEOUT_MS   5000    /* a post refused this long fails (peer unreachable) */
-#define OFI_RETRY_BLOCKED_MAX  16      /* refused peers tracked in one retry pass */
-#define OFI_CANCEL_ESCALATE_MS 1000    /* a canceled op still pending: drop the peer */
-#define OFI_CANCEL_FORCE_MS    500     /* then complete it without the provider */
-#define OFI_CANCEL_POLL_MS     100     /* wake up to escalate stuck cancels */
-#define OFI_SLEEP_MAX_NS       1000000 /* idle back-off without a wait fd (shm) */
+#define OFI_CQ_BATCH 16
+#define OFI_CQ_MAX_ROUNDS 16        /* bound the work of one poll */
+#define OFI_RETRY_POLL_MS 1         /* progress often while posts wait to be retried */
+#define OFI_RETRY_TIMEOUT_MS 5000   /* then a refused post fails (peer unreachable) */
+#define OFI_RETRY_BLOCKED_MAX 16    /* refused peers tracked in one retry pass */
+#define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: drop the peer */
+#define OFI_CANCEL_FORCE_MS 500     /* then complete it without the provider */
+#define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
+#define OFI_SLEEP_MAX_NS 1000000    /* idle back-off without a wait fd (shm) */
 
 #define OFI_PEER_BUCKETS_INIT 64
-#define OFI_CTX_CHUNK         256 /* provider contexts allocated at a time */
+#define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
 
 /* Protocols offered and the provider behind each. */
 struct ofi_proto {
@@ -116,9 +122,9 @@ struct ofi_addr {
 struct ofi_seg {
     uint64_t addr; /* local virtual address, or the owner's for remote handles */
     uint64_t len;
-    uint64_t key;       /* valid once registered (or from the descriptor) */
-    struct fid_mr *mr;  /* local registration */
-    void *desc;         /* local descriptor, for FI_MR_LOCAL providers */
+    uint64_t key;      /* valid once registered (or from the descriptor) */
+    struct fid_mr *mr; /* local registration */
+    void *desc;        /* local descriptor, for FI_MR_LOCAL providers */
 };
 
 struct ofi_mem_handle {
@@ -155,9 +161,16 @@ struct ofi_list {
     atomic_size_t count; /* read without the lock to skip empty lists */
 };
 
-#define OFI_OP_OF(link, member) ((struct ofi_op *)((char *)(link)-offsetof(struct ofi_op, member)))
+#define OFI_OP_OF(link, member)                                                          \
+    ((struct ofi_op *)((char *)(link)-offsetof(struct ofi_op, member)))
 
-enum ofi_op_kind { OFI_OP_SEND, OFI_OP_SEND_UNEXPECTED, OFI_OP_RECV, OFI_OP_PUT, OFI_OP_GET };
+enum ofi_op_kind {
+    OFI_OP_SEND,
+    OFI_OP_SEND_UNEXPECTED,
+    OFI_OP_RECV,
+    OFI_OP_PUT,
+    OFI_OP_GET
+};
 
 /* Position in the local and remote segment lists of a put/get. */
 struct ofi_rma_cursor {
@@ -204,7 +217,8 @@ struct ofi_class {
     struct fid_ep *ep;
     struct fid_av *av;
     struct fid_cq *cq;
-    int wait_fd; /* -1 when the CQ has no fd (shm) */
+    int wait_fd;         /* -1 when the CQ has no fd (shm) */
+    char bind_desc[300]; /* " on HOST:PORT" for setup errors, "" for shm */
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg_size;
     size_t max_unexpected_size, max_expected_size;
@@ -219,9 +233,9 @@ struct ofi_class {
     pthread_mutex_t lock; /* peer table, retry queue and cancel list */
     struct ofi_peer **buckets;
     size_t nbuckets, npeers;
-    struct ofi_list retry;    /* ops the provider refused with EAGAIN, in order */
-    atomic_int anon_queued;   /* queued ops without a peer (unexpected receives) */
-    struct ofi_list canceled; /* canceled ops still with the provider */
+    struct ofi_list retry;      /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued;     /* queued ops without a peer (unexpected receives) */
+    struct ofi_list canceled;   /* canceled ops still with the provider */
     atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
 
     pthread_mutex_t ctx_lock; /* context pool */
@@ -309,7 +323,8 @@ static na_return_t ofi_na_error(int err)
 static const struct ofi_proto *ofi_proto_find(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof(ofi_protos) / sizeof(ofi_protos[0]); i++)
-        if (strlen(ofi_protos[i].name) == len && strncmp(ofi_protos[i].name, name, len) == 0)
+        if (strlen(ofi_protos[i].name) == len &&
+            strncmp(ofi_protos[i].name, name, len) == 0)
             return &ofi_protos[i];
     return NULL;
 }
@@ -325,7 +340,8 @@ static bool ofi_check_protocol(const char *protocol_name)
 
 /* Check untrusted raw address bytes and put them in canonical form, so that
  * equal peers have equal bytes. */
-static bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, size_t *len)
+static bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw,
+                                   size_t *len)
 {
     const char *prefix = cls->proto->str_prefix;
 
@@ -368,14 +384,15 @@ static bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *r
 
 /* "tcp://1.2.3.4:5", "tcp://[::1]:5" or "shm://name" into buf (NUL included). */
 static size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw,
-    size_t len, char *buf, size_t buf_size)
+                                  size_t len, char *buf, size_t buf_size)
 {
     const char *proto = cls->proto->name;
 
     if (cls->proto->str_prefix) {
         size_t plen = strlen(cls->proto->str_prefix);
         return (size_t)snprintf(buf, buf_size, "ofi+%s://%.*s", proto, (int)(len - plen),
-                   (const char *)raw + plen) + 1;
+                                (const char *)raw + plen) +
+               1;
     }
     char host[INET6_ADDRSTRLEN] = "?";
     sa_family_t family;
@@ -385,19 +402,21 @@ static size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned ch
         memcpy(&sin, raw, sizeof(sin));
         inet_ntop(AF_INET, &sin.sin_addr, host, sizeof(host));
         return (size_t)snprintf(buf, buf_size, "ofi+%s://%s:%u", proto, host,
-                   ntohs(sin.sin_port)) + 1;
+                                ntohs(sin.sin_port)) +
+               1;
     }
     struct sockaddr_in6 sin6;
     memcpy(&sin6, raw, sizeof(sin6));
     inet_ntop(AF_INET6, &sin6.sin6_addr, host, sizeof(host));
     return (size_t)snprintf(buf, buf_size, "ofi+%s://[%s]:%u", proto, host,
-               ntohs(sin6.sin6_port)) + 1;
+                            ntohs(sin6.sin6_port)) +
+           1;
 }
 
 /* Resolve host (name or literal) to a socket address of the given family
  * (AF_UNSPEC: IPv4 preferred). */
 static na_return_t ofi_resolve_host(const char *host, int family, unsigned int port,
-    struct sockaddr_storage *ss, size_t *len)
+                                    struct sockaddr_storage *ss, size_t *len)
 {
     struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res, *pick = NULL;
@@ -433,7 +452,7 @@ static na_return_t ofi_resolve_host(const char *host, int family, unsigned int p
 
 /* "host:port" or "[v6]:port" of a peer into its raw address. */
 static na_return_t ofi_parse_ip_addr(const struct ofi_class *cls, const char *hp,
-    unsigned char *raw, size_t *len)
+                                     unsigned char *raw, size_t *len)
 {
     char host[256];
     const char *colon;
@@ -482,8 +501,9 @@ static uint64_t ofi_hash(const unsigned char *raw, size_t len)
     return h;
 }
 
-static struct ofi_peer *ofi_peer_find_locked(
-    struct ofi_class *cls, const unsigned char *raw, size_t len, uint64_t hash)
+static struct ofi_peer *ofi_peer_find_locked(struct ofi_class *cls,
+                                             const unsigned char *raw, size_t len,
+                                             uint64_t hash)
 {
     for (struct ofi_peer *p = cls->buckets[hash % cls->nbuckets]; p; p = p->next)
         if (p->hash == hash && p->len == len && memcmp(p->raw, raw, len) == 0)
@@ -529,7 +549,7 @@ static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *
         char str[128];
         ofi_raw_addr_format(cls, peer->raw, peer->len, str, sizeof(str));
         HGX_LOG_ERROR(OFI, "fi_av_insert(%s) failed: %s", str,
-            rc < 0 ? fi_strerror(-rc) : "address rejected");
+                      rc < 0 ? fi_strerror(-rc) : "address rejected");
         return rc < 0 ? ofi_na_error(-rc) : NA_ADDRNOTAVAIL;
     }
     atomic_store(&peer->fi_addr, fi_addr);
@@ -537,8 +557,8 @@ static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *
 }
 
 /* Find or create the peer of a normalized raw address, referenced. */
-static na_return_t ofi_peer_get(
-    struct ofi_class *cls, const unsigned char *raw, size_t len, struct ofi_peer **peer_p)
+static na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw,
+                                size_t len, struct ofi_peer **peer_p)
 {
     uint64_t hash = ofi_hash(raw, len);
     na_return_t ret = NA_SUCCESS;
@@ -571,6 +591,16 @@ out:
     return ret;
 }
 
+static void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    fi_addr_t fi_addr = atomic_exchange(&peer->fi_addr, FI_ADDR_NOTAVAIL);
+    if (fi_addr == FI_ADDR_NOTAVAIL)
+        return;
+    int rc = fi_av_remove(cls->av, &fi_addr, 1, 0);
+    if (rc != 0)
+        HGX_LOG_ERROR(OFI, "fi_av_remove failed: %s", fi_strerror(-rc));
+}
+
 static void ofi_peer_ref(struct ofi_peer *peer)
 {
     atomic_fetch_add(&peer->refs, 1);
@@ -584,35 +614,36 @@ static void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
     pthread_mutex_lock(&cls->lock);
     /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */
     bool drop = atomic_load(&peer->refs) == 0 && peer->removed;
-    if (drop)
+    if (drop) {
+        ofi_av_remove_locked(cls, peer); /* in case an op re-inserted it */
         ofi_peer_unlink_locked(cls, peer);
+    }
     pthread_mutex_unlock(&cls->lock);
     if (drop)
         free(peer);
 }
 
-static void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer)
-{
-    fi_addr_t fi_addr = atomic_exchange(&peer->fi_addr, FI_ADDR_NOTAVAIL);
-    if (fi_addr == FI_ADDR_NOTAVAIL)
-        return;
-    int rc = fi_av_remove(cls->av, &fi_addr, 1, 0);
-    if (rc != 0)
-        HGX_LOG_ERROR(OFI, "fi_av_remove failed: %s", fi_strerror(-rc));
-}
-
-/* Address vector entry of a peer; re-inserted after NA_Addr_set_remove. */
-static na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer, fi_addr_t *fi_addr)
+/* Address vector entry of a peer, re-inserted after NA_Addr_set_remove or a
+ * cancel escalation dropped it. */
+static na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer,
+                                           fi_addr_t *fi_addr)
 {
     na_return_t ret = NA_SUCCESS;
 
+    if (atomic_load(&peer->fi_addr) == FI_ADDR_NOTAVAIL)
+        ret = ofi_av_insert_locked(cls, peer);
+    *fi_addr = atomic_load(&peer->fi_addr);
+    return ret;
+}
+
+static na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer,
+                                    fi_addr_t *fi_addr)
+{
     *fi_addr = atomic_load(&peer->fi_addr);
     if (*fi_addr != FI_ADDR_NOTAVAIL)
         return NA_SUCCESS;
     pthread_mutex_lock(&cls->lock);
-    if (atomic_load(&peer->fi_addr) == FI_ADDR_NOTAVAIL)
-        ret = ofi_av_insert_locked(cls, peer);
-    *fi_addr = atomic_load(&peer->fi_addr);
+    na_return_t ret = ofi_peer_fi_addr_locked(cls, peer, fi_addr);
     pthread_mutex_unlock(&cls->lock);
     return ret;
 }
@@ -621,7 +652,8 @@ static na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer
  * Addresses
  * ------------------------------------------------------------------------- */
 
-static na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_addr_t **addr_p)
+static na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer,
+                                na_addr_t **addr_p)
 {
     struct ofi_addr *addr = malloc(sizeof(*addr));
     if (!addr) {
@@ -636,8 +668,8 @@ static na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_
 }
 
 /* Address of normalized raw bytes, with refcount 1. */
-static na_return_t ofi_addr_from_raw(
-    na_class_t *na_class, const unsigned char *raw, size_t len, na_addr_t **addr_p)
+static na_return_t ofi_addr_from_raw(na_class_t *na_class, const unsigned char *raw,
+                                     size_t len, na_addr_t **addr_p)
 {
     struct ofi_peer *peer;
     na_return_t ret = ofi_peer_get(ofi_class(na_class), raw, len, &peer);
@@ -651,7 +683,8 @@ static inline struct ofi_peer *ofi_addr_peer(na_addr_t *addr)
     return ((struct ofi_addr *)addr)->peer;
 }
 
-static na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+static na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name,
+                                   na_addr_t **addr_p)
 {
     struct ofi_class *cls = ofi_class(na_class);
     unsigned char raw[OFI_RAW_ADDR_MAX];
@@ -661,11 +694,13 @@ static na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_ad
         name += 4;
     const char *sep = strstr(name, "://");
     if (!sep || sep == name || sep[3] == '\0') {
-        HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://...)", name, cls->proto->name);
+        HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://...)", name,
+                      cls->proto->name);
         return NA_INVALID_ARG;
     }
     if (ofi_proto_find(name, (size_t)(sep - name)) != cls->proto) {
-        HGX_LOG_ERROR(OFI, "address \"%s\" is not for protocol %s", name, cls->proto->name);
+        HGX_LOG_ERROR(OFI, "address \"%s\" is not for protocol %s", name,
+                      cls->proto->name);
         return NA_PROTONOSUPPORT;
     }
     const char *rest = sep + 3;
@@ -687,7 +722,7 @@ static na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_ad
         if (ret != NA_SUCCESS) {
             if (ret == NA_INVALID_ARG)
                 HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://HOST:PORT)", name,
-                    cls->proto->name);
+                              cls->proto->name);
             return ret;
         }
     }
@@ -734,12 +769,13 @@ static bool ofi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
     return peer->len == cls->self_len && memcmp(peer->raw, cls->self_raw, peer->len) == 0;
 }
 
-static na_return_t ofi_addr_to_string(
-    na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr)
+static na_return_t ofi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                                      na_addr_t *addr)
 {
     struct ofi_peer *peer = ofi_addr_peer(addr);
     char str[128];
-    size_t need = ofi_raw_addr_format(ofi_class(na_class), peer->raw, peer->len, str, sizeof(str));
+    size_t need =
+        ofi_raw_addr_format(ofi_class(na_class), peer->raw, peer->len, str, sizeof(str));
 
     if (buf && *buf_size >= need)
         memcpy(buf, str, need);
@@ -755,15 +791,16 @@ static size_t ofi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
     return 2 + ofi_addr_peer(addr)->len;
 }
 
-static na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr)
+static na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                                      na_addr_t *addr)
 {
     struct ofi_peer *peer = ofi_addr_peer(addr);
     unsigned char *p = buf;
 
     (void)na_class;
     if (buf_size < 2 + peer->len) {
-        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for an address of %zu", buf_size,
-            2 + peer->len);
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for an address of %zu",
+                      buf_size, 2 + peer->len);
         return NA_OVERFLOW;
     }
     p[0] = (unsigned char)(peer->len & 0xff);
@@ -772,8 +809,8 @@ static na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t bu
     return NA_SUCCESS;
 }
 
-static na_return_t ofi_addr_deserialize(
-    na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size)
+static na_return_t ofi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
+                                        const void *buf, size_t buf_size)
 {
     const unsigned char *p = buf;
     unsigned char raw[OFI_RAW_ADDR_MAX];
@@ -785,13 +822,13 @@ static na_return_t ofi_addr_deserialize(
     size_t len = (size_t)p[0] | (size_t)p[1] << 8;
     if (len == 0 || len > OFI_RAW_ADDR_MAX || buf_size < 2 + len) {
         HGX_LOG_ERROR(OFI, "serialized address has a bad length (%zu in %zu bytes)", len,
-            buf_size);
+                      buf_size);
         return NA_PROTOCOL_ERROR;
     }
     memcpy(raw, p + 2, len);
     if (!ofi_raw_addr_normalize(ofi_class(na_class), raw, &len)) {
         HGX_LOG_ERROR(OFI, "serialized address is not a valid %s address",
-            ofi_class(na_class)->proto->name);
+                      ofi_class(na_class)->proto->name);
         return NA_PROTOCOL_ERROR;
     }
     return ofi_addr_from_raw(na_class, raw, len, addr_p);
@@ -807,13 +844,13 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto)
     if (!hints)
         return NULL;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE
-                  | FI_DIRECTED_RECV;
+    hints->caps = FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                  FI_REMOTE_WRITE | FI_DIRECTED_RECV;
     hints->mode = FI_CONTEXT | FI_CONTEXT2; /* each posted op has its own fi_context2 */
     hints->domain_attr->threading = FI_THREAD_SAFE;
     /* Every registration mode we can honor; the provider keeps what it needs. */
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED
-                                  | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->domain_attr->mr_mode =
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     hints->fabric_attr->prov_name = strdup(proto->prov_name);
     if (!hints->fabric_attr->prov_name) {
         fi_freeinfo(hints);
@@ -823,12 +860,16 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto)
 }
 
 /* Source address for tcp/sockets: host (default 127.0.0.1) and port (0: any). */
-static na_return_t ofi_hints_set_src(struct fi_info *hints, const struct na_info *info)
+static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hints,
+                                     const struct na_info *info)
 {
+    const char *host = info->host ? info->host : "127.0.0.1";
     struct sockaddr_storage ss;
     size_t len;
-    na_return_t ret = ofi_resolve_host(info->host ? info->host : "127.0.0.1", AF_UNSPEC,
-        (unsigned int)info->port, &ss, &len);
+
+    snprintf(cls->bind_desc, sizeof(cls->bind_desc), " on %s:%d", host, info->port);
+    na_return_t ret =
+        ofi_resolve_host(host, AF_UNSPEC, (unsigned int)info->port, &ss, &len);
     if (ret != NA_SUCCESS)
         return ret;
     hints->src_addr = malloc(len);
@@ -847,7 +888,7 @@ static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info
 
     HGX_CHECK(OFI, !hints, out, ret, NA_NOMEM, "out of memory for fi_info hints");
     if (!cls->proto->str_prefix) {
-        ret = ofi_hints_set_src(hints, info);
+        ret = ofi_hints_set_src(cls, hints, info);
         if (ret != NA_SUCCESS)
             goto out;
     } else if (info->host) {
@@ -859,13 +900,15 @@ static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info
     if (strcmp(cls->proto->name, "tcp") == 0)
         setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", 0);
     int rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &cls->info);
-    HGX_CHECK(OFI, rc != 0, out, ret, rc == -FI_ENODATA ? NA_NODEV : ofi_na_error(-rc),
+    HGX_CHECK(
+        OFI, rc != 0, out, ret, rc == -FI_ENODATA ? NA_NODEV : ofi_na_error(-rc),
         "libfabric provider \"%s\" unavailable for ofi+%s (RDM, tagged, RMA, directed "
         "receive, thread safe): %s",
         cls->proto->prov_name, cls->proto->name, fi_strerror(-rc));
     cls->mr_mode = cls->info->domain_attr->mr_mode;
-    HGX_LOG_DEBUG(OFI, "provider %s, domain %s, mr_mode 0x%llx", cls->info->fabric_attr->prov_name,
-        cls->info->domain_attr->name, (unsigned long long)cls->mr_mode);
+    HGX_LOG_DEBUG(OFI, "provider %s, domain %s, mr_mode 0x%llx",
+                  cls->info->fabric_attr->prov_name, cls->info->domain_attr->name,
+                  (unsigned long long)cls->mr_mode);
 out:
     fi_freeinfo(hints);
     return ret;
@@ -896,12 +939,13 @@ static na_return_t ofi_open_cq(struct ofi_class *cls)
     return NA_SUCCESS;
 }
 
-#define OFI_TRY(call, what)                                                              \
+/* Return the NA error of a failed setup call (logged) from the caller. */
+#define OFI_TRY(cls, call, what)                                                         \
     do {                                                                                 \
         int rc_ = (call);                                                                \
         if (rc_ != 0) {                                                                  \
-            HGX_LOG_ERROR(OFI, "%s failed for ofi+%s: %s", what, cls->proto->name,       \
-                fi_strerror(-rc_));                                                      \
+            HGX_LOG_ERROR(OFI, "%s failed for ofi+%s%s: %s", what, (cls)->proto->name,   \
+                          (cls)->bind_desc, fi_strerror(-rc_));                          \
             return ofi_na_error(-rc_);                                                   \
         }                                                                                \
     } while (0)
@@ -910,17 +954,19 @@ static na_return_t ofi_open_endpoint(struct ofi_class *cls)
 {
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 
-    OFI_TRY(fi_fabric(cls->info->fabric_attr, &cls->fabric, NULL), "fi_fabric");
-    OFI_TRY(fi_domain(cls->fabric, cls->info, &cls->domain, NULL), "fi_domain");
-    /* The tcp provider binds its listening socket here, sockets in fi_enable. */
-    OFI_TRY(fi_endpoint(cls->domain, cls->info, &cls->ep, NULL), "fi_endpoint");
+    OFI_TRY(cls, fi_fabric(cls->info->fabric_attr, &cls->fabric, NULL), "fi_fabric");
+    OFI_TRY(cls, fi_domain(cls->fabric, cls->info, &cls->domain, NULL), "fi_domain");
+    /* tcp binds its listening socket here (address in use / not available),
+     * sockets in fi_enable. */
+    OFI_TRY(cls, fi_endpoint(cls->domain, cls->info, &cls->ep, NULL), "fi_endpoint");
     na_return_t ret = ofi_open_cq(cls);
     if (ret != NA_SUCCESS)
         return ret;
-    OFI_TRY(fi_av_open(cls->domain, &av_attr, &cls->av, NULL), "fi_av_open");
-    OFI_TRY(fi_ep_bind(cls->ep, &cls->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
-    OFI_TRY(fi_ep_bind(cls->ep, &cls->av->fid, 0), "fi_ep_bind(av)");
-    OFI_TRY(fi_enable(cls->ep), "fi_enable");
+    OFI_TRY(cls, fi_av_open(cls->domain, &av_attr, &cls->av, NULL), "fi_av_open");
+    OFI_TRY(cls, fi_ep_bind(cls->ep, &cls->cq->fid, FI_TRANSMIT | FI_RECV),
+            "fi_ep_bind(cq)");
+    OFI_TRY(cls, fi_ep_bind(cls->ep, &cls->av->fid, 0), "fi_ep_bind(av)");
+    OFI_TRY(cls, fi_enable(cls->ep), "fi_enable");
     return NA_SUCCESS;
 }
 
@@ -932,7 +978,7 @@ static na_return_t ofi_read_self_addr(struct ofi_class *cls)
 
     if (rc != 0 || len > OFI_RAW_ADDR_MAX) {
         HGX_LOG_ERROR(OFI, "fi_getname failed or address too long (%zu): %s", len,
-            fi_strerror(rc ? -rc : FI_ETOOSMALL));
+                      fi_strerror(rc ? -rc : FI_ETOOSMALL));
         return NA_PROTOCOL_ERROR;
     }
     if (!ofi_raw_addr_normalize(cls, name, &len)) {
@@ -952,7 +998,7 @@ static na_return_t ofi_read_self_addr(struct ofi_class *cls)
 }
 
 static struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
-    uint64_t access, na_return_t *ret);
+                                  uint64_t access, na_return_t *ret);
 
 static size_t ofi_size_limit(size_t requested, size_t provider_max, const char *what)
 {
@@ -961,7 +1007,7 @@ static size_t ofi_size_limit(size_t requested, size_t provider_max, const char *
         size = OFI_HDR_SIZE;
     if (size > provider_max) {
         HGX_LOG_WARNING(OFI, "%s size %zu capped to the provider's %zu", what, size,
-            provider_max);
+                        provider_max);
         size = provider_max;
     }
     return size;
@@ -973,20 +1019,24 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
     size_t max_msg = fi->ep_attr->max_msg_size;
 
     cls->max_msg_size = max_msg;
-    if (cls->proto->msg_max_inject && fi->tx_attr->inject_size >= OFI_MSG_SIZE_DEFAULT
-        && fi->tx_attr->inject_size < max_msg)
+    if (cls->proto->msg_max_inject && fi->tx_attr->inject_size >= OFI_MSG_SIZE_DEFAULT &&
+        fi->tx_attr->inject_size < max_msg)
         max_msg = fi->tx_attr->inject_size;
-    cls->iov_limit = fi->tx_attr->iov_limit < OFI_IOV_MAX ? fi->tx_attr->iov_limit : OFI_IOV_MAX;
-    cls->rma_iov_limit = fi->tx_attr->rma_iov_limit < OFI_IOV_MAX ? fi->tx_attr->rma_iov_limit
-                                                                   : OFI_IOV_MAX;
+    cls->iov_limit =
+        fi->tx_attr->iov_limit < OFI_IOV_MAX ? fi->tx_attr->iov_limit : OFI_IOV_MAX;
+    cls->rma_iov_limit = fi->tx_attr->rma_iov_limit < OFI_IOV_MAX
+                             ? fi->tx_attr->rma_iov_limit
+                             : OFI_IOV_MAX;
     if (cls->iov_limit == 0)
         cls->iov_limit = 1;
     if (cls->rma_iov_limit == 0)
         cls->rma_iov_limit = 1;
-    cls->max_unexpected_size = ofi_size_limit(init_info->max_unexpected_size, max_msg, "unexpected");
-    cls->max_expected_size = ofi_size_limit(init_info->max_expected_size, max_msg, "expected");
+    cls->max_unexpected_size =
+        ofi_size_limit(init_info->max_unexpected_size, max_msg, "unexpected");
+    cls->max_expected_size =
+        ofi_size_limit(init_info->max_expected_size, max_msg, "expected");
     HGX_LOG_DEBUG(OFI, "iov limit %zu, rma iov limit %zu, max msg %zu, inject %zu",
-        cls->iov_limit, cls->rma_iov_limit, max_msg, fi->tx_attr->inject_size);
+                  cls->iov_limit, cls->rma_iov_limit, max_msg, fi->tx_attr->inject_size);
 }
 
 static void ofi_class_free(struct ofi_class *cls)
@@ -1021,7 +1071,8 @@ static void ofi_class_free(struct ofi_class *cls)
     free(cls);
 }
 
-static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *info, bool listen)
+static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *info,
+                                  bool listen)
 {
     na_return_t ret = NA_SUCCESS;
     struct ofi_class *cls = calloc(1, sizeof(*cls));
@@ -1034,10 +1085,11 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     atomic_init(&cls->next_mr_key, 1);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
     HGX_CHECK(OFI, !cls->proto, error, ret, NA_PROTONOSUPPORT,
-        "protocol \"%s\" not supported by ofi", info->protocol_name);
+              "protocol \"%s\" not supported by ofi", info->protocol_name);
     cls->nbuckets = OFI_PEER_BUCKETS_INIT;
     cls->buckets = calloc(cls->nbuckets, sizeof(*cls->buckets));
-    HGX_CHECK(OFI, !cls->buckets, error, ret, NA_NOMEM, "out of memory for the peer table");
+    HGX_CHECK(OFI, !cls->buckets, error, ret, NA_NOMEM,
+              "out of memory for the peer table");
 
     ret = ofi_getinfo(cls, info);
     if (ret != NA_SUCCESS)
@@ -1083,8 +1135,8 @@ static void ofi_cleanup(void)
         return;
     while ((ent = readdir(dir)) != NULL) {
         int pid, a, b, end = 0;
-        if (sscanf(ent->d_name, "%d:%d:%d%n", &pid, &a, &b, &end) != 3
-            || ent->d_name[end] != '\0' || pid <= 0)
+        if (sscanf(ent->d_name, "%d:%d:%d%n", &pid, &a, &b, &end) != 3 ||
+            ent->d_name[end] != '\0' || pid <= 0)
             continue;
         if (kill(pid, 0) == 0 || errno != ESRCH)
             continue;
@@ -1096,7 +1148,8 @@ static void ofi_cleanup(void)
     closedir(dir);
 }
 
-static na_return_t ofi_context_create(na_class_t *na_class, na_context_t *context, uint8_t id)
+static na_return_t ofi_context_create(na_class_t *na_class, na_context_t *context,
+                                      uint8_t id)
 {
     (void)na_class;
     (void)id; /* carried in the tags */
@@ -1117,10 +1170,11 @@ static na_return_t ofi_context_destroy(na_class_t *na_class, na_context_t *conte
 
 /* Register one buffer; FI_MR_ENDPOINT providers also need it bound and enabled. */
 static struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
-    uint64_t access, na_return_t *ret)
+                                  uint64_t access, na_return_t *ret)
 {
     struct fid_mr *mr = NULL;
-    uint64_t key = (cls->mr_mode & FI_MR_PROV_KEY) ? 0 : atomic_fetch_add(&cls->next_mr_key, 1);
+    uint64_t key =
+        (cls->mr_mode & FI_MR_PROV_KEY) ? 0 : atomic_fetch_add(&cls->next_mr_key, 1);
     int rc = fi_mr_reg(cls->domain, buf, len, access, 0, key, 0, &mr, NULL);
 
     if (rc == 0 && (cls->mr_mode & FI_MR_ENDPOINT)) {
@@ -1129,7 +1183,8 @@ static struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t
             rc = fi_mr_enable(mr);
     }
     if (rc != 0) {
-        HGX_LOG_ERROR(OFI, "registering %zu bytes at %p failed: %s", len, buf, fi_strerror(-rc));
+        HGX_LOG_ERROR(OFI, "registering %zu bytes at %p failed: %s", len, buf,
+                      fi_strerror(-rc));
         if (mr)
             fi_close(&mr->fid);
         *ret = ofi_na_error(-rc);
@@ -1147,8 +1202,8 @@ static void ofi_mr_close(struct fid_mr *mr)
 
 /* Message buffers are registered up front when the provider wants local
  * descriptors (FI_MR_LOCAL); plugin_data is then their registration. */
-static void *ofi_msg_buf_alloc(
-    na_class_t *na_class, size_t buf_size, unsigned long flags, void **plugin_data_p)
+static void *ofi_msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
+                               void **plugin_data_p)
 {
     struct ofi_class *cls = ofi_class(na_class);
     void *buf = NULL;
@@ -1200,23 +1255,29 @@ static struct ofi_mem_handle *ofi_mh_alloc(size_t nseg, unsigned long flags)
 }
 
 static na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
-    struct na_segment *segments, size_t segment_count, unsigned long flags,
-    na_mem_handle_t **mem_handle_p);
+                                                  struct na_segment *segments,
+                                                  size_t segment_count,
+                                                  unsigned long flags,
+                                                  na_mem_handle_t **mem_handle_p);
 
 static na_return_t ofi_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-    unsigned long flags, na_mem_handle_t **mem_handle_p)
+                                         unsigned long flags,
+                                         na_mem_handle_t **mem_handle_p)
 {
     struct na_segment seg = {.base = buf, .len = buf_size};
     return ofi_mem_handle_create_segments(na_class, &seg, 1, flags, mem_handle_p);
 }
 
 static na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
-    struct na_segment *segments, size_t segment_count, unsigned long flags,
-    na_mem_handle_t **mem_handle_p)
+                                                  struct na_segment *segments,
+                                                  size_t segment_count,
+                                                  unsigned long flags,
+                                                  na_mem_handle_t **mem_handle_p)
 {
     (void)na_class;
     if (segment_count == 0 || segment_count > OFI_MAX_SEGMENTS) {
-        HGX_LOG_ERROR(OFI, "segment count %zu not in 1..%d", segment_count, OFI_MAX_SEGMENTS);
+        HGX_LOG_ERROR(OFI, "segment count %zu not in 1..%d", segment_count,
+                      OFI_MAX_SEGMENTS);
         return NA_INVALID_ARG;
     }
     struct ofi_mem_handle *mh = ofi_mh_alloc(segment_count, flags);
@@ -1316,21 +1377,23 @@ static uint64_t ofi_get_le(const unsigned char *p, size_t n)
     return v;
 }
 
-static size_t ofi_mem_handle_get_serialize_size(na_class_t *na_class, na_mem_handle_t *mem_handle)
+static size_t ofi_mem_handle_get_serialize_size(na_class_t *na_class,
+                                                na_mem_handle_t *mem_handle)
 {
     (void)na_class;
     return OFI_MH_HDR_SIZE + ofi_mh(mem_handle)->nseg * OFI_MH_SEG_SIZE;
 }
 
-static na_return_t ofi_mem_handle_serialize(
-    na_class_t *na_class, void *buf, size_t buf_size, na_mem_handle_t *mem_handle)
+static na_return_t ofi_mem_handle_serialize(na_class_t *na_class, void *buf,
+                                            size_t buf_size, na_mem_handle_t *mem_handle)
 {
     struct ofi_mem_handle *mh = ofi_mh(mem_handle);
     size_t need = ofi_mem_handle_get_serialize_size(na_class, mem_handle);
     unsigned char *p = buf;
 
     if (buf_size < need) {
-        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for a handle of %zu", buf_size, need);
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for a handle of %zu", buf_size,
+                      need);
         return NA_OVERFLOW;
     }
     ofi_put_le(p, OFI_MH_MAGIC, 2);
@@ -1348,25 +1411,28 @@ static na_return_t ofi_mem_handle_serialize(
 }
 
 /* Untrusted bytes: every field is checked before it is used. */
-static na_return_t ofi_mem_handle_deserialize(
-    na_class_t *na_class, na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size)
+static na_return_t ofi_mem_handle_deserialize(na_class_t *na_class,
+                                              na_mem_handle_t **mem_handle_p,
+                                              const void *buf, size_t buf_size)
 {
     const unsigned char *p = buf;
 
     (void)na_class;
-    if (buf_size < OFI_MH_HDR_SIZE || ofi_get_le(p, 2) != OFI_MH_MAGIC || p[2] != OFI_MH_VERSION) {
+    if (buf_size < OFI_MH_HDR_SIZE || ofi_get_le(p, 2) != OFI_MH_MAGIC ||
+        p[2] != OFI_MH_VERSION) {
         HGX_LOG_ERROR(OFI, "not an ofi memory handle (%zu bytes)", buf_size);
         return NA_PROTOCOL_ERROR;
     }
     unsigned long flags = p[3];
     uint64_t nseg = ofi_get_le(p + 4, 4);
     uint64_t total = ofi_get_le(p + 8, 8);
-    if (flags == 0 || (flags & ~(unsigned long)NA_MEM_READWRITE) != 0 || nseg == 0
-        || nseg > OFI_MAX_SEGMENTS || buf_size < OFI_MH_HDR_SIZE + nseg * OFI_MH_SEG_SIZE
-        || total > SIZE_MAX) {
-        HGX_LOG_ERROR(OFI, "memory handle descriptor has bad flags (0x%lx), segment count "
-                           "(%llu) or size (%zu bytes)",
-            flags, (unsigned long long)nseg, buf_size);
+    if (flags == 0 || (flags & ~(unsigned long)NA_MEM_READWRITE) != 0 || nseg == 0 ||
+        nseg > OFI_MAX_SEGMENTS || buf_size < OFI_MH_HDR_SIZE + nseg * OFI_MH_SEG_SIZE ||
+        total > SIZE_MAX) {
+        HGX_LOG_ERROR(OFI,
+                      "memory handle descriptor has bad flags (0x%lx), segment count "
+                      "(%llu) or size (%zu bytes)",
+                      flags, (unsigned long long)nseg, buf_size);
         return NA_PROTOCOL_ERROR;
     }
     struct ofi_mem_handle *mh = ofi_mh_alloc((size_t)nseg, flags);
@@ -1391,7 +1457,7 @@ static na_return_t ofi_mem_handle_deserialize(
     if (sum != total) {
         ofi_mem_handle_free(na_class, &mh->head);
         HGX_LOG_ERROR(OFI, "memory handle segments sum to %llu, not %llu",
-            (unsigned long long)sum, (unsigned long long)total);
+                      (unsigned long long)sum, (unsigned long long)total);
         return NA_PROTOCOL_ERROR;
     }
     mh->head.len = (size_t)total;
@@ -1475,7 +1541,8 @@ static inline bool ofi_op_is_rma(const struct ofi_op *oop)
 }
 
 /* Reset the op area for a new operation; peer (may be NULL) gains a reference. */
-static struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_peer *peer)
+static struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind,
+                                   struct ofi_peer *peer)
 {
     struct ofi_op *oop = ofi_op(op);
 
@@ -1525,9 +1592,10 @@ static void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t
             ofi_list_remove(&cls->canceled, &oop->cancel_link);
         oop->cancel_listed = false;
         pthread_mutex_unlock(&cls->lock);
-        /* Sends and RMA cannot be recalled: a cancel requested before their
-         * completion wins. A receive that got its data keeps it. */
-        if (ret != NA_SUCCESS || oop->kind != OFI_OP_RECV)
+        /* Report the truth so that a cancel never hides a transfer: an op
+         * that completed keeps NA_SUCCESS (its data moved), one that ended
+         * in error after the cancel request was stopped by it. */
+        if (ret != NA_SUCCESS)
             ret = NA_CANCELED;
     }
     ofi_op_release(cls, oop);
@@ -1578,8 +1646,8 @@ struct ofi_rma_part {
 /* Describe the next part: extend the current iov while the data stays in the
  * same segment, start a new one otherwise, and stop at the iov limits or the
  * provider's maximum message size. */
-static void ofi_rma_next_part(
-    const struct ofi_class *cls, struct ofi_rma_cursor *cur, struct ofi_rma_part *part)
+static void ofi_rma_next_part(const struct ofi_class *cls, struct ofi_rma_cursor *cur,
+                              struct ofi_rma_part *part)
 {
     size_t last_lseg = SIZE_MAX, last_rseg = SIZE_MAX;
     uint64_t total = 0;
@@ -1600,8 +1668,8 @@ static void ofi_rma_next_part(
             continue;
         }
         bool new_iov = cur->lseg != last_lseg, new_rma = cur->rseg != last_rseg;
-        if ((new_iov && part->iov_count == cls->iov_limit)
-            || (new_rma && part->rma_iov_count == cls->rma_iov_limit))
+        if ((new_iov && part->iov_count == cls->iov_limit) ||
+            (new_rma && part->rma_iov_count == cls->rma_iov_limit))
             break;
         uint64_t n = cur->left;
         if (ls->len - cur->loff < n)
@@ -1642,7 +1710,8 @@ static size_t ofi_rma_count_parts(const struct ofi_class *cls, struct ofi_rma_cu
     return n;
 }
 
-static ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
+static ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop,
+                                 struct ofi_ctx *ctx)
 {
     struct ofi_rma_cursor next = oop->cur;
     struct ofi_rma_part part;
@@ -1666,30 +1735,33 @@ static ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, stru
     return rc;
 }
 
-static ssize_t ofi_post_send(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
+static ssize_t ofi_post_send(struct ofi_class *cls, struct ofi_op *oop,
+                             struct ofi_ctx *ctx)
 {
     if (oop->kind == OFI_OP_SEND)
-        return fi_tsend(
-            cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr, oop->tag, ctx);
+        return fi_tsend(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr,
+                        oop->tag, ctx);
     /* Our own header replaces whatever the caller left in its first bytes. */
     struct iovec iov[2] = {
         {.iov_base = cls->hdr, .iov_len = OFI_HDR_SIZE},
-        {.iov_base = (char *)oop->buf + OFI_HDR_SIZE, .iov_len = oop->buf_size - OFI_HDR_SIZE},
+        {.iov_base = (char *)oop->buf + OFI_HDR_SIZE,
+         .iov_len = oop->buf_size - OFI_HDR_SIZE},
     };
     void *desc[2] = {cls->hdr_desc, oop->desc};
     size_t count = oop->buf_size > OFI_HDR_SIZE ? 2 : 1;
     return fi_tsendv(cls->ep, iov, desc, count, oop->fi_addr, oop->tag, ctx);
 }
 
-static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
+static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
+                             struct ofi_ctx *ctx)
 {
     switch (oop->kind) {
     case OFI_OP_SEND:
     case OFI_OP_SEND_UNEXPECTED:
         return ofi_post_send(cls, oop, ctx);
     case OFI_OP_RECV:
-        return fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr, oop->tag,
-            oop->ignore, ctx);
+        return fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr,
+                        oop->tag, oop->ignore, ctx);
     default:
         return ofi_post_rma_part(cls, oop, ctx);
     }
@@ -1735,9 +1807,11 @@ static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool rma)
         ofi_part_done(cls, oop, NA_SUCCESS); /* drop the posting guard */
 }
 
-static void ofi_log_post_error(struct ofi_class *cls, const struct ofi_op *oop, const char *why)
+static void ofi_log_post_error(struct ofi_class *cls, const struct ofi_op *oop,
+                               const char *why)
 {
-    static const char *const what[] = {"send to", "unexpected send to", "receive from", "put to", "get from"};
+    static const char *const what[] = {"send to", "unexpected send to", "receive from",
+                                       "put to", "get from"};
     char peer[128] = "any peer";
 
     if (oop->peer)
@@ -1747,7 +1821,8 @@ static void ofi_log_post_error(struct ofi_class *cls, const struct ofi_op *oop, 
 
 /* Posting failed for good. With nothing in flight the error goes back to the
  * caller (sync) or to the callback (async); parts in flight carry it. */
-static na_return_t ofi_post_failed(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret, bool async)
+static na_return_t ofi_post_failed(struct ofi_class *cls, struct ofi_op *oop,
+                                   na_return_t ret, bool async)
 {
     if (ofi_op_is_rma(oop) && oop->posted > 0) {
         ofi_parts_abandon(cls, oop, ret);
@@ -1821,7 +1896,7 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
     } else if (rc == -FI_ETIMEDOUT) {
         char why[64];
         snprintf(why, sizeof(why), "still refused after %d ms (peer unreachable?)",
-            OFI_RETRY_TIMEOUT_MS);
+                 OFI_RETRY_TIMEOUT_MS);
         ofi_log_post_error(cls, oop, why);
         ofi_post_failed(cls, oop, oop->peer ? NA_HOSTUNREACH : NA_AGAIN, true);
     } else {
@@ -1830,7 +1905,8 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
     }
 }
 
-static bool ofi_peer_blocked(struct ofi_peer *const *blocked, size_t n, const struct ofi_peer *peer)
+static bool ofi_peer_blocked(struct ofi_peer *const *blocked, size_t n,
+                             const struct ofi_peer *peer)
 {
     for (size_t i = 0; i < n; i++)
         if (blocked[i] == peer)
@@ -1863,6 +1939,10 @@ static void ofi_retry_progress(struct ofi_class *cls)
             rc = -FI_ETIMEDOUT;
         else if (ofi_peer_blocked(blocked, nblocked, oop->peer))
             continue;
+        else if (oop->peer &&
+                 ofi_peer_fi_addr_locked(cls, oop->peer, &oop->fi_addr) != NA_SUCCESS)
+            rc = -FI_EADDRNOTAVAIL; /* its entry was dropped meanwhile and is refused now
+                                     */
         else if ((rc = ofi_post(cls, oop)) == -FI_EAGAIN) {
             if (nblocked == OFI_RETRY_BLOCKED_MAX)
                 break;
@@ -1889,8 +1969,8 @@ static void ofi_retry_progress(struct ofi_class *cls)
  * ------------------------------------------------------------------------- */
 
 /* Parse the sender's header; false if it is malformed. */
-static bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
-    unsigned char *raw, size_t *raw_len)
+static bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf,
+                          size_t len, unsigned char *raw, size_t *raw_len)
 {
     if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
         return false;
@@ -1904,8 +1984,8 @@ static bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf,
 
 /* An unexpected message arrived: find its sender from the header. A bad
  * header (or an address we cannot insert) drops the message and reposts. */
-static void ofi_complete_recv_unexpected(
-    struct ofi_class *cls, struct ofi_op *oop, size_t len, uint64_t tag)
+static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *oop,
+                                         size_t len, uint64_t tag)
 {
     na_op_id_t *op = na_op_from_plugin(oop);
     unsigned char raw[OFI_RAW_ADDR_MAX];
@@ -1914,8 +1994,8 @@ static void ofi_complete_recv_unexpected(
 
     if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
         struct ofi_peer *peer;
-        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS
-            && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS &&
+            ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
             op->info.info.recv_unexpected.actual_buf_size = len;
             op->info.info.recv_unexpected.source = source;
             op->info.info.recv_unexpected.tag = (na_tag_t)(tag & OFI_TAG_NA_MASK);
@@ -1925,8 +2005,9 @@ static void ofi_complete_recv_unexpected(
     } else {
         atomic_fetch_add(&cls->n_bad_headers, 1);
         HGX_LOG_ERROR(OFI,
-            "dropped an unexpected message of %zu bytes with a malformed header (%lu so far)",
-            len, atomic_load(&cls->n_bad_headers));
+                      "dropped an unexpected message of %zu bytes with a malformed "
+                      "header (%lu so far)",
+                      len, atomic_load(&cls->n_bad_headers));
     }
     if (na_op_cancel_requested(op)) {
         ofi_op_finish(cls, oop, NA_CANCELED);
@@ -1938,8 +2019,8 @@ static void ofi_complete_recv_unexpected(
     ofi_submit(cls, oop, true);
 }
 
-static void ofi_complete(
-    struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret, size_t len, uint64_t tag)
+static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret,
+                         size_t len, uint64_t tag)
 {
     struct ofi_op *oop = atomic_exchange(&ctx->op, NULL);
 
@@ -1984,10 +2065,11 @@ static void ofi_cq_read_error(struct ofi_class *cls)
         HGX_LOG_DEBUG(OFI, "operation canceled or flushed");
         ret = NA_HOSTUNREACH;
     } else if (err.err == FI_ETRUNC) {
-        HGX_LOG_ERROR(OFI, "message larger than its receive buffer (%zu bytes dropped)", err.olen);
+        HGX_LOG_ERROR(OFI, "message larger than its receive buffer (%zu bytes dropped)",
+                      err.olen);
     } else {
         HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
-            fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
+                      fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
     }
     ofi_complete(cls, err.op_context, ret, err.len, err.tag);
 }
@@ -2012,7 +2094,8 @@ static unsigned int ofi_cq_drain(struct ofi_class *cls)
             break;
         }
         for (ssize_t i = 0; i < n; i++)
-            ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len, entries[i].tag);
+            ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len,
+                         entries[i].tag);
         count += (unsigned int)n;
         if (n < OFI_CQ_BATCH)
             break;
@@ -2046,11 +2129,12 @@ static na_tag_t ofi_msg_get_max_tag(const na_class_t *na_class)
     return (na_tag_t)OFI_TAG_NA_MASK;
 }
 
-static na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size)
+static na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf,
+                                           size_t buf_size)
 {
     if (buf_size < OFI_HDR_SIZE) {
         HGX_LOG_ERROR(OFI, "buffer of %zu bytes cannot hold the %d-byte header", buf_size,
-            OFI_HDR_SIZE);
+                      OFI_HDR_SIZE);
         return NA_OVERFLOW;
     }
     memcpy(buf, ofi_class(na_class)->hdr, OFI_HDR_SIZE);
@@ -2064,8 +2148,8 @@ static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
 
 /* Local descriptor of a message buffer: its msg_buf_alloc registration, or
  * a registration just for this op when the provider requires FI_MR_LOCAL. */
-static na_return_t ofi_msg_desc(
-    struct ofi_class *cls, struct ofi_op *oop, void *plugin_data, uint64_t access)
+static na_return_t ofi_msg_desc(struct ofi_class *cls, struct ofi_op *oop,
+                                void *plugin_data, uint64_t access)
 {
     na_return_t ret = NA_SUCCESS;
 
@@ -2081,7 +2165,8 @@ static na_return_t ofi_msg_desc(
 
 /* Fill in a message op (peer already set) and submit it. */
 static na_return_t ofi_msg_submit(struct ofi_class *cls, struct ofi_op *oop, void *buf,
-    size_t buf_size, void *plugin_data, uint64_t tag, uint64_t ignore)
+                                  size_t buf_size, void *plugin_data, uint64_t tag,
+                                  uint64_t ignore)
 {
     na_return_t ret = NA_SUCCESS;
 
@@ -2093,7 +2178,8 @@ static na_return_t ofi_msg_submit(struct ofi_class *cls, struct ofi_op *oop, voi
     if (oop->peer)
         ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
     if (ret == NA_SUCCESS)
-        ret = ofi_msg_desc(cls, oop, plugin_data, oop->kind == OFI_OP_RECV ? FI_RECV : FI_SEND);
+        ret = ofi_msg_desc(cls, oop, plugin_data,
+                           oop->kind == OFI_OP_RECV ? FI_RECV : FI_SEND);
     if (ret != NA_SUCCESS) {
         ofi_op_release(cls, oop);
         return ret;
@@ -2102,53 +2188,60 @@ static na_return_t ofi_msg_submit(struct ofi_class *cls, struct ofi_op *oop, voi
 }
 
 static na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag)
+                                           na_op_id_t *op, const void *buf,
+                                           size_t buf_size, void *plugin_data,
+                                           na_addr_t *dest_addr, uint8_t dest_id,
+                                           na_tag_t tag)
 {
-    struct ofi_op *oop = ofi_op_start(op, OFI_OP_SEND_UNEXPECTED, ofi_addr_peer(dest_addr));
+    struct ofi_op *oop =
+        ofi_op_start(op, OFI_OP_SEND_UNEXPECTED, ofi_addr_peer(dest_addr));
 
     (void)context;
     /* The buffer is only read; it is kept non-const to share the op field. */
     return ofi_msg_submit(ofi_class(na_class), oop, (void *)(uintptr_t)buf, buf_size,
-        plugin_data, OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag), 0);
+                          plugin_data, OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag), 0);
 }
 
 static na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag)
+                                         na_op_id_t *op, const void *buf, size_t buf_size,
+                                         void *plugin_data, na_addr_t *dest_addr,
+                                         uint8_t dest_id, na_tag_t tag)
 {
     struct ofi_op *oop = ofi_op_start(op, OFI_OP_SEND, ofi_addr_peer(dest_addr));
 
     (void)context;
     return ofi_msg_submit(ofi_class(na_class), oop, (void *)(uintptr_t)buf, buf_size,
-        plugin_data, ofi_tag(dest_id, tag), 0);
+                          plugin_data, ofi_tag(dest_id, tag), 0);
 }
 
 static na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data)
+                                           na_op_id_t *op, void *buf, size_t buf_size,
+                                           void *plugin_data)
 {
     struct ofi_op *oop = ofi_op_start(op, OFI_OP_RECV, NULL);
 
     return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
-        OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0), OFI_TAG_NA_MASK);
+                          OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0), OFI_TAG_NA_MASK);
 }
 
 static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
-    uint8_t source_id, na_tag_t tag)
+                                         na_op_id_t *op, void *buf, size_t buf_size,
+                                         void *plugin_data, na_addr_t *source_addr,
+                                         uint8_t source_id, na_tag_t tag)
 {
     struct ofi_op *oop = ofi_op_start(op, OFI_OP_RECV, ofi_addr_peer(source_addr));
 
     (void)source_id; /* one endpoint per class: the sender's context is not visible */
-    return ofi_msg_submit(
-        ofi_class(na_class), oop, buf, buf_size, plugin_data, ofi_tag(context->id, tag), 0);
+    return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
+                          ofi_tag(context->id, tag), 0);
 }
 
 /* ---------------------------------------------------------------------------
  * Put / get
  * ------------------------------------------------------------------------- */
 
-static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg, uint64_t *off)
+static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg,
+                     uint64_t *off)
 {
     size_t i = 0;
     while (i < mh->nseg - 1 && offset >= mh->segs[i].len) {
@@ -2162,15 +2255,16 @@ static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *s
 /* Split the transfer into parts and submit them. parts_left holds one extra
  * count (the posting guard) until every part is posted. */
 static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, enum ofi_op_kind kind,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr)
 {
     struct ofi_class *cls = ofi_class(na_class);
     struct ofi_op *oop = ofi_op_start(op, kind, ofi_addr_peer(remote_addr));
     na_return_t ret = NA_SUCCESS;
 
     HGX_CHECK(OFI, (cls->mr_mode & FI_MR_LOCAL) && !local->registered, error, ret,
-        NA_INVALID_ARG, "the provider needs local memory registered (FI_MR_LOCAL)");
+              NA_INVALID_ARG, "the provider needs local memory registered (FI_MR_LOCAL)");
     ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
     if (ret != NA_SUCCESS)
         goto error;
@@ -2178,14 +2272,15 @@ static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, enum ofi_op_kin
         ofi_op_finish(cls, oop, NA_SUCCESS);
         return NA_SUCCESS;
     }
-    oop->cur = (struct ofi_rma_cursor){.local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
+    oop->cur = (struct ofi_rma_cursor){
+        .local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
     ofi_seek(oop->cur.local, local_offset, &oop->cur.lseg, &oop->cur.loff);
     ofi_seek(oop->cur.remote, remote_offset, &oop->cur.rseg, &oop->cur.roff);
     oop->nparts = ofi_rma_count_parts(cls, oop->cur);
     if (oop->nparts > 1) {
         oop->parts = calloc(oop->nparts, sizeof(*oop->parts));
-        HGX_CHECK(OFI, !oop->parts, error, ret, NA_NOMEM, "out of memory for %zu RMA parts",
-            oop->nparts);
+        HGX_CHECK(OFI, !oop->parts, error, ret, NA_NOMEM,
+                  "out of memory for %zu RMA parts", oop->nparts);
     }
     atomic_store(&oop->part_ret, NA_SUCCESS);
     atomic_store(&oop->parts_left, oop->nparts + 1);
@@ -2197,23 +2292,25 @@ error:
 }
 
 static na_return_t ofi_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
 {
     (void)context;
     (void)remote_id; /* RMA targets the endpoint, not a context */
-    return ofi_rma(na_class, op, OFI_OP_PUT, local, local_offset, remote, remote_offset, size,
-        remote_addr);
+    return ofi_rma(na_class, op, OFI_OP_PUT, local, local_offset, remote, remote_offset,
+                   size, remote_addr);
 }
 
 static na_return_t ofi_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
 {
     (void)context;
     (void)remote_id;
-    return ofi_rma(na_class, op, OFI_OP_GET, local, local_offset, remote, remote_offset, size,
-        remote_addr);
+    return ofi_rma(na_class, op, OFI_OP_GET, local, local_offset, remote, remote_offset,
+                   size, remote_addr);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2221,8 +2318,9 @@ static na_return_t ofi_get(na_class_t *na_class, na_context_t *context, na_op_id
  * ------------------------------------------------------------------------- */
 
 /* Receives cancel at once. Sends and RMA cannot be recalled by the providers;
- * they stay listed until their completion, and ofi_cancel_check escalates if
- * that takes too long. Ops still in the retry queue end right away. */
+ * they stay listed until their completion (reported as it is), and
+ * ofi_cancel_check escalates if that takes too long. Ops still in the retry
+ * queue end right away. */
 static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     struct ofi_class *cls = ofi_class(na_class);
@@ -2260,8 +2358,9 @@ static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop
         char str[128];
         ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, str, sizeof(str));
         HGX_LOG_WARNING(OFI,
-            "canceled operation to %s still pending after %d ms; dropping the peer's connection",
-            str, OFI_CANCEL_ESCALATE_MS);
+                        "canceled operation to %s still pending after %d ms; dropping "
+                        "the peer's connection",
+                        str, OFI_CANCEL_ESCALATE_MS);
         ofi_av_remove_locked(cls, oop->peer);
     }
     ofi_cancel_contexts_locked(cls, oop);
@@ -2275,7 +2374,7 @@ static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
     size_t claimed = 0;
 
     HGX_LOG_WARNING(OFI, "canceled operation still pending after %d ms; completing it",
-        OFI_CANCEL_ESCALATE_MS + OFI_CANCEL_FORCE_MS);
+                    OFI_CANCEL_ESCALATE_MS + OFI_CANCEL_FORCE_MS);
     ofi_list_remove(&cls->canceled, &oop->cancel_link);
     oop->cancel_listed = false;
     for (size_t i = 0; i < oop->posted; i++)
@@ -2296,11 +2395,13 @@ static void ofi_cancel_check(struct ofi_class *cls)
         size_t claimed = 0;
 
         pthread_mutex_lock(&cls->lock);
-        for (struct ofi_link *link = cls->canceled.head; link && !forced; link = link->next) {
+        for (struct ofi_link *link = cls->canceled.head; link && !forced;
+             link = link->next) {
             struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
             if (!oop->escalated && now >= oop->cancel_deadline_ms)
                 ofi_cancel_escalate_locked(cls, oop);
-            else if (oop->escalated && now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
+            else if (oop->escalated &&
+                     now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;
             }
@@ -2334,8 +2435,8 @@ static bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
     struct fid *fid = &cls->cq->fid;
 
     (void)context;
-    return cls->wait_fd >= 0 && atomic_load(&cls->retry.count) == 0
-           && fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
+    return cls->wait_fd >= 0 && atomic_load(&cls->retry.count) == 0 &&
+           fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
 }
 
 /* Retry refused posts, process completions, escalate stuck cancels. */
@@ -2347,7 +2448,8 @@ static unsigned int ofi_progress(struct ofi_class *cls)
     return count;
 }
 
-static na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+static na_return_t ofi_poll(na_class_t *na_class, na_context_t *context,
+                            unsigned int *count_p)
 {
     (void)context;
     unsigned int count = ofi_progress(ofi_class(na_class));
@@ -2373,7 +2475,8 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_m
     }
 }
 
-static na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+static na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
+                                 unsigned int timeout_ms)
 {
     struct ofi_class *cls = ofi_class(na_class);
     unsigned int count;
