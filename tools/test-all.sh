@@ -2,11 +2,11 @@
 # Install dependencies, build every configuration and run every test.
 # Used by .ci/run. Exits non-zero on any failure, including a transport
 # that did not run at all.
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-sh tools/install-deps.sh
-autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+sh tools/install-deps.sh || { echo "hgx CI: installing dependencies failed"; exit 1; }
+autoreconf -fi >/dev/null 2>&1 || autoreconf -fi || exit 1
 jobs=$(nproc)
 logdir=$top/build-ci/logs
 rm -rf "$top/build-ci"
@@ -47,7 +47,7 @@ echo "=== [valgrind] NA and HG tests over ofi+tcp and ucx+tcp"
 for t in tests/test_na tests/test_hg; do
     if [ -x "$top/build-ci/openmpi/$t" ]; then
         (cd "$top/build-ci/openmpi" && HG_LOG_LEVEL=none HGX_TEST_TRANSPORTS="ofi+tcp ucx+tcp" \
-            libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
+            ./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --suppressions="$top/tools/valgrind.supp" \
             "./$t") 2>&1 | tee -a "$logdir/valgrind.log"
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
