@@ -48,7 +48,7 @@ for t in tests/test_na tests/test_hg; do
     if [ -x "$top/build-ci/openmpi/$t" ]; then
         (cd "$top/build-ci/openmpi" && HG_LOG_LEVEL=none HGX_TEST_TRANSPORTS="ofi+tcp ucx+tcp" \
             ./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
-            --errors-for-leak-kinds=definite --suppressions="$top/tools/valgrind.supp" \
+            --errors-for-leak-kinds=definite --show-possibly-lost=no --suppressions="$top/tools/valgrind.supp" \
             "./$t") 2>&1 | tee -a "$logdir/valgrind.log"
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     else
