@@ -142,3 +142,9 @@ double test_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void test_group_banner(const char *name)
+{
+    printf("[----------] group %s\n", name);
+    fflush(stdout);
+}

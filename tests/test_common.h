@@ -34,6 +34,9 @@ int test_server_wait(struct test_server *srv, unsigned int timeout_ms);
 void test_fill(void *buf, size_t len, unsigned int seed);
 bool test_check(const void *buf, size_t len, unsigned int seed);
 
+/* Announce a cmocka group (e.g. "na/ofi+tcp") so logs show which transport ran. */
+void test_group_banner(const char *name);
+
 /* Monotonic time in seconds. */
 double test_now(void);
 

@@ -273,11 +273,11 @@ static int server_main(const char *info, int fd)
     hg_context_t *ctx = HG_Context_create(cls);
     register_all(cls, true);
     hg_size_t size = EXPOSE_SIZE;
-    expose_buf = malloc(EXPOSE_SIZE);
+    expose_buf = calloc(1, EXPOSE_SIZE);
     HG_Bulk_create(cls, 1, &expose_buf, &size, HG_BULK_READWRITE, &expose_bulk);
 
     hg_addr_t self;
-    char addr[256];
+    char addr[256] = "";
     hg_size_t addr_size = sizeof(addr);
     HG_Addr_self(cls, &self);
     HG_Addr_to_string(cls, addr, &addr_size, self);
@@ -851,6 +851,7 @@ int main(void)
         g.info = transports[t];
         g.cls = NULL;
         snprintf(name, sizeof(name), "hg/%s", g.info);
+        test_group_banner(name);
         /* The server is forked before any HG/NA initialization here. */
         if (!test_server_start(&srv, g.info, server_main)) {
             fprintf(stderr, "# server for %s did not start\n", g.info);

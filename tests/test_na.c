@@ -514,6 +514,7 @@ int main(void)
         char name[64];
         current_info = transports[i];
         snprintf(name, sizeof(name), "na/%s", transports[i]);
+        test_group_banner(name);
         failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
             group_setup, group_teardown);
     }
