@@ -10,6 +10,21 @@
  *   bit 63: unexpected | bits 32..62: sender id | bits 0..31: NA tag.
  * Peers live in a per-class table until finalize; NA addresses are small
  * handles pointing at a peer, so two receives from one peer compare equal.
+ *
+ * Cancel escalation: UCX cannot recall a send or put/get already on the wire.
+ * A cancelled one still pending after HGX_UCX_CANCEL_ESCALATE_MS (default
+ * 1000) has its peer's endpoint force-closed, which makes UCX complete every
+ * request on that endpoint with an error. Cancelled ops report NA_CANCELED;
+ * ops on that endpoint that were not cancelled report NA_HOSTUNREACH (the
+ * peer stopped answering, their data may or may not have moved) and queued
+ * sends of the peer fail the same way. An op that completed successfully
+ * after the cancel request reports NA_SUCCESS (the data moved). The peer
+ * stays usable: a peer we connected to (lookup) gets a new endpoint at its
+ * next operation; an accepted peer is marked failed until its client
+ * connects again, and that new connection takes over the same peer (so the
+ * addresses the upper layer holds work again). Every endpoint replacement
+ * bumps the peer's generation, which invalidates remote keys unpacked on the
+ * old endpoint (they are re-unpacked at next use).
  */
 #include "na_plugin.h"
 
@@ -40,6 +55,8 @@
 #define UCX_PROGRESS_MAX  1024     /* bound on one poll() pass */
 #define UCX_CONNECT_MS    5000     /* lookup waits this long for the wire-up */
 #define UCX_CLOSE_MS      2000     /* finalize waits this long for each endpoint close */
+#define UCX_CANCEL_ESCALATE_MS 1000 /* a cancelled send/RMA still pending: drop the ep */
+#define UCX_CANCEL_POLL_MS 100      /* poll_wait wakes up this often to escalate */
 
 struct ucx_op;
 
@@ -51,6 +68,9 @@ struct ucx_peer {
     bool self;
     bool failed;
     bool connecting; /* wire-up flush not finished */
+    bool outgoing;   /* we connected (lookup): can reconnect to sin */
+    uint32_t gen;    /* bumped whenever ep is dropped or replaced */
+    struct sockaddr_in sin;
     char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
     struct ucx_op *pend_head, *pend_tail; /* sends waiting for resources, in order */
 };
@@ -71,6 +91,9 @@ struct ucx_class {
     char proto[8];
     struct ucx_peer *peers;
     struct ucx_peer *self;
+    struct ucx_op *cancel_head;   /* cancelled sends/RMA still in flight */
+    unsigned escalate_ms;
+    long closing;                 /* forced ep closes not finished yet */
 };
 
 struct ucx_segment {
@@ -85,6 +108,7 @@ struct ucx_segment {
 struct ucx_rkeys {
     struct ucx_rkeys *next;
     struct ucx_peer *peer;
+    uint32_t gen;   /* peer generation the keys were unpacked for */
     ucp_rkey_h rkey[];
 };
 
@@ -111,6 +135,11 @@ struct ucx_op {
     struct ucx_op *pend_next;
     size_t pieces;           /* RMA: requests still outstanding */
     na_return_t rma_ret;     /* RMA: first error */
+    uint32_t gen;            /* send/RMA: peer generation at posting */
+    bool inflight;           /* send: a UCX request is outstanding */
+    bool cancel_listed;      /* in cls->cancel_head, waiting for escalation */
+    uint64_t cancel_deadline_ms;
+    struct ucx_op *cancel_prev, *cancel_next;
 };
 
 /* Sends queued for resources across all classes (tests check it drains). */
@@ -221,7 +250,11 @@ static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
 static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     struct ucx_peer *p = arg;
-    (void)ep;
+    if (ep != p->ep) {
+        /* An ep we dropped or replaced already: its requests are UCX's to end. */
+        HGX_LOG_DEBUG(UCX, "old connection to %s failed: %s", p->str, ucs_status_string(status));
+        return;
+    }
     HGX_LOG_ERROR(UCX, "connection to %s failed: %s", p->str, ucs_status_string(status));
     p->failed = true;
     ucx_pending_fail(p, NA_HOSTUNREACH);
@@ -233,6 +266,98 @@ static void ucx_ep_params_err(ucp_ep_params_t *params, struct ucx_peer *p)
     params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
     params->err_handler.cb = ucx_ep_error_cb;
     params->err_handler.arg = p;
+}
+
+static uint64_t ucx_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Take an op off the escalation list (no-op if not listed). Lock held. */
+static void ucx_cancel_unlist(struct ucx_op *uop)
+{
+    if (!uop->cancel_listed)
+        return;
+    if (uop->cancel_prev)
+        uop->cancel_prev->cancel_next = uop->cancel_next;
+    else
+        uop->cls->cancel_head = uop->cancel_next;
+    if (uop->cancel_next)
+        uop->cancel_next->cancel_prev = uop->cancel_prev;
+    uop->cancel_prev = uop->cancel_next = NULL;
+    uop->cancel_listed = false;
+}
+
+static void ucx_close_cb(void *request, ucs_status_t status, void *user_data)
+{
+    struct ucx_class *cls = user_data;
+    (void)status;
+    cls->closing--;
+    ucp_request_free(request);
+}
+
+/* Force-close an ep without waiting: UCX completes its outstanding requests
+ * with an error (their callbacks may run in here). Lock held. */
+static void ucx_ep_close_force(struct ucx_class *cls, ucp_ep_h ep)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                                                 UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+        .flags = UCP_EP_CLOSE_FLAG_FORCE,
+        .cb.send = ucx_close_cb,
+        .user_data = cls};
+    cls->closing++; /* before the call: the callback may run inside it */
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    if (sp == NULL || UCS_PTR_IS_ERR(sp))
+        cls->closing--; /* done at once, no callback */
+}
+
+/* Drop p's ep (cancel escalation). The peer object stays: an outgoing peer
+ * reconnects at its next operation; an accepted one waits for its client to
+ * connect again. Lock held. */
+static void ucx_ep_drop(struct ucx_class *cls, struct ucx_peer *p)
+{
+    ucp_ep_h ep = p->ep;
+    p->ep = NULL;
+    p->gen++; /* before the close: completions it triggers see the new gen */
+    if (!p->outgoing)
+        p->failed = true;
+    ucx_pending_fail(p, NA_HOSTUNREACH);
+    ucx_ep_close_force(cls, ep);
+}
+
+/* Open an ep to an outgoing peer's listener; the wire-up goes on in the
+ * background (operations posted meanwhile are queued by UCX). Lock held. */
+static ucs_status_t ucx_ep_open_client(struct ucx_class *cls, struct ucx_peer *p)
+{
+    ucp_ep_params_t params = {
+        .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
+        .sockaddr = {.addr = (const struct sockaddr *)&p->sin, .addrlen = sizeof(p->sin)}};
+    ucx_ep_params_err(&params, p);
+    return ucp_ep_create(cls->worker, &params, &p->ep);
+}
+
+/* Make sure p can take an operation: reconnect an outgoing peer whose ep was
+ * dropped by a cancel escalation. Lock held. */
+static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p, const char *what)
+{
+    if (p->failed) {
+        HGX_LOG_ERROR(UCX, "%s to %s: connection failed", what, p->str);
+        return NA_HOSTUNREACH;
+    }
+    if (p->ep)
+        return NA_SUCCESS;
+    ucs_status_t st = p->outgoing ? ucx_ep_open_client(cls, p) : UCS_ERR_NOT_CONNECTED;
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "%s to %s: cannot reconnect: %s", what, p->str, ucs_status_string(st));
+        p->ep = NULL;
+        return NA_HOSTUNREACH;
+    }
+    HGX_LOG_DEBUG(UCX, "reconnecting to %s", p->str);
+    return NA_SUCCESS;
 }
 
 static void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
@@ -266,25 +391,47 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
         return;
     }
     ucx_sockaddr_string((const struct sockaddr *)&attr.client_address, cls->proto, str, sizeof(str));
-    struct ucx_peer *p = ucx_peer_new(cls, (uint32_t)attr.client_id & UCX_ID_MASK, str);
-    if (!p) {
+    uint32_t id = (uint32_t)attr.client_id & UCX_ID_MASK;
+    /* A client connects again (its ep was dropped, e.g. by a cancel
+     * escalation): the new connection takes over the peer it had, so the
+     * addresses held for it work again. A client has one ep to us, so the old
+     * accepted ep is dead or about to be. */
+    struct ucx_peer *p = NULL;
+    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
+        if (q->id == id && !q->self && !q->outgoing)
+            p = q;
+    bool reused = p != NULL;
+    if (!p && !(p = ucx_peer_new(cls, id, str))) {
         ucp_listener_reject(cls->listener, req);
         return;
     }
     ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST, .conn_request = req};
     ucx_ep_params_err(&params, p);
-    ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
+    ucp_ep_h ep = NULL;
+    ucs_status_t st = ucp_ep_create(cls->worker, &params, &ep);
     if (st != UCS_OK) {
         HGX_LOG_ERROR(UCX, "cannot accept %s: %s", str, ucs_status_string(st));
-        p->failed = true;
+        if (!reused)
+            p->failed = true;
         return;
     }
-    HGX_LOG_DEBUG(UCX, "accepted %s (id %08x)", str, p->id);
+    ucp_ep_h old = p->ep;
+    p->ep = ep;
+    if (reused) {
+        p->gen++;
+        p->failed = false;
+        snprintf(p->str, sizeof(p->str), "%s", str);
+        ucx_pending_fail(p, NA_HOSTUNREACH); /* queued for the old connection */
+        if (old)
+            ucx_ep_close_force(cls, old);
+    }
+    HGX_LOG_DEBUG(UCX, "%s %s (id %08x)", reused ? "reaccepted" : "accepted", str, p->id);
 }
 
 /*---------------------------------------------------------------- progress */
 
 static void ucx_send_cb(void *request, ucs_status_t status, void *user_data);
+static void ucx_cancel_check(struct ucx_class *cls);
 
 /* Post one send; NO_RESOURCE is returned for the caller to queue it. */
 static ucs_status_t ucx_send_post(struct ucx_op *uop)
@@ -302,25 +449,38 @@ static ucs_status_t ucx_send_post(struct ucx_op *uop)
     }
     if (UCS_PTR_IS_ERR(sp))
         return UCS_PTR_STATUS(sp);
+    uop->inflight = true;
     return UCS_INPROGRESS;
+}
+
+/* Outcome of a send/RMA that ended with an error: stopped by its cancel, or
+ * failed with its ep dropped by another op's cancel escalation. */
+static na_return_t ucx_failed_ret(struct ucx_op *uop, na_return_t ret)
+{
+    if (na_op_cancel_requested(na_op_from_plugin(uop)))
+        return NA_CANCELED;
+    if (uop->gen != uop->peer->gen)
+        return NA_HOSTUNREACH;
+    return ret;
 }
 
 static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
 {
-    na_op_id_t *op = na_op_from_plugin(user_data);
+    struct ucx_op *uop = user_data;
     na_return_t ret = ucx_status_to_na(status);
-    /* A send that failed after a cancel request was stopped by it. */
-    if (ret != NA_SUCCESS && na_op_cancel_requested(op))
-        ret = NA_CANCELED;
+    uop->inflight = false;
+    ucx_cancel_unlist(uop);
+    if (ret != NA_SUCCESS)
+        ret = ucx_failed_ret(uop, ret);
     ucp_request_free(request);
-    na_op_complete(op, ret);
+    na_op_complete(na_op_from_plugin(uop), ret);
 }
 
 /* Resume queued sends of every peer, in order, until resources run out. */
 static void ucx_pending_resume(struct ucx_class *cls)
 {
     for (struct ucx_peer *p = cls->peers; p; p = p->next) {
-        while (p->pend_head) {
+        while (p->pend_head && p->ep) {
             struct ucx_op *uop = p->pend_head;
             ucs_status_t st = ucx_send_post(uop);
             if (st == UCS_ERR_NO_RESOURCE)
@@ -353,6 +513,8 @@ static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigne
     (void)context;
     pthread_mutex_lock(&cls->lock);
     unsigned n = ucx_progress(cls);
+    if (cls->cancel_head)
+        ucx_cancel_check(cls);
     pthread_mutex_unlock(&cls->lock);
     if (count_p)
         *count_p = n;
@@ -366,6 +528,9 @@ static na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context, un
 
     pthread_mutex_lock(&cls->lock);
     ucs_status_t st = ucp_worker_arm(cls->worker);
+    /* Cancels waiting for escalation: wake up in time to escalate them. */
+    if (cls->cancel_head && timeout_ms > UCX_CANCEL_POLL_MS)
+        timeout_ms = UCX_CANCEL_POLL_MS;
     pthread_mutex_unlock(&cls->lock);
     if (st == UCS_OK) {
         /* Armed: the fd fires on the next event, so sleeping cannot miss one. */
@@ -396,7 +561,8 @@ static bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
     pthread_mutex_lock(&cls->lock);
-    ucs_status_t st = ucp_worker_arm(cls->worker);
+    /* No sleeping on the fd while cancels wait for escalation (a timer, not an event). */
+    ucs_status_t st = cls->cancel_head ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
     pthread_mutex_unlock(&cls->lock);
     return st == UCS_OK;
 }
@@ -571,6 +737,11 @@ static void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
 
 static void ucx_class_free(struct ucx_class *cls)
 {
+    /* Forced closes from cancel escalations: let them finish (bounded). */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (cls->closing > 0 && ucx_ms_since(&t0) < UCX_CLOSE_MS)
+        ucp_worker_progress(cls->worker);
     while (cls->peers) {
         struct ucx_peer *p = cls->peers;
         cls->peers = p->next;
@@ -599,6 +770,16 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
         return NA_NOMEM;
     pthread_mutex_init(&cls->lock, NULL);
     cls->efd = -1;
+    cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
+    const char *env = getenv("HGX_UCX_CANCEL_ESCALATE_MS");
+    if (env && *env) {
+        char *end = NULL;
+        unsigned long v = strtoul(env, &end, 10);
+        if (*end == '\0' && v <= 3600000)
+            cls->escalate_ms = (unsigned)v;
+        else
+            HGX_LOG_WARNING(UCX, "ignoring HGX_UCX_CANCEL_ESCALATE_MS=\"%s\"", env);
+    }
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
     ret = ucx_context_open(cls, cls->proto);
     if (ret != NA_SUCCESS)
@@ -711,13 +892,11 @@ static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *
     struct ucx_peer *p = ucx_peer_new(cls, id, str);
     if (!p)
         return NA_NOMEM;
-    ucp_ep_params_t params = {
-        .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
-        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
-        .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)}};
-    ucx_ep_params_err(&params, p);
-    ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
+    p->outgoing = true;
+    p->sin = *sin;
+    ucs_status_t st = ucx_ep_open_client(cls, p);
     if (st != UCS_OK) {
+        p->ep = NULL;
         HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", str, ucs_status_string(st));
         p->failed = true;
         return NA_HOSTUNREACH;
@@ -904,10 +1083,8 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
     *uop = (struct ucx_op){.kind = UCX_OP_SEND, .cls = cls, .peer = p, .buf = buf,
         .len = buf_size, .tag = tag};
     pthread_mutex_lock(&cls->lock);
-    if (p->failed) {
-        HGX_LOG_ERROR(UCX, "send to %s: connection failed", p->str);
-        ret = NA_HOSTUNREACH;
-    } else {
+    if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
+        uop->gen = p->gen;
         /* Behind queued sends, or out of resources: queue to keep the order. */
         ucs_status_t st = p->pend_head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
         if (st == UCS_ERR_NO_RESOURCE) {
@@ -1136,15 +1313,22 @@ static na_return_t ucx_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem
     return NA_SUCCESS;
 }
 
+static void ucx_rkeys_destroy(struct ucx_mem_handle *mh, struct ucx_rkeys *rk)
+{
+    for (size_t i = 0; i < mh->count; i++)
+        if (rk->rkey[i]) {
+            ucp_rkey_destroy(rk->rkey[i]);
+            rk->rkey[i] = NULL;
+        }
+}
+
 static void ucx_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
     struct ucx_mem_handle *mh = ucx_mh(mem_handle);
     while (mh->rkeys) {
         struct ucx_rkeys *rk = mh->rkeys;
         mh->rkeys = rk->next;
-        for (size_t i = 0; i < mh->count; i++)
-            if (rk->rkey[i])
-                ucp_rkey_destroy(rk->rkey[i]);
+        ucx_rkeys_destroy(mh, rk);
         free(rk);
     }
     if (mh->head.remote) {
@@ -1267,19 +1451,29 @@ static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
 
 /*---------------------------------------------------------------- put / get */
 
-/* Remote keys of mh for peer p, unpacked at first use and cached. */
+/* Remote keys of mh for peer p's current ep, unpacked at first use and
+ * cached. Keys are per ep: those unpacked on an ep since dropped or replaced
+ * (older generation) are destroyed and unpacked again. */
 static na_return_t ucx_rkeys_get(struct ucx_mem_handle *mh, struct ucx_peer *p,
     struct ucx_rkeys **rkeys_p)
 {
-    for (struct ucx_rkeys *rk = mh->rkeys; rk; rk = rk->next)
-        if (rk->peer == p) {
-            *rkeys_p = rk;
-            return NA_SUCCESS;
-        }
-    struct ucx_rkeys *rk = calloc(1, sizeof(*rk) + mh->count * sizeof(ucp_rkey_h));
-    if (!rk)
-        return NA_NOMEM;
-    rk->peer = p;
+    struct ucx_rkeys *rk = mh->rkeys;
+    while (rk && rk->peer != p)
+        rk = rk->next;
+    if (rk && rk->gen == p->gen) {
+        *rkeys_p = rk;
+        return NA_SUCCESS;
+    }
+    bool fresh = rk == NULL;
+    if (fresh) {
+        rk = calloc(1, sizeof(*rk) + mh->count * sizeof(ucp_rkey_h));
+        if (!rk)
+            return NA_NOMEM;
+        rk->peer = p;
+    } else {
+        ucx_rkeys_destroy(mh, rk); /* stale: unpacked on an old ep */
+    }
+    rk->gen = p->gen;
     for (size_t i = 0; i < mh->count; i++) {
         if (!mh->seg[i].rkey_size)
             continue;
@@ -1287,15 +1481,18 @@ static na_return_t ucx_rkeys_get(struct ucx_mem_handle *mh, struct ucx_peer *p,
         if (st != UCS_OK) {
             HGX_LOG_ERROR(UCX, "cannot unpack a remote key from %s: %s", p->str,
                 ucs_status_string(st));
-            for (size_t j = 0; j < i; j++)
-                if (rk->rkey[j])
-                    ucp_rkey_destroy(rk->rkey[j]);
-            free(rk);
+            rk->rkey[i] = NULL;
+            ucx_rkeys_destroy(mh, rk);
+            rk->gen = p->gen - 1; /* never valid: unpack again next time */
+            if (fresh)
+                free(rk);
             return NA_PROTOCOL_ERROR;
         }
     }
-    rk->next = mh->rkeys;
-    mh->rkeys = rk;
+    if (fresh) {
+        rk->next = mh->rkeys;
+        mh->rkeys = rk;
+    }
     *rkeys_p = rk;
     return NA_SUCCESS;
 }
@@ -1307,10 +1504,10 @@ static void ucx_rma_piece_done(struct ucx_op *uop, ucs_status_t status)
         uop->rma_ret = ucx_status_to_na(status);
     if (--uop->pieces > 0)
         return;
-    na_op_id_t *op = na_op_from_plugin(uop);
+    ucx_cancel_unlist(uop);
     /* Data that moved is reported as moved: cancel never hides a transfer. */
-    na_op_complete(op, uop->rma_ret != NA_SUCCESS && na_op_cancel_requested(op) ? NA_CANCELED
-                                                                                : uop->rma_ret);
+    na_op_complete(na_op_from_plugin(uop),
+        uop->rma_ret != NA_SUCCESS ? ucx_failed_ret(uop, uop->rma_ret) : NA_SUCCESS);
 }
 
 static void ucx_rma_cb(void *request, ucs_status_t status, void *user_data)
@@ -1381,10 +1578,9 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
 
     *uop = (struct ucx_op){.kind = UCX_OP_RMA, .cls = cls, .peer = a->peer, .pieces = 1};
     pthread_mutex_lock(&cls->lock);
-    if (a->peer->failed) {
-        HGX_LOG_ERROR(UCX, "%s to %s: connection failed", a->put ? "put" : "get", a->peer->str);
-        ret = NA_HOSTUNREACH;
-    } else if ((ret = ucx_rkeys_get(a->remote, a->peer, &a->rkeys)) == NA_SUCCESS) {
+    if ((ret = ucx_peer_ready(cls, a->peer, a->put ? "put" : "get")) == NA_SUCCESS &&
+        (ret = ucx_rkeys_get(a->remote, a->peer, &a->rkeys)) == NA_SUCCESS) {
+        uop->gen = a->peer->gen;
         ucx_rma_post(uop, a);
         if (uop->rma_ret != NA_SUCCESS && uop->pieces == 1)
             ret = uop->rma_ret; /* nothing in flight: refuse, op unused */
@@ -1441,9 +1637,54 @@ static bool ucx_pending_remove(struct ucx_op *uop)
     return false;
 }
 
+/* List a cancelled send/RMA still on the wire for escalation. Lock held. */
+static void ucx_cancel_list(struct ucx_class *cls, struct ucx_op *uop)
+{
+    if (uop->cancel_listed)
+        return; /* cancelled twice: keep the first deadline */
+    uop->cancel_listed = true;
+    uop->cancel_deadline_ms = ucx_now_ms() + cls->escalate_ms;
+    uop->cancel_prev = NULL;
+    uop->cancel_next = cls->cancel_head;
+    if (cls->cancel_head)
+        cls->cancel_head->cancel_prev = uop;
+    cls->cancel_head = uop;
+}
+
+/* Escalate listed cancels past their deadline: force-close their peer's ep.
+ * The close completes the ep's requests (now or in a later progress), which
+ * unlists their ops; the list may change under us, so rescan after each drop.
+ * Lock held. */
+static void ucx_cancel_check(struct ucx_class *cls)
+{
+    uint64_t now = ucx_now_ms();
+    struct ucx_op *uop = cls->cancel_head;
+    while (uop) {
+        struct ucx_op *next = uop->cancel_next;
+        if (now < uop->cancel_deadline_ms) {
+            uop = next;
+            continue;
+        }
+        struct ucx_peer *p = uop->peer;
+        ucx_cancel_unlist(uop);
+        if (p->self || !p->ep || uop->gen != p->gen) {
+            /* Self ops end on their own; an op of a dropped ep ends with it. */
+            uop = next;
+            continue;
+        }
+        HGX_LOG_WARNING(UCX,
+            "cancelled operation to %s still pending after %u ms; dropping the connection",
+            p->str, cls->escalate_ms);
+        ucx_ep_drop(cls, p);
+        uop = cls->cancel_head;
+    }
+}
+
 /* Receives are cancelled in UCX (callback with UCS_ERR_CANCELED); queued sends
  * are dropped. Sends and RMA already on the wire cannot be recalled: they
- * report their real outcome when they end (NA_SUCCESS if the data moved). */
+ * report their real outcome if they end by themselves (NA_SUCCESS if the data
+ * moved); still pending after the escalation delay, their ep is dropped
+ * (ucx_cancel_check) and they end NA_CANCELED. */
 static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     struct ucx_class *cls = ucx_cls(na_class);
@@ -1458,10 +1699,18 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
             ucp_request_cancel(cls->worker, uop->req);
         break;
     case UCX_OP_SEND:
+        /* Completions run under the lock: a cancel request still standing
+         * here means the op has not ended. */
+        if (!na_op_cancel_requested(op))
+            break;
         if (ucx_pending_remove(uop))
             na_op_complete(op, NA_CANCELED);
+        else if (uop->inflight)
+            ucx_cancel_list(cls, uop);
         break;
     case UCX_OP_RMA:
+        if (na_op_cancel_requested(op) && uop->pieces > 0)
+            ucx_cancel_list(cls, uop);
         break;
     }
     pthread_mutex_unlock(&cls->lock);
