@@ -149,6 +149,7 @@ struct mpi_emul {
     int tag_ctrl, tag_put, tag_get;
     struct mpi_emul_mem **reg;
     uint32_t reg_cap, gen_counter;
+    struct mpi_emul *regsrc; /* registry owner when shared (mpi+dynamic), else NULL */
     struct mpi_emul_oreq *slots[MPI_EMUL_NSLOTS];
     uint32_t next_slot;
     uint64_t next_seq;
@@ -954,7 +955,8 @@ static void target_start(struct mpi_emul *e, struct trec *t)
     unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
     struct mpi_emul_mem *m = NULL;
     na_return_t ret = NA_SUCCESS;
-    if (p->handle_id == 0 || p->handle_id >= e->reg_cap || !(m = e->reg[p->handle_id]) ||
+    const struct mpi_emul *r = e->regsrc ? e->regsrc : e;
+    if (p->handle_id == 0 || p->handle_id >= r->reg_cap || !(m = r->reg[p->handle_id]) ||
         m->gen != p->gen)
         ret = NA_ACCESS;
     else if (p->offset > m->len || p->size > m->len - p->offset || p->size == 0)
@@ -1249,6 +1251,11 @@ void mpi_emul_free(struct mpi_emul *e)
     free(e->maxseq);
     free(e->reg);
     free(e);
+}
+
+void mpi_emul_share_registry(struct mpi_emul *e, struct mpi_emul *owner)
+{
+    e->regsrc = owner == e ? NULL : owner;
 }
 
 void mpi_emul_get_stats(const struct mpi_emul *e, struct mpi_emul_stats *s)

@@ -124,6 +124,10 @@ void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o);
  * the same batch), start received requests, run cancel timers. Call from the
  * NA progress loop; returns the number of events handled. */
 int mpi_emul_progress(struct mpi_emul *e);
+/* mpi+dynamic: e (one per connection) validates incoming requests against the
+ * memory registry of owner (register/deregister go to owner only). owner must
+ * outlive e. */
+void mpi_emul_share_registry(struct mpi_emul *e, struct mpi_emul *owner);
 void mpi_emul_get_stats(const struct mpi_emul *e, struct mpi_emul_stats *s);
 
 #endif

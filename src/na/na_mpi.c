@@ -1,9 +1,10 @@
 /*
- * na_mpi.c -- the MPI NA plugin ("mpi+static"; "mpi+dynamic" is not done yet).
+ * na_mpi.c -- the MPI NA plugin ("mpi+static" and "mpi+dynamic").
  *
  * One MPI_Comm_dup of MPI_COMM_WORLD (or of the comm given to
  * na_mpi_set_comm()) with MPI_ERRORS_RETURN carries all traffic, so no tag of
- * the application can match ours. Tag space of that communicator:
+ * the application can match ours (mpi+dynamic: see "mpi+dynamic" below).
+ * Tag space of that communicator:
  *
  *   0                         unexpected messages (8-byte header carries the NA tag)
  *   1                         mpi_emul control packets
@@ -22,7 +23,9 @@
 #include "mpi_reqtab.h"
 #include "na_plugin.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +42,11 @@
 #define UNEXP_HDR_SIZE 8
 #define DEFAULT_MSG_SIZE 4096
 
+struct dyn_conn;
+struct dyn_acceptor;
+
 struct mpi_class {
-    MPI_Comm comm;
+    MPI_Comm comm; /* mpi+dynamic: a dup of MPI_COMM_SELF (the self connection) */
     int rank, size;
     bool we_init_mpi;
     pthread_mutex_t lock;
@@ -51,11 +57,31 @@ struct mpi_class {
     struct mpi_op *uq_head, *uq_tail; /* posted unexpected receives */
     struct mpi_op *eq_head;           /* posted expected receives (not yet in MPI) */
     unsigned long ncompleted;
+    /* mpi+dynamic only */
+    bool dynamic, listening, published;
+    int tag_bye;
+    struct dyn_conn *self_conn, *conns; /* conns: remote connections, newest first */
+    int nconns;
+    struct dyn_acceptor *acc;
+    char port[MPI_MAX_PORT_NAME];
+    char service[256];
+};
+
+/* mpi+dynamic: one connection = a 1-to-1 intercommunicator (both sides use
+ * MPI_COMM_SELF), the peer is rank 0 of its remote group. */
+struct dyn_conn {
+    MPI_Comm comm;        /* MPI_COMM_NULL once disconnected */
+    struct mpi_emul *emul;
+    char *port;           /* port we connected to (client side), else NULL */
+    int id;
+    bool is_self, dead;
+    struct dyn_conn *next;
 };
 
 struct mpi_addr {
     na_addr_t head;
     int rank;
+    struct dyn_conn *conn; /* mpi+dynamic; NULL for mpi+static */
 };
 
 struct mpi_mem {
@@ -72,6 +98,9 @@ struct mpi_op {
     size_t buf_size;
     struct mpi_op *next;
     struct mpi_emul_oreq *oreq;
+    struct mpi_emul *emul;  /* emulation instance of oreq */
+    struct dyn_conn *conn;  /* unexpected receive: connection it arrived on */
+    MPI_Comm comm;          /* expected receive: communicator to match on */
     bool in_uq, in_eq;
     int src, tag;
 };
@@ -131,26 +160,424 @@ static bool mpi_check_protocol(const char *protocol_name)
     return strcmp(protocol_name, "static") == 0 || strcmp(protocol_name, "dynamic") == 0;
 }
 
-static na_return_t mpi_dynamic_unavailable(void)
+/*------------------------------------------------------------ mpi+dynamic
+ *
+ * A listener opens a port (MPI_Open_port) and, when a name server answers,
+ * publishes it under a service name (env HGX_MPI_SERVICE, default "hgx").
+ * MPI_Comm_accept blocks, so an acceptor thread loops on it (on MPI_COMM_SELF)
+ * and hands each new intercommunicator to the progress loop under a lock;
+ * this needs MPI_THREAD_MULTIPLE, checked at init. A lookup of
+ * "mpi+dynamic://PORT" (port percent-escaped) or "mpi+dynamic://NAME"
+ * (MPI_Lookup_name) runs MPI_Comm_connect in a helper thread and waits at most
+ * HGX_MPI_CONNECT_TIMEOUT_MS (default 10000): Open MPI 4.1 has no usable
+ * connect/accept timeout (its own PMIx exchange waits 600 s), so past the
+ * bound the lookup fails with NA_ADDRNOTAVAIL and the helper thread is left
+ * behind (detached; a late connection is never used).
+ *
+ * Every connection has its own mpi_emul instance sharing the registry of the
+ * self connection, so put/get work across intercommunicators. Teardown: the
+ * side that finalizes first sends BYE (top tag) and calls
+ * MPI_Comm_disconnect, the other side disconnects when its progress sees the
+ * BYE (MPI_Comm_disconnect is collective: a peer that never progresses nor
+ * finalizes holds the finalizing side). Open MPI cannot interrupt a blocked
+ * MPI_Comm_accept (a connect to one's own port deadlocks), so finalize joins
+ * the acceptor only if it has left accept; otherwise it is detached, works on
+ * its own refcounted state, and MPI_Finalize ends it.
+ */
+
+static const char *mpi_library_name(char *buf, size_t n)
 {
-    /* Report the real cause first: many MPI builds have no MPI_Open_port. */
-    char port[MPI_MAX_PORT_NAME];
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (MPI_Get_library_version(v, &len) != MPI_SUCCESS)
+        snprintf(v, sizeof(v), "unknown MPI");
+    if (strstr(v, "MPICH")) {
+        const char *dev = strstr(v, "ch4:") ? strstr(v, "ch4:") : strstr(v, "ch3:");
+        size_t dl = dev ? strcspn(dev, " \t\n,") : 0;
+        snprintf(buf, n, "MPICH%s%.*s", dev ? " " : "", (int)dl, dev ? dev : "");
+    } else {
+        snprintf(buf, n, "%.*s", (int)strcspn(v, ",\n"), v);
+    }
+    return buf;
+}
+
+/* Open a port; on failure log the real cause (MPICH ch4:ucx has no MPI_Open_port). */
+static na_return_t dyn_open_port(char *port, const char *why)
+{
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rc = MPI_Open_port(MPI_INFO_NULL, port);
     if (rc != MPI_SUCCESS) {
-        log_mpi("MPI_Open_port (needed by mpi+dynamic; this MPI library has no dynamic "
-                "process support, e.g. MPICH ch4:ucx)",
-            rc);
+        char lib[128], es[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        if (MPI_Error_string(rc, es, &len) != MPI_SUCCESS)
+            snprintf(es, sizeof(es), "error %d", rc);
+        HGX_LOG_ERROR(MPI,
+            "MPI_Open_port is not supported by this MPI (%s): %s needs dynamic process "
+            "support (MPI_Open_port/MPI_Comm_accept/MPI_Comm_connect); use Open MPI with "
+            "ompi-server (tools/ompi-dynamic-run.sh) or mpi+static [MPI_Open_port: %s]",
+            mpi_library_name(lib, sizeof(lib)), why, es);
         return NA_PROTONOSUPPORT;
     }
-    MPI_Close_port(port);
-    HGX_LOG_ERROR(MPI, "mpi+dynamic is not implemented yet in this build; use mpi+static");
-    return NA_PROTONOSUPPORT;
+    return NA_SUCCESS;
+}
+
+static void dyn_escape(const char *in, char *out, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 4 < n; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '.' || *p == '_' || *p == '-' || *p == '~') {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static bool dyn_unescape(const char *in, char *out, size_t n)
+{
+    size_t o = 0;
+    for (const char *p = in; *p; p++) {
+        if (o + 1 >= n)
+            return false;
+        if (*p == '%') {
+            int h = hexval(p[1]), l = h < 0 ? -1 : hexval(p[2]);
+            if (h < 0 || l < 0)
+                return false;
+            out[o++] = (char)(h * 16 + l);
+            p += 2;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+    return o > 0;
+}
+
+struct dyn_acceptor {
+    pthread_mutex_t mu;
+    int refs;
+    bool closing, in_accept;
+    char port[MPI_MAX_PORT_NAME];
+    MPI_Comm *pending;
+    size_t npending, cap;
+    pthread_t thr;
+};
+
+static void acceptor_unref(struct dyn_acceptor *a)
+{
+    pthread_mutex_lock(&a->mu);
+    int left = --a->refs;
+    pthread_mutex_unlock(&a->mu);
+    if (left == 0) {
+        free(a->pending);
+        pthread_mutex_destroy(&a->mu);
+        free(a);
+    }
+}
+
+static void *acceptor_main(void *arg)
+{
+    struct dyn_acceptor *a = arg;
+    for (;;) {
+        pthread_mutex_lock(&a->mu);
+        bool closing = a->closing;
+        a->in_accept = !closing;
+        pthread_mutex_unlock(&a->mu);
+        if (closing)
+            break;
+        MPI_Comm c = MPI_COMM_NULL;
+        int rc = MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &c);
+        pthread_mutex_lock(&a->mu);
+        a->in_accept = false;
+        if (a->closing) { /* the class is gone: the connection is never used */
+            pthread_mutex_unlock(&a->mu);
+            break;
+        }
+        if (rc != MPI_SUCCESS) {
+            pthread_mutex_unlock(&a->mu);
+            log_mpi("MPI_Comm_accept (acceptor thread stops; no new connections)", rc);
+            break;
+        }
+        if (a->npending == a->cap) {
+            size_t cap = a->cap ? a->cap * 2 : 8;
+            MPI_Comm *p = realloc(a->pending, cap * sizeof(*p));
+            if (!p) {
+                pthread_mutex_unlock(&a->mu);
+                HGX_LOG_ERROR(MPI, "out of memory: dropping an accepted connection");
+                MPI_Comm_disconnect(&c);
+                continue;
+            }
+            a->pending = p;
+            a->cap = cap;
+        }
+        a->pending[a->npending++] = c;
+        pthread_mutex_unlock(&a->mu);
+    }
+    acceptor_unref(a);
+    return NULL;
+}
+
+struct dyn_connector {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    bool done, abandoned, is_name;
+    int rc;
+    const char *failed_call;
+    MPI_Comm comm;
+    char target[MPI_MAX_PORT_NAME];
+    char port[MPI_MAX_PORT_NAME];
+};
+
+static void connector_unref(struct dyn_connector *k)
+{
+    pthread_mutex_lock(&k->mu);
+    int left = --k->refs;
+    pthread_mutex_unlock(&k->mu);
+    if (left == 0) {
+        pthread_cond_destroy(&k->cv);
+        pthread_mutex_destroy(&k->mu);
+        free(k);
+    }
+}
+
+static void *connector_main(void *arg)
+{
+    struct dyn_connector *k = arg;
+    int rc = MPI_SUCCESS;
+    const char *failed = NULL;
+    MPI_Comm c = MPI_COMM_NULL;
+    if (k->is_name) {
+        rc = MPI_Lookup_name(k->target, MPI_INFO_NULL, k->port);
+        if (rc != MPI_SUCCESS)
+            failed = "MPI_Lookup_name";
+    } else {
+        snprintf(k->port, sizeof(k->port), "%s", k->target);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Comm_connect(k->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &c);
+        if (rc != MPI_SUCCESS)
+            failed = "MPI_Comm_connect";
+    }
+    pthread_mutex_lock(&k->mu);
+    k->done = true;
+    k->rc = rc;
+    k->failed_call = failed;
+    k->comm = c; /* abandoned: left unused (MPI may already be finalized) */
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    connector_unref(k);
+    return NULL;
+}
+
+/* Runs MPI_Lookup_name + MPI_Comm_connect in a helper thread, bounded. */
+static na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p, char *port_out)
+{
+    struct dyn_connector *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NA_NOMEM;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    k->refs = 2;
+    k->is_name = is_name;
+    snprintf(k->target, sizeof(k->target), "%s", target);
+    pthread_t t;
+    if (pthread_create(&t, NULL, connector_main, k) != 0) {
+        k->refs = 1;
+        connector_unref(k);
+        return NA_NOMEM;
+    }
+    pthread_detach(t);
+    const char *env = getenv("HGX_MPI_CONNECT_TIMEOUT_MS");
+    long ms = env && *env ? strtol(env, NULL, 10) : 10000;
+    if (ms <= 0)
+        ms = 10000;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L)
+        dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    na_return_t ret = NA_SUCCESS;
+    pthread_mutex_lock(&k->mu);
+    while (!k->done) {
+        if (pthread_cond_timedwait(&k->cv, &k->mu, &dl) == ETIMEDOUT && !k->done)
+            break;
+    }
+    if (!k->done) {
+        k->abandoned = true;
+        HGX_LOG_ERROR(MPI, "mpi+dynamic: %s \"%s\" did not complete within %ld ms "
+            "(HGX_MPI_CONNECT_TIMEOUT_MS): is the server running and accepting, and were both "
+            "jobs started with the same ompi-server (mpirun --ompi-server file:URI)?",
+            is_name ? "lookup/connect of service" : "MPI_Comm_connect to port", target, ms);
+        ret = NA_ADDRNOTAVAIL;
+    } else if (k->rc != MPI_SUCCESS) {
+        char es[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        if (MPI_Error_string(k->rc, es, &len) != MPI_SUCCESS)
+            snprintf(es, sizeof(es), "error %d", k->rc);
+        HGX_LOG_ERROR(MPI, "mpi+dynamic: %s for \"%s\" failed: %s", k->failed_call, target, es);
+        ret = NA_ADDRNOTAVAIL;
+    } else {
+        *comm_p = k->comm;
+        snprintf(port_out, MPI_MAX_PORT_NAME, "%s", k->port);
+    }
+    pthread_mutex_unlock(&k->mu);
+    connector_unref(k);
+    return ret;
+}
+
+/* New connection record for an intercommunicator. Class lock held. */
+static struct dyn_conn *conn_add(struct mpi_class *pc, MPI_Comm c, const char *port)
+{
+    struct dyn_conn *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    if (mpi_emul_create(&k->emul, c, &pc->tab, TAG_CTRL, TAG_PUT_BASE, TAG_GET_BASE) != NA_SUCCESS ||
+        (port && !(k->port = strdup(port)))) {
+        mpi_emul_free(k->emul);
+        free(k);
+        return NULL;
+    }
+    mpi_emul_share_registry(k->emul, pc->emul);
+    k->comm = c;
+    k->id = ++pc->nconns;
+    k->next = pc->conns;
+    pc->conns = k;
+    return k;
+}
+
+/* Move connections accepted by the acceptor thread into the class. Lock held. */
+static int dyn_take_accepted(struct mpi_class *pc)
+{
+    struct dyn_acceptor *a = pc->acc;
+    int n = 0;
+    if (!a)
+        return 0;
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < a->npending; i++) {
+        MPI_Comm c = a->pending[i];
+        struct dyn_conn *k = conn_add(pc, c, NULL);
+        if (!k) {
+            HGX_LOG_ERROR(MPI, "out of memory: dropping an accepted connection");
+            MPI_Comm_disconnect(&c);
+        } else {
+            HGX_LOG_DEBUG(MPI, "mpi+dynamic: accepted connection %d", k->id);
+            n++;
+        }
+    }
+    a->npending = 0;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+static void dyn_disconnect(struct dyn_conn *k, bool send_bye, int tag_bye)
+{
+    if (k->dead || k->is_self)
+        return;
+    if (send_bye) {
+        uint32_t bye = UNEXP_MAGIC;
+        int rc = MPI_Send(&bye, (int)sizeof(bye), MPI_BYTE, 0, tag_bye, k->comm);
+        if (rc != MPI_SUCCESS)
+            log_mpi("MPI_Send (BYE)", rc);
+    }
+    int rc = MPI_Comm_disconnect(&k->comm);
+    if (rc != MPI_SUCCESS)
+        log_mpi("MPI_Comm_disconnect", rc);
+    k->comm = MPI_COMM_NULL;
+    k->dead = true;
+}
+
+/* BYE from the peer: it is finalizing; disconnect our side. Lock held. */
+static int dyn_check_bye(struct mpi_class *pc, struct dyn_conn *k)
+{
+    int flag = 0;
+    MPI_Message msg;
+    uint32_t bye = 0;
+    if (MPI_Improbe(0, pc->tag_bye, k->comm, &flag, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag)
+        return 0;
+    MPI_Mrecv(&bye, (int)sizeof(bye), MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    HGX_LOG_DEBUG(MPI, "mpi+dynamic: connection %d closed by the peer", k->id);
+    dyn_disconnect(k, false, 0);
+    return 1;
+}
+
+/* Listener setup: acceptor thread and service name. Class lock not needed (init). */
+static na_return_t dyn_listen(struct mpi_class *pc)
+{
+    struct dyn_acceptor *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NA_NOMEM;
+    pthread_mutex_init(&a->mu, NULL);
+    a->refs = 2;
+    memcpy(a->port, pc->port, sizeof(a->port));
+    if (pthread_create(&a->thr, NULL, acceptor_main, a) != 0) {
+        a->refs = 1;
+        acceptor_unref(a);
+        HGX_LOG_ERROR(MPI, "cannot start the mpi+dynamic acceptor thread");
+        return NA_NOMEM;
+    }
+    pc->acc = a;
+    const char *svc = getenv("HGX_MPI_SERVICE");
+    snprintf(pc->service, sizeof(pc->service), "%s", svc && *svc ? svc : "hgx");
+    int rc = MPI_Publish_name(pc->service, MPI_INFO_NULL, pc->port);
+    if (rc == MPI_SUCCESS) {
+        pc->published = true;
+        HGX_LOG_DEBUG(MPI, "mpi+dynamic: published service \"%s\"", pc->service);
+    } else {
+        char es[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, es, &len);
+        HGX_LOG_WARNING(MPI, "mpi+dynamic: MPI_Publish_name(\"%s\") failed (%s); only the "
+            "port address works (no name server, or the name is taken)", pc->service, es);
+    }
+    return NA_SUCCESS;
+}
+
+static void dyn_finalize(struct mpi_class *pc)
+{
+    if (pc->acc) {
+        struct dyn_acceptor *a = pc->acc;
+        pthread_mutex_lock(&a->mu);
+        a->closing = true;
+        bool blocked = a->in_accept;
+        pthread_mutex_unlock(&a->mu);
+        if (blocked)
+            pthread_detach(a->thr); /* ends with MPI_Finalize; see the comment above */
+        else
+            pthread_join(a->thr, NULL);
+        dyn_take_accepted(pc); /* connections that arrived meanwhile get their BYE */
+        acceptor_unref(a);
+        pc->acc = NULL;
+    }
+    if (pc->published) {
+        int rc = MPI_Unpublish_name(pc->service, MPI_INFO_NULL, pc->port);
+        if (rc != MPI_SUCCESS)
+            log_mpi("MPI_Unpublish_name", rc);
+    }
+    if (pc->listening) {
+        int rc = MPI_Close_port(pc->port);
+        if (rc != MPI_SUCCESS)
+            log_mpi("MPI_Close_port", rc);
+    }
 }
 
 static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *info, bool listen)
 {
-    (void)listen;
+    bool dynamic = strcmp(info->protocol_name, "dynamic") == 0;
+    char port[MPI_MAX_PORT_NAME] = "";
     int inited = 0, finalized = 0, provided = 0, rc;
     bool we_init = false;
     na_return_t ret;
@@ -201,9 +628,25 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     MPI_Comm base = na_mpi_user_comm != MPI_COMM_NULL ? na_mpi_user_comm : MPI_COMM_WORLD;
     pthread_mutex_unlock(&na_mpi_global_lock);
 
-    if (strcmp(info->protocol_name, "dynamic") == 0) {
-        ret = mpi_dynamic_unavailable();
-        goto undo_init;
+    if (dynamic) {
+        MPI_Query_thread(&provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            HGX_LOG_ERROR(MPI, "mpi+dynamic needs MPI_THREAD_MULTIPLE (MPI_Comm_accept and "
+                "MPI_Comm_connect block in helper threads) but MPI provides thread level %d",
+                provided);
+            ret = NA_PROTONOSUPPORT;
+            goto undo_init;
+        }
+        /* Probe (and, for a listener, keep) a port: fails clearly where the MPI
+         * library has no dynamic process support. */
+        ret = dyn_open_port(port, "mpi+dynamic");
+        if (ret != NA_SUCCESS)
+            goto undo_init;
+        if (!listen) {
+            MPI_Close_port(port);
+            port[0] = '\0';
+        }
+        base = MPI_COMM_SELF;
     }
 
     struct mpi_class *pc = calloc(1, sizeof(*pc));
@@ -236,7 +679,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         ret = NA_PROTONOSUPPORT;
         goto free_comm;
     }
-    pc->max_tag = (na_tag_t)(*tag_ub - TAG_EXP_BASE);
+    pc->max_tag = (na_tag_t)(*tag_ub - TAG_EXP_BASE - (dynamic ? 1 : 0));
+    pc->tag_bye = *tag_ub; /* mpi+dynamic: above every NA tag */
 
     const struct na_init_info *ii = info->init_info;
     pc->max_unexp = ii->max_unexpected_size ? ii->max_unexpected_size : DEFAULT_MSG_SIZE;
@@ -255,8 +699,37 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         }
         goto free_comm;
     }
+    if (dynamic) {
+        pc->dynamic = true;
+        pc->self_conn = calloc(1, sizeof(*pc->self_conn));
+        if (!pc->self_conn) {
+            mpi_emul_close(pc->emul);
+            hgx_mreqtab_destroy(&pc->tab, 100);
+            mpi_emul_free(pc->emul);
+            ret = NA_NOMEM;
+            goto free_comm;
+        }
+        pc->self_conn->comm = pc->comm;
+        pc->self_conn->emul = pc->emul;
+        pc->self_conn->is_self = true;
+        if (listen) {
+            memcpy(pc->port, port, sizeof(pc->port));
+            pc->listening = true;
+            port[0] = '\0'; /* owned by the class now */
+            ret = dyn_listen(pc);
+            if (ret != NA_SUCCESS) {
+                MPI_Close_port(pc->port);
+                free(pc->self_conn);
+                mpi_emul_close(pc->emul);
+                hgx_mreqtab_destroy(&pc->tab, 100);
+                mpi_emul_free(pc->emul);
+                goto free_comm;
+            }
+            HGX_LOG_DEBUG(MPI, "mpi+dynamic listening on port %s", pc->port);
+        }
+    }
     na_class->plugin_class = pc;
-    HGX_LOG_DEBUG(MPI, "mpi+static rank %d of %d, tag_ub %d, max NA tag %u", pc->rank, pc->size,
+    HGX_LOG_DEBUG(MPI, "mpi+%s rank %d of %d, tag_ub %d, max NA tag %u", info->protocol_name, pc->rank, pc->size,
         *tag_ub, pc->max_tag);
     return NA_SUCCESS;
 
@@ -266,6 +739,8 @@ free_pc:
     pthread_mutex_destroy(&pc->lock);
     free(pc);
 undo_init:
+    if (port[0])
+        MPI_Close_port(port);
     if (we_init) {
         pthread_mutex_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0)
@@ -284,8 +759,24 @@ static na_return_t mpi_finalize(na_class_t *na_class)
     if (st.bad_packets || st.refused)
         HGX_LOG_DEBUG(MPI_EMUL, "%lu malformed packets, %lu refused requests, %lu late chunks dropped",
             st.bad_packets, st.refused, st.late_dropped);
+    if (pc->dynamic) {
+        dyn_finalize(pc);
+        for (struct dyn_conn *k = pc->conns; k; k = k->next)
+            mpi_emul_close(k->emul);
+    }
     mpi_emul_close(pc->emul);
     hgx_mreqtab_destroy(&pc->tab, 1000);
+    if (pc->dynamic) {
+        while (pc->conns) {
+            struct dyn_conn *k = pc->conns;
+            pc->conns = k->next;
+            dyn_disconnect(k, true, pc->tag_bye);
+            mpi_emul_free(k->emul);
+            free(k->port);
+            free(k);
+        }
+        free(pc->self_conn);
+    }
     mpi_emul_free(pc->emul);
     int rc = MPI_Comm_free(&pc->comm);
     if (rc != MPI_SUCCESS)
@@ -321,25 +812,77 @@ static na_return_t mpi_context_destroy(na_class_t *na_class, na_context_t *conte
 
 /*------------------------------------------------------------ addresses */
 
-static na_return_t addr_new(na_class_t *na_class, int rank, na_addr_t **addr_p)
+static na_return_t addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank, na_addr_t **addr_p)
 {
     struct mpi_addr *a = calloc(1, sizeof(*a));
     if (!a)
         return NA_NOMEM;
     na_addr_init(na_class, &a->head);
     a->rank = rank;
+    a->conn = conn;
     *addr_p = &a->head;
     return NA_SUCCESS;
+}
+
+static na_return_t dyn_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+{
+    struct mpi_class *pc = PC(na_class);
+    char target[MPI_MAX_PORT_NAME], port[MPI_MAX_PORT_NAME];
+    if (strncmp(name, "dynamic://", 10) != 0) {
+        HGX_LOG_ERROR(MPI, "address \"%s\" is not of the form mpi+dynamic://PORT-OR-NAME", name);
+        return strncmp(name, "static://", 9) == 0 ? NA_PROTONOSUPPORT : NA_INVALID_ARG;
+    }
+    if (strlen(name + 10) >= sizeof(target) || !dyn_unescape(name + 10, target, sizeof(target))) {
+        HGX_LOG_ERROR(MPI, "address \"%s\": empty, too long or bad %%-escape", name);
+        return NA_INVALID_ARG;
+    }
+    /* Port names (Open MPI "JOBID.VPID:TAG", MPICH "tag#...$") hold ':' or '$';
+     * anything else is a service name for MPI_Lookup_name. */
+    bool is_name = !strchr(target, ':') && !strchr(target, '$');
+    pthread_mutex_lock(&pc->lock);
+    if (!is_name && pc->listening && strcmp(target, pc->port) == 0) {
+        pthread_mutex_unlock(&pc->lock);
+        return addr_new(na_class, pc->self_conn, 0, addr_p);
+    }
+    for (struct dyn_conn *k = pc->conns; k; k = k->next)
+        if (!k->dead && k->port && !is_name && strcmp(k->port, target) == 0) {
+            pthread_mutex_unlock(&pc->lock);
+            return addr_new(na_class, k, 0, addr_p);
+        }
+    pthread_mutex_unlock(&pc->lock);
+    MPI_Comm c = MPI_COMM_NULL;
+    na_return_t ret = dyn_connect(target, is_name, &c, port); /* unlocked: may block */
+    if (ret != NA_SUCCESS)
+        return ret;
+    pthread_mutex_lock(&pc->lock);
+    struct dyn_conn *k = conn_add(pc, c, port);
+    pthread_mutex_unlock(&pc->lock);
+    if (!k) {
+        MPI_Comm_disconnect(&c);
+        return NA_NOMEM;
+    }
+    HGX_LOG_DEBUG(MPI, "mpi+dynamic: connected to %s (connection %d)", target, k->id);
+    return addr_new(na_class, k, 0, addr_p);
 }
 
 static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
 {
     struct mpi_class *pc = PC(na_class);
     const char *p = name;
+    if (pc->dynamic)
+        return dyn_lookup(na_class, name, addr_p);
     if (strncmp(p, "static://", 9) != 0) {
+        if (strncmp(p, "dynamic://", 10) == 0) {
+            char port[MPI_MAX_PORT_NAME];
+            if (dyn_open_port(port, "looking up an mpi+dynamic address") == NA_SUCCESS) {
+                MPI_Close_port(port);
+                HGX_LOG_ERROR(MPI, "address \"%s\" needs a class initialized with mpi+dynamic "
+                    "(this one is mpi+static)", name);
+            }
+            return NA_PROTONOSUPPORT;
+        }
         HGX_LOG_ERROR(MPI, "address \"%s\" is not of the form mpi+static://RANK", name);
-        return strstr(p, "://") && strncmp(p, "dynamic://", 10) == 0 ? NA_PROTONOSUPPORT
-                                                                    : NA_INVALID_ARG;
+        return NA_INVALID_ARG;
     }
     p += 9;
     long rank = 0;
@@ -359,7 +902,7 @@ static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_ad
             pc->size);
         return NA_ADDRNOTAVAIL;
     }
-    return addr_new(na_class, (int)rank, addr_p);
+    return addr_new(na_class, NULL, (int)rank, addr_p);
 }
 
 static void mpi_addr_destroy(na_class_t *na_class, na_addr_t *addr)
@@ -370,38 +913,70 @@ static void mpi_addr_destroy(na_class_t *na_class, na_addr_t *addr)
 
 static na_return_t mpi_addr_self(na_class_t *na_class, na_addr_t **addr_p)
 {
-    return addr_new(na_class, PC(na_class)->rank, addr_p);
+    struct mpi_class *pc = PC(na_class);
+    return addr_new(na_class, pc->self_conn, pc->rank, addr_p);
 }
 
 static bool mpi_addr_cmp(na_class_t *na_class, na_addr_t *a1, na_addr_t *a2)
 {
     (void)na_class;
-    return ((struct mpi_addr *)a1)->rank == ((struct mpi_addr *)a2)->rank;
+    return ((struct mpi_addr *)a1)->rank == ((struct mpi_addr *)a2)->rank &&
+        ((struct mpi_addr *)a1)->conn == ((struct mpi_addr *)a2)->conn;
 }
 
 static bool mpi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
 {
+    if (PC(na_class)->dynamic)
+        return ((struct mpi_addr *)addr)->conn == PC(na_class)->self_conn;
     return ((struct mpi_addr *)addr)->rank == PC(na_class)->rank;
+}
+
+/* mpi+dynamic address string of a connection. */
+static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, char *buf, size_t n)
+{
+    char esc[3 * MPI_MAX_PORT_NAME + 1];
+    const char *port = k->is_self ? (pc->listening ? pc->port : NULL) : k->port;
+    int w;
+    if (port) {
+        dyn_escape(port, esc, sizeof(esc));
+        w = snprintf(buf, n, "mpi+dynamic://%s", esc);
+    } else if (k->is_self) {
+        w = snprintf(buf, n, "mpi+dynamic://self-%ld", (long)getpid()); /* not listening */
+    } else {
+        w = snprintf(buf, n, "mpi+dynamic://accepted-%d", k->id); /* not looked up by name */
+    }
+    return w < 0 || (size_t)w >= n ? NA_OVERFLOW : NA_SUCCESS;
 }
 
 static na_return_t mpi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr)
 {
-    (void)na_class;
+    if (PC(na_class)->dynamic)
+        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf, *buf_size);
     int n = snprintf(buf, *buf_size, "mpi+static://%d", ((struct mpi_addr *)addr)->rank);
     if (n < 0 || (size_t)n >= *buf_size)
         return NA_OVERFLOW;
     return NA_SUCCESS;
 }
 
+#define DYN_ADDR_MAX (16 + 3 * MPI_MAX_PORT_NAME)
+
 static size_t mpi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
 {
-    (void)na_class, (void)addr;
+    (void)addr;
+    if (PC(na_class)->dynamic) { /* the address string (lookups connect) */
+        char s[DYN_ADDR_MAX];
+        if (dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, s, sizeof(s)) != NA_SUCCESS)
+            return 0;
+        return strlen(s) + 1;
+    }
     return sizeof(int32_t);
 }
 
 static na_return_t mpi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr)
 {
-    (void)na_class, (void)buf_size;
+    if (PC(na_class)->dynamic)
+        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf, buf_size);
+    (void)buf_size;
     int32_t r = ((struct mpi_addr *)addr)->rank;
     memcpy(buf, &r, sizeof(r));
     return NA_SUCCESS;
@@ -411,6 +986,12 @@ static na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p
     size_t buf_size)
 {
     int32_t r;
+    if (PC(na_class)->dynamic) {
+        const char *s = buf;
+        if (buf_size < 15 || !memchr(s, '\0', buf_size) || strncmp(s, "mpi+", 4) != 0)
+            return NA_INVALID_ARG;
+        return dyn_lookup(na_class, s + 4, addr_p);
+    }
     if (buf_size < sizeof(r))
         return NA_INVALID_ARG;
     memcpy(&r, buf, sizeof(r));
@@ -419,7 +1000,7 @@ static na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p
             PC(na_class)->size);
         return NA_INVALID_ARG;
     }
-    return addr_new(na_class, r, addr_p);
+    return addr_new(na_class, NULL, r, addr_p);
 }
 
 /*------------------------------------------------------------ messages */
@@ -455,16 +1036,40 @@ static void send_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     op_done(pc, op, cancelled || err == MPI_ERR_REQUEST ? NA_CANCELED : na_from_mpi(err));
 }
 
-static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t size,
-    int dest, int tag, void *bounce)
+/* Communicator of an address (NULL when its connection is closed). */
+static bool addr_comm(struct mpi_class *pc, na_addr_t *addr, MPI_Comm *comm)
 {
+    struct dyn_conn *k = ((struct mpi_addr *)addr)->conn;
+    if (!k) {
+        *comm = pc->comm;
+        return true;
+    }
+    if (k->dead) {
+        HGX_LOG_ERROR(MPI, "mpi+dynamic: connection %d was closed by the peer", k->id);
+        return false;
+    }
+    *comm = k->comm;
+    return true;
+}
+
+static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t size,
+    na_addr_t *dest_addr, int tag, void *bounce)
+{
+    int dest = ((struct mpi_addr *)dest_addr)->rank;
     struct mpi_class *pc = PC(na_class);
     struct mpi_op *mo = na_op_plugin(op);
     memset(mo, 0, sizeof(*mo));
     mo->na_class = na_class;
     mo->bounce = bounce;
     pthread_mutex_lock(&pc->lock);
-    int rc = MPI_Isend(buf, (int)size, MPI_BYTE, dest, tag, pc->comm, &mo->req);
+    MPI_Comm comm;
+    if (!addr_comm(pc, dest_addr, &comm)) {
+        pthread_mutex_unlock(&pc->lock);
+        free(bounce);
+        mo->bounce = NULL;
+        return NA_ADDRNOTAVAIL;
+    }
+    int rc = MPI_Isend(buf, (int)size, MPI_BYTE, dest, tag, comm, &mo->req);
     if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, send_done, op, 0) != 0) {
         MPI_Cancel(&mo->req);
         MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
@@ -491,8 +1096,7 @@ static na_return_t mpi_send_unexpected(na_class_t *na_class, na_context_t *conte
     uint32_t hdr[2] = {UNEXP_MAGIC, tag};
     memcpy(b, hdr, sizeof(hdr));
     memcpy(b + UNEXP_HDR_SIZE, buf, buf_size);
-    return post_send(na_class, op, b, UNEXP_HDR_SIZE + buf_size,
-        ((struct mpi_addr *)dest_addr)->rank, TAG_UNEXP, b);
+    return post_send(na_class, op, b, UNEXP_HDR_SIZE + buf_size, dest_addr, TAG_UNEXP, b);
 }
 
 static na_return_t mpi_send_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
@@ -500,8 +1104,7 @@ static na_return_t mpi_send_expected(na_class_t *na_class, na_context_t *context
     na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)dest_id;
-    return post_send(na_class, op, buf, buf_size, ((struct mpi_addr *)dest_addr)->rank,
-        TAG_EXP_BASE + (int)tag, NULL);
+    return post_send(na_class, op, buf, buf_size, dest_addr, TAG_EXP_BASE + (int)tag, NULL);
 }
 
 static na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
@@ -552,7 +1155,8 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
             ret = NA_MSGSIZE;
         } else {
             memcpy(mo->buf, (char *)mo->bounce + UNEXP_HDR_SIZE, (size_t)count - UNEXP_HDR_SIZE);
-            ret = addr_new(mo->na_class, st->MPI_SOURCE, &op->info.info.recv_unexpected.source);
+            ret = addr_new(mo->na_class, mo->conn, st->MPI_SOURCE,
+                &op->info.info.recv_unexpected.source);
             op->info.info.recv_unexpected.actual_buf_size = (size_t)count - UNEXP_HDR_SIZE;
             op->info.info.recv_unexpected.tag = hdr[1];
         }
@@ -562,14 +1166,14 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     op_done(pc, op, ret);
 }
 
-/* Hand unexpected messages MPI holds to posted NA receives. Lock held. */
-static int match_unexpected(struct mpi_class *pc)
+/* Hand unexpected messages MPI holds on comm to posted NA receives. Lock held. */
+static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_conn *conn)
 {
     while (pc->uq_head) {
         int flag = 0, count = 0;
         MPI_Message msg;
         MPI_Status st;
-        int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, pc->comm, &flag, &msg, &st);
+        int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS)
             return rc;
         if (!flag)
@@ -580,6 +1184,7 @@ static int match_unexpected(struct mpi_class *pc)
             pc->uq_tail = NULL;
         mo->in_uq = false;
         mo->next = NULL;
+        mo->conn = conn;
         na_op_id_t *op = na_op_from_plugin(mo);
         MPI_Get_count(&st, MPI_BYTE, &count);
         mo->bounce = malloc(count > 0 ? (size_t)count : 1);
@@ -603,6 +1208,15 @@ static int match_unexpected(struct mpi_class *pc)
         }
     }
     return MPI_SUCCESS;
+}
+
+static int match_unexpected(struct mpi_class *pc)
+{
+    int rc = match_unexpected_on(pc, pc->comm, pc->self_conn);
+    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS && pc->uq_head; k = k->next)
+        if (!k->dead)
+            rc = match_unexpected_on(pc, k->comm, k);
+    return rc;
 }
 
 static void recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
@@ -658,6 +1272,10 @@ static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context
     mo->tag = TAG_EXP_BASE + (int)tag;
     mo->in_eq = true;
     pthread_mutex_lock(&pc->lock);
+    if (!addr_comm(pc, source_addr, &mo->comm)) {
+        pthread_mutex_unlock(&pc->lock);
+        return NA_ADDRNOTAVAIL;
+    }
     /* append: posting order is matching order, as for MPI receives */
     struct mpi_op **pp = &pc->eq_head;
     while (*pp)
@@ -675,7 +1293,8 @@ static int match_expected(struct mpi_class *pc)
         int flag = 0, count = 0;
         MPI_Message msg;
         MPI_Status st;
-        int rc = MPI_Improbe(mo->src, mo->tag, pc->comm, &flag, &msg, &st);
+        int rc = mo->comm == MPI_COMM_NULL ? MPI_SUCCESS
+                                           : MPI_Improbe(mo->src, mo->tag, mo->comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS)
             return rc;
         if (!flag) {
@@ -817,7 +1436,8 @@ static na_return_t mpi_mem_deserialize(na_class_t *na_class, na_mem_handle_t **m
     struct mpi_mem *m = calloc(1, sizeof(*m));
     if (!m)
         return NA_NOMEM;
-    na_return_t ret = mpi_emul_mem_deserialize(&m->em, buf, buf_size, PC(na_class)->size);
+    na_return_t ret = mpi_emul_mem_deserialize(&m->em, buf, buf_size,
+        PC(na_class)->dynamic ? INT_MAX : PC(na_class)->size);
     if (ret != NA_SUCCESS) {
         free(m);
         return ret;
@@ -846,6 +1466,29 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op, na_mem_ha
     struct mpi_op *mo = na_op_plugin(op);
     struct mpi_mem *rm = (struct mpi_mem *)remote;
     int rank = ((struct mpi_addr *)remote_addr)->rank;
+    if (pc->dynamic) {
+        /* the owner field names a rank in the owner's own job; route by connection */
+        struct dyn_conn *k = ((struct mpi_addr *)remote_addr)->conn;
+        struct mpi_emul_mem rem = rm->em;
+        rem.owner = rank;
+        memset(mo, 0, sizeof(*mo));
+        mo->na_class = na_class;
+        pthread_mutex_lock(&pc->lock);
+        if (k->dead) {
+            pthread_mutex_unlock(&pc->lock);
+            HGX_LOG_ERROR(MPI, "mpi+dynamic: connection %d was closed by the peer", k->id);
+            return NA_ADDRNOTAVAIL;
+        }
+        struct mpi_emul_oreq *o = NULL;
+        na_return_t ret = mpi_emul_xfer(k->emul, put, &((struct mpi_mem *)local)->em,
+            local_offset, &rem, remote_offset, size, rma_done, op, &o);
+        if (ret == NA_SUCCESS) {
+            mo->oreq = o;
+            mo->emul = k->emul;
+        }
+        pthread_mutex_unlock(&pc->lock);
+        return ret;
+    }
     if (!rm->head.remote && rm->em.id != 0)
         rm->em.owner = pc->rank; /* a local handle used as the remote one (self transfer) */
     if (rm->em.owner != rank) {
@@ -859,8 +1502,10 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op, na_mem_ha
     struct mpi_emul_oreq *o = NULL;
     na_return_t ret = mpi_emul_xfer(pc->emul, put, &((struct mpi_mem *)local)->em, local_offset,
         &rm->em, remote_offset, size, rma_done, op, &o);
-    if (ret == NA_SUCCESS)
+    if (ret == NA_SUCCESS) {
         mo->oreq = o;
+        mo->emul = pc->emul;
+    }
     pthread_mutex_unlock(&pc->lock);
     return ret;
 }
@@ -901,6 +1546,14 @@ static na_return_t poll_locked(struct mpi_class *pc)
         }
         /* put/get emulation: control packets (cancels first), cancel timers */
         ndone += mpi_emul_progress(pc->emul);
+        if (pc->dynamic) {
+            ndone += dyn_take_accepted(pc);
+            for (struct dyn_conn *k = pc->conns; k; k = k->next)
+                if (!k->dead) {
+                    ndone += mpi_emul_progress(k->emul);
+                    ndone += dyn_check_bye(pc, k);
+                }
+        }
         if (ndone == 0)
             break;
     }
@@ -1010,7 +1663,8 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
     }
     case NA_CB_PUT:
     case NA_CB_GET:
-        mpi_emul_cancel(pc->emul, mo->oreq);
+        if (mo->oreq)
+            mpi_emul_cancel(mo->emul, mo->oreq);
         break;
     default:
         break;
