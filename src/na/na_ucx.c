@@ -13,7 +13,7 @@
  *
  * Cancel escalation: UCX cannot recall a send or put/get already on the wire.
  * A cancelled one still pending after HGX_UCX_CANCEL_ESCALATE_MS (default
- * 1000) has its peer's endpoint force-closed, which makes UCX complete every
+ * 10000) has its peer's endpoint force-closed, which makes UCX complete every
  * request on that endpoint with an error. Cancelled ops report NA_CANCELED;
  * ops on that endpoint that were not cancelled report NA_HOSTUNREACH (the
  * peer stopped answering, their data may or may not have moved) and queued
@@ -25,6 +25,10 @@
  * addresses the upper layer holds work again). Every endpoint replacement
  * bumps the peer's generation, which invalidates remote keys unpacked on the
  * old endpoint (they are re-unpacked at next use).
+ * The bound is long on purpose: UCX 1.13 aborts the PEER process
+ * (ucp_get_req_handler: "unexpected error") when an endpoint is force-closed
+ * while that peer still serves an emulated get on it, so escalation is kept
+ * for peers that are really gone, not for transfers that are merely slow.
  */
 #include "na_plugin.h"
 
@@ -55,7 +59,7 @@
 #define UCX_PROGRESS_MAX  1024     /* bound on one poll() pass */
 #define UCX_CONNECT_MS    5000     /* lookup waits this long for the wire-up */
 #define UCX_CLOSE_MS      2000     /* finalize waits this long for each endpoint close */
-#define UCX_CANCEL_ESCALATE_MS 1000 /* a cancelled send/RMA still pending: drop the ep */
+#define UCX_CANCEL_ESCALATE_MS 10000 /* a cancelled send/RMA still pending: drop the ep */
 #define UCX_CANCEL_POLL_MS 100      /* poll_wait wakes up this often to escalate */
 
 struct ucx_op;
