@@ -23,9 +23,9 @@
  * limits or the maximum message size require it.
  *
  * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
- * retry queue that progress drains. Cancel uses fi_cancel; an op still
- * pending a second later has its peer dropped from the address vector (rxm
- * then closes the connection) and is completed without the provider, whose
+ * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
+ * op still pending a second later depends on the provider (see
+ * ofi_cancel_policy): it may be completed without the provider, whose
  * contexts therefore live in a class pool rather than in the op id.
  */
 #include "na_plugin.h"
@@ -86,6 +86,21 @@
 #define OFI_PEER_BUCKETS_INIT 64
 #define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
 
+/* What to do with a canceled op the provider has not completed after
+ * OFI_CANCEL_ESCALATE_MS (fi_cancel only stops receives). */
+enum ofi_cancel_policy {
+    /* sockets: fi_av_remove stops nothing and the provider keeps reading and
+     * writing the op's buffers, so only its own completion is safe. */
+    OFI_CANCEL_WAIT,
+    /* shm: the initiator moves RMA data itself, so only an acknowledgment is
+     * pending and the op can be completed without it (fi_av_remove would
+     * unmap the peer under that acknowledgment and crash). */
+    OFI_CANCEL_FORCE,
+    /* tcp: fi_av_remove (with FI_AV_REMOVE_CLEANUP) closes rxm's connection,
+     * which stops the transfer and usually flushes the op; force it if not. */
+    OFI_CANCEL_DROP_PEER,
+};
+
 /* Protocols offered and the provider behind each. */
 struct ofi_proto {
     const char *name;       /* NA protocol */
@@ -94,12 +109,13 @@ struct ofi_proto {
     /* shm 1.17 deadlocks in fi_trecv directed at a peer whose message above
      * the inject size waits in the unexpected queue: stay at or below it. */
     bool msg_max_inject;
+    enum ofi_cancel_policy cancel_policy;
 };
 
 static const struct ofi_proto ofi_protos[] = {
-    {"tcp", "tcp;ofi_rxm", NULL, false},
-    {"sockets", "sockets", NULL, false},
-    {"shm", "shm", "fi_shm://", true},
+    {"tcp", "tcp;ofi_rxm", NULL, false, OFI_CANCEL_DROP_PEER},
+    {"sockets", "sockets", NULL, false, OFI_CANCEL_WAIT},
+    {"shm", "shm", "fi_shm://", true, OFI_CANCEL_FORCE},
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
@@ -881,6 +897,20 @@ static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hint
     return NA_SUCCESS;
 }
 
+/* libfabric reads these once, at its first call (whatever the protocol);
+ * a user setting wins. */
+static void ofi_set_provider_defaults(void)
+{
+    /* Make fi_av_remove close rxm's connection to the peer: NA_Addr_set_remove
+     * asks for that, and cancel escalation relies on it to stop a transfer
+     * (and have it completed) rather than let it land after NA_CANCELED. */
+    setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+    /* rxm lets tcp receive straight into the user's buffer; a message that
+     * does not fit then makes tcp drop the connection. Bounce buffers keep a
+     * truncation local. */
+    setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", 0);
+}
+
 static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info)
 {
     na_return_t ret = NA_SUCCESS;
@@ -894,11 +924,7 @@ static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info
     } else if (info->host) {
         HGX_LOG_DEBUG(OFI, "shm ignores host \"%s\"", info->host);
     }
-    /* rxm lets tcp receive straight into the user's buffer; a message that
-     * does not fit then makes tcp drop the connection. Bounce buffers keep a
-     * truncation local (unless the user chose otherwise). */
-    if (strcmp(cls->proto->name, "tcp") == 0)
-        setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", 0);
+    ofi_set_provider_defaults();
     int rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &cls->info);
     HGX_CHECK(
         OFI, rc != 0, out, ret, rc == -FI_ENODATA ? NA_NODEV : ofi_na_error(-rc),
@@ -2348,13 +2374,13 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
     return NA_SUCCESS;
 }
 
-/* First step for a canceled op still pending: drop its peer from the address
- * vector, which closes rxm's connection so the provider can no longer touch
- * the op's buffers (rxm does not complete the op, though). */
+/* First step for a canceled op still pending: cancel again (it may have been
+ * posted after the first try) and, over tcp, drop its peer from the address
+ * vector so that rxm closes the connection. */
 static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     oop->escalated = true;
-    if (oop->peer) {
+    if (oop->peer && cls->proto->cancel_policy == OFI_CANCEL_DROP_PEER) {
         char str[128];
         ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, str, sizeof(str));
         HGX_LOG_WARNING(OFI,
@@ -2366,9 +2392,9 @@ static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop
     ofi_cancel_contexts_locked(cls, oop);
 }
 
-/* Second step: claim the contexts the provider still holds (they become
- * ghosts, recycled if a completion ever shows up) and return how many
- * parts the caller must now end itself. */
+/* Second step (policies that allow it): claim the contexts the provider
+ * still holds (they become ghosts, recycled if a completion ever shows up)
+ * and return how many parts the caller must now end itself. */
 static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     size_t claimed = 0;
@@ -2400,7 +2426,7 @@ static void ofi_cancel_check(struct ofi_class *cls)
             struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
             if (!oop->escalated && now >= oop->cancel_deadline_ms)
                 ofi_cancel_escalate_locked(cls, oop);
-            else if (oop->escalated &&
+            else if (oop->escalated && cls->proto->cancel_policy != OFI_CANCEL_WAIT &&
                      now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;
