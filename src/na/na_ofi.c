@@ -1097,6 +1097,8 @@ static void ofi_class_free(struct ofi_class *cls)
     free(cls);
 }
 
+static void ofi_cleanup(void);
+
 static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *info,
                                   bool listen)
 {
@@ -1117,6 +1119,10 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     HGX_CHECK(OFI, !cls->buckets, error, ret, NA_NOMEM,
               "out of memory for the peer table");
 
+    /* A dead process's shm region under a recycled PID makes fi_enable
+     * fail with EBUSY: drop such leftovers first. */
+    if (strcmp(cls->proto->name, "shm") == 0)
+        ofi_cleanup();
     ret = ofi_getinfo(cls, info);
     if (ret != NA_SUCCESS)
         goto error;
