@@ -49,7 +49,8 @@ static uint64_t now_ms(void)
 }
 
 /* Progress and trigger until *flag is set or timeout_ms passes. */
-static hg_return_t progress_until(hg_context_t *ctx, const int *flag, unsigned int timeout_ms)
+static hg_return_t progress_until(hg_context_t *ctx, const int *flag,
+                                  unsigned int timeout_ms)
 {
     uint64_t deadline = now_ms() + timeout_ms;
     while (!*flag) {
@@ -74,7 +75,8 @@ static hg_return_t progress_until(hg_context_t *ctx, const int *flag, unsigned i
 static hg_return_t respond_done(const struct hg_cb_info *info)
 {
     if (info->ret != HG_SUCCESS)
-        fprintf(stderr, "hg_hello server: response failed: %s\n", HG_Error_to_string(info->ret));
+        fprintf(stderr, "hg_hello server: response failed: %s\n",
+                HG_Error_to_string(info->ret));
     server.responses_pending--;
     HG_Destroy(info->info.respond.handle);
     return HG_SUCCESS;
@@ -94,7 +96,8 @@ static hg_return_t hello_handler(hg_handle_t handle)
     }
     server.served++;
     snprintf(greeting, sizeof greeting, "Hello, %s!", in.name ? in.name : "(nobody)");
-    printf("hg_hello server: call %lu from \"%s\"\n", server.served, in.name ? in.name : "");
+    printf("hg_hello server: call %lu from \"%s\"\n", server.served,
+           in.name ? in.name : "");
     fflush(stdout);
     HG_Free_input(handle, &in);
 
@@ -177,7 +180,8 @@ static int run_server(const char *info, unsigned long max_calls, int addr_fd)
         unsigned int n = 0;
         hg_return_t ret = HG_Progress(ctx, 100);
         if (ret != HG_SUCCESS && ret != HG_TIMEOUT) {
-            fprintf(stderr, "hg_hello server: HG_Progress: %s\n", HG_Error_to_string(ret));
+            fprintf(stderr, "hg_hello server: HG_Progress: %s\n",
+                    HG_Error_to_string(ret));
             goto out;
         }
         do {
@@ -261,7 +265,8 @@ static int run_client(const char *addr_str, const char *name)
     }
     ret = HG_Addr_lookup2(cls, addr_str, &addr);
     if (ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_hello client: lookup of %s: %s\n", addr_str, HG_Error_to_string(ret));
+        fprintf(stderr, "hg_hello client: lookup of %s: %s\n", addr_str,
+                HG_Error_to_string(ret));
         goto out;
     }
     ret = HG_Create(ctx, addr, name ? hello_id : stop_id, &handle);
@@ -288,7 +293,8 @@ static int run_client(const char *addr_str, const char *name)
         goto out;
     }
     if (call.ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_hello client: call failed: %s\n", HG_Error_to_string(call.ret));
+        fprintf(stderr, "hg_hello client: call failed: %s\n",
+                HG_Error_to_string(call.ret));
         goto out;
     }
 
@@ -296,11 +302,12 @@ static int run_client(const char *addr_str, const char *name)
         hello_out_t out;
         ret = HG_Get_output(handle, &out);
         if (ret != HG_SUCCESS) {
-            fprintf(stderr, "hg_hello client: HG_Get_output: %s\n", HG_Error_to_string(ret));
+            fprintf(stderr, "hg_hello client: HG_Get_output: %s\n",
+                    HG_Error_to_string(ret));
             goto out;
         }
         printf("hg_hello client: server says \"%s\" (call %u)\n",
-            out.greeting ? out.greeting : "", out.count);
+               out.greeting ? out.greeting : "", out.count);
         HG_Free_output(handle, &out);
     } else {
         printf("hg_hello client: server stopped\n");
@@ -371,7 +378,8 @@ static int run_demo(void)
     rc = run_client(addr, "world");
     if (run_client(addr, NULL) != 0)
         rc = 1;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
         fprintf(stderr, "hg_hello: server exited abnormally\n");
         rc = 1;
     }
@@ -382,11 +390,12 @@ static int run_demo(void)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-        "usage: %s                        fork a server and a client on ofi+tcp\n"
-        "       %s server [INFO [N]]      serve (default ofi+tcp) until N calls or a stop\n"
-        "       %s client ADDR [NAME]     say hello to the server at ADDR\n"
-        "       %s stop ADDR              ask the server at ADDR to exit\n",
-        prog, prog, prog, prog);
+            "usage: %s                        fork a server and a client on ofi+tcp\n"
+            "       %s server [INFO [N]]      serve (default ofi+tcp) until N calls or a "
+            "stop\n"
+            "       %s client ADDR [NAME]     say hello to the server at ADDR\n"
+            "       %s stop ADDR              ask the server at ADDR to exit\n",
+            prog, prog, prog, prog);
 }
 
 int main(int argc, char *argv[])

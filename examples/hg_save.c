@@ -34,12 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
-MERCURY_GEN_PROC(save_in_t, ((hg_const_string_t)(name))((uint64_t)(size))((hg_bulk_t)(bulk)))
+MERCURY_GEN_PROC(save_in_t,
+                 ((hg_const_string_t)(name))((uint64_t)(size))((hg_bulk_t)(bulk)))
 MERCURY_GEN_PROC(save_out_t, ((int32_t)(err))((uint64_t)(written))((uint64_t)(hash)))
 
-#define CALL_TIMEOUT_MS 30000               /* a client gives up after this long */
-#define MAX_FILE_SIZE   (1024ull << 20)     /* the server refuses larger files */
-#define DEMO_FILE_SIZE  ((3u << 20) + 4321) /* bytes in the demo's temp file */
+#define CALL_TIMEOUT_MS 30000              /* a client gives up after this long */
+#define MAX_FILE_SIZE (1024ull << 20)      /* the server refuses larger files */
+#define DEMO_FILE_SIZE ((3u << 20) + 4321) /* bytes in the demo's temp file */
 
 static uint64_t fnv1a64(const unsigned char *p, size_t n)
 {
@@ -58,7 +59,8 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static hg_return_t progress_until(hg_context_t *ctx, const int *flag, unsigned int timeout_ms)
+static hg_return_t progress_until(hg_context_t *ctx, const int *flag,
+                                  unsigned int timeout_ms)
 {
     uint64_t deadline = now_ms() + timeout_ms;
     while (!*flag) {
@@ -165,7 +167,8 @@ static void save_op_free(struct save_op *op)
 static hg_return_t save_responded(const struct hg_cb_info *info)
 {
     if (info->ret != HG_SUCCESS)
-        fprintf(stderr, "hg_save server: response failed: %s\n", HG_Error_to_string(info->ret));
+        fprintf(stderr, "hg_save server: response failed: %s\n",
+                HG_Error_to_string(info->ret));
     save_op_free(info->arg);
     return HG_SUCCESS;
 }
@@ -219,7 +222,8 @@ static hg_return_t save_pulled(const struct hg_cb_info *info)
 {
     struct save_op *op = info->arg;
     if (info->ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_save server: bulk pull failed: %s\n", HG_Error_to_string(info->ret));
+        fprintf(stderr, "hg_save server: bulk pull failed: %s\n",
+                HG_Error_to_string(info->ret));
         save_respond(op, EIO);
         return HG_SUCCESS;
     }
@@ -247,12 +251,14 @@ static hg_return_t save_handler(hg_handle_t handle)
     }
     op->have_input = 1;
     if (!name_ok(op->in.name)) {
-        fprintf(stderr, "hg_save server: refusing file name \"%s\"\n", op->in.name ? op->in.name : "");
+        fprintf(stderr, "hg_save server: refusing file name \"%s\"\n",
+                op->in.name ? op->in.name : "");
         save_respond(op, EINVAL);
         return HG_SUCCESS;
     }
     if (op->in.size > MAX_FILE_SIZE || op->in.size > HG_Bulk_get_size(op->in.bulk)) {
-        fprintf(stderr, "hg_save server: bad size %llu\n", (unsigned long long)op->in.size);
+        fprintf(stderr, "hg_save server: bad size %llu\n",
+                (unsigned long long)op->in.size);
         save_respond(op, EFBIG);
         return HG_SUCCESS;
     }
@@ -270,8 +276,9 @@ static hg_return_t save_handler(hg_handle_t handle)
     hg_size_t len = op->in.size;
     ret = HG_Bulk_create(hi->hg_class, 1, &ptr, &len, HG_BULK_WRITE_ONLY, &op->local);
     if (ret == HG_SUCCESS)
-        ret = HG_Bulk_transfer(hi->context, save_pulled, op, HG_BULK_PULL, hi->addr, op->in.bulk,
-            0, op->local, 0, op->in.size, HG_OP_ID_IGNORE);
+        ret =
+            HG_Bulk_transfer(hi->context, save_pulled, op, HG_BULK_PULL, hi->addr,
+                             op->in.bulk, 0, op->local, 0, op->in.size, HG_OP_ID_IGNORE);
     if (ret != HG_SUCCESS) {
         fprintf(stderr, "hg_save server: bulk setup: %s\n", HG_Error_to_string(ret));
         save_respond(op, EIO);
@@ -438,7 +445,8 @@ static int run_client(const char *addr_str, const char *path)
     }
     ret = HG_Addr_lookup2(cls, addr_str, &addr);
     if (ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_save client: lookup of %s: %s\n", addr_str, HG_Error_to_string(ret));
+        fprintf(stderr, "hg_save client: lookup of %s: %s\n", addr_str,
+                HG_Error_to_string(ret));
         goto out;
     }
     ret = HG_Create(ctx, addr, path ? save_id : stop_id, &handle);
@@ -455,7 +463,8 @@ static int run_client(const char *addr_str, const char *path)
 
         ret = HG_Bulk_create(cls, 1, &ptr, &len, HG_BULK_READ_ONLY, &bulk);
         if (ret != HG_SUCCESS) {
-            fprintf(stderr, "hg_save client: HG_Bulk_create: %s\n", HG_Error_to_string(ret));
+            fprintf(stderr, "hg_save client: HG_Bulk_create: %s\n",
+                    HG_Error_to_string(ret));
             goto out;
         }
         in.name = base ? base + 1 : path;
@@ -477,7 +486,8 @@ static int run_client(const char *addr_str, const char *path)
         goto out;
     }
     if (call.ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_save client: call failed: %s\n", HG_Error_to_string(call.ret));
+        fprintf(stderr, "hg_save client: call failed: %s\n",
+                HG_Error_to_string(call.ret));
         goto out;
     }
     if (!path) {
@@ -497,12 +507,13 @@ static int run_client(const char *addr_str, const char *path)
         fprintf(stderr, "hg_save client: server error: %s\n", strerror(out.err));
     else if (out.written != size || out.hash != hash)
         fprintf(stderr,
-            "hg_save client: MISMATCH: sent %zu bytes hash %016llx, server wrote %llu hash %016llx\n",
-            size, (unsigned long long)hash, (unsigned long long)out.written,
-            (unsigned long long)out.hash);
+                "hg_save client: MISMATCH: sent %zu bytes hash %016llx, server wrote "
+                "%llu hash %016llx\n",
+                size, (unsigned long long)hash, (unsigned long long)out.written,
+                (unsigned long long)out.hash);
     else {
         printf("hg_save client: saved %s: %llu bytes, hash %016llx matches\n", path,
-            (unsigned long long)out.written, (unsigned long long)out.hash);
+               (unsigned long long)out.written, (unsigned long long)out.hash);
         rc = 0;
     }
     HG_Free_output(handle, &out);
@@ -610,7 +621,8 @@ static int run_demo(void)
     int stop_rc = run_client(addr, NULL);
     if (client_rc == 0 && stop_rc == 0) {
         if (files_equal(src, copy)) {
-            printf("hg_save: %s and %s are identical (%u bytes)\n", src, copy, DEMO_FILE_SIZE);
+            printf("hg_save: %s and %s are identical (%u bytes)\n", src, copy,
+                   DEMO_FILE_SIZE);
             rc = 0;
         } else {
             fprintf(stderr, "hg_save: the copy differs from the original\n");
@@ -624,7 +636,8 @@ out:
     if (pid > 0) {
         if (rc != 0)
             kill(pid, SIGTERM);
-        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
             fprintf(stderr, "hg_save: server exited abnormally\n");
             rc = 1;
         }
@@ -641,11 +654,13 @@ out:
 static void usage(const char *prog)
 {
     fprintf(stderr,
-        "usage: %s                          fork a server and a client on ofi+tcp, save a temp file\n"
-        "       %s server OUTDIR [INFO]     serve (default ofi+tcp), saving files into OUTDIR\n"
-        "       %s client ADDR FILE         save FILE on the server at ADDR\n"
-        "       %s stop ADDR                ask the server at ADDR to exit\n",
-        prog, prog, prog, prog);
+            "usage: %s                          fork a server and a client on ofi+tcp, "
+            "save a temp file\n"
+            "       %s server OUTDIR [INFO]     serve (default ofi+tcp), saving files "
+            "into OUTDIR\n"
+            "       %s client ADDR FILE         save FILE on the server at ADDR\n"
+            "       %s stop ADDR                ask the server at ADDR to exit\n",
+            prog, prog, prog, prog);
 }
 
 int main(int argc, char *argv[])

@@ -35,10 +35,10 @@
 MERCURY_GEN_PROC(slow_in_t, ((uint32_t)(sleep_ms)))
 MERCURY_GEN_PROC(slow_out_t, ((uint32_t)(slept_ms)))
 
-#define SLOW_SLEEP_MS    2000u /* first call: the server sleeps this long */
-#define SHORT_TIMEOUT_MS 500u  /* ... but the client waits only this long */
-#define FAST_SLEEP_MS    100u  /* retry: a short sleep */
-#define LONG_TIMEOUT_MS  5000u /* ... and a generous timeout */
+#define SLOW_SLEEP_MS 2000u   /* first call: the server sleeps this long */
+#define SHORT_TIMEOUT_MS 500u /* ... but the client waits only this long */
+#define FAST_SLEEP_MS 100u    /* retry: a short sleep */
+#define LONG_TIMEOUT_MS 5000u /* ... and a generous timeout */
 
 static void sleep_ms(unsigned int ms)
 {
@@ -147,7 +147,8 @@ static int run_server(const char *info, int addr_fd)
         unsigned int n = 0;
         hg_return_t ret = HG_Progress(ctx, 100);
         if (ret != HG_SUCCESS && ret != HG_TIMEOUT) {
-            fprintf(stderr, "hg_timeout server: HG_Progress: %s\n", HG_Error_to_string(ret));
+            fprintf(stderr, "hg_timeout server: HG_Progress: %s\n",
+                    HG_Error_to_string(ret));
             goto out;
         }
         do {
@@ -200,7 +201,8 @@ static hg_return_t forward_cb(const struct hg_cb_info *info)
     else if (info->ret == HG_SUCCESS)
         printf("hg_timeout client: forward callback: HG_SUCCESS\n");
     else
-        printf("hg_timeout client: forward callback: %s\n", HG_Error_to_string(info->ret));
+        printf("hg_timeout client: forward callback: %s\n",
+               HG_Error_to_string(info->ret));
     hg_request_complete(res->request);
     return HG_SUCCESS;
 }
@@ -210,7 +212,8 @@ static hg_return_t forward_cb(const struct hg_cb_info *info)
  * wait for the canceled callback. *ret_p gets the callback's return code.
  */
 static int forward_with_timeout(hg_request_class_t *rc_class, hg_handle_t handle,
-    uint32_t sleep, unsigned int timeout_ms, hg_return_t *ret_p)
+                                uint32_t sleep, unsigned int timeout_ms,
+                                hg_return_t *ret_p)
 {
     struct forward_result res = {NULL, HG_OTHER_ERROR};
     slow_in_t in = {.sleep_ms = sleep};
@@ -222,7 +225,8 @@ static int forward_with_timeout(hg_request_class_t *rc_class, hg_handle_t handle
         fprintf(stderr, "hg_timeout client: hg_request_create failed\n");
         return -1;
     }
-    printf("hg_timeout client: forward (server sleeps %u ms, timeout %u ms)\n", sleep, timeout_ms);
+    printf("hg_timeout client: forward (server sleeps %u ms, timeout %u ms)\n", sleep,
+           timeout_ms);
     ret = HG_Forward(handle, forward_cb, &res, &in);
     if (ret != HG_SUCCESS) {
         fprintf(stderr, "hg_timeout client: HG_Forward: %s\n", HG_Error_to_string(ret));
@@ -234,7 +238,8 @@ static int forward_with_timeout(hg_request_class_t *rc_class, hg_handle_t handle
         printf("hg_timeout client: no answer after %u ms, HG_Cancel\n", timeout_ms);
         ret = HG_Cancel(handle);
         if (ret != HG_SUCCESS)
-            fprintf(stderr, "hg_timeout client: HG_Cancel: %s\n", HG_Error_to_string(ret));
+            fprintf(stderr, "hg_timeout client: HG_Cancel: %s\n",
+                    HG_Error_to_string(ret));
         /* Cancelation is local: its callback must come promptly. */
         hg_request_wait(res.request, 5000, &completed);
     }
@@ -297,7 +302,8 @@ static int run_client(const char *addr_str)
     }
     ret = HG_Addr_lookup2(cls, addr_str, &addr);
     if (ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_timeout client: lookup of %s: %s\n", addr_str, HG_Error_to_string(ret));
+        fprintf(stderr, "hg_timeout client: lookup of %s: %s\n", addr_str,
+                HG_Error_to_string(ret));
         goto out;
     }
     ret = HG_Create(ctx, addr, slow_id, &handle);
@@ -307,32 +313,37 @@ static int run_client(const char *addr_str)
     }
 
     /* 1. Too slow: must be canceled. */
-    if (forward_with_timeout(rc_class, handle, SLOW_SLEEP_MS, SHORT_TIMEOUT_MS, &cb_ret) != 0)
+    if (forward_with_timeout(rc_class, handle, SLOW_SLEEP_MS, SHORT_TIMEOUT_MS,
+                             &cb_ret) != 0)
         goto out;
     if (cb_ret != HG_CANCELED) {
         fprintf(stderr, "hg_timeout client: expected HG_CANCELED, got %s\n",
-            HG_Error_to_string(cb_ret));
+                HG_Error_to_string(cb_ret));
         goto out;
     }
     printf("hg_timeout client: first call was canceled, as expected\n");
 
     /* 2. Retry on the same handle with a longer timeout: must succeed. */
-    if (forward_with_timeout(rc_class, handle, FAST_SLEEP_MS, LONG_TIMEOUT_MS, &cb_ret) != 0)
+    if (forward_with_timeout(rc_class, handle, FAST_SLEEP_MS, LONG_TIMEOUT_MS, &cb_ret) !=
+        0)
         goto out;
     if (cb_ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_timeout client: retry failed: %s\n", HG_Error_to_string(cb_ret));
+        fprintf(stderr, "hg_timeout client: retry failed: %s\n",
+                HG_Error_to_string(cb_ret));
         goto out;
     }
     slow_out_t out;
     ret = HG_Get_output(handle, &out);
     if (ret != HG_SUCCESS) {
-        fprintf(stderr, "hg_timeout client: HG_Get_output: %s\n", HG_Error_to_string(ret));
+        fprintf(stderr, "hg_timeout client: HG_Get_output: %s\n",
+                HG_Error_to_string(ret));
         goto out;
     }
     uint32_t slept = out.slept_ms;
     HG_Free_output(handle, &out);
     if (slept != FAST_SLEEP_MS) {
-        fprintf(stderr, "hg_timeout client: got the answer to the wrong call (%u ms)\n", slept);
+        fprintf(stderr, "hg_timeout client: got the answer to the wrong call (%u ms)\n",
+                slept);
         goto out;
     }
     printf("hg_timeout client: retry succeeded (server slept %u ms)\n", slept);
@@ -424,7 +435,8 @@ static int run_demo(void)
     rc = run_client(addr);
     if (rc != 0)
         kill(pid, SIGTERM); /* the client could not stop it */
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
         fprintf(stderr, "hg_timeout: server exited abnormally\n");
         rc = 1;
     }
@@ -442,9 +454,9 @@ int main(int argc, char *argv[])
     if (strcmp(argv[1], "client") == 0 && argc == 3)
         return run_client(argv[2]);
     fprintf(stderr,
-        "usage: %s                   fork a server and a client on ofi+tcp\n"
-        "       %s server [INFO]     serve (default ofi+tcp) until a stop RPC\n"
-        "       %s client ADDR       timeout, cancel and retry against ADDR\n",
-        argv[0], argv[0], argv[0]);
+            "usage: %s                   fork a server and a client on ofi+tcp\n"
+            "       %s server [INFO]     serve (default ofi+tcp) until a stop RPC\n"
+            "       %s client ADDR       timeout, cancel and retry against ADDR\n",
+            argv[0], argv[0], argv[0]);
     return 2;
 }

@@ -70,7 +70,8 @@ static int serve(const char *info, int pipe_fd)
         return 1;
     close(pipe_fd);
 
-    size_t h = NA_Msg_get_unexpected_header_size(cls), max = NA_Msg_get_max_unexpected_size(cls);
+    size_t h = NA_Msg_get_unexpected_header_size(cls),
+           max = NA_Msg_get_max_unexpected_size(cls);
     void *rdata, *sdata;
     char *rbuf = NA_Msg_buf_alloc(cls, max, NA_RECV, &rdata);
     char *sbuf = NA_Msg_buf_alloc(cls, max, NA_SEND, &sdata);
@@ -79,7 +80,8 @@ static int serve(const char *info, int pipe_fd)
     na_mem_handle_t *mh;
     NA_Mem_handle_create(cls, region, region_size, NA_MEM_READWRITE, &mh);
     NA_Mem_register(cls, mh, NA_MEM_TYPE_HOST, 0);
-    na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE), *sop = NA_Op_create(cls, NA_OP_SINGLE);
+    na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE),
+               *sop = NA_Op_create(cls, NA_OP_SINGLE);
     for (;;) {
         struct done r = {0}, s = {0};
         NA_Msg_recv_unexpected(cls, ctx, on_done, &r, rbuf, max, rdata, rop);
@@ -97,7 +99,8 @@ static int serve(const char *info, int pipe_fd)
         } else {
             memcpy(sbuf, rbuf + h, payload);
         }
-        NA_Msg_send_expected(cls, ctx, on_done, &s, sbuf, out, sdata, r.source, 0, 1, sop);
+        NA_Msg_send_expected(cls, ctx, on_done, &s, sbuf, out, sdata, r.source, 0, 1,
+                             sop);
         wait_done(cls, ctx, &s, 1);
         NA_Addr_free(cls, r.source);
     }
@@ -114,8 +117,8 @@ static int serve(const char *info, int pipe_fd)
 
 /* One round trip: unexpected send of len payload bytes, expected echo back. */
 static int round_trip(na_class_t *cls, na_context_t *ctx, na_addr_t *srv, char *sbuf,
-    void *sdata, char *rbuf, void *rdata, size_t h, size_t len, size_t rlen, na_op_id_t *sop,
-    na_op_id_t *rop)
+                      void *sdata, char *rbuf, void *rdata, size_t h, size_t len,
+                      size_t rlen, na_op_id_t *sop, na_op_id_t *rop)
 {
     struct done r = {0}, s = {0};
     NA_Msg_recv_expected(cls, ctx, on_done, &r, rbuf, rlen, rdata, srv, 0, 1, rop);
@@ -151,23 +154,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot reach server %s\n", addr);
         return 1;
     }
-    size_t h = NA_Msg_get_unexpected_header_size(cls), max = NA_Msg_get_max_unexpected_size(cls);
+    size_t h = NA_Msg_get_unexpected_header_size(cls),
+           max = NA_Msg_get_max_unexpected_size(cls);
     size_t emax = NA_Msg_get_max_expected_size(cls);
     void *sdata, *rdata;
     char *sbuf = NA_Msg_buf_alloc(cls, max, NA_SEND, &sdata);
     char *rbuf = NA_Msg_buf_alloc(cls, emax, NA_RECV, &rdata);
-    na_op_id_t *sop = NA_Op_create(cls, NA_OP_SINGLE), *rop = NA_Op_create(cls, NA_OP_SINGLE);
+    na_op_id_t *sop = NA_Op_create(cls, NA_OP_SINGLE),
+               *rop = NA_Op_create(cls, NA_OP_SINGLE);
     NA_Msg_init_unexpected(cls, sbuf, max);
     memset(sbuf + h, 'x', max - h);
 
-    printf("# NA ping-pong over %s, server %s, %d iterations per size\n", info, addr, iters);
+    printf("# NA ping-pong over %s, server %s, %d iterations per size\n", info, addr,
+           iters);
     printf("%10s %14s %14s\n", "bytes", "round trip us", "msg/s");
     size_t top = max - h < emax ? max - h : emax;
     for (size_t len = 8; len <= top; len *= 2) {
         round_trip(cls, ctx, srv, sbuf, sdata, rbuf, rdata, h, len, emax, sop, rop);
         double t0 = now();
         for (int i = 0; i < iters; i++)
-            if (round_trip(cls, ctx, srv, sbuf, sdata, rbuf, rdata, h, len, emax, sop, rop) < 0) {
+            if (round_trip(cls, ctx, srv, sbuf, sdata, rbuf, rdata, h, len, emax, sop,
+                           rop) < 0) {
                 fprintf(stderr, "round trip failed\n");
                 return 1;
             }
@@ -183,7 +190,8 @@ int main(int argc, char **argv)
     size_t region = 4 << 20;
     char *data = malloc(region);
     memset(data, 'y', region);
-    if (n <= 0 || NA_Mem_handle_deserialize(cls, &remote, rbuf, (size_t)n) != NA_SUCCESS) {
+    if (n <= 0 ||
+        NA_Mem_handle_deserialize(cls, &remote, rbuf, (size_t)n) != NA_SUCCESS) {
         fprintf(stderr, "no remote region\n");
         return 1;
     }

@@ -56,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (h == HG_BULK_NULL)
                 abort();
             uint8_t fl = HG_Bulk_get_flags(h);
-            if (fl != HG_BULK_READ_ONLY && fl != HG_BULK_WRITE_ONLY && fl != HG_BULK_READWRITE)
+            if (fl != HG_BULK_READ_ONLY && fl != HG_BULK_WRITE_ONLY &&
+                fl != HG_BULK_READWRITE)
                 abort();
             (void)HG_Bulk_get_size(h);
             (void)HG_Bulk_get_segment_count(h);

@@ -52,10 +52,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort(); /* two encodings of one header were accepted */
         struct hg_header hdr2;
         if (hg_header_decode(again, sizeof(again), &hdr2, pbuf, plen) != 0 ||
-            hdr2.kind != hdr.kind || hdr2.flags != hdr.flags || hdr2.status != hdr.status ||
-            hdr2.context_id != hdr.context_id || hdr2.origin_id != hdr.origin_id ||
-            hdr2.cookie != hdr.cookie || hdr2.rpc_id != hdr.rpc_id ||
-            hdr2.payload_size != hdr.payload_size)
+            hdr2.kind != hdr.kind || hdr2.flags != hdr.flags ||
+            hdr2.status != hdr.status || hdr2.context_id != hdr.context_id ||
+            hdr2.origin_id != hdr.origin_id || hdr2.cookie != hdr.cookie ||
+            hdr2.rpc_id != hdr.rpc_id || hdr2.payload_size != hdr.payload_size)
             abort();
     }
     free(hbuf);

@@ -30,9 +30,9 @@
 #include <string.h>
 
 #define FZ_TAG_CTRL 7
-#define FZ_TAG_PUT  1000
-#define FZ_TAG_GET  3000
-#define FZ_NRANKS   4
+#define FZ_TAG_PUT 1000
+#define FZ_TAG_GET 3000
+#define FZ_NRANKS 4
 
 /* ---- buffers data may touch --------------------------------------------- */
 struct fz_buf {
@@ -43,7 +43,8 @@ struct fz_buf {
 static struct fz_buf fz_bufs[8];
 static int fz_nbufs;
 
-static void fz_check_block(const void *p, size_t len, bool write, int count, MPI_Datatype dt)
+static void fz_check_block(const void *p, size_t len, bool write, int count,
+                           MPI_Datatype dt)
 {
     const unsigned char *c = p;
     for (int i = 0; i < fz_nbufs; i++) {
@@ -51,12 +52,12 @@ static void fz_check_block(const void *p, size_t len, bool write, int count, MPI
         if (c >= b->p && c < b->p + b->len) {
             if (len > (size_t)(b->p + b->len - c)) {
                 fprintf(stderr, "mpi_emul touched %zu bytes past a region of %zu\n",
-                    len - (size_t)(b->p + b->len - c), b->len);
+                        len - (size_t)(b->p + b->len - c), b->len);
                 abort();
             }
             if ((write && !b->w) || (!write && !b->r)) {
                 fprintf(stderr, "mpi_emul %s a region without permission\n",
-                    write ? "wrote" : "read");
+                        write ? "wrote" : "read");
                 abort();
             }
             return;
@@ -64,8 +65,8 @@ static void fz_check_block(const void *p, size_t len, bool write, int count, MPI
     }
     if (write && count == (int)MPI_EMUL_CHUNK && dt == MPI_BYTE)
         return; /* drain of refused / late data into a scratch buffer */
-    fprintf(stderr, "mpi_emul %s %zu bytes outside every region\n", write ? "wrote" : "read",
-        len);
+    fprintf(stderr, "mpi_emul %s %zu bytes outside every region\n",
+            write ? "wrote" : "read", len);
     abort();
 }
 
@@ -92,8 +93,8 @@ static void fz_check_data(const void *buf, int count, MPI_Datatype dt, bool writ
     if (i < 0 || i >= 64 || !fz_types[i].used || buf != MPI_BOTTOM || count != 1)
         abort();
     for (int k = 0; k < fz_types[i].n; k++)
-        fz_check_block((const void *)fz_types[i].disp[k], (size_t)fz_types[i].bl[k], write, -1,
-            dt);
+        fz_check_block((const void *)fz_types[i].disp[k], (size_t)fz_types[i].bl[k],
+                       write, -1, dt);
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -108,8 +109,12 @@ static int fz_req_new(bool send, void *buf, int count, int peer, int tag, MPI_Re
 {
     for (int i = 0; i < 4096; i++)
         if (!fz_reqs[i].used) {
-            fz_reqs[i] = (struct fz_req){.used = true, .send = send, .tag = tag, .src = peer,
-                .count = count, .buf = buf};
+            fz_reqs[i] = (struct fz_req){.used = true,
+                                         .send = send,
+                                         .tag = tag,
+                                         .src = peer,
+                                         .count = count,
+                                         .buf = buf};
             *r = i + 1;
             return MPI_SUCCESS;
         }
@@ -155,8 +160,8 @@ int MPI_Get_address(const void *location, MPI_Aint *address)
     return MPI_SUCCESS;
 }
 
-int MPI_Type_create_hindexed(int count, const int bl[], const MPI_Aint disp[], MPI_Datatype old,
-    MPI_Datatype *newtype)
+int MPI_Type_create_hindexed(int count, const int bl[], const MPI_Aint disp[],
+                             MPI_Datatype old, MPI_Datatype *newtype)
 {
     if (old != MPI_BYTE || count <= 0)
         abort();
@@ -196,7 +201,7 @@ int MPI_Type_free(MPI_Datatype *dt)
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
-    MPI_Request *r)
+              MPI_Request *r)
 {
     (void)comm;
     if (tag != FZ_TAG_CTRL)
@@ -204,8 +209,8 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
     return fz_req_new(false, buf, count, source, tag, r);
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
-    MPI_Request *r)
+int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+              MPI_Comm comm, MPI_Request *r)
 {
     (void)comm;
     if (dest < 0 || dest >= FZ_NRANKS)
@@ -282,7 +287,7 @@ static int fz_msg_len, fz_msg_src;
 static bool fz_msg_pending, fz_msg_probed;
 
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
-    MPI_Status *st)
+                MPI_Status *st)
 {
     (void)comm;
     *flag = 0;
@@ -351,11 +356,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct na_segment bsegs[3] = {{b0, sizeof(b0)}, {b1, sizeof(b1)}, {b2, sizeof(b2)}};
     struct na_segment aseg = {a, sizeof(a)}, cseg = {c, sizeof(c)}, dseg = {d, sizeof(d)},
                       lseg = {l, sizeof(l)};
-    struct mpi_emul_mem ma = {.flags = NA_MEM_READWRITE, .len = sizeof(a), .nseg = 1, .segs = &aseg},
-                        mb = {.flags = NA_MEM_READ_ONLY, .len = 70, .nseg = 3, .segs = bsegs},
-                        mc = {.flags = NA_MEM_WRITE_ONLY, .len = sizeof(c), .nseg = 1, .segs = &cseg},
-                        md = {.flags = NA_MEM_READWRITE, .len = sizeof(d), .nseg = 1, .segs = &dseg},
-                        ml = {.flags = NA_MEM_READWRITE, .len = sizeof(l), .nseg = 1, .segs = &lseg};
+    struct mpi_emul_mem
+        ma = {.flags = NA_MEM_READWRITE, .len = sizeof(a), .nseg = 1, .segs = &aseg},
+        mb = {.flags = NA_MEM_READ_ONLY, .len = 70, .nseg = 3, .segs = bsegs},
+        mc = {.flags = NA_MEM_WRITE_ONLY, .len = sizeof(c), .nseg = 1, .segs = &cseg},
+        md = {.flags = NA_MEM_READWRITE, .len = sizeof(d), .nseg = 1, .segs = &dseg},
+        ml = {.flags = NA_MEM_READWRITE, .len = sizeof(l), .nseg = 1, .segs = &lseg};
 
     fz_nbufs = 0;
     fz_add_buf(a, sizeof(a), true, true);
@@ -367,8 +373,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* d is deregistered: no access at all */
 
     hgx_mreqtab_init(&tab);
-    if (mpi_emul_create(&e, MPI_COMM_WORLD, &tab, FZ_TAG_CTRL, FZ_TAG_PUT,
-            FZ_TAG_GET) != NA_SUCCESS)
+    if (mpi_emul_create(&e, MPI_COMM_WORLD, &tab, FZ_TAG_CTRL, FZ_TAG_PUT, FZ_TAG_GET) !=
+        NA_SUCCESS)
         abort();
     if (mpi_emul_mem_register(e, &ma) || mpi_emul_mem_register(e, &mb) ||
         mpi_emul_mem_register(e, &mc) || mpi_emul_mem_register(e, &md))
@@ -378,8 +384,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     /* Two origin requests for replies to match (ids 0 and 1). */
-    struct mpi_emul_mem r1 = {.id = 5, .gen = 9, .flags = NA_MEM_READWRITE, .len = 64, .owner = 1};
-    struct mpi_emul_mem r2 = {.id = 6, .gen = 3, .flags = NA_MEM_READWRITE, .len = 64, .owner = 2};
+    struct mpi_emul_mem r1 = {
+        .id = 5, .gen = 9, .flags = NA_MEM_READWRITE, .len = 64, .owner = 1};
+    struct mpi_emul_mem r2 = {
+        .id = 6, .gen = 3, .flags = NA_MEM_READWRITE, .len = 64, .owner = 2};
     struct mpi_emul_oreq *o1, *o2;
     int done = 0;
     if (mpi_emul_xfer(e, true, &ml, 0, &r1, 0, 32, fz_done, &done, &o1) != NA_SUCCESS ||
@@ -410,7 +418,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mpi_emul_free(e);
     for (int i = 0; i < 4096; i++)
         if (fz_reqs[i].used) {
-            fprintf(stderr, "request %d (tag %d) never released\n", i + 1, fz_reqs[i].tag);
+            fprintf(stderr, "request %d (tag %d) never released\n", i + 1,
+                    fz_reqs[i].tag);
             abort();
         }
     for (int i = 0; i < 64; i++)

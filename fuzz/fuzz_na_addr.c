@@ -99,40 +99,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data + 1, n);
     s[n] = '\0';
     switch (data[0] & 3) {
-        case 0: {
-            struct na_info info;
-            if (na_info_parse(s, &info) == NA_SUCCESS) {
-                if (!info.plugin_name || !*info.plugin_name || !info.protocol_name ||
-                    !*info.protocol_name || info.port < 0 || info.port > 65535 ||
-                    strchr(info.plugin_name, '+') != NULL)
-                    abort();
-                (void)strlen(info.protocol_name);
-                if (info.host)
-                    (void)strlen(info.host);
-            }
-            na_info_free(&info);
-            break;
+    case 0: {
+        struct na_info info;
+        if (na_info_parse(s, &info) == NA_SUCCESS) {
+            if (!info.plugin_name || !*info.plugin_name || !info.protocol_name ||
+                !*info.protocol_name || info.port < 0 || info.port > 65535 ||
+                strchr(info.plugin_name, '+') != NULL)
+                abort();
+            (void)strlen(info.protocol_name);
+            if (info.host)
+                (void)strlen(info.host);
         }
-        case 1: {
-            if (!lookup_is_offline(s))
-                break;
-            na_addr_t *addr = NULL;
-            if (NA_Addr_lookup(fz_na, s, &addr) == NA_SUCCESS)
-                exercise_addr(addr);
+        na_info_free(&info);
+        break;
+    }
+    case 1: {
+        if (!lookup_is_offline(s))
             break;
-        }
-        case 2: {
-            na_addr_t *addr = NULL;
-            if (n > 0 && NA_Addr_deserialize(fz_na, &addr, data + 1, n) == NA_SUCCESS)
-                exercise_addr(addr);
-            break;
-        }
-        case 3: {
-            struct na_protocol_info *pi = NULL;
-            if (NA_Get_protocol_info(s, &pi) == NA_SUCCESS)
-                NA_Free_protocol_info(pi);
-            break;
-        }
+        na_addr_t *addr = NULL;
+        if (NA_Addr_lookup(fz_na, s, &addr) == NA_SUCCESS)
+            exercise_addr(addr);
+        break;
+    }
+    case 2: {
+        na_addr_t *addr = NULL;
+        if (n > 0 && NA_Addr_deserialize(fz_na, &addr, data + 1, n) == NA_SUCCESS)
+            exercise_addr(addr);
+        break;
+    }
+    case 3: {
+        struct na_protocol_info *pi = NULL;
+        if (NA_Get_protocol_info(s, &pi) == NA_SUCCESS)
+            NA_Free_protocol_info(pi);
+        break;
+    }
     }
     free(s);
     return 0;

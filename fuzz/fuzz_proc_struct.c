@@ -123,12 +123,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (hg_proc_fz_in_t(dec, &t) != HG_SUCCESS || hg_proc_get_size_used(dec) != elen)
         abort();
     if (t.u8 != s.u8 || t.i32 != s.i32 || !str_eq(t.name, s.name) ||
-        memcmp(t.fixed.b, s.fixed.b, sizeof(t.fixed.b)) != 0 || !inner_eq(&t.inner, &s.inner) ||
-        t.flag != s.flag || !str_eq(t.label, s.label) || !blob_eq(&t.blob, &s.blob) ||
-        t.bulk != HG_BULK_NULL || t.u64 != s.u64 || !inner_eq(&t.inner2, &s.inner2) ||
-        !str_eq(t.tail, s.tail))
+        memcmp(t.fixed.b, s.fixed.b, sizeof(t.fixed.b)) != 0 ||
+        !inner_eq(&t.inner, &s.inner) || t.flag != s.flag || !str_eq(t.label, s.label) ||
+        !blob_eq(&t.blob, &s.blob) || t.bulk != HG_BULK_NULL || t.u64 != s.u64 ||
+        !inner_eq(&t.inner2, &s.inner2) || !str_eq(t.tail, s.tail))
         abort();
-    if (hg_proc_reset(dec, NULL, 0, HG_FREE) != HG_SUCCESS || hg_proc_fz_in_t(dec, &t) != HG_SUCCESS)
+    if (hg_proc_reset(dec, NULL, 0, HG_FREE) != HG_SUCCESS ||
+        hg_proc_fz_in_t(dec, &t) != HG_SUCCESS)
         abort();
     check_all_null(&t);
     hg_proc_free(dec);
@@ -136,7 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Free the decoded struct through the proc, as HG_Free_input does. */
     s.bulk = bulk;
-    if (hg_proc_reset(proc, NULL, 0, HG_FREE) != HG_SUCCESS || hg_proc_fz_in_t(proc, &s) != HG_SUCCESS)
+    if (hg_proc_reset(proc, NULL, 0, HG_FREE) != HG_SUCCESS ||
+        hg_proc_fz_in_t(proc, &s) != HG_SUCCESS)
         abort();
     check_all_null(&s);
     hg_proc_free(proc);

@@ -28,18 +28,18 @@ extern "C" {
 
 typedef struct hgx_request *hgx_request_t; /**< opaque, like MPI_Request */
 #define HGX_REQUEST_NULL ((hgx_request_t)0)
-#define HGX_UNDEFINED    (-32766)
+#define HGX_UNDEFINED (-32766)
 
 /** Outcome of a completed request. */
 typedef struct hgx_status {
-    hg_return_t error; /**< outcome; HG_TIMEOUT when a deadline cancelled it */
-    hg_size_t count;   /**< bytes moved (bulk) or payload bytes (RPC) */
-    int source;        /**< MPI rank of the peer for mpi+, else -1 */
-    int tag;           /**< RPC id low bits or bulk op; informational */
+    hg_return_t error;  /**< outcome; HG_TIMEOUT when a deadline cancelled it */
+    hg_size_t count;    /**< bytes moved (bulk) or payload bytes (RPC) */
+    int source;         /**< MPI rank of the peer for mpi+, else -1 */
+    int tag;            /**< RPC id low bits or bulk op; informational */
     int hgx_cancelled_; /**< read only through hgx_test_cancelled */
 } hgx_status_t;
 
-#define HGX_STATUS_IGNORE   ((hgx_status_t *)0)
+#define HGX_STATUS_IGNORE ((hgx_status_t *)0)
 #define HGX_STATUSES_IGNORE ((hgx_status_t *)0)
 
 /**
@@ -64,15 +64,18 @@ HG_PUBLIC hg_return_t hgx_irespond(hg_handle_t h, void *out_struct, hgx_request_
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, or HG_Bulk_transfer's error
  */
 HG_PUBLIC hg_return_t hgx_ibulk_transfer(hg_context_t *ctx, hg_bulk_op_t op,
-    hg_addr_t origin_addr, hg_bulk_t origin, hg_size_t origin_offset, hg_bulk_t local,
-    hg_size_t local_offset, hg_size_t size, hgx_request_t *req);
+                                         hg_addr_t origin_addr, hg_bulk_t origin,
+                                         hg_size_t origin_offset, hg_bulk_t local,
+                                         hg_size_t local_offset, hg_size_t size,
+                                         hgx_request_t *req);
 
 /**
  * Create an inactive persistent forward request; hgx_start() issues it.
  * in_struct must stay valid while the request exists (it is encoded at each start).
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
-HG_PUBLIC hg_return_t hgx_forward_init(hg_handle_t h, void *in_struct, hgx_request_t *req);
+HG_PUBLIC hg_return_t hgx_forward_init(hg_handle_t h, void *in_struct,
+                                       hgx_request_t *req);
 
 /**
  * Start an inactive persistent request.
@@ -104,7 +107,7 @@ HG_PUBLIC hg_return_t hgx_wait(hgx_request_t *req, hgx_status_t *status);
  * \return HG_SUCCESS when completed, HG_TIMEOUT when not (the request stays active)
  */
 HG_PUBLIC hg_return_t hgx_wait_timeout(hgx_request_t *req, unsigned int timeout_ms,
-    hgx_status_t *status);
+                                       hgx_status_t *status);
 
 /**
  * Make progress once and check: *flag is 1 when the request completed (it is
@@ -113,31 +116,33 @@ HG_PUBLIC hg_return_t hgx_wait_timeout(hgx_request_t *req, unsigned int timeout_
 HG_PUBLIC hg_return_t hgx_test(hgx_request_t *req, int *flag, hgx_status_t *status);
 
 /** Wait for all; statuses may be HGX_STATUSES_IGNORE. */
-HG_PUBLIC hg_return_t hgx_waitall(int count, hgx_request_t reqs[], hgx_status_t statuses[]);
+HG_PUBLIC hg_return_t hgx_waitall(int count, hgx_request_t reqs[],
+                                  hgx_status_t statuses[]);
 
 /**
  * Wait for any one; *index is its position, or HGX_UNDEFINED when no request
  * is active (the status is then empty).
  */
-HG_PUBLIC hg_return_t hgx_waitany(int count, hgx_request_t reqs[], int *index, hgx_status_t *status);
+HG_PUBLIC hg_return_t hgx_waitany(int count, hgx_request_t reqs[], int *index,
+                                  hgx_status_t *status);
 
 /**
  * Wait until at least one completes; all completed ones are returned in
  * indices[0..*outcount). *outcount is HGX_UNDEFINED when no request is active.
  */
 HG_PUBLIC hg_return_t hgx_waitsome(int incount, hgx_request_t reqs[], int *outcount,
-    int indices[], hgx_status_t statuses[]);
+                                   int indices[], hgx_status_t statuses[]);
 
 /** *flag is 1 (and all are completed and released) only if all completed. */
 HG_PUBLIC hg_return_t hgx_testall(int count, hgx_request_t reqs[], int *flag,
-    hgx_status_t statuses[]);
+                                  hgx_status_t statuses[]);
 
 /**
  * Test for any one: *flag 1 and *index set when one completed; *flag 1 and
  * *index HGX_UNDEFINED when no request is active.
  */
 HG_PUBLIC hg_return_t hgx_testany(int count, hgx_request_t reqs[], int *index, int *flag,
-    hgx_status_t *status);
+                                  hgx_status_t *status);
 
 /**
  * Ask for a request to be cancelled; local and immediate. Complete it with a

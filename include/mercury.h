@@ -22,8 +22,8 @@ extern "C" {
  * \param major_p [OUT] major  \param minor_p [OUT] minor  \param patch_p [OUT] patch
  * \return HG_SUCCESS
  */
-HG_PUBLIC hg_return_t HG_Version_get(
-    unsigned int *major_p, unsigned int *minor_p, unsigned int *patch_p);
+HG_PUBLIC hg_return_t HG_Version_get(unsigned int *major_p, unsigned int *minor_p,
+                                     unsigned int *patch_p);
 
 /**
  * Name of a return code.
@@ -48,7 +48,7 @@ HG_PUBLIC hg_class_t *HG_Init(const char *na_info_string, hg_bool_t na_listen);
  * \return the class, or NULL
  */
 HG_PUBLIC hg_class_t *HG_Init_opt(const char *na_info_string, hg_bool_t na_listen,
-    const struct hg_init_info *hg_init_info);
+                                  const struct hg_init_info *hg_init_info);
 
 /**
  * HG_Init_opt() with the version of struct hg_init_info the caller was built with.
@@ -59,7 +59,8 @@ HG_PUBLIC hg_class_t *HG_Init_opt(const char *na_info_string, hg_bool_t na_liste
  * \return the class, or NULL
  */
 HG_PUBLIC hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
-    unsigned int version, const struct hg_init_info *hg_init_info);
+                                   unsigned int version,
+                                   const struct hg_init_info *hg_init_info);
 
 /**
  * Finalize a class. Refused, leaving the class usable, while contexts,
@@ -120,8 +121,8 @@ HG_PUBLIC hg_size_t HG_Class_get_output_eager_size(const hg_class_t *hg_class);
  * \param hg_class [IN] class  \param data [IN] data  \param free_callback [IN] or NULL
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Class_set_data(
-    hg_class_t *hg_class, void *data, void (*free_callback)(void *));
+HG_PUBLIC hg_return_t HG_Class_set_data(hg_class_t *hg_class, void *data,
+                                        void (*free_callback)(void *));
 
 /**
  * \param hg_class [IN] class
@@ -167,8 +168,8 @@ HG_PUBLIC hg_uint8_t HG_Context_get_id(const hg_context_t *context);
  * Attach user data to a context; free_callback(data) runs at HG_Context_destroy().
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Context_set_data(
-    hg_context_t *context, void *data, void (*free_callback)(void *));
+HG_PUBLIC hg_return_t HG_Context_set_data(hg_context_t *context, void *data,
+                                          void (*free_callback)(void *));
 
 /** \return data set with HG_Context_set_data(), or NULL */
 HG_PUBLIC void *HG_Context_get_data(const hg_context_t *context);
@@ -184,7 +185,8 @@ HG_PUBLIC void *HG_Context_get_data(const hg_context_t *context);
  * \return the id, or 0 on failure
  */
 HG_PUBLIC hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name,
-    hg_proc_cb_t in_proc_cb, hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb);
+                                   hg_proc_cb_t in_proc_cb, hg_proc_cb_t out_proc_cb,
+                                   hg_rpc_cb_t rpc_cb);
 
 /**
  * Tell whether func_name is registered.
@@ -192,8 +194,8 @@ HG_PUBLIC hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name,
  * \param id_p [OUT] its id (optional)  \param flag_p [OUT] HG_TRUE if registered
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Registered_name(
-    hg_class_t *hg_class, const char *func_name, hg_id_t *id_p, hg_bool_t *flag_p);
+HG_PUBLIC hg_return_t HG_Registered_name(hg_class_t *hg_class, const char *func_name,
+                                         hg_id_t *id_p, hg_bool_t *flag_p);
 
 /**
  * Register an RPC under an explicit id.
@@ -202,8 +204,9 @@ HG_PUBLIC hg_return_t HG_Registered_name(
  * \param rpc_cb [IN] handler
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
-HG_PUBLIC hg_return_t HG_Register(hg_class_t *hg_class, hg_id_t id, hg_proc_cb_t in_proc_cb,
-    hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb);
+HG_PUBLIC hg_return_t HG_Register(hg_class_t *hg_class, hg_id_t id,
+                                  hg_proc_cb_t in_proc_cb, hg_proc_cb_t out_proc_cb,
+                                  hg_rpc_cb_t rpc_cb);
 
 /**
  * Remove an RPC. Later requests for it are answered with HG_NOENTRY.
@@ -221,19 +224,20 @@ HG_PUBLIC hg_return_t HG_Registered(hg_class_t *hg_class, hg_id_t id, hg_bool_t 
 /**
  * Tell whether id is registered and return its procs.
  * \param flag_p [OUT] HG_TRUE if registered
- * \param in_proc_cb_p [OUT] input proc (optional)  \param out_proc_cb_p [OUT] output proc (optional)
- * \return HG_SUCCESS, HG_INVALID_ARG
+ * \param in_proc_cb_p [OUT] input proc (optional)  \param out_proc_cb_p [OUT] output proc
+ * (optional) \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Registered_proc_cb(hg_class_t *hg_class, hg_id_t id,
-    hg_bool_t *flag_p, hg_proc_cb_t *in_proc_cb_p, hg_proc_cb_t *out_proc_cb_p);
+                                            hg_bool_t *flag_p, hg_proc_cb_t *in_proc_cb_p,
+                                            hg_proc_cb_t *out_proc_cb_p);
 
 /**
  * Attach data to a registered RPC; free_callback(data) runs when it is
  * replaced, deregistered, or at HG_Finalize().
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Register_data(
-    hg_class_t *hg_class, hg_id_t id, void *data, void (*free_callback)(void *));
+HG_PUBLIC hg_return_t HG_Register_data(hg_class_t *hg_class, hg_id_t id, void *data,
+                                       void (*free_callback)(void *));
 
 /**
  * \return data attached with HG_Register_data(), or NULL
@@ -247,15 +251,15 @@ HG_PUBLIC void *HG_Registered_data(hg_class_t *hg_class, hg_id_t id);
  * \param disable [IN] HG_TRUE to disable
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Registered_disable_response(
-    hg_class_t *hg_class, hg_id_t id, hg_bool_t disable);
+HG_PUBLIC hg_return_t HG_Registered_disable_response(hg_class_t *hg_class, hg_id_t id,
+                                                     hg_bool_t disable);
 
 /**
  * \param disabled_p [OUT] HG_TRUE if the response is disabled
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Registered_disabled_response(
-    hg_class_t *hg_class, hg_id_t id, hg_bool_t *disabled_p);
+HG_PUBLIC hg_return_t HG_Registered_disabled_response(hg_class_t *hg_class, hg_id_t id,
+                                                      hg_bool_t *disabled_p);
 
 /**
  * Look up a peer address; the callback (run by HG_Trigger()) receives it in
@@ -266,7 +270,7 @@ HG_PUBLIC hg_return_t HG_Registered_disabled_response(
  * \return HG_SUCCESS (callback queued, possibly with an error), HG_INVALID_ARG, HG_NOMEM
  */
 HG_PUBLIC hg_return_t HG_Addr_lookup1(hg_context_t *context, hg_cb_t callback, void *arg,
-    const char *name, hg_op_id_t *op_id_p);
+                                      const char *name, hg_op_id_t *op_id_p);
 
 #ifndef HG_Addr_lookup
 #define HG_Addr_lookup HG_Addr_lookup1
@@ -277,7 +281,8 @@ HG_PUBLIC hg_return_t HG_Addr_lookup1(hg_context_t *context, hg_cb_t callback, v
  * \param addr_p [OUT] address, freed with HG_Addr_free()
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTONOSUPPORT, HG_ADDRNOTAVAIL, HG_NOMEM
  */
-HG_PUBLIC hg_return_t HG_Addr_lookup2(hg_class_t *hg_class, const char *name, hg_addr_t *addr_p);
+HG_PUBLIC hg_return_t HG_Addr_lookup2(hg_class_t *hg_class, const char *name,
+                                      hg_addr_t *addr_p);
 
 /**
  * Release an address (reference counted; HG_ADDR_NULL is ignored).
@@ -303,7 +308,8 @@ HG_PUBLIC hg_return_t HG_Addr_self(hg_class_t *hg_class, hg_addr_t *addr_p);
  * \param new_addr_p [OUT] address, freed with HG_Addr_free()
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Addr_dup(hg_class_t *hg_class, hg_addr_t addr, hg_addr_t *new_addr_p);
+HG_PUBLIC hg_return_t HG_Addr_dup(hg_class_t *hg_class, hg_addr_t addr,
+                                  hg_addr_t *new_addr_p);
 
 /**
  * \return HG_TRUE if both addresses name the same peer
@@ -316,8 +322,8 @@ HG_PUBLIC hg_bool_t HG_Addr_cmp(hg_class_t *hg_class, hg_addr_t addr1, hg_addr_t
  * \param buf [OUT] destination  \param buf_size_p [IN/OUT] its size / size needed
  * \return HG_SUCCESS, HG_OVERFLOW, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Addr_to_string(
-    hg_class_t *hg_class, char *buf, hg_size_t *buf_size_p, hg_addr_t addr);
+HG_PUBLIC hg_return_t HG_Addr_to_string(hg_class_t *hg_class, char *buf,
+                                        hg_size_t *buf_size_p, hg_addr_t addr);
 
 /**
  * Create a handle for calling RPC id at addr (reference count 1).
@@ -325,8 +331,8 @@ HG_PUBLIC hg_return_t HG_Addr_to_string(
  * \param id [IN] registered RPC id  \param handle_p [OUT] handle
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOENTRY (id not registered), HG_NOMEM
  */
-HG_PUBLIC hg_return_t HG_Create(
-    hg_context_t *context, hg_addr_t addr, hg_id_t id, hg_handle_t *handle_p);
+HG_PUBLIC hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id,
+                                hg_handle_t *handle_p);
 
 /**
  * Drop a reference; the handle is freed at 0. Safe at any time: a pending
@@ -363,7 +369,8 @@ HG_PUBLIC const struct hg_info *HG_Get_info(hg_handle_t handle);
  * Attach user data; free_callback(data) runs when the handle is freed.
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Set_data(hg_handle_t handle, void *data, void (*free_callback)(void *));
+HG_PUBLIC hg_return_t HG_Set_data(hg_handle_t handle, void *data,
+                                  void (*free_callback)(void *));
 
 /** \return data set with HG_Set_data(), or NULL */
 HG_PUBLIC void *HG_Get_data(hg_handle_t handle);
@@ -413,7 +420,8 @@ HG_PUBLIC hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct);
  * \return HG_SUCCESS, HG_BUSY (an operation is pending), HG_INVALID_ARG,
  *         HG_NOMEM, or the encode / NA error
  */
-HG_PUBLIC hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in_struct);
+HG_PUBLIC hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg,
+                                 void *in_struct);
 
 /**
  * At the target: send the response, encoded with the registered output proc.
@@ -422,7 +430,8 @@ HG_PUBLIC hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg
  * \param arg [IN] its argument  \param out_struct [IN] output struct
  * \return HG_SUCCESS, HG_BUSY, HG_INVALID_ARG, HG_NOMEM, or the encode / NA error
  */
-HG_PUBLIC hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct);
+HG_PUBLIC hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg,
+                                 void *out_struct);
 
 /**
  * Make network progress for at most timeout ms, until a callback is ready.
@@ -437,7 +446,7 @@ HG_PUBLIC hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout);
  * \return HG_SUCCESS if at least one ran, HG_TIMEOUT otherwise, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
-    unsigned int max_count, unsigned int *actual_count_p);
+                                 unsigned int max_count, unsigned int *actual_count_p);
 
 /**
  * Cancel the pending forward or respond of a handle. Local: it never waits

@@ -12,13 +12,13 @@
 #include "mercury_types.h"
 
 #ifndef HG_BULK_READ_ONLY
-#define HG_BULK_READ_ONLY  (1 << 0)
+#define HG_BULK_READ_ONLY (1 << 0)
 #define HG_BULK_WRITE_ONLY (1 << 1)
-#define HG_BULK_READWRITE  (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
+#define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
 #endif
 
 /* Serialization flags (accepted, no effect in hgx). */
-#define HG_BULK_SM    (1 << 0)
+#define HG_BULK_SM (1 << 0)
 #define HG_BULK_EAGER (1 << 1)
 
 #ifdef __cplusplus
@@ -37,8 +37,9 @@ extern "C" {
  * \param handle [OUT] bulk handle, freed with HG_Bulk_free()
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, or the NA registration error
  */
-HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count, void **buf_ptrs,
-    const hg_size_t *buf_sizes, uint8_t flags, hg_bulk_t *handle);
+HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count,
+                                     void **buf_ptrs, const hg_size_t *buf_sizes,
+                                     uint8_t flags, hg_bulk_t *handle);
 
 /**
  * HG_Bulk_create() with memory attributes (host memory only in hgx).
@@ -46,8 +47,9 @@ HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count, void 
  * \return as HG_Bulk_create(); HG_OPNOTSUPPORTED for device memory
  */
 HG_PUBLIC hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count,
-    void **buf_ptrs, const hg_size_t *buf_sizes, uint8_t flags,
-    const struct hg_bulk_attr *attrs, hg_bulk_t *handle);
+                                          void **buf_ptrs, const hg_size_t *buf_sizes,
+                                          uint8_t flags, const struct hg_bulk_attr *attrs,
+                                          hg_bulk_t *handle);
 
 /**
  * Drop a reference; at 0 the memory is deregistered (remote peers are refused
@@ -71,8 +73,8 @@ HG_PUBLIC hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle);
  * \return HG_SUCCESS, HG_INVALID_ARG (remote handle, out of bounds), HG_PERMISSION
  */
 HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
-    uint8_t flags, uint32_t max_count, void **buf_ptrs, hg_size_t *buf_sizes,
-    uint32_t *actual_count);
+                                     uint8_t flags, uint32_t max_count, void **buf_ptrs,
+                                     hg_size_t *buf_sizes, uint32_t *actual_count);
 
 /** \return total bytes described by the handle, 0 for HG_BULK_NULL */
 HG_PUBLIC hg_size_t HG_Bulk_get_size(hg_bulk_t handle);
@@ -95,16 +97,16 @@ HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long f
  * \param flags [IN] HG_BULK_SM / HG_BULK_EAGER (ignored)
  * \return HG_SUCCESS, HG_OVERFLOW (buf too small), HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t HG_Bulk_serialize(
-    void *buf, hg_size_t buf_size, unsigned long flags, hg_bulk_t handle);
+HG_PUBLIC hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size,
+                                        unsigned long flags, hg_bulk_t handle);
 
 /**
  * Rebuild a handle from untrusted bytes (every field is validated).
  * \param handle [OUT] remote bulk handle, freed with HG_Bulk_free()
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTOCOL_ERROR (malformed), HG_NOMEM
  */
-HG_PUBLIC hg_return_t HG_Bulk_deserialize(
-    hg_class_t *hg_class, hg_bulk_t *handle, const void *buf, hg_size_t buf_size);
+HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle,
+                                          const void *buf, hg_size_t buf_size);
 
 /**
  * Move size bytes between the origin's region and a local one:
@@ -117,17 +119,22 @@ HG_PUBLIC hg_return_t HG_Bulk_deserialize(
  * \return HG_SUCCESS, HG_INVALID_ARG (bounds), HG_PERMISSION, HG_NOMEM, NA errors
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
-    hg_bulk_op_t op, hg_addr_t origin_addr, hg_bulk_t origin_handle, hg_size_t origin_offset,
-    hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size, hg_op_id_t *op_id);
+                                       hg_bulk_op_t op, hg_addr_t origin_addr,
+                                       hg_bulk_t origin_handle, hg_size_t origin_offset,
+                                       hg_bulk_t local_handle, hg_size_t local_offset,
+                                       hg_size_t size, hg_op_id_t *op_id);
 
 /**
  * HG_Bulk_transfer() towards a given context id of the origin.
  * \param origin_id [IN] context id at the origin
  */
-HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback, void *arg,
-    hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id, hg_bulk_t origin_handle,
-    hg_size_t origin_offset, hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size,
-    hg_op_id_t *op_id);
+HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback,
+                                          void *arg, hg_bulk_op_t op,
+                                          hg_addr_t origin_addr, uint8_t origin_id,
+                                          hg_bulk_t origin_handle,
+                                          hg_size_t origin_offset, hg_bulk_t local_handle,
+                                          hg_size_t local_offset, hg_size_t size,
+                                          hg_op_id_t *op_id);
 
 /**
  * Cancel a transfer: all its NA operations are cancelled; the callback runs

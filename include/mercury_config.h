@@ -28,12 +28,12 @@ typedef uint64_t hg_uint64_t;
 typedef uint64_t hg_ptr_t; /**< pointer value carried as an integer */
 typedef uint8_t hg_bool_t; /**< one byte, HG_TRUE or HG_FALSE */
 
-#define HG_TRUE  1
+#define HG_TRUE 1
 #define HG_FALSE 0
 
 #if defined(__GNUC__)
-#define HG_PUBLIC             __attribute__((visibility("default")))
-#define HG_PRIVATE            __attribute__((visibility("hidden")))
+#define HG_PUBLIC __attribute__((visibility("default")))
+#define HG_PRIVATE __attribute__((visibility("hidden")))
 #define HG_WARN_UNUSED_RESULT __attribute__((warn_unused_result))
 #else
 #define HG_PUBLIC

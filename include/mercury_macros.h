@@ -31,17 +31,17 @@
 /* ---- preprocessor toolkit (private) ---------------------------------------- */
 
 /* Paste after expanding both sides. */
-#define HGX_PP_CAT(a, b)   HGX_PP_CAT_I(a, b)
+#define HGX_PP_CAT(a, b) HGX_PP_CAT_I(a, b)
 #define HGX_PP_CAT_I(a, b) a##b
 
 #define HGX_PP_EAT(x)
 #define HGX_PP_ID(x) x
 
 /* A field is the sequence (type)(name). */
-#define HGX_GEN_TYPE(field)   HGX_GEN_TYPE_I field
-#define HGX_GEN_TYPE_I(type)  type HGX_PP_EAT
-#define HGX_GEN_NAME(field)   HGX_GEN_NAME_I field
-#define HGX_GEN_NAME_I(type)  HGX_PP_ID
+#define HGX_GEN_TYPE(field) HGX_GEN_TYPE_I field
+#define HGX_GEN_TYPE_I(type) type HGX_PP_EAT
+#define HGX_GEN_NAME(field) HGX_GEN_NAME_I field
+#define HGX_GEN_NAME_I(type) HGX_PP_ID
 
 /*
  * Walking a sequence (f1)(f2)(f3): "X_A (f1)(f2)(f3)" expands X_A(f1), which
@@ -52,7 +52,7 @@
 #define HGX_GEN_SEQ_WALK(action, fields) HGX_PP_CAT(action##_A fields, _END)
 
 /* Member declarations. */
-#define HGX_GEN_DECL(f)   HGX_GEN_TYPE(f) HGX_GEN_NAME(f);
+#define HGX_GEN_DECL(f) HGX_GEN_TYPE(f) HGX_GEN_NAME(f);
 #define HGX_GEN_DECL_A(f) HGX_GEN_DECL(f) HGX_GEN_DECL_B
 #define HGX_GEN_DECL_B(f) HGX_GEN_DECL(f) HGX_GEN_DECL_A
 #define HGX_GEN_DECL_A_END
@@ -82,8 +82,8 @@
     } struct_type_name;
 
 #define HGX_GEN_STRUCT_PROC(struct_type_name, fields)                                    \
-    static HG_INLINE hg_return_t HGX_PP_CAT(hg_proc_, struct_type_name)(                 \
-        hg_proc_t proc, void *data)                                                      \
+    static HG_INLINE hg_return_t HGX_PP_CAT(hg_proc_, struct_type_name)(hg_proc_t proc,  \
+                                                                        void *data)      \
     {                                                                                    \
         struct_type_name *hgx_data = (struct_type_name *)data;                           \
         hg_return_t hgx_ret;                                                             \
@@ -95,8 +95,8 @@
         return HG_SUCCESS;                                                               \
     hgx_fail:                                                                            \
         if (hg_proc_get_op(proc) == HG_DECODE)                                           \
-            (void)hgx_proc_undo_decode(                                                  \
-                proc, HGX_PP_CAT(hg_proc_, struct_type_name), data);                     \
+            (void)hgx_proc_undo_decode(proc, HGX_PP_CAT(hg_proc_, struct_type_name),     \
+                                       data);                                            \
         return hgx_ret;                                                                  \
     }
 
@@ -112,10 +112,10 @@
     HGX_GEN_STRUCT_PROC(struct_type_name, fields)
 
 /** Register an RPC whose input and output types have generated proc routines. */
-#define MERCURY_REGISTER(hg_class, func_name, in_struct_type_name,                       \
-    out_struct_type_name, rpc_cb)                                                        \
+#define MERCURY_REGISTER(hg_class, func_name, in_struct_type_name, out_struct_type_name, \
+                         rpc_cb)                                                         \
     HG_Register_name(hg_class, func_name, HGX_PP_CAT(hg_proc_, in_struct_type_name),     \
-        HGX_PP_CAT(hg_proc_, out_struct_type_name), rpc_cb)
+                     HGX_PP_CAT(hg_proc_, out_struct_type_name), rpc_cb)
 
 /* An RPC without input or output passes void as its type. */
 #define hg_proc_void NULL

@@ -34,7 +34,7 @@ extern "C" {
 typedef enum { HG_CRC16, HG_CRC32, HG_CRC64, HG_NOHASH } hg_proc_hash_t;
 
 /* Flags (hg_proc_set_flags()); cleared by hg_proc_reset(). */
-#define HG_PROC_SM         (1 << 0) /**< peer reached through shared memory */
+#define HG_PROC_SM (1 << 0)         /**< peer reached through shared memory */
 #define HG_PROC_BULK_EAGER (1 << 1) /**< bulk data may travel inside the RPC */
 
 /**
@@ -46,8 +46,8 @@ typedef enum { HG_CRC16, HG_CRC32, HG_CRC64, HG_NOHASH } hg_proc_hash_t;
  *
  * \return HG_SUCCESS, HG_INVALID_ARG (NULL proc_p or unknown hash) or HG_NOMEM
  */
-HG_PUBLIC hg_return_t hg_proc_create(
-    hg_class_t *hg_class, hg_proc_hash_t hash, hg_proc_t *proc_p);
+HG_PUBLIC hg_return_t hg_proc_create(hg_class_t *hg_class, hg_proc_hash_t hash,
+                                     hg_proc_t *proc_p);
 
 /**
  * Create a processor and attach a buffer to it (hg_proc_create() then
@@ -63,7 +63,8 @@ HG_PUBLIC hg_return_t hg_proc_create(
  * \return HG_SUCCESS, HG_INVALID_ARG or HG_NOMEM
  */
 HG_PUBLIC hg_return_t hg_proc_create_set(hg_class_t *hg_class, void *buf,
-    hg_size_t buf_size, hg_proc_op_t op, hg_proc_hash_t hash, hg_proc_t *proc_p);
+                                         hg_size_t buf_size, hg_proc_op_t op,
+                                         hg_proc_hash_t hash, hg_proc_t *proc_p);
 
 /**
  * Free a processor and the extra buffer it owns.
@@ -85,8 +86,8 @@ HG_PUBLIC hg_return_t hg_proc_free(hg_proc_t proc);
  *
  * \return HG_SUCCESS or HG_INVALID_ARG
  */
-HG_PUBLIC hg_return_t hg_proc_reset(
-    hg_proc_t proc, void *buf, hg_size_t buf_size, hg_proc_op_t op);
+HG_PUBLIC hg_return_t hg_proc_reset(hg_proc_t proc, void *buf, hg_size_t buf_size,
+                                    hg_proc_op_t op);
 
 /**
  * \param proc [IN]  processor (not NULL)
@@ -182,8 +183,8 @@ HG_PUBLIC void *hg_proc_save_ptr(hg_proc_t proc, hg_size_t data_size);
  *
  * \return HG_SUCCESS or HG_INVALID_ARG (NULL proc or HG_FREE)
  */
-HG_PUBLIC hg_return_t hg_proc_restore_ptr(
-    hg_proc_t proc, void *data, hg_size_t data_size);
+HG_PUBLIC hg_return_t hg_proc_restore_ptr(hg_proc_t proc, void *data,
+                                          hg_size_t data_size);
 
 /**
  * \param proc [IN]  processor (not NULL)
@@ -227,8 +228,8 @@ HG_PUBLIC hg_return_t hg_proc_flush(hg_proc_t proc);
  *
  * \return HG_SUCCESS or HG_INVALID_ARG (NULL argument, HG_NOHASH, hash_size too small)
  */
-HG_PUBLIC hg_return_t hg_proc_checksum_get(
-    hg_proc_t proc, void *hash, hg_size_t hash_size);
+HG_PUBLIC hg_return_t hg_proc_checksum_get(hg_proc_t proc, void *hash,
+                                           hg_size_t hash_size);
 
 /**
  * Compare a received checksum with the one fixed by hg_proc_flush().
@@ -240,8 +241,8 @@ HG_PUBLIC hg_return_t hg_proc_checksum_get(
  * \return HG_SUCCESS if equal, HG_CHECKSUM_ERROR if not, HG_INVALID_ARG (NULL
  *         argument, HG_NOHASH, hash_size too small)
  */
-HG_PUBLIC hg_return_t hg_proc_checksum_verify(
-    hg_proc_t proc, const void *hash, hg_size_t hash_size);
+HG_PUBLIC hg_return_t hg_proc_checksum_verify(hg_proc_t proc, const void *hash,
+                                              hg_size_t hash_size);
 
 /**
  * Feed extra bytes to the checksum (no-op with HG_NOHASH or HG_FREE).
@@ -302,28 +303,28 @@ HG_PUBLIC hg_return_t hg_proc_bytes(hg_proc_t proc, void *data, hg_size_t data_s
  *
  * \return what proc_cb returned, or HG_INVALID_ARG (NULL argument)
  */
-HG_PUBLIC hg_return_t hgx_proc_undo_decode(
-    hg_proc_t proc, hg_proc_cb_t proc_cb, void *data);
+HG_PUBLIC hg_return_t hgx_proc_undo_decode(hg_proc_t proc, hg_proc_cb_t proc_cb,
+                                           void *data);
 
 /* Mercury's names for the common types. */
 #define hg_proc_hg_size_t hg_proc_uint64_t
-#define hg_proc_hg_id_t   hg_proc_uint64_t /* hg_id_t is 64 bits wide */
+#define hg_proc_hg_id_t hg_proc_uint64_t /* hg_id_t is 64 bits wide */
 #define hg_proc_hg_bool_t hg_proc_uint8_t
-#define hg_proc_hg_ptr_t  hg_proc_uint64_t
+#define hg_proc_hg_ptr_t hg_proc_uint64_t
 
 /* Older Mercury names, kept for old programs. */
-#define hg_proc_hg_int8_t   hg_proc_int8_t
-#define hg_proc_hg_uint8_t  hg_proc_uint8_t
-#define hg_proc_hg_int16_t  hg_proc_int16_t
+#define hg_proc_hg_int8_t hg_proc_int8_t
+#define hg_proc_hg_uint8_t hg_proc_uint8_t
+#define hg_proc_hg_int16_t hg_proc_int16_t
 #define hg_proc_hg_uint16_t hg_proc_uint16_t
-#define hg_proc_hg_int32_t  hg_proc_int32_t
+#define hg_proc_hg_int32_t hg_proc_int32_t
 #define hg_proc_hg_uint32_t hg_proc_uint32_t
-#define hg_proc_hg_int64_t  hg_proc_int64_t
+#define hg_proc_hg_int64_t hg_proc_int64_t
 #define hg_proc_hg_uint64_t hg_proc_uint64_t
 
 /* Raw byte copies. */
 #define hg_proc_memcpy hg_proc_raw
-#define hg_proc_raw    hg_proc_bytes
+#define hg_proc_raw hg_proc_bytes
 
 #ifdef __cplusplus
 }

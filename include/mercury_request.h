@@ -10,7 +10,7 @@
 
 #ifndef HG_UTIL_SUCCESS
 #define HG_UTIL_SUCCESS 0
-#define HG_UTIL_FAIL    -1
+#define HG_UTIL_FAIL -1
 #endif
 
 typedef struct hg_request_class hg_request_class_t; /**< opaque request class */
@@ -26,7 +26,8 @@ typedef int (*hg_request_progress_func_t)(unsigned int timeout, void *arg);
  * Run completion callbacks for at most timeout ms; set *flag if one ran.
  * \return HG_UTIL_SUCCESS if one ran, HG_UTIL_FAIL otherwise
  */
-typedef int (*hg_request_trigger_func_t)(unsigned int timeout, unsigned int *flag, void *arg);
+typedef int (*hg_request_trigger_func_t)(unsigned int timeout, unsigned int *flag,
+                                         void *arg);
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,8 +39,9 @@ extern "C" {
  * \param arg [IN] passed to both
  * \return the class, or NULL
  */
-HG_PUBLIC hg_request_class_t *hg_request_class_create(
-    hg_request_progress_func_t progress, hg_request_trigger_func_t trigger, void *arg);
+HG_PUBLIC hg_request_class_t *hg_request_class_create(hg_request_progress_func_t progress,
+                                                      hg_request_trigger_func_t trigger,
+                                                      void *arg);
 
 /**
  * Destroy a request class.
@@ -68,15 +70,16 @@ HG_PUBLIC void hg_request_reset(hg_request_t *request);
  * \param flag [OUT] 1 if completed, 0 if not (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL request)
  */
-HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *flag);
+HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout,
+                              unsigned int *flag);
 
 /**
  * hg_request_wait() on each of count requests, sharing one timeout.
  * \param flag [OUT] 1 if all completed (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL
  */
-HG_PUBLIC int hg_request_waitall(
-    int count, hg_request_t *request[], unsigned int timeout, unsigned int *flag);
+HG_PUBLIC int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout,
+                                 unsigned int *flag);
 
 /** Attach user data to a request. */
 HG_PUBLIC void hg_request_set_data(hg_request_t *request, void *data);

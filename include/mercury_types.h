@@ -26,20 +26,20 @@ typedef enum hg_checksum_level {
  */
 struct hg_init_info {
     struct na_init_info na_init_info; /**< passed on to NA_Initialize_opt() */
-    na_class_t *na_class;         /**< existing NA class to use (info string ignored) */
-    uint32_t request_post_init;   /**< receives posted per listening context */
-    int32_t request_post_incr;    /**< receives added when exhausted (-1: none) */
-    uint8_t auto_sm;              /**< route node-local peers through shared memory */
-    const char *sm_info_string;   /**< suffix for the shared-memory interface */
+    na_class_t *na_class;       /**< existing NA class to use (info string ignored) */
+    uint32_t request_post_init; /**< receives posted per listening context */
+    int32_t request_post_incr;  /**< receives added when exhausted (-1: none) */
+    uint8_t auto_sm;            /**< route node-local peers through shared memory */
+    const char *sm_info_string; /**< suffix for the shared-memory interface */
     hg_checksum_level_t checksum_level; /**< what RPC messages carry a CRC for */
-    uint8_t no_bulk_eager;        /**< never inline small bulk data in the RPC */
-    uint8_t no_loopback;          /**< send RPCs to self through NA as well */
-    uint8_t stats;                /**< print statistics at exit */
-    uint8_t no_multi_recv;        /**< do not use multi-receive buffers */
-    uint8_t release_input_early;  /**< release input buffers after HG_Get_input() */
-    enum na_traffic_class traffic_class; /**< preferred traffic class */
-    bool no_overflow;             /**< refuse RPCs larger than the eager size */
-    unsigned int multi_recv_op_max; /**< multi-receive buffers posted */
+    uint8_t no_bulk_eager;              /**< never inline small bulk data in the RPC */
+    uint8_t no_loopback;                /**< send RPCs to self through NA as well */
+    uint8_t stats;                      /**< print statistics at exit */
+    uint8_t no_multi_recv;              /**< do not use multi-receive buffers */
+    uint8_t release_input_early;        /**< release input buffers after HG_Get_input() */
+    enum na_traffic_class traffic_class;    /**< preferred traffic class */
+    bool no_overflow;                       /**< refuse RPCs larger than the eager size */
+    unsigned int multi_recv_op_max;         /**< multi-receive buffers posted */
     unsigned int multi_recv_copy_threshold; /**< copy when this few buffers remain */
 };
 
@@ -79,9 +79,9 @@ typedef enum hg_return { HG_RETURN_VALUES } hg_return_t;
 
 /* Older names of some return codes. */
 #define HG_INVALID_PARAM HG_INVALID_ARG
-#define HG_SIZE_ERROR    HG_MSGSIZE
-#define HG_NOMEM_ERROR   HG_NOMEM
-#define HG_NO_MATCH      HG_NOENTRY
+#define HG_SIZE_ERROR HG_MSGSIZE
+#define HG_NOMEM_ERROR HG_NOMEM
+#define HG_NO_MATCH HG_NOENTRY
 
 /** Kind of operation a completion callback reports on. */
 typedef enum hg_cb_type {
@@ -196,42 +196,42 @@ typedef hg_return_t (*hg_cb_t)(const struct hg_cb_info *callback_info);
 typedef hg_return_t (*hg_proc_cb_t)(hg_proc_t proc, void *data);
 
 #define HG_VERSION(major, minor) (((major) << 16) | (minor))
-#define HG_MAJOR(version)        ((version) >> 16)
-#define HG_MINOR(version)        ((version)&0xffff)
-#define HG_VERSION_GE(v1, v2)    ((v1) >= (v2))
-#define HG_VERSION_LT(v1, v2)    ((v1) < (v2))
+#define HG_MAJOR(version) ((version) >> 16)
+#define HG_MINOR(version) ((version)&0xffff)
+#define HG_VERSION_GE(v1, v2) ((v1) >= (v2))
+#define HG_VERSION_LT(v1, v2) ((v1) < (v2))
 
 #define HG_MAX_IDLE_TIME (3600 * 1000) /**< longest timeout in ms */
-#define HG_SIZE_MAX      (UINT64_MAX)
+#define HG_SIZE_MAX (UINT64_MAX)
 
-#define HG_ADDR_NULL    ((hg_addr_t)0)
-#define HG_HANDLE_NULL  ((hg_handle_t)0)
-#define HG_BULK_NULL    ((hg_bulk_t)0)
-#define HG_PROC_NULL    ((hg_proc_t)0)
-#define HG_OP_ID_NULL   ((hg_op_id_t)0)
+#define HG_ADDR_NULL ((hg_addr_t)0)
+#define HG_HANDLE_NULL ((hg_handle_t)0)
+#define HG_BULK_NULL ((hg_bulk_t)0)
+#define HG_PROC_NULL ((hg_proc_t)0)
+#define HG_OP_ID_NULL ((hg_op_id_t)0)
 #define HG_OP_ID_IGNORE ((hg_op_id_t *)1)
 
 /* Bulk region permissions (Mercury declares these in mercury_bulk.h). */
-#define HG_BULK_READ_ONLY  (1 << 0)
+#define HG_BULK_READ_ONLY (1 << 0)
 #define HG_BULK_WRITE_ONLY (1 << 1)
-#define HG_BULK_READWRITE  (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
+#define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
 
 #define HG_INIT_INFO_INITIALIZER                                                         \
     ((struct hg_init_info){.na_init_info = NA_INIT_INFO_INITIALIZER,                     \
-        .na_class = NULL,                                                                \
-        .request_post_init = 0,                                                          \
-        .request_post_incr = 0,                                                          \
-        .auto_sm = false,                                                                \
-        .sm_info_string = NULL,                                                          \
-        .checksum_level = HG_CHECKSUM_NONE,                                              \
-        .no_bulk_eager = false,                                                          \
-        .no_loopback = false,                                                            \
-        .stats = false,                                                                  \
-        .no_multi_recv = false,                                                          \
-        .release_input_early = false,                                                    \
-        .traffic_class = NA_TC_UNSPEC,                                                   \
-        .no_overflow = false,                                                            \
-        .multi_recv_op_max = 0,                                                          \
-        .multi_recv_copy_threshold = 0})
+                           .na_class = NULL,                                             \
+                           .request_post_init = 0,                                       \
+                           .request_post_incr = 0,                                       \
+                           .auto_sm = false,                                             \
+                           .sm_info_string = NULL,                                       \
+                           .checksum_level = HG_CHECKSUM_NONE,                           \
+                           .no_bulk_eager = false,                                       \
+                           .no_loopback = false,                                         \
+                           .stats = false,                                               \
+                           .no_multi_recv = false,                                       \
+                           .release_input_early = false,                                 \
+                           .traffic_class = NA_TC_UNSPEC,                                \
+                           .no_overflow = false,                                         \
+                           .multi_recv_op_max = 0,                                       \
+                           .multi_recv_copy_threshold = 0})
 
 #endif /* MERCURY_TYPES_H */

@@ -20,7 +20,8 @@ extern "C" {
  * Get the NA version (hgx reports the Mercury API version it implements).
  * \param major [OUT] major version  \param minor [OUT] minor  \param patch [OUT] patch
  */
-NA_PUBLIC void NA_Version_get(unsigned int *major, unsigned int *minor, unsigned int *patch);
+NA_PUBLIC void NA_Version_get(unsigned int *major, unsigned int *minor,
+                              unsigned int *patch);
 
 /**
  * List the protocols the built plugins support.
@@ -28,8 +29,8 @@ NA_PUBLIC void NA_Version_get(unsigned int *major, unsigned int *minor, unsigned
  * \param na_protocol_info_p [OUT] list, freed with NA_Free_protocol_info()
  * \return NA_SUCCESS, NA_INVALID_ARG, NA_NOMEM
  */
-NA_PUBLIC na_return_t NA_Get_protocol_info(
-    const char *info_string, struct na_protocol_info **na_protocol_info_p);
+NA_PUBLIC na_return_t NA_Get_protocol_info(const char *info_string,
+                                           struct na_protocol_info **na_protocol_info_p);
 
 /** Free a list returned by NA_Get_protocol_info(). */
 NA_PUBLIC void NA_Free_protocol_info(struct na_protocol_info *na_protocol_info);
@@ -41,21 +42,24 @@ NA_PUBLIC void NA_Free_protocol_info(struct na_protocol_info *na_protocol_info);
  * \param listen [IN] accept unexpected messages from peers that look us up
  * \return the class, or NULL (the reason is logged)
  */
-NA_PUBLIC na_class_t *NA_Initialize(const char *info_string, bool listen) NA_WARN_UNUSED_RESULT;
+NA_PUBLIC na_class_t *NA_Initialize(const char *info_string,
+                                    bool listen) NA_WARN_UNUSED_RESULT;
 
 /**
  * NA_Initialize() with options.
  * \param na_init_info [IN] optional, NULL for defaults
  */
-NA_PUBLIC na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
-    const struct na_init_info *na_init_info) NA_WARN_UNUSED_RESULT;
+NA_PUBLIC na_class_t *
+NA_Initialize_opt(const char *info_string, bool listen,
+                  const struct na_init_info *na_init_info) NA_WARN_UNUSED_RESULT;
 
 /**
  * NA_Initialize_opt() with an explicit version of the init info struct.
  * \param version [IN] NA_VERSION(major, minor) the caller was built against
  */
-NA_PUBLIC na_class_t *NA_Initialize_opt2(const char *info_string, bool listen,
-    unsigned int version, const struct na_init_info *na_init_info) NA_WARN_UNUSED_RESULT;
+NA_PUBLIC na_class_t *
+NA_Initialize_opt2(const char *info_string, bool listen, unsigned int version,
+                   const struct na_init_info *na_init_info) NA_WARN_UNUSED_RESULT;
 
 /**
  * Finalize a class. Fails with NA_BUSY, leaving the class usable, while
@@ -90,8 +94,8 @@ NA_PUBLIC na_context_t *NA_Context_create(na_class_t *na_class) NA_WARN_UNUSED_R
  * Create a context with an id below the class's max_contexts.
  * \return the context, or NULL (bad id, out of memory)
  */
-NA_PUBLIC na_context_t *NA_Context_create_id(
-    na_class_t *na_class, uint8_t id) NA_WARN_UNUSED_RESULT;
+NA_PUBLIC na_context_t *NA_Context_create_id(na_class_t *na_class,
+                                             uint8_t id) NA_WARN_UNUSED_RESULT;
 
 /**
  * Destroy a context. Fails with NA_BUSY while its completion queue holds
@@ -108,7 +112,8 @@ NA_PUBLIC unsigned int NA_Context_get_completion_count(const na_context_t *conte
  * \param flags [IN] NA_OP_SINGLE (NA_OP_MULTI is not supported)
  * \return the id, or NULL
  */
-NA_PUBLIC na_op_id_t *NA_Op_create(na_class_t *na_class, unsigned long flags) NA_WARN_UNUSED_RESULT;
+NA_PUBLIC na_op_id_t *NA_Op_create(na_class_t *na_class,
+                                   unsigned long flags) NA_WARN_UNUSED_RESULT;
 
 /** Free an operation id; refused (logged) while its operation is pending. */
 NA_PUBLIC void NA_Op_destroy(na_class_t *na_class, na_op_id_t *op_id);
@@ -120,7 +125,8 @@ NA_PUBLIC void NA_Op_destroy(na_class_t *na_class, na_op_id_t *op_id);
  * \return NA_SUCCESS, NA_INVALID_ARG (malformed), NA_PROTONOSUPPORT (other
  *         plugin/protocol), NA_ADDRNOTAVAIL (cannot be resolved), NA_NOMEM
  */
-NA_PUBLIC na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p);
+NA_PUBLIC na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name,
+                                     na_addr_t **addr_p);
 
 /** Release an address (reference counted; NULL is ignored). */
 NA_PUBLIC void NA_Addr_free(na_class_t *na_class, na_addr_t *addr);
@@ -132,7 +138,8 @@ NA_PUBLIC na_return_t NA_Addr_set_remove(na_class_t *na_class, na_addr_t *addr);
 NA_PUBLIC na_return_t NA_Addr_self(na_class_t *na_class, na_addr_t **addr_p);
 
 /** Take another reference to an address (freed with NA_Addr_free()). */
-NA_PUBLIC na_return_t NA_Addr_dup(na_class_t *na_class, na_addr_t *addr, na_addr_t **new_addr_p);
+NA_PUBLIC na_return_t NA_Addr_dup(na_class_t *na_class, na_addr_t *addr,
+                                  na_addr_t **new_addr_p);
 
 /** True if both addresses name the same peer. */
 NA_PUBLIC bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2);
@@ -144,22 +151,22 @@ NA_PUBLIC bool NA_Addr_is_self(na_class_t *na_class, na_addr_t *addr);
  * Print an address, terminating NUL included. With buf NULL only the size is
  * returned in *buf_size; a too small buffer gives NA_OVERFLOW and the size.
  */
-NA_PUBLIC na_return_t NA_Addr_to_string(
-    na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr);
+NA_PUBLIC na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                                        na_addr_t *addr);
 
 /** Bytes NA_Addr_serialize() needs for addr. */
 NA_PUBLIC size_t NA_Addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr);
 
 /** Serialize addr into buf. \return NA_SUCCESS, NA_OVERFLOW, NA_INVALID_ARG */
-NA_PUBLIC na_return_t NA_Addr_serialize(
-    na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr);
+NA_PUBLIC na_return_t NA_Addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                                        na_addr_t *addr);
 
 /**
  * Rebuild an address from untrusted bytes.
  * \return NA_SUCCESS, NA_INVALID_ARG / NA_PROTOCOL_ERROR for malformed input
  */
-NA_PUBLIC na_return_t NA_Addr_deserialize(
-    na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size);
+NA_PUBLIC na_return_t NA_Addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
+                                          const void *buf, size_t buf_size);
 
 /** Largest unexpected message, plugin header included. */
 NA_PUBLIC size_t NA_Msg_get_max_unexpected_size(const na_class_t *na_class);
@@ -182,14 +189,16 @@ NA_PUBLIC na_tag_t NA_Msg_get_max_tag(const na_class_t *na_class);
  * \param plugin_data_p [OUT] pass it to the send/recv calls and to NA_Msg_buf_free()
  * \return the buffer, or NULL (size 0, out of memory)
  */
-NA_PUBLIC void *NA_Msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
-    void **plugin_data_p) NA_WARN_UNUSED_RESULT;
+NA_PUBLIC void *NA_Msg_buf_alloc(na_class_t *na_class, size_t buf_size,
+                                 unsigned long flags,
+                                 void **plugin_data_p) NA_WARN_UNUSED_RESULT;
 
 /** Free a buffer from NA_Msg_buf_alloc(); NULL is ignored. */
 NA_PUBLIC void NA_Msg_buf_free(na_class_t *na_class, void *buf, void *plugin_data);
 
 /** Write the plugin's unexpected header into buf before a send. */
-NA_PUBLIC na_return_t NA_Msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size);
+NA_PUBLIC na_return_t NA_Msg_init_unexpected(na_class_t *na_class, void *buf,
+                                             size_t buf_size);
 
 /**
  * Send an unexpected message; it needs no matching receive and completes
@@ -202,8 +211,10 @@ NA_PUBLIC na_return_t NA_Msg_init_unexpected(na_class_t *na_class, void *buf, si
  *         NA_AGAIN, NA_PROTOCOL_ERROR
  */
 NA_PUBLIC na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context,
-    na_cb_t callback, void *arg, const void *buf, size_t buf_size, void *plugin_data,
-    na_addr_t *dest_addr, uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id);
+                                             na_cb_t callback, void *arg, const void *buf,
+                                             size_t buf_size, void *plugin_data,
+                                             na_addr_t *dest_addr, uint8_t dest_id,
+                                             na_tag_t tag, na_op_id_t *op_id);
 
 /**
  * Post a receive for the next unexpected message. The callback info gives
@@ -211,39 +222,50 @@ NA_PUBLIC na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t 
  * A message longer than buf_size is reported as NA_MSGSIZE, never truncated.
  */
 NA_PUBLIC na_return_t NA_Msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
-    na_cb_t callback, void *arg, void *buf, size_t buf_size, void *plugin_data,
-    na_op_id_t *op_id);
+                                             na_cb_t callback, void *arg, void *buf,
+                                             size_t buf_size, void *plugin_data,
+                                             na_op_id_t *op_id);
 
 /** Multi-receive is not supported by hgx plugins: NA_OPNOTSUPPORTED. */
 NA_PUBLIC na_return_t NA_Msg_multi_recv_unexpected(na_class_t *na_class,
-    na_context_t *context, na_cb_t callback, void *arg, void *buf, size_t buf_size,
-    void *plugin_data, na_op_id_t *op_id);
+                                                   na_context_t *context,
+                                                   na_cb_t callback, void *arg, void *buf,
+                                                   size_t buf_size, void *plugin_data,
+                                                   na_op_id_t *op_id);
 
 /** Write the plugin's expected header into buf before a send. */
-NA_PUBLIC na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf, size_t buf_size);
+NA_PUBLIC na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf,
+                                           size_t buf_size);
 
 /** Send an expected message: it completes once the peer posted a matching receive. */
 NA_PUBLIC na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *context,
-    na_cb_t callback, void *arg, const void *buf, size_t buf_size, void *plugin_data,
-    na_addr_t *dest_addr, uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id);
+                                           na_cb_t callback, void *arg, const void *buf,
+                                           size_t buf_size, void *plugin_data,
+                                           na_addr_t *dest_addr, uint8_t dest_id,
+                                           na_tag_t tag, na_op_id_t *op_id);
 
 /** Receive the expected message with tag from source_addr. */
 NA_PUBLIC na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context,
-    na_cb_t callback, void *arg, void *buf, size_t buf_size, void *plugin_data,
-    na_addr_t *source_addr, uint8_t source_id, na_tag_t tag, na_op_id_t *op_id);
+                                           na_cb_t callback, void *arg, void *buf,
+                                           size_t buf_size, void *plugin_data,
+                                           na_addr_t *source_addr, uint8_t source_id,
+                                           na_tag_t tag, na_op_id_t *op_id);
 
 /**
  * Describe a contiguous region for put/get.
  * \param flags [IN] NA_MEM_READ_ONLY, NA_MEM_WRITE_ONLY or NA_MEM_READWRITE:
  *        what a remote peer may do to it
  */
-NA_PUBLIC na_return_t NA_Mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-    unsigned long flags, na_mem_handle_t **mem_handle_p);
+NA_PUBLIC na_return_t NA_Mem_handle_create(na_class_t *na_class, void *buf,
+                                           size_t buf_size, unsigned long flags,
+                                           na_mem_handle_t **mem_handle_p);
 
 /** Describe a list of regions as one handle (offsets run across the segments). */
 NA_PUBLIC na_return_t NA_Mem_handle_create_segments(na_class_t *na_class,
-    struct na_segment *segments, size_t segment_count, unsigned long flags,
-    na_mem_handle_t **mem_handle_p);
+                                                    struct na_segment *segments,
+                                                    size_t segment_count,
+                                                    unsigned long flags,
+                                                    na_mem_handle_t **mem_handle_p);
 
 /** Free a memory handle (deregister it first). */
 NA_PUBLIC void NA_Mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle);
@@ -253,41 +275,50 @@ NA_PUBLIC size_t NA_Mem_handle_get_max_segments(const na_class_t *na_class);
 
 /** Register a handle with the transport; remote access is possible only after this. */
 NA_PUBLIC na_return_t NA_Mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle,
-    enum na_mem_type mem_type, uint64_t device);
+                                      enum na_mem_type mem_type, uint64_t device);
 
 /** Deregister: remote peers holding the old descriptor are refused from now on. */
-NA_PUBLIC na_return_t NA_Mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle);
+NA_PUBLIC na_return_t NA_Mem_deregister(na_class_t *na_class,
+                                        na_mem_handle_t *mem_handle);
 
 /** Bytes NA_Mem_handle_serialize() needs. */
-NA_PUBLIC size_t NA_Mem_handle_get_serialize_size(
-    na_class_t *na_class, na_mem_handle_t *mem_handle);
+NA_PUBLIC size_t NA_Mem_handle_get_serialize_size(na_class_t *na_class,
+                                                  na_mem_handle_t *mem_handle);
 
 /** Serialize a registered handle so a peer can put/get it. */
-NA_PUBLIC na_return_t NA_Mem_handle_serialize(
-    na_class_t *na_class, void *buf, size_t buf_size, na_mem_handle_t *mem_handle);
+NA_PUBLIC na_return_t NA_Mem_handle_serialize(na_class_t *na_class, void *buf,
+                                              size_t buf_size,
+                                              na_mem_handle_t *mem_handle);
 
 /**
  * Rebuild a remote handle from untrusted bytes (validated: sizes, segment
  * count, flags). \return NA_SUCCESS, NA_INVALID_ARG, NA_PROTOCOL_ERROR, NA_NOMEM
  */
 NA_PUBLIC na_return_t NA_Mem_handle_deserialize(na_class_t *na_class,
-    na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size);
+                                                na_mem_handle_t **mem_handle_p,
+                                                const void *buf, size_t buf_size);
 
 /**
  * Write data_size bytes of the local handle at local_offset into the remote
  * handle at remote_offset. Bounds and permissions are checked locally
  * (NA_INVALID_ARG / NA_PERMISSION) and by the target's transport.
  */
-NA_PUBLIC na_return_t NA_Put(na_class_t *na_class, na_context_t *context, na_cb_t callback,
-    void *arg, na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
-    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset, size_t data_size,
-    na_addr_t *remote_addr, uint8_t remote_id, na_op_id_t *op_id);
+NA_PUBLIC na_return_t NA_Put(na_class_t *na_class, na_context_t *context,
+                             na_cb_t callback, void *arg,
+                             na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
+                             na_mem_handle_t *remote_mem_handle,
+                             na_offset_t remote_offset, size_t data_size,
+                             na_addr_t *remote_addr, uint8_t remote_id,
+                             na_op_id_t *op_id);
 
 /** Read data_size bytes of the remote handle into the local handle. See NA_Put(). */
-NA_PUBLIC na_return_t NA_Get(na_class_t *na_class, na_context_t *context, na_cb_t callback,
-    void *arg, na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
-    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset, size_t data_size,
-    na_addr_t *remote_addr, uint8_t remote_id, na_op_id_t *op_id);
+NA_PUBLIC na_return_t NA_Get(na_class_t *na_class, na_context_t *context,
+                             na_cb_t callback, void *arg,
+                             na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
+                             na_mem_handle_t *remote_mem_handle,
+                             na_offset_t remote_offset, size_t data_size,
+                             na_addr_t *remote_addr, uint8_t remote_id,
+                             na_op_id_t *op_id);
 
 /** File descriptor that becomes readable when the context has work, or -1. */
 NA_PUBLIC int NA_Poll_get_fd(na_class_t *na_class, na_context_t *context);
@@ -299,7 +330,8 @@ NA_PUBLIC bool NA_Poll_try_wait(na_class_t *na_class, na_context_t *context);
  * Make progress without blocking.
  * \param count_p [OUT] optional: callbacks now waiting in the completion queue
  */
-NA_PUBLIC na_return_t NA_Poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
+NA_PUBLIC na_return_t NA_Poll(na_class_t *na_class, na_context_t *context,
+                              unsigned int *count_p);
 
 /**
  * Make progress, blocking on the transport's wait object for at most
@@ -307,17 +339,19 @@ NA_PUBLIC na_return_t NA_Poll(na_class_t *na_class, na_context_t *context, unsig
  * \return NA_SUCCESS when callbacks are queued, NA_TIMEOUT otherwise
  */
 NA_PUBLIC na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
-    unsigned int timeout_ms, unsigned int *count_p);
+                                   unsigned int timeout_ms, unsigned int *count_p);
 
 /** NA_Poll_wait() without the count (the older call). */
-NA_PUBLIC na_return_t NA_Progress(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms);
+NA_PUBLIC na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,
+                                  unsigned int timeout_ms);
 
 /**
  * Run up to max_count queued callbacks.
  * \param actual_count [OUT] optional: how many ran
  * \return NA_SUCCESS, or NA_TIMEOUT if none was queued
  */
-NA_PUBLIC na_return_t NA_Trigger(na_context_t *context, unsigned int max_count, unsigned int *actual_count);
+NA_PUBLIC na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
+                                 unsigned int *actual_count);
 
 /**
  * Cancel a pending operation. Local: it never waits for the peer. The
@@ -325,7 +359,8 @@ NA_PUBLIC na_return_t NA_Trigger(na_context_t *context, unsigned int max_count, 
  * result if it completed first. Cancelling a completed operation is a no-op.
  * \return NA_SUCCESS, NA_INVALID_ARG
  */
-NA_PUBLIC na_return_t NA_Cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op_id);
+NA_PUBLIC na_return_t NA_Cancel(na_class_t *na_class, na_context_t *context,
+                                na_op_id_t *op_id);
 
 /** Name of a return code, e.g. "NA_CANCELED" -> "canceled"-style text. */
 NA_PUBLIC const char *NA_Error_to_string(na_return_t errnum) NA_WARN_UNUSED_RESULT;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #if defined(__GNUC__)
-#define NA_PUBLIC             __attribute__((visibility("default")))
+#define NA_PUBLIC __attribute__((visibility("default")))
 #define NA_WARN_UNUSED_RESULT __attribute__((warn_unused_result))
 #else
 #define NA_PUBLIC

@@ -51,9 +51,9 @@ struct na_init_info {
     size_t max_expected_size;   /**< hint for the expected message size */
     uint8_t progress_mode;      /**< NA_NO_BLOCK to busy-poll instead of waiting */
     enum na_addr_format addr_format;
-    uint8_t max_contexts;       /**< number of contexts the class will serve */
-    uint8_t thread_mode;        /**< NA_THREAD_MODE_* flags */
-    bool request_mem_device;    /**< device memory requested (unsupported) */
+    uint8_t max_contexts;    /**< number of contexts the class will serve */
+    uint8_t thread_mode;     /**< NA_THREAD_MODE_* flags */
+    bool request_mem_device; /**< device memory requested (unsupported) */
     enum na_traffic_class traffic_class;
 };
 
@@ -150,32 +150,32 @@ struct na_cb_info {
 typedef void (*na_cb_t)(const struct na_cb_info *callback_info);
 
 #define NA_VERSION(major, minor) (((major) << 16) | (minor))
-#define NA_MAJOR(version)        ((version) >> 16)
-#define NA_MINOR(version)        ((version)&0xffff)
-#define NA_VERSION_GE(v1, v2)    ((v1) >= (v2))
-#define NA_VERSION_LT(v1, v2)    ((v1) < (v2))
+#define NA_MAJOR(version) ((version) >> 16)
+#define NA_MINOR(version) ((version)&0xffff)
+#define NA_VERSION_GE(v1, v2) ((v1) >= (v2))
+#define NA_VERSION_LT(v1, v2) ((v1) < (v2))
 
 #define NA_OPT_MULTI_RECV (1 << 0)
 
-#define NA_MAX_IDLE_TIME  (3600 * 1000)
+#define NA_MAX_IDLE_TIME (3600 * 1000)
 #define NA_CONTEXT_ID_MAX UINT8_MAX
 
 /* Message buffer allocation flags */
-#define NA_SEND       (1 << 0)
-#define NA_RECV       (1 << 1)
+#define NA_SEND (1 << 0)
+#define NA_RECV (1 << 1)
 #define NA_MULTI_RECV (1 << 2)
-#define NA_ALLOC_MAX  (1 << 3)
+#define NA_ALLOC_MAX (1 << 3)
 
 /* NA_Op_create() flags */
 #define NA_OP_SINGLE 0x00
-#define NA_OP_MULTI  0x01
+#define NA_OP_MULTI 0x01
 
 #define NA_TAG_MAX UINT_MAX
 
 /* Memory handle access */
-#define NA_MEM_READ_ONLY  0x01
+#define NA_MEM_READ_ONLY 0x01
 #define NA_MEM_WRITE_ONLY 0x02
-#define NA_MEM_READWRITE  0x03
+#define NA_MEM_READWRITE 0x03
 
 /* Progress modes */
 #define NA_NO_BLOCK 0x01
@@ -184,18 +184,18 @@ typedef void (*na_cb_t)(const struct na_cb_info *callback_info);
 /* Thread modes */
 #define NA_THREAD_MODE_SINGLE_CLS (0x01)
 #define NA_THREAD_MODE_SINGLE_CTX (0x02)
-#define NA_THREAD_MODE_SINGLE     (NA_THREAD_MODE_SINGLE_CLS | NA_THREAD_MODE_SINGLE_CTX)
+#define NA_THREAD_MODE_SINGLE (NA_THREAD_MODE_SINGLE_CLS | NA_THREAD_MODE_SINGLE_CTX)
 
 #define NA_INIT_INFO_INITIALIZER                                                         \
     ((struct na_init_info){.ip_subnet = NULL,                                            \
-        .auth_key = NULL,                                                                \
-        .max_unexpected_size = 0,                                                        \
-        .max_expected_size = 0,                                                          \
-        .progress_mode = 0,                                                              \
-        .addr_format = NA_ADDR_UNSPEC,                                                   \
-        .max_contexts = 1,                                                               \
-        .thread_mode = 0,                                                                \
-        .request_mem_device = false,                                                     \
-        .traffic_class = NA_TC_UNSPEC})
+                           .auth_key = NULL,                                             \
+                           .max_unexpected_size = 0,                                     \
+                           .max_expected_size = 0,                                       \
+                           .progress_mode = 0,                                           \
+                           .addr_format = NA_ADDR_UNSPEC,                                \
+                           .max_contexts = 1,                                            \
+                           .thread_mode = 0,                                             \
+                           .request_mem_device = false,                                  \
+                           .traffic_class = NA_TC_UNSPEC})
 
 #endif /* NA_TYPES_H */

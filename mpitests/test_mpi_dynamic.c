@@ -31,8 +31,8 @@ static void result(const char *name, int ok, const char *why)
         passes++;
     else
         failures++;
-    printf("[ %s ] %s: %s%s%s%s\n", ok ? "      OK" : " FAILED ", role, name, ok ? "" : " (",
-        ok ? "" : (why ? why : ""), ok ? "" : ")");
+    printf("[ %s ] %s: %s%s%s%s\n", ok ? "      OK" : " FAILED ", role, name,
+           ok ? "" : " (", ok ? "" : (why ? why : ""), ok ? "" : ")");
     fflush(stdout);
 }
 
@@ -92,7 +92,8 @@ static int server(const char *addrfile, int nclients)
     unsigned char *mem = calloc(MAX_CLIENTS, BUF_SIZE);
     na_mem_handle_t *h = NULL;
     NA_Mem_handle_create(cls, mem, MAX_CLIENTS * BUF_SIZE, NA_MEM_READWRITE, &h);
-    result("register memory", NA_Mem_register(cls, h, NA_MEM_TYPE_HOST, 0) == NA_SUCCESS, "");
+    result("register memory", NA_Mem_register(cls, h, NA_MEM_TYPE_HOST, 0) == NA_SUCCESS,
+           "");
     unsigned char hbuf[128];
     size_t hlen = NA_Mem_handle_get_serialize_size(cls, h);
     NA_Mem_handle_serialize(cls, hbuf, sizeof(hbuf), h);
@@ -103,13 +104,15 @@ static int server(const char *addrfile, int nclients)
     NA_Addr_self(cls, &self);
     na_return_t r = NA_Addr_to_string(cls, addr, &n, self);
     result("self address is mpi+dynamic://...",
-        r == NA_SUCCESS && strncmp(addr, "mpi+dynamic://", 14) == 0 && !strchr(addr + 14, ':'),
-        addr);
+           r == NA_SUCCESS && strncmp(addr, "mpi+dynamic://", 14) == 0 &&
+               !strchr(addr + 14, ':'),
+           addr);
     NA_Addr_free(cls, self);
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s.tmp", addrfile);
     FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%s\n", addr) < 0 || fclose(f) != 0 || rename(tmp, addrfile) != 0) {
+    if (!f || fprintf(f, "%s\n", addr) < 0 || fclose(f) != 0 ||
+        rename(tmp, addrfile) != 0) {
         result("write address file", 0, addrfile);
         return 1;
     }
@@ -124,7 +127,8 @@ static int server(const char *addrfile, int nclients)
         struct done d = {0}, s = {0};
         NA_Msg_recv_unexpected(cls, ctx, cb, &d, in, max, NULL, rop);
         if (!wait_for(&d, 120) || d.ret != NA_SUCCESS || d.size < 2) {
-            result("receive a client command", 0, d.flag ? NA_Error_to_string(d.ret) : "timeout");
+            result("receive a client command", 0,
+                   d.flag ? NA_Error_to_string(d.ret) : "timeout");
             break;
         }
         int id = in[1];
@@ -159,7 +163,7 @@ static int server(const char *addrfile, int nclients)
         NA_Addr_free(cls, d.src);
     }
     result("served every client (hello, put checked, bye)",
-        hellos == nclients && checks_ok == nclients && byes == nclients, "");
+           hellos == nclients && checks_ok == nclients && byes == nclients, "");
     NA_Op_destroy(cls, rop);
     NA_Op_destroy(cls, sop);
     NA_Mem_deregister(cls, h);
@@ -172,12 +176,13 @@ static int server(const char *addrfile, int nclients)
 
 /*------------------------------------------------------------------ client */
 
-static na_return_t rpc(na_addr_t *srv, const unsigned char *msg, size_t len, unsigned char *reply,
-    size_t rsize, size_t *rlen, na_tag_t tag)
+static na_return_t rpc(na_addr_t *srv, const unsigned char *msg, size_t len,
+                       unsigned char *reply, size_t rsize, size_t *rlen, na_tag_t tag)
 {
     struct done s = {0}, r = {0};
     na_op_id_t *sop = NA_Op_create(cls, 0), *rop = NA_Op_create(cls, 0);
-    na_return_t ret = NA_Msg_recv_expected(cls, ctx, cb, &r, reply, rsize, NULL, srv, 0, tag, rop);
+    na_return_t ret =
+        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, rsize, NULL, srv, 0, tag, rop);
     if (ret == NA_SUCCESS)
         ret = NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, len, NULL, srv, 0, tag, sop);
     if (ret == NA_SUCCESS)
@@ -191,12 +196,14 @@ static na_return_t rpc(na_addr_t *srv, const unsigned char *msg, size_t len, uns
     return ret;
 }
 
-static na_return_t rma(int put, na_mem_handle_t *l, na_mem_handle_t *rem, size_t off, na_addr_t *srv)
+static na_return_t rma(int put, na_mem_handle_t *l, na_mem_handle_t *rem, size_t off,
+                       na_addr_t *srv)
 {
     struct done d = {0};
     na_op_id_t *op = NA_Op_create(cls, 0);
-    na_return_t ret = put ? NA_Put(cls, ctx, cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op)
-                          : NA_Get(cls, ctx, cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op);
+    na_return_t ret =
+        put ? NA_Put(cls, ctx, cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op)
+            : NA_Get(cls, ctx, cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op);
     if (ret == NA_SUCCESS)
         ret = !wait_for(&d, 60) ? NA_TIMEOUT : d.ret;
     NA_Op_destroy(cls, op);
@@ -225,14 +232,17 @@ static int client(const char *addr, int id)
     int ok = r == NA_SUCCESS && reply[0] == 1 && rlen > 1 + pl;
     for (size_t i = 0; ok && i < pl; i++)
         ok = reply[1 + i] == msg[2 + pl - 1 - i];
-    result("unexpected message -> expected reply, data verified", ok, NA_Error_to_string(r));
+    result("unexpected message -> expected reply, data verified", ok,
+           NA_Error_to_string(r));
     na_mem_handle_t *rem = NULL;
-    if (!ok || NA_Mem_handle_deserialize(cls, &rem, reply + 1 + pl, rlen - 1 - pl) != NA_SUCCESS) {
+    if (!ok || NA_Mem_handle_deserialize(cls, &rem, reply + 1 + pl, rlen - 1 - pl) !=
+                   NA_SUCCESS) {
         result("deserialize the server's memory handle", 0, "");
         return 1;
     }
 
-    unsigned char *src = malloc(BUF_SIZE), *back = malloc(BUF_SIZE), *exp = malloc(BUF_SIZE);
+    unsigned char *src = malloc(BUF_SIZE), *back = malloc(BUF_SIZE),
+                  *exp = malloc(BUF_SIZE);
     fill(src, BUF_SIZE, 100 + id);
     na_mem_handle_t *ls, *lb;
     NA_Mem_handle_create(cls, src, BUF_SIZE, NA_MEM_READWRITE, &ls);
@@ -240,15 +250,17 @@ static int client(const char *addr, int id)
     NA_Mem_register(cls, ls, NA_MEM_TYPE_HOST, 0);
     NA_Mem_register(cls, lb, NA_MEM_TYPE_HOST, 0);
     r = rma(1, ls, rem, (size_t)id * BUF_SIZE, srv);
-    result("NA_Put 1 MiB+ across the intercommunicator", r == NA_SUCCESS, NA_Error_to_string(r));
+    result("NA_Put 1 MiB+ across the intercommunicator", r == NA_SUCCESS,
+           NA_Error_to_string(r));
     msg[0] = CMD_CHECK;
     r = rpc(srv, msg, 2, reply, max, NULL, 12);
-    result("server verified the put data", r == NA_SUCCESS && reply[0] == 1, NA_Error_to_string(r));
+    result("server verified the put data", r == NA_SUCCESS && reply[0] == 1,
+           NA_Error_to_string(r));
     memset(back, 0, BUF_SIZE);
     r = rma(0, lb, rem, (size_t)id * BUF_SIZE, srv);
     fill(exp, BUF_SIZE, 200 + id);
     result("NA_Get 1 MiB+ across the intercommunicator, data verified",
-        r == NA_SUCCESS && memcmp(exp, back, BUF_SIZE) == 0, NA_Error_to_string(r));
+           r == NA_SUCCESS && memcmp(exp, back, BUF_SIZE) == 0, NA_Error_to_string(r));
 
     msg[0] = CMD_BYE;
     r = rpc(srv, msg, 2, reply, max, NULL, 13);
@@ -275,7 +287,8 @@ static int bogus(void)
     double t = now_s() - t0;
     char why[128];
     snprintf(why, sizeof(why), "%s after %.1f s", NA_Error_to_string(r), t);
-    result("lookup of an unknown service name fails, bounded", r == NA_ADDRNOTAVAIL && t < 30, why);
+    result("lookup of an unknown service name fails, bounded",
+           r == NA_ADDRNOTAVAIL && t < 30, why);
     r = NA_Addr_lookup(cls, "mpi+dynamic://bad%zzescape", &a);
     result("malformed %-escape refused", r == NA_INVALID_ARG, NA_Error_to_string(r));
     return 0;
@@ -285,7 +298,9 @@ int main(int argc, char **argv)
 {
     int provided = 0;
     if (argc < 2) {
-        fprintf(stderr, "usage: %s server FILE N | client ADDR ID | bogus | unsupported\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s server FILE N | client ADDR ID | bogus | unsupported\n",
+                argv[0]);
         return 2;
     }
     role = argv[1];
@@ -297,9 +312,10 @@ int main(int argc, char **argv)
         result("client NA_Initialize(\"mpi+dynamic\") fails", cls == NULL, "");
         cls = NA_Initialize("mpi+static", false);
         na_addr_t *a = NULL;
-        na_return_t r = cls ? NA_Addr_lookup(cls, "mpi+dynamic://1.0%3A1", &a) : NA_SUCCESS;
+        na_return_t r =
+            cls ? NA_Addr_lookup(cls, "mpi+dynamic://1.0%3A1", &a) : NA_SUCCESS;
         result("mpi+dynamic lookup fails with NA_PROTONOSUPPORT", r == NA_PROTONOSUPPORT,
-            NA_Error_to_string(r));
+               NA_Error_to_string(r));
         if (cls)
             NA_Finalize(cls);
         MPI_Finalize();

@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REGION   ((size_t)4 << 20)
-#define TAG_CMD  77
+#define REGION ((size_t)4 << 20)
+#define TAG_CMD 77
 #define RTT_ITER 2000
 
 enum { CMD_STALL = 1 };
@@ -116,9 +116,11 @@ static void serve_barrier(void)
         MPI_Iprobe(MPI_ANY_SOURCE, TAG_CMD, MPI_COMM_WORLD, &cmdflag, &st);
         if (cmdflag) {
             int cmd[2];
-            MPI_Recv(cmd, 2, MPI_INT, st.MPI_SOURCE, TAG_CMD, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(cmd, 2, MPI_INT, st.MPI_SOURCE, TAG_CMD, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
             if (cmd[0] == CMD_STALL) {
-                MPI_Send(cmd, 2, MPI_INT, st.MPI_SOURCE, TAG_CMD, MPI_COMM_WORLD); /* stalling now */
+                MPI_Send(cmd, 2, MPI_INT, st.MPI_SOURCE, TAG_CMD,
+                         MPI_COMM_WORLD);          /* stalling now */
                 usleep((useconds_t)cmd[1] * 1000); /* no NA progress at all */
             }
         }
@@ -161,13 +163,15 @@ static int cmp_d(const void *a, const void *b)
 static na_addr_t *tgt;
 static na_op_id_t *op, *vop;
 static na_mem_handle_t *remote, *lh, *vh;
-static unsigned char *lbuf, *vbuf, *shadow; /* local buffer, verify buffer, target region copy */
-static size_t roff0;                        /* this origin's part of the target region */
+static unsigned char *lbuf, *vbuf,
+    *shadow;         /* local buffer, verify buffer, target region copy */
+static size_t roff0; /* this origin's part of the target region */
 
 static na_return_t plain_get(size_t off, size_t size)
 {
     struct done d = {0};
-    na_return_t ret = NA_Get(cls, ctx, cb, &d, vh, 0, remote, roff0 + off, size, tgt, 0, vop);
+    na_return_t ret =
+        NA_Get(cls, ctx, cb, &d, vh, 0, remote, roff0 + off, size, tgt, 0, vop);
     if (ret != NA_SUCCESS)
         return ret;
     if (!wait_for(&d, 60))
@@ -195,8 +199,8 @@ static int trial(unsigned long i, char *why, size_t whylen)
     else
         fill(lbuf + off, size, ~pat); /* sentinel the get must not touch if cancelled */
     struct done d = {0};
-    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, cb, &d, lh, off, remote, roff0 + off, size,
-        tgt, 0, op);
+    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, cb, &d, lh, off, remote,
+                                              roff0 + off, size, tgt, 0, op);
     if (ret != NA_SUCCESS) {
         snprintf(why, whylen, "post failed: %d", (int)ret);
         return 0;
@@ -228,8 +232,8 @@ static int trial(unsigned long i, char *why, size_t whylen)
             lat_no[nlat_no++] = l;
     }
     if (d.ret != NA_SUCCESS && d.ret != NA_CANCELED) {
-        snprintf(why, whylen, "trial %lu: %s of %zu B ended with %d", i, put ? "put" : "get", size,
-            (int)d.ret);
+        snprintf(why, whylen, "trial %lu: %s of %zu B ended with %d", i,
+                 put ? "put" : "get", size, (int)d.ret);
         return 0;
     }
     int canc = d.ret == NA_CANCELED;
@@ -254,13 +258,15 @@ static int trial(unsigned long i, char *why, size_t whylen)
     }
     if (!ok) {
         n_bad++;
-        snprintf(why, whylen, "trial %lu: %s of %zu B at %zu (mode %u) %s but memory disagrees", i,
-            put ? "put" : "get", size, off, mode, canc ? "CANCELED" : "SUCCESS");
+        snprintf(why, whylen,
+                 "trial %lu: %s of %zu B at %zu (mode %u) %s but memory disagrees", i,
+                 put ? "put" : "get", size, off, mode, canc ? "CANCELED" : "SUCCESS");
     }
     return ok;
 }
 
-static void origin(unsigned long trials, uint64_t seed, const unsigned char *desc, size_t dlen)
+static void origin(unsigned long trials, uint64_t seed, const unsigned char *desc,
+                   size_t dlen)
 {
     char why[256] = "";
     NA_Addr_lookup(cls, "mpi+static://0", &tgt);
@@ -285,7 +291,8 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
     {
         struct done d = {0};
         NA_Put(cls, ctx, cb, &d, lh, 0, remote, roff0, REGION, tgt, 0, op);
-        result("initial put of the target region", wait_for(&d, 60) && d.ret == NA_SUCCESS, "");
+        result("initial put of the target region",
+               wait_for(&d, 60) && d.ret == NA_SUCCESS, "");
     }
 
     /* race */
@@ -295,15 +302,18 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
         ok = trial(i, why, sizeof(why));
     double dt = now_s() - t0;
     char name[200];
-    snprintf(name, sizeof(name), "race: %lu put/get trials cancelled at random moments, memory "
-        "checked (%lu cancelled, %lu completed, %.1f s)", trials, n_cancelled, n_completed, dt);
+    snprintf(name, sizeof(name),
+             "race: %lu put/get trials cancelled at random moments, memory "
+             "checked (%lu cancelled, %lu completed, %.1f s)",
+             trials, n_cancelled, n_completed, dt);
     result(name, ok && n_bad == 0, why);
     if (nlat_yes)
         qsort(lat_yes, nlat_yes, sizeof(double), cmp_d);
     if (nlat_no)
         qsort(lat_no, nlat_no, sizeof(double), cmp_d);
-    double lat[4] = {nlat_yes ? lat_yes[nlat_yes / 2] : -1, nlat_yes ? lat_yes[nlat_yes * 9 / 10] : -1,
-        nlat_no ? lat_no[nlat_no / 2] : -1, (double)nlat_yes};
+    double lat[4] = {nlat_yes ? lat_yes[nlat_yes / 2] : -1,
+                     nlat_yes ? lat_yes[nlat_yes * 9 / 10] : -1,
+                     nlat_no ? lat_no[nlat_no / 2] : -1, (double)nlat_yes};
     progress_barrier(); /* B1 */
     if (rank == 1)
         MPI_Send(lat, 4, MPI_DOUBLE, 0, TAG_CMD + 1, MPI_COMM_WORLD);
@@ -314,7 +324,8 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
         mpi_emul_get_counters(&c0);
         int cmd[2] = {CMD_STALL, 1200};
         MPI_Send(cmd, 2, MPI_INT, 0, TAG_CMD, MPI_COMM_WORLD);
-        MPI_Recv(cmd, 2, MPI_INT, 0, TAG_CMD, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* stalling */
+        MPI_Recv(cmd, 2, MPI_INT, 0, TAG_CMD, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE); /* stalling */
         size_t psz = 100000, gsz = 3u << 20, poff = 4096, goff = 0;
         fill(lbuf + poff, psz, 4242);
         struct done dp = {0}, dg = {0};
@@ -333,39 +344,49 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
         NA_Cancel(cls, ctx, gop);
         int got = wait_for(&dp, 5) && wait_for(&dg, 5);
         double tp = (dp.t - tc) * 1e3, tg = (dg.t - tc) * 1e3;
-        snprintf(why, sizeof(why), "put %d after %.1f ms, get %d after %.1f ms", (int)dp.ret, tp,
-            (int)dg.ret, tg);
+        snprintf(why, sizeof(why), "put %d after %.1f ms, get %d after %.1f ms",
+                 (int)dp.ret, tp, (int)dg.ret, tg);
         char nm[200];
-        snprintf(nm, sizeof(nm), "stall: cancels return NA_CANCELED within the bound (put %.1f ms, "
-            "get %.1f ms, bound 200 ms)", tp, tg);
-        result(nm, got && dp.ret == NA_CANCELED && dg.ret == NA_CANCELED && tp < 400 && tg < 400,
-            why);
+        snprintf(nm, sizeof(nm),
+                 "stall: cancels return NA_CANCELED within the bound (put %.1f ms, "
+                 "get %.1f ms, bound 200 ms)",
+                 tp, tg);
+        result(nm,
+               got && dp.ret == NA_CANCELED && dg.ret == NA_CANCELED && tp < 400 &&
+                   tg < 400,
+               why);
         mpi_emul_get_counters(&c1);
         result("stall: both counted as timed out",
-            c1.cancel_timeout - c0.cancel_timeout == 2, "");
+               c1.cancel_timeout - c0.cancel_timeout == 2, "");
         unsigned char *chk = malloc(gsz);
         fill(chk, gsz, 777);
-        result("stall: local get buffer untouched at cancel", memcmp(chk, gl, gsz) == 0, "");
+        result("stall: local get buffer untouched at cancel", memcmp(chk, gl, gsz) == 0,
+               "");
         /* Let the target resume (it stalls 1.2 s) and answer. */
         double until = now_s() + 1.6;
         while (now_s() < until)
             progress_once(1);
         mpi_emul_get_counters(&c1);
         snprintf(why, sizeof(why), "late answers %lu, late data %lu, active %lu",
-            c1.late_replies - c0.late_replies, c1.late_data_dropped - c0.late_data_dropped,
-            c1.origin_active);
-        result("stall: after resume the target answered (CANCELYES, consumed by the zombies), "
+                 c1.late_replies - c0.late_replies,
+                 c1.late_data_dropped - c0.late_data_dropped, c1.origin_active);
+        result("stall: after resume the target answered (CANCELYES, consumed by the "
+               "zombies), "
                "sent no data, ids released",
-            c1.late_replies - c0.late_replies == 2 &&
-                c1.late_data_dropped == c0.late_data_dropped && c1.origin_active == 0, why);
-        result("stall: local get buffer still untouched after resume", memcmp(chk, gl, gsz) == 0,
-            "");
+               c1.late_replies - c0.late_replies == 2 &&
+                   c1.late_data_dropped == c0.late_data_dropped && c1.origin_active == 0,
+               why);
+        result("stall: local get buffer still untouched after resume",
+               memcmp(chk, gl, gsz) == 0, "");
         result("stall: target region unchanged after resume (put dropped)",
-            plain_get(poff, psz) == NA_SUCCESS && memcmp(vbuf, shadow + poff, psz) == 0, "");
+               plain_get(poff, psz) == NA_SUCCESS &&
+                   memcmp(vbuf, shadow + poff, psz) == 0,
+               "");
         /* after the stall, the same ops work normally */
         struct done d2 = {0};
         NA_Put(cls, ctx, cb, &d2, lh, poff, remote, roff0 + poff, psz, tgt, 0, op);
-        int ok2 = wait_for(&d2, 10) && d2.ret == NA_SUCCESS && plain_get(poff, psz) == NA_SUCCESS &&
+        int ok2 = wait_for(&d2, 10) && d2.ret == NA_SUCCESS &&
+                  plain_get(poff, psz) == NA_SUCCESS &&
                   memcmp(vbuf, lbuf + poff, psz) == 0;
         result("stall: a new put after resume is applied", ok2, "");
         if (ok2)
@@ -379,7 +400,7 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
 
     /* whole region still consistent */
     result("final: target region equals the origin's shadow",
-        plain_get(0, REGION) == NA_SUCCESS && memcmp(vbuf, shadow, REGION) == 0, "");
+           plain_get(0, REGION) == NA_SUCCESS && memcmp(vbuf, shadow, REGION) == 0, "");
     progress_barrier(); /* B3 */
     NA_Mem_deregister(cls, lh);
     NA_Mem_deregister(cls, vh);
@@ -408,8 +429,9 @@ static void target(void)
     serve_barrier(); /* B1 */
     double lat[4];
     MPI_Recv(lat, 4, MPI_DOUBLE, 1, TAG_CMD + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    printf("LATENCY cancel call -> callback (rank 1): CANCELED median %.1f us, p90 %.1f us "
-           "(n=%.0f); CANCELNO (transfer completed) median %.1f us\n",
+    printf(
+        "LATENCY cancel call -> callback (rank 1): CANCELED median %.1f us, p90 %.1f us "
+        "(n=%.0f); CANCELNO (transfer completed) median %.1f us\n",
         lat[0], lat[1], lat[3], lat[2]);
     serve_barrier(); /* B2 */
     serve_barrier(); /* B3 */
@@ -444,7 +466,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (nprocs < 2) {
         if (rank == 0)
-            printf("[  SKIPPED ] test_mpi_emul_cancel needs at least 2 processes (mpirun -np 3)\n");
+            printf("[  SKIPPED ] test_mpi_emul_cancel needs at least 2 processes (mpirun "
+                   "-np 3)\n");
         MPI_Finalize();
         return 77;
     }
@@ -452,9 +475,11 @@ int main(int argc, char **argv)
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20240605u;
     unsigned long per = (total + (unsigned long)nprocs - 2) / (unsigned long)(nprocs - 1);
     if (rank == 0)
-        printf("[----------] seed %llu, %lu trials (%lu per origin), cancel bound %s ms\n",
+        printf(
+            "[----------] seed %llu, %lu trials (%lu per origin), cancel bound %s ms\n",
             (unsigned long long)seed, per * (unsigned long)(nprocs - 1), per,
-            getenv("HGX_MPI_CANCEL_TIMEOUT_MS") ? getenv("HGX_MPI_CANCEL_TIMEOUT_MS") : "200");
+            getenv("HGX_MPI_CANCEL_TIMEOUT_MS") ? getenv("HGX_MPI_CANCEL_TIMEOUT_MS")
+                                                : "200");
     double rtt = raw_rtt_us();
     cls = NA_Initialize("mpi+static", rank == 0);
     if (!cls) {
@@ -475,22 +500,27 @@ int main(int argc, char **argv)
     struct mpi_emul_counters c;
     int q = quiet_counters(&c, 5);
     char why[160];
-    snprintf(why, sizeof(why), "origin requests %lu, target records %lu, drains %lu, tombstones %lu",
-        c.origin_active, c.target_records, c.drains, c.tombstones);
+    snprintf(why, sizeof(why),
+             "origin requests %lu, target records %lu, drains %lu, tombstones %lu",
+             c.origin_active, c.target_records, c.drains, c.tombstones);
     result("nothing left: requests, target records, drains", q, why);
-    unsigned long v[8] = {c.cancel_requested, c.cancel_yes, c.cancel_no, c.cancel_timeout,
-        c.late_replies, c.late_data_dropped, c.partial_local, c.target_yes}, s[8];
+    unsigned long v[8] = {c.cancel_requested, c.cancel_yes,   c.cancel_no,
+                          c.cancel_timeout,   c.late_replies, c.late_data_dropped,
+                          c.partial_local,    c.target_yes},
+                  s[8];
     MPI_Reduce(v, s, 8, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("COUNTERS cancel requested %lu: CANCELYES %lu, CANCELNO %lu, timed out %lu "
-               "(late answers %lu, late data dropped %lu, partial %lu)\n",
+        printf(
+            "COUNTERS cancel requested %lu: CANCELYES %lu, CANCELNO %lu, timed out %lu "
+            "(late answers %lu, late data dropped %lu, partial %lu)\n",
             s[0], s[1], s[2], s[3], s[4], s[5], s[6]);
-        printf("LATENCY raw MPI 8 B round trip (rank 0 <-> 1, MPI_Send/Recv): %.2f us\n", rtt);
+        printf("LATENCY raw MPI 8 B round trip (rank 0 <-> 1, MPI_Send/Recv): %.2f us\n",
+               rtt);
         char w[96];
         snprintf(w, sizeof(w), "YES %lu NO %lu", s[1], s[2]);
         result("both CANCELYES and CANCELNO occurred", s[1] > 0 && s[2] > 0, w);
         result("every cancel answered or timed out",
-            s[0] == s[1] + s[2] + s[3] && s[6] == 0, "");
+               s[0] == s[1] + s[2] + s[3] && s[6] == 0, "");
     }
     NA_Context_destroy(cls, ctx);
     result("NA_Finalize", NA_Finalize(cls) == NA_SUCCESS, "");

@@ -13,13 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BIG      ((size_t)(2u << 20) + 123) /* > 2 chunks of 1 MiB */
-#define RO_SIZE  4096
-#define SEG0     1000
-#define SEG1     5000
-#define SEG2     ((size_t)(1u << 20) + 77)
+#define BIG ((size_t)(2u << 20) + 123) /* > 2 chunks of 1 MiB */
+#define RO_SIZE 4096
+#define SEG0 1000
+#define SEG1 5000
+#define SEG2 ((size_t)(1u << 20) + 77)
 #define SEG_SIZE (SEG0 + SEG1 + SEG2)
-#define PINGS    2000
+#define PINGS 2000
 
 enum { CMD_ECHO = 1, CMD_STALL, CMD_PING, CMD_DONE };
 
@@ -117,7 +117,8 @@ static void server(void)
     memcpy(ro_copy, ro, RO_SIZE);
     memset(rw, 0, BIG * nclients);
     na_mem_handle_t *hrw, *hro, *hseg;
-    struct na_segment segs[3] = {{s0, SEG0 * nclients}, {s1, SEG1 * nclients}, {s2, SEG2 * nclients}};
+    struct na_segment segs[3] = {
+        {s0, SEG0 * nclients}, {s1, SEG1 * nclients}, {s2, SEG2 * nclients}};
     struct descs d;
     memset(&d, 0, sizeof(d));
     NA_Mem_handle_create(cls, rw, BIG * nclients, NA_MEM_READWRITE, &hrw);
@@ -156,7 +157,8 @@ static void server(void)
                 out[i] = (unsigned char)~in[i];
             out[0] = in[0];
             struct done s = {0};
-            NA_Msg_send_expected(cls, ctx, cb, &s, out, r.size, NULL, r.src, 0, r.tag, sop);
+            NA_Msg_send_expected(cls, ctx, cb, &s, out, r.size, NULL, r.src, 0, r.tag,
+                                 sop);
             wait_for(&s, 10);
             if (in[0] == CMD_ECHO) {
                 /* the client also sent an application message on MPI_COMM_WORLD tag 0 */
@@ -184,10 +186,11 @@ static void server(void)
         }
         NA_Addr_free(cls, r.src);
     }
-    result("server: application MPI_COMM_WORLD messages interleaved", app_msgs == 3 * (int)nclients,
-        "count");
+    result("server: application MPI_COMM_WORLD messages interleaved",
+           app_msgs == 3 * (int)nclients, "count");
     progress_barrier(); /* A: every client sent DONE */
-    result("server: read-only region unchanged by refused puts", !memcmp(ro, ro_copy, RO_SIZE), "");
+    result("server: read-only region unchanged by refused puts",
+           !memcmp(ro, ro_copy, RO_SIZE), "");
     int ok = 1;
     for (size_t c = 0; c < nclients; c++) {
         unsigned char *exp = malloc(BIG);
@@ -222,12 +225,12 @@ static void send_cmd(unsigned char cmd, const void *payload, size_t n, na_tag_t 
     wait_for(&s, 10);
 }
 
-static na_return_t rma(int put, na_mem_handle_t *local, size_t loff, na_mem_handle_t *remote,
-    size_t roff, size_t size)
+static na_return_t rma(int put, na_mem_handle_t *local, size_t loff,
+                       na_mem_handle_t *remote, size_t roff, size_t size)
 {
     struct done d = {0};
-    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, cb, &d, local, loff, remote, roff, size,
-        srv, 0, op2);
+    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, cb, &d, local, loff, remote, roff,
+                                              size, srv, 0, op2);
     if (ret != NA_SUCCESS)
         return ret;
     if (!wait_for(&d, 30))
@@ -271,16 +274,19 @@ static void client(void)
         fill(msg, sizeof(msg), c);
         msg[0] = CMD_ECHO;
         struct done r = {0}, s = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0, 7 + c, op2);
-        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 7 + c, op1);
+        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0, 7 + c,
+                             op2);
+        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 7 + c,
+                               op1);
         int v = 1000 + rank;
-        MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD); /* tag 0: also our unexpected MPI tag */
+        MPI_Send(&v, 1, MPI_INT, 0, 0,
+                 MPI_COMM_WORLD); /* tag 0: also our unexpected MPI tag */
         int ok = wait_for(&s, 10) && wait_for(&r, 10) && s.ret == NA_SUCCESS &&
                  r.ret == NA_SUCCESS && r.size == sizeof(msg);
         for (size_t i = 1; ok && i < sizeof(msg); i++)
             ok = reply[i] == (unsigned char)~msg[i];
-        result("unexpected + expected messages, data verified (app MPI_Send interleaved)", ok,
-            NA_Error_to_string(r.ret));
+        result("unexpected + expected messages, data verified (app MPI_Send interleaved)",
+               ok, NA_Error_to_string(r.ret));
     }
 
     /* expected message larger than the receive buffer: NA_MSGSIZE, not truncated */
@@ -289,14 +295,16 @@ static void client(void)
         memset(msg, 0, sizeof(msg));
         msg[0] = CMD_ECHO;
         struct done r = {0}, s = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0, 500 + c, op2);
-        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 500 + c, op1);
+        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0,
+                             500 + c, op2);
+        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 500 + c,
+                               op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
         wait_for(&s, 10);
         wait_for(&r, 10);
         result("oversized expected message reported NA_MSGSIZE", r.ret == NA_MSGSIZE,
-            NA_Error_to_string(r.ret));
+               NA_Error_to_string(r.ret));
     }
 
     na_mem_handle_t *rrw, *rro, *rseg, *lbig, *lget, *lseg;
@@ -315,12 +323,14 @@ static void client(void)
         na_return_t p = rma(1, lbig, 0, rrw, c * BIG, BIG);
         memset(back, 0, BIG);
         na_return_t g = rma(0, lget, 0, rrw, c * BIG, BIG);
-        snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p), NA_Error_to_string(g));
+        snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p),
+                 NA_Error_to_string(g));
         result("put/get contiguous 2 MiB+123, data verified",
-            p == NA_SUCCESS && g == NA_SUCCESS && !memcmp(big, back, BIG), why);
+               p == NA_SUCCESS && g == NA_SUCCESS && !memcmp(big, back, BIG), why);
     }
 
-    /* segmented on both sides: local 3 segments -> remote 3 segments (per-client slice) */
+    /* segmented on both sides: local 3 segments -> remote 3 segments (per-client slice)
+     */
     {
         size_t n = SEG_SIZE;
         unsigned char *a = malloc(700), *b = malloc(n - 700 - 3000), *e = malloc(3000);
@@ -336,20 +346,25 @@ static void client(void)
          * client 0; use an offset that crosses a segment boundary for everyone */
         size_t nclients = (size_t)nprocs - 1;
         size_t len = 200000;
-        size_t roff = SEG0 * nclients - 300 + c * len; /* client 0 crosses both remote boundaries */
+        size_t roff =
+            SEG0 * nclients - 300 + c * len; /* client 0 crosses both remote boundaries */
         na_return_t p = rma(1, lseg, 100, rseg, roff, len);
         memset(back, 0, BIG);
         na_return_t g = rma(0, lget, 0, rseg, roff, len);
         memcpy(got, back, len);
-        snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p), NA_Error_to_string(g));
+        snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p),
+                 NA_Error_to_string(g));
         int ok = p == NA_SUCCESS && g == NA_SUCCESS && !memcmp(src + 100, got, len);
         /* and segmented local get */
         memset(a, 0, 700), memset(b, 0, n - 3700), memset(e, 0, 3000);
         na_return_t g2 = rma(0, lseg, 100, rseg, roff, len);
-        memcpy(got, a, 700), memcpy(got + 700, b, n - 3700), memcpy(got + n - 3000, e, 3000);
+        memcpy(got, a, 700), memcpy(got + 700, b, n - 3700),
+            memcpy(got + n - 3000, e, 3000);
         ok &= g2 == NA_SUCCESS && !memcmp(src + 100, got + 100, len);
         (void)nclients;
-        result("put/get segmented (both sides, crossing segment boundaries), data verified", ok, why);
+        result(
+            "put/get segmented (both sides, crossing segment boundaries), data verified",
+            ok, why);
         NA_Mem_deregister(cls, lseg);
         NA_Mem_handle_free(cls, lseg);
         free(a), free(b), free(e), free(src), free(got);
@@ -368,7 +383,7 @@ static void client(void)
         na_return_t p = rma(1, lbig, 0, h, 0, 100);
         NA_Mem_handle_free(cls, h);
         result("put into a read-only region refused by the target (NA_PERMISSION)",
-            p == NA_PERMISSION, NA_Error_to_string(p));
+               p == NA_PERMISSION, NA_Error_to_string(p));
         /* length inflated: beyond the real bounds */
         memcpy(forged, d.ro, d.len);
         uint64_t len = 1u << 30;
@@ -380,8 +395,9 @@ static void client(void)
         int untouched = 1;
         for (int i = 0; i < 64; i++)
             untouched &= back[i] == 0xAB;
-        result("get beyond the region's bounds refused (NA_INVALID_ARG), local memory untouched",
-            g == NA_INVALID_ARG && untouched, NA_Error_to_string(g));
+        result("get beyond the region's bounds refused (NA_INVALID_ARG), local memory "
+               "untouched",
+               g == NA_INVALID_ARG && untouched, NA_Error_to_string(g));
         /* stale generation */
         memcpy(forged, d.rw, d.len);
         memcpy(&v, forged + 12, 4);
@@ -391,11 +407,11 @@ static void client(void)
         p = rma(1, lbig, 0, h, c * BIG, 100);
         NA_Mem_handle_free(cls, h);
         result("put with a stale handle generation refused (NA_ACCESS)", p == NA_ACCESS,
-            NA_Error_to_string(p));
+               NA_Error_to_string(p));
         /* garbage descriptor */
         memset(forged, 0x5a, sizeof(forged));
         result("malformed descriptor rejected at deserialize",
-            NA_Mem_handle_deserialize(cls, &h, forged, d.len) != NA_SUCCESS, "");
+               NA_Mem_handle_deserialize(cls, &h, forged, d.len) != NA_SUCCESS, "");
     }
 
     /* cancel of a posted receive */
@@ -406,14 +422,14 @@ static void client(void)
         NA_Progress(cls, ctx, 1);
         NA_Cancel(cls, ctx, op2);
         int ok = wait_for(&r, 5);
-        result("cancel of a posted expected receive -> NA_CANCELED", ok && r.ret == NA_CANCELED,
-            NA_Error_to_string(r.ret));
+        result("cancel of a posted expected receive -> NA_CANCELED",
+               ok && r.ret == NA_CANCELED, NA_Error_to_string(r.ret));
         struct done u = {0};
         NA_Msg_recv_unexpected(cls, ctx, cb, &u, buf, sizeof(buf), NULL, op2);
         NA_Cancel(cls, ctx, op2);
         ok = wait_for(&u, 5);
-        result("cancel of a posted unexpected receive -> NA_CANCELED", ok && u.ret == NA_CANCELED,
-            NA_Error_to_string(u.ret));
+        result("cancel of a posted unexpected receive -> NA_CANCELED",
+               ok && u.ret == NA_CANCELED, NA_Error_to_string(u.ret));
     }
 
     /* cancel of an emulated get while the server stalls */
@@ -421,7 +437,8 @@ static void client(void)
         unsigned ms = 1500;
         unsigned char ack[8];
         struct done sa = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &sa, ack, sizeof(ack), NULL, srv, 0, 4000 + c, op2);
+        NA_Msg_recv_expected(cls, ctx, cb, &sa, ack, sizeof(ack), NULL, srv, 0, 4000 + c,
+                             op2);
         send_cmd(CMD_STALL, &ms, sizeof(ms), 4000 + c);
         wait_for(&sa, 10); /* the server is now asleep */
         memset(back, 0xEE, BIG);
@@ -439,15 +456,16 @@ static void client(void)
         int untouched = 1;
         for (size_t i = 0; i < BIG; i++)
             untouched &= back[i] == 0xEE;
-        snprintf(why, sizeof(why), "%s after %.3f s, untouched %d", NA_Error_to_string(g.ret), dt,
-            untouched);
+        snprintf(why, sizeof(why), "%s after %.3f s, untouched %d",
+                 NA_Error_to_string(g.ret), dt, untouched);
         result("cancel of an emulated get against a stalled server: local, NA_CANCELED, "
                "memory untouched",
-            ok && g.ret == NA_CANCELED && dt < 1.0 && untouched, why);
+               ok && g.ret == NA_CANCELED && dt < 1.0 && untouched, why);
         /* Later traffic works, and the late data is dropped, not written. */
         unsigned char small[8];
         struct done r = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, small, sizeof(small), NULL, srv, 0, 3000 + c, op2);
+        NA_Msg_recv_expected(cls, ctx, cb, &r, small, sizeof(small), NULL, srv, 0,
+                             3000 + c, op2);
         unsigned char e8[8] = {CMD_ECHO};
         struct done s = {0};
         NA_Msg_send_unexpected(cls, ctx, cb, &s, e8, 8, NULL, srv, 0, 3000 + c, op1);
@@ -464,11 +482,12 @@ static void client(void)
         untouched = 1;
         for (size_t i = 0; i < BIG; i++)
             untouched &= back[i] == 0xEE;
-        result("after the stall: traffic resumes, late get data dropped (memory untouched)",
+        result(
+            "after the stall: traffic resumes, late get data dropped (memory untouched)",
             ok && untouched, "");
         na_return_t g2 = rma(0, lget, 0, rrw, c * BIG, BIG);
         result("a new get after the cancelled one returns correct data",
-            g2 == NA_SUCCESS && !memcmp(big, back, BIG), NA_Error_to_string(g2));
+               g2 == NA_SUCCESS && !memcmp(big, back, BIG), NA_Error_to_string(g2));
     }
 
     /* ping-pong timing (client 1 only): raw MPI vs NA messages */
@@ -477,8 +496,10 @@ static void client(void)
         double t0 = now_s();
         for (int i = 0; i < PINGS; i++) {
             struct done r = {0}, s = {0};
-            NA_Msg_recv_expected(cls, ctx, cb, &r, rbuf, sizeof(rbuf), NULL, srv, 0, 77, op2);
-            NA_Msg_send_unexpected(cls, ctx, cb, &s, pbuf, sizeof(pbuf), NULL, srv, 0, 77, op1);
+            NA_Msg_recv_expected(cls, ctx, cb, &r, rbuf, sizeof(rbuf), NULL, srv, 0, 77,
+                                 op2);
+            NA_Msg_send_unexpected(cls, ctx, cb, &s, pbuf, sizeof(pbuf), NULL, srv, 0, 77,
+                                   op1);
             while (!r.flag || !s.flag) {
                 NA_Progress(cls, ctx, 100);
                 NA_Trigger(ctx, 64, NULL);
@@ -497,9 +518,10 @@ static void client(void)
             MPI_Waitall(2, rq, sts);
         }
         double mpi_us = (now_s() - t0) / PINGS * 1e6;
-        printf("PINGPONG 8 B round trip: raw MPI_Isend/Irecv %.2f us, NA unexpected+expected "
+        printf("PINGPONG 8 B round trip: raw MPI_Isend/Irecv %.2f us, NA "
+               "unexpected+expected "
                "%.2f us, ratio %.2f\n",
-            mpi_us, na_us, na_us / mpi_us);
+               mpi_us, na_us, na_us / mpi_us);
     } else {
         send_cmd(CMD_DONE, "", 0, 0);
         progress_barrier();
@@ -539,17 +561,19 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (nprocs < 2) {
         if (rank == 0)
-            printf("[  SKIPPED ] test_na_mpi needs at least 2 processes (mpirun -np 3)\n");
+            printf(
+                "[  SKIPPED ] test_na_mpi needs at least 2 processes (mpirun -np 3)\n");
         MPI_Finalize();
         return 77;
     }
     cls = NA_Initialize("mpi+static", rank == 0);
-    result("NA_Initialize(\"mpi+static\") on an application-initialized MPI", cls != NULL, "");
+    result("NA_Initialize(\"mpi+static\") on an application-initialized MPI", cls != NULL,
+           "");
     if (!cls) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     result("bad info string mpi+static://host refused",
-        NA_Initialize("mpi+static://host", false) == NULL, "");
+           NA_Initialize("mpi+static://host", false) == NULL, "");
     ctx = NA_Context_create(cls);
     if (rank == 0) {
         server();

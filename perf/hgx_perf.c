@@ -29,8 +29,9 @@ const size_t perf_scale_counts[] = {10, 100, 1000, 10000};
 const int perf_scale_n = 4;
 
 static const char *mode_names[] = {"lat", "rate", "bw", "cancel", "scale"};
-static const char *mode_units[] = {"us, median (lower is better)", "ops/s (higher is better)",
-    "MiB/s (higher is better)", "us (lower is better)", "us/op (lower is better)"};
+static const char *mode_units[] = {"us, median (lower is better)",
+                                   "ops/s (higher is better)", "MiB/s (higher is better)",
+                                   "us (lower is better)", "us/op (lower is better)"};
 
 double perf_now(void)
 {
@@ -53,8 +54,8 @@ void perf_progress(const struct perf_config *cfg, const char *fmt, ...)
     fflush(stderr);
 }
 
-struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what, size_t param,
-    long iters, double value)
+struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what,
+                            size_t param, long iters, double value)
 {
     if (*n >= PERF_MAX_POINTS * 2)
         return NULL;
@@ -158,12 +159,14 @@ static void usage(FILE *f)
           "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
           "                [--sizes A-B] [--iters N] [--csv FILE] [--quiet]\n"
           "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
-          "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default 4096-64M)\n"
+          "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
+          "4096-64M)\n"
           "  cancel: cancel latency and a 10000-op cancel storm\n"
           "  scale: per-op cost with 10..10000 outstanding (hgx deadlines set)\n"
-          "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np 2.\n"
+          "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np "
+          "2.\n"
           "  Sizes take K/M suffixes.\n",
-        f);
+          f);
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -255,8 +258,10 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     if (cfg->kind != PERF_MPI && strcmp(cfg->proto, "tcp") && strcmp(cfg->proto, "shm"))
         return -1;
     if (!cfg->iters)
-        cfg->iters = cfg->mode == PERF_LAT ? 2000 : cfg->mode == PERF_BW ? 200
-                   : cfg->mode == PERF_CANCEL ? 200 : 1000;
+        cfg->iters = cfg->mode == PERF_LAT      ? 2000
+                     : cfg->mode == PERF_BW     ? 200
+                     : cfg->mode == PERF_CANCEL ? 200
+                                                : 1000;
     if (!sizes)
         sizes = cfg->mode == PERF_BW ? "4K-64M" : "0-64K";
     return parse_sizes(cfg, sizes);
@@ -265,7 +270,7 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
 /* ------------------------------------------------------------ output */
 
 static const struct perf_point *find(const struct perf_point *p, int n, const char *what,
-    size_t param)
+                                     size_t param)
 {
     for (int i = 0; i < n; i++)
         if (!strcmp(p[i].what, what) && p[i].param == param)
@@ -294,12 +299,14 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
             rows[nrows++] = &r->raw[i];
 
-    printf("# hgx-perf: transport %s, mode %s, sizes %zu-%zu B, iters %d (scaled per point), "
+    printf("# hgx-perf: transport %s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
+           "point), "
            "values in %s\n",
-        cfg->transport, mode_names[cfg->mode], cfg->sizes[0], cfg->sizes[cfg->nsizes - 1],
-        cfg->iters, mode_units[cfg->mode]);
-    printf("%-16s %10s %9s %12s %12s %8s\n", "test", cfg->mode == PERF_LAT || cfg->mode == PERF_BW
-        ? "bytes" : "n", "iters", "hgx", "raw", "hgx/raw");
+           cfg->transport, mode_names[cfg->mode], cfg->sizes[0],
+           cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
+    printf("%-16s %10s %9s %12s %12s %8s\n", "test",
+           cfg->mode == PERF_LAT || cfg->mode == PERF_BW ? "bytes" : "n", "iters", "hgx",
+           "raw", "hgx/raw");
     FILE *csv = NULL;
     if (cfg->csv) {
         csv = fopen(cfg->csv, "w");
@@ -316,18 +323,18 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         fmt_val(wv, sizeof(wv), w);
         if (h && w && w->value > 0)
             snprintf(ratio, sizeof(ratio), "%.2f", h->value / w->value);
-        printf("%-16s %10zu %9ld %12s %12s %8s\n", rows[i]->what, rows[i]->param, rows[i]->iters,
-            hv, wv, ratio);
+        printf("%-16s %10zu %9ld %12s %12s %8s\n", rows[i]->what, rows[i]->param,
+               rows[i]->iters, hv, wv, ratio);
         if (csv)
-            fprintf(csv, "%s,%s,%s,%zu,%ld,%s,%s,%s\n", cfg->transport, mode_names[cfg->mode],
-                rows[i]->what, rows[i]->param, rows[i]->iters, h ? hv : "", w ? wv : "",
-                strcmp(ratio, "-") ? ratio : "");
+            fprintf(csv, "%s,%s,%s,%zu,%ld,%s,%s,%s\n", cfg->transport,
+                    mode_names[cfg->mode], rows[i]->what, rows[i]->param, rows[i]->iters,
+                    h ? hv : "", w ? wv : "", strcmp(ratio, "-") ? ratio : "");
     }
     if (r->idle_cpu_pct >= 0) {
         printf("# idle hgx server CPU: %.2f%% of wall time over 1 s\n", r->idle_cpu_pct);
         if (csv)
-            fprintf(csv, "%s,%s,idle-cpu-pct,0,1,%.2f,,\n", cfg->transport, mode_names[cfg->mode],
-                r->idle_cpu_pct);
+            fprintf(csv, "%s,%s,idle-cpu-pct,0,1,%.2f,,\n", cfg->transport,
+                    mode_names[cfg->mode], r->idle_cpu_pct);
     }
     if (csv)
         fclose(csv);
@@ -336,7 +343,8 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
 
 /* ------------------------------------------------------------ main */
 
-static int run_both(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+static int run_both(const struct perf_config *cfg, struct perf_oob *oob,
+                    struct perf_results *res)
 {
     int ret = 0;
     if (!cfg->hg_only) {
@@ -346,14 +354,14 @@ static int run_both(const struct perf_config *cfg, struct perf_oob *oob, struct 
                                     : perf_raw_mpi_run;
         if (raw(cfg, oob, res)) {
             fprintf(stderr, "hgx-perf: raw %s baseline failed (%s)\n", cfg->transport,
-                cfg->server ? "server" : "client");
+                    cfg->server ? "server" : "client");
             ret = 1;
         }
         perf_oob_sync(oob);
     }
     if (!cfg->raw_only && perf_hg_run(cfg, oob, res)) {
         fprintf(stderr, "hgx-perf: hgx %s run failed (%s)\n", cfg->transport,
-            cfg->server ? "server" : "client");
+                cfg->server ? "server" : "client");
         ret = 1;
     }
     return ret;
@@ -379,7 +387,8 @@ int main(int argc, char **argv)
             return 1;
         if (size != 2) {
             if (rank == 0)
-                fprintf(stderr, "hgx-perf: mpi+static needs exactly 2 ranks (mpirun -np 2)\n");
+                fprintf(stderr,
+                        "hgx-perf: mpi+static needs exactly 2 ranks (mpirun -np 2)\n");
             perf_mpi_finalize();
             return 2;
         }

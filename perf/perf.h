@@ -19,8 +19,8 @@ struct perf_config {
     enum perf_kind kind;
     const char *proto; /* part after '+': tcp, shm, static */
     enum perf_mode mode;
-    int raw_only;      /* --raw: only the raw baseline */
-    int hg_only;       /* --no-raw */
+    int raw_only; /* --raw: only the raw baseline */
+    int hg_only;  /* --no-raw */
     size_t sizes[PERF_MAX_POINTS];
     int nsizes;
     int iters;
@@ -52,11 +52,11 @@ int perf_oob_sync(struct perf_oob *o);
 
 /* One measured point; the client fills value and unit, the table shows ratio. */
 struct perf_point {
-    char what[32];   /* row label: "rpc", "bulk-pull", "cancel-storm" ... */
-    size_t param;    /* size in bytes, in-flight count or outstanding count */
-    long iters;      /* operations timed */
-    double value;    /* us per op, or ops/s, or MiB/s */
-    int have;        /* value measured */
+    char what[32]; /* row label: "rpc", "bulk-pull", "cancel-storm" ... */
+    size_t param;  /* size in bytes, in-flight count or outstanding count */
+    long iters;    /* operations timed */
+    double value;  /* us per op, or ops/s, or MiB/s */
+    int have;      /* value measured */
 };
 
 struct perf_results {
@@ -67,10 +67,14 @@ struct perf_results {
 };
 
 /* Runners: run the whole mode as client or server; 0 on success. */
-int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
-int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
-int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
-int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res);
+int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
+                struct perf_results *res);
+int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res);
+int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res);
+int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res);
 
 /* MPI helpers (perf_raw_mpi.c). */
 int perf_mpi_init(int *argc, char ***argv, int *rank, int *size);
@@ -81,8 +85,8 @@ void perf_mpi_finalize(void);
 double perf_now(void); /* seconds, monotonic */
 void perf_progress(const struct perf_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what, size_t param,
-    long iters, double value);
+struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what,
+                            size_t param, long iters, double value);
 /* Iterations for a point: cfg->iters scaled down for large sizes / counts. */
 long perf_iters_for(const struct perf_config *cfg, size_t bytes_or_count, int bulk);
 

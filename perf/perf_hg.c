@@ -64,8 +64,8 @@ static double cpu_seconds(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6
-           + (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static hg_return_t lat_rpc(hg_handle_t h)
@@ -95,7 +95,8 @@ static hg_return_t expose_rpc(hg_handle_t h)
     srv.region = malloc(size);
     if (srv.region)
         memset(srv.region, 0x5a, size);
-    HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &srv.region, &size, HG_BULK_READWRITE, &srv.bulk);
+    HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &srv.region, &size, HG_BULK_READWRITE,
+                   &srv.bulk);
     out.bulk = srv.bulk;
     HG_Free_input(h, &in);
     HG_Respond(h, NULL, NULL, &out);
@@ -127,12 +128,13 @@ static hg_return_t quit_rpc(hg_handle_t h)
 
 static void register_rpcs(hg_class_t *cls, struct perf_ids *ids, int server)
 {
-    ids->lat = HG_Register_name(cls, "perf_lat", hg_proc_perf_bytes_t, NULL, server ? lat_rpc : NULL);
+    ids->lat = HG_Register_name(cls, "perf_lat", hg_proc_perf_bytes_t, NULL,
+                                server ? lat_rpc : NULL);
     ids->hold = HG_Register_name(cls, "perf_hold", NULL, NULL, server ? hold_rpc : NULL);
-    ids->expose = MERCURY_REGISTER(cls, "perf_expose", perf_expose_in_t, perf_expose_out_t,
-        server ? expose_rpc : NULL);
+    ids->expose = MERCURY_REGISTER(cls, "perf_expose", perf_expose_in_t,
+                                   perf_expose_out_t, server ? expose_rpc : NULL);
     ids->idle = MERCURY_REGISTER(cls, "perf_idle", perf_idle_in_t, perf_idle_out_t,
-        server ? idle_rpc : NULL);
+                                 server ? idle_rpc : NULL);
     ids->quit = HG_Register_name(cls, "perf_quit", NULL, NULL, server ? quit_rpc : NULL);
     HG_Registered_disable_response(cls, ids->quit, HG_TRUE);
 }
@@ -291,16 +293,17 @@ static double rate_hgx(struct client *c, int k, long total)
     return v;
 }
 
-static double bw(struct client *c, hg_bulk_t remote, hg_bulk_t local, int put, size_t size,
-    long iters)
+static double bw(struct client *c, hg_bulk_t remote, hg_bulk_t local, int put,
+                 size_t size, long iters)
 {
     long done = 0;
     double t0 = 0;
     for (long i = -1; i < iters; i++) {
         if (i == 0)
             t0 = perf_now();
-        hg_return_t r = HG_Bulk_transfer(c->ctx, count_cb, &done, put ? HG_BULK_PUSH : HG_BULK_PULL,
-            c->addr, remote, 0, local, 0, size, HG_OP_ID_IGNORE);
+        hg_return_t r =
+            HG_Bulk_transfer(c->ctx, count_cb, &done, put ? HG_BULK_PUSH : HG_BULK_PULL,
+                             c->addr, remote, 0, local, 0, size, HG_OP_ID_IGNORE);
         if (r != HG_SUCCESS) {
             fprintf(stderr, "hgx-perf: HG_Bulk_transfer: %s\n", HG_Error_to_string(r));
             return -1;
@@ -344,8 +347,8 @@ static double scale(hg_handle_t *h, hgx_request_t *req, int n, long rounds)
     double t0 = perf_now();
     for (long r = 0; r < rounds; r++) {
         for (int i = 0; i < n; i++) {
-            if (hgx_iforward(h[i], &in, &req[i]) != HG_SUCCESS
-                || hgx_request_set_timeout(req[i], 60000) != HG_SUCCESS) {
+            if (hgx_iforward(h[i], &in, &req[i]) != HG_SUCCESS ||
+                hgx_request_set_timeout(req[i], 60000) != HG_SUCCESS) {
                 fprintf(stderr, "hgx-perf: hgx_iforward/set_timeout failed at %d\n", i);
                 return -1;
             }
@@ -361,7 +364,8 @@ static double idle_cpu(struct client *c)
     hg_handle_t h;
     perf_idle_in_t in = {.phase = 0};
     perf_idle_out_t out;
-    if (HG_Create(c->ctx, c->addr, c->ids.idle, &h) != HG_SUCCESS || forward_wait(c, h, &in))
+    if (HG_Create(c->ctx, c->addr, c->ids.idle, &h) != HG_SUCCESS ||
+        forward_wait(c, h, &in))
         return -1;
     struct timespec ts = {1, 0};
     nanosleep(&ts, NULL);
@@ -391,12 +395,14 @@ static void destroy_handles(hg_handle_t *h, int n)
     free(h);
 }
 
-static int client_modes(const struct perf_config *cfg, struct client *c, struct perf_results *res)
+static int client_modes(const struct perf_config *cfg, struct client *c,
+                        struct perf_results *res)
 {
     double v;
     switch (cfg->mode) {
     case PERF_LAT: {
-        char *payload = calloc(1, 65536 > cfg->sizes[cfg->nsizes - 1] ? 65536 : cfg->sizes[cfg->nsizes - 1]);
+        char *payload = calloc(
+            1, 65536 > cfg->sizes[cfg->nsizes - 1] ? 65536 : cfg->sizes[cfg->nsizes - 1]);
         if (!payload)
             return -1;
         for (int i = 0; i < cfg->nsizes; i++) {
@@ -434,9 +440,10 @@ static int client_modes(const struct perf_config *cfg, struct client *c, struct 
         void *buf = malloc(max);
         hg_size_t bsize = max;
         hg_bulk_t local = HG_BULK_NULL;
-        if (!buf || HG_Create(c->ctx, c->addr, c->ids.expose, &h) != HG_SUCCESS
-            || forward_wait(c, h, &in) || HG_Get_output(h, &out) != HG_SUCCESS
-            || HG_Bulk_create(c->cls, 1, &buf, &bsize, HG_BULK_READWRITE, &local) != HG_SUCCESS) {
+        if (!buf || HG_Create(c->ctx, c->addr, c->ids.expose, &h) != HG_SUCCESS ||
+            forward_wait(c, h, &in) || HG_Get_output(h, &out) != HG_SUCCESS ||
+            HG_Bulk_create(c->cls, 1, &buf, &bsize, HG_BULK_READWRITE, &local) !=
+                HG_SUCCESS) {
             free(buf);
             return -1;
         }
@@ -449,8 +456,8 @@ static int client_modes(const struct perf_config *cfg, struct client *c, struct 
                 if ((v = bw(c, out.bulk, local, put, cfg->sizes[i], it)) < 0)
                     ret = -1;
                 else
-                    perf_add(res->hg, &res->nhg, put ? "push-MiB/s" : "pull-MiB/s", cfg->sizes[i],
-                        it, v);
+                    perf_add(res->hg, &res->nhg, put ? "push-MiB/s" : "pull-MiB/s",
+                             cfg->sizes[i], it, v);
             }
         HG_Bulk_free(local);
         HG_Free_output(h, &out);
@@ -483,8 +490,10 @@ static int client_modes(const struct perf_config *cfg, struct client *c, struct 
         if (v < 0)
             return -1;
         if (posted < PERF_STORM)
-            fprintf(stderr, "hgx-perf: HG_Forward returned HG_AGAIN after %d outstanding; "
-                            "storm cut to %d\n", posted, posted);
+            fprintf(stderr,
+                    "hgx-perf: HG_Forward returned HG_AGAIN after %d outstanding; "
+                    "storm cut to %d\n",
+                    posted, posted);
         perf_add(res->hg, &res->nhg, "storm-us/op", PERF_STORM, posted, v / posted);
         break;
     }
@@ -525,7 +534,8 @@ static const char *info_string(const struct perf_config *cfg)
     return cfg->transport;
 }
 
-int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
+                struct perf_results *res)
 {
     struct perf_ids ids;
     hg_class_t *cls = HG_Init(info_string(cfg), cfg->server ? HG_TRUE : HG_FALSE);
@@ -537,8 +547,8 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf
     if (cfg->server) {
         hg_addr_t self = HG_ADDR_NULL;
         hg_size_t len = sizeof(addr);
-        if (!ctx || HG_Addr_self(cls, &self) != HG_SUCCESS
-            || HG_Addr_to_string(cls, addr, &len, self) != HG_SUCCESS) {
+        if (!ctx || HG_Addr_self(cls, &self) != HG_SUCCESS ||
+            HG_Addr_to_string(cls, addr, &len, self) != HG_SUCCESS) {
             fprintf(stderr, "hgx-perf server: HG_Init(%s) failed\n", cfg->transport);
             addr[0] = '\0';
         }

@@ -66,7 +66,8 @@ static int serve(struct raw_transport *rt)
     int ret = 0, quit = 0;
     long sendctr = 0;
     for (int s = 0; s < PERF_RAW_SRV_RECVS; s++)
-        if (rt->recv(rt->t, s, bufs + (size_t)s * PERF_RAW_MSG_MAX, PERF_RAW_MSG_MAX, 0, 1))
+        if (rt->recv(rt->t, s, bufs + (size_t)s * PERF_RAW_MSG_MAX, PERF_RAW_MSG_MAX, 0,
+                     1))
             return -1;
     while (!quit) {
         struct raw_completion c[POLL_MAX];
@@ -80,8 +81,11 @@ static int serve(struct raw_transport *rt)
                 continue;
             unsigned cmd = (unsigned)(c[i].tag >> 16);
             unsigned cslot = (unsigned)(c[i].tag & 0xffff);
-            int sslot = PERF_RAW_SEND_BASE + (int)(sendctr++ % (PERF_RAW_NSLOTS - 1 - PERF_RAW_SEND_BASE));
-            char *mbuf = c[i].slot < PERF_RAW_SRV_RECVS ? bufs + (size_t)c[i].slot * PERF_RAW_MSG_MAX : NULL;
+            int sslot = PERF_RAW_SEND_BASE +
+                        (int)(sendctr++ % (PERF_RAW_NSLOTS - 1 - PERF_RAW_SEND_BASE));
+            char *mbuf = c[i].slot < PERF_RAW_SRV_RECVS
+                             ? bufs + (size_t)c[i].slot * PERF_RAW_MSG_MAX
+                             : NULL;
             switch (cmd) {
             case RAW_CMD_ECHO:
                 ret = rt->send(rt->t, sslot, rt->big, 0, RAW_TAG(RAW_CMD_REPLY, cslot));
@@ -89,15 +93,16 @@ static int serve(struct raw_transport *rt)
             case RAW_CMD_PULL: {
                 uint64_t sz = 0;
                 memcpy(&sz, mbuf, sizeof(sz));
-                ret = rt->send(rt->t, sslot, rt->big, (size_t)sz, RAW_TAG(RAW_CMD_REPLY, cslot));
+                ret = rt->send(rt->t, sslot, rt->big, (size_t)sz,
+                               RAW_TAG(RAW_CMD_REPLY, cslot));
                 break;
             }
             case RAW_CMD_PUSHREQ: {
                 uint64_t sz = 0;
                 memcpy(&sz, mbuf, sizeof(sz));
                 /* the data lands in big; slot PERF_RAW_SRV_RECVS + client slot */
-                ret = rt->recv(rt->t, PERF_RAW_SRV_RECVS + (int)cslot, rt->big, (size_t)sz,
-                    RAW_TAG(RAW_CMD_PUSHDATA, cslot), 0);
+                ret = rt->recv(rt->t, PERF_RAW_SRV_RECVS + (int)cslot, rt->big,
+                               (size_t)sz, RAW_TAG(RAW_CMD_PUSHDATA, cslot), 0);
                 break;
             }
             case RAW_CMD_PUSHDATA:
@@ -108,7 +113,7 @@ static int serve(struct raw_transport *rt)
                 break;
             default:
                 fprintf(stderr, "hgx-perf raw server: unexpected tag %#llx\n",
-                    (unsigned long long)c[i].tag);
+                        (unsigned long long)c[i].tag);
                 ret = -1;
             }
             if (!ret && c[i].slot < PERF_RAW_SRV_RECVS && !quit)
@@ -130,8 +135,8 @@ static int serve(struct raw_transport *rt)
 /* ---------------------------------------------------------------- client */
 
 /* Post a request on slot s and its reply receive; tag carries cmd. */
-static int post_pair(struct raw_transport *rt, int s, unsigned cmd, const void *buf, size_t len,
-    void *rbuf, size_t rlen)
+static int post_pair(struct raw_transport *rt, int s, unsigned cmd, const void *buf,
+                     size_t len, void *rbuf, size_t rlen)
 {
     sent_done[PERF_RAW_SEND_BASE + s] = 0;
     recv_done[s] = 0;
@@ -233,7 +238,8 @@ static double cancel_storm(struct raw_transport *rt, int n)
     return (perf_now() - t0) * 1e6;
 }
 
-static double bulk(struct raw_transport *rt, int put, size_t size, long iters, char *local)
+static double bulk(struct raw_transport *rt, int put, size_t size, long iters,
+                   char *local)
 {
     double t0 = 0;
     for (long i = -1; i < iters; i++) {
@@ -250,9 +256,11 @@ static double bulk(struct raw_transport *rt, int put, size_t size, long iters, c
             uint64_t sz = size;
             memcpy(rt->msg, &sz, sizeof(sz));
             sent_done[PERF_RAW_SEND_BASE + 1] = 0;
-            if (post_pair(rt, 0, RAW_CMD_PUSHREQ, rt->msg, sizeof(sz), rt->msg + PERF_RAW_MSG_MAX, 0)
-                || rt->send(rt->t, PERF_RAW_SEND_BASE + 1, local, size, RAW_TAG(RAW_CMD_PUSHDATA, 0))
-                || wait_pair(rt, 0))
+            if (post_pair(rt, 0, RAW_CMD_PUSHREQ, rt->msg, sizeof(sz),
+                          rt->msg + PERF_RAW_MSG_MAX, 0) ||
+                rt->send(rt->t, PERF_RAW_SEND_BASE + 1, local, size,
+                         RAW_TAG(RAW_CMD_PUSHDATA, 0)) ||
+                wait_pair(rt, 0))
                 return -1;
             while (!sent_done[PERF_RAW_SEND_BASE + 1])
                 if (pump(rt, NULL, NULL, NULL) < 0)
@@ -260,14 +268,16 @@ static double bulk(struct raw_transport *rt, int put, size_t size, long iters, c
         } else {
             uint64_t sz = size;
             memcpy(rt->msg, &sz, sizeof(sz));
-            if (post_pair(rt, 0, RAW_CMD_PULL, rt->msg, sizeof(sz), local, size) || wait_pair(rt, 0))
+            if (post_pair(rt, 0, RAW_CMD_PULL, rt->msg, sizeof(sz), local, size) ||
+                wait_pair(rt, 0))
                 return -1;
         }
     }
     return (double)size * (double)iters / (perf_now() - t0) / (1024.0 * 1024.0);
 }
 
-static int client(const struct perf_config *cfg, struct raw_transport *rt, struct perf_results *res)
+static int client(const struct perf_config *cfg, struct raw_transport *rt,
+                  struct perf_results *res)
 {
     double v;
     switch (cfg->mode) {
@@ -297,8 +307,8 @@ static int client(const struct perf_config *cfg, struct raw_transport *rt, struc
                 perf_progress(cfg, "raw %s %zu B", put ? "push" : "pull", cfg->sizes[i]);
                 if ((v = bulk(rt, put, cfg->sizes[i], it, local)) < 0)
                     return -1;
-                perf_add(res->raw, &res->nraw, put ? "push-MiB/s" : "pull-MiB/s", cfg->sizes[i],
-                    it, v);
+                perf_add(res->raw, &res->nraw, put ? "push-MiB/s" : "pull-MiB/s",
+                         cfg->sizes[i], it, v);
             }
         break;
     }
@@ -312,7 +322,8 @@ static int client(const struct perf_config *cfg, struct raw_transport *rt, struc
             sum += v;
         }
         perf_add(res->raw, &res->nraw, "cancel-us", 1, it, sum / (double)it);
-        int n = rt->max_recvs && rt->max_recvs - 8 < PERF_STORM ? rt->max_recvs - 8 : PERF_STORM;
+        int n = rt->max_recvs && rt->max_recvs - 8 < PERF_STORM ? rt->max_recvs - 8
+                                                                : PERF_STORM;
         perf_progress(cfg, "raw cancel storm of %d", n);
         if ((v = cancel_storm(rt, n)) < 0)
             return -1;
@@ -333,7 +344,8 @@ static int client(const struct perf_config *cfg, struct raw_transport *rt, struc
     return 0;
 }
 
-int perf_raw_drive(const struct perf_config *cfg, struct raw_transport *rt, struct perf_results *res)
+int perf_raw_drive(const struct perf_config *cfg, struct raw_transport *rt,
+                   struct perf_results *res)
 {
     if (cfg->server)
         return serve(rt);

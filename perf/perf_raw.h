@@ -13,13 +13,20 @@
 #include "perf.h"
 
 #define PERF_RAW_SEND_BASE 16384
-#define PERF_RAW_NSLOTS    32768
-#define PERF_RAW_RMA_SLOT  (PERF_RAW_NSLOTS - 1)
-#define PERF_RAW_MSG_MAX   65536 /* largest lat payload */
-#define PERF_RAW_SRV_RECVS 128   /* wildcard receives the server keeps posted */
+#define PERF_RAW_NSLOTS 32768
+#define PERF_RAW_RMA_SLOT (PERF_RAW_NSLOTS - 1)
+#define PERF_RAW_MSG_MAX 65536 /* largest lat payload */
+#define PERF_RAW_SRV_RECVS 128 /* wildcard receives the server keeps posted */
 
-enum { RAW_CMD_REPLY = 1, RAW_CMD_ECHO, RAW_CMD_PULL, RAW_CMD_PUSHREQ, RAW_CMD_PUSHDATA,
-    RAW_CMD_QUIT, RAW_CMD_NEVER };
+enum {
+    RAW_CMD_REPLY = 1,
+    RAW_CMD_ECHO,
+    RAW_CMD_PULL,
+    RAW_CMD_PUSHREQ,
+    RAW_CMD_PUSHDATA,
+    RAW_CMD_QUIT,
+    RAW_CMD_NEVER
+};
 #define RAW_TAG(cmd, slot) (((uint64_t)(cmd) << 16) | (uint64_t)(slot))
 
 enum raw_event { RAW_EV_SEND, RAW_EV_RECV, RAW_EV_RMA, RAW_EV_CANCELLED };
@@ -48,7 +55,8 @@ struct raw_transport {
 };
 
 /* Run the mode with the given transport (set up, peer connected). */
-int perf_raw_drive(const struct perf_config *cfg, struct raw_transport *rt, struct perf_results *res);
+int perf_raw_drive(const struct perf_config *cfg, struct raw_transport *rt,
+                   struct perf_results *res);
 
 /* Largest bw size of the configuration (bytes), at least 4096. */
 size_t perf_raw_big_size(const struct perf_config *cfg);

@@ -19,14 +19,16 @@ static int peer_rank;
 static int mpi_oob_send(struct perf_oob *o, const void *buf, size_t len)
 {
     (void)o;
-    return MPI_Send(buf, (int)len, MPI_BYTE, peer_rank, 77, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+    return MPI_Send(buf, (int)len, MPI_BYTE, peer_rank, 77, MPI_COMM_WORLD) == MPI_SUCCESS
+               ? 0
+               : -1;
 }
 
 static int mpi_oob_recv(struct perf_oob *o, void *buf, size_t len)
 {
     (void)o;
-    return MPI_Recv(buf, (int)len, MPI_BYTE, peer_rank, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
-                   == MPI_SUCCESS
+    return MPI_Recv(buf, (int)len, MPI_BYTE, peer_rank, 77, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE) == MPI_SUCCESS
                ? 0
                : -1;
 }
@@ -83,7 +85,8 @@ static int mpi_send(void *t, int slot, const void *buf, size_t len, uint64_t tag
 {
     struct mpi_raw *m = t;
     widen(m, slot);
-    return MPI_Isend(buf, (int)len, MPI_BYTE, peer_rank, (int)tag, m->comm, &m->req[slot]) == MPI_SUCCESS
+    return MPI_Isend(buf, (int)len, MPI_BYTE, peer_rank, (int)tag, m->comm,
+                     &m->req[slot]) == MPI_SUCCESS
                ? 0
                : -1;
 }
@@ -92,14 +95,14 @@ static int mpi_recv(void *t, int slot, void *buf, size_t len, uint64_t tag, int 
 {
     struct mpi_raw *m = t;
     widen(m, slot);
-    return MPI_Irecv(buf, (int)len, MPI_BYTE, peer_rank, any ? MPI_ANY_TAG : (int)tag, m->comm,
-               &m->req[slot])
-                   == MPI_SUCCESS
+    return MPI_Irecv(buf, (int)len, MPI_BYTE, peer_rank, any ? MPI_ANY_TAG : (int)tag,
+                     m->comm, &m->req[slot]) == MPI_SUCCESS
                ? 0
                : -1;
 }
 
-static int testsome(struct mpi_raw *m, int lo, int hi, struct raw_completion *out, int max, int *k)
+static int testsome(struct mpi_raw *m, int lo, int hi, struct raw_completion *out,
+                    int max, int *k)
 {
     int outcount = 0;
     if (hi <= lo)
@@ -116,9 +119,11 @@ static int testsome(struct mpi_raw *m, int lo, int hi, struct raw_completion *ou
             continue;
         }
         MPI_Get_count(&m->st[i], MPI_BYTE, &cnt);
-        out[(*k)++] = (struct raw_completion){.slot = slot,
+        out[(*k)++] = (struct raw_completion){
+            .slot = slot,
             .ev = slot >= PERF_RAW_SEND_BASE ? RAW_EV_SEND : RAW_EV_RECV,
-            .tag = (uint64_t)m->st[i].MPI_TAG, .len = (size_t)cnt};
+            .tag = (uint64_t)m->st[i].MPI_TAG,
+            .len = (size_t)cnt};
     }
     return 0;
 }
@@ -151,7 +156,8 @@ static int mpi_cancel(void *t, int slot)
     return 0;
 }
 
-int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res)
 {
     struct mpi_raw *m = calloc(1, sizeof(*m));
     if (!m)
@@ -166,9 +172,15 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob, struct
     int ret = -1;
     if (m->msg && m->big && MPI_Comm_dup(MPI_COMM_WORLD, &m->comm) == MPI_SUCCESS) {
         memset(m->big, cfg->server ? 0x5a : 0xa5, m->big_size);
-        struct raw_transport rt = {.t = m, .msg = m->msg, .big = m->big, .big_size = m->big_size,
-            .send = mpi_send, .recv = mpi_recv, .poll = mpi_poll, .cancel = mpi_cancel,
-            .rma = NULL};
+        struct raw_transport rt = {.t = m,
+                                   .msg = m->msg,
+                                   .big = m->big,
+                                   .big_size = m->big_size,
+                                   .send = mpi_send,
+                                   .recv = mpi_recv,
+                                   .poll = mpi_poll,
+                                   .cancel = mpi_cancel,
+                                   .rma = NULL};
         ret = perf_raw_drive(cfg, &rt, res);
         perf_oob_sync(oob);
         MPI_Comm_free(&m->comm);
@@ -179,7 +191,8 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob, struct
     return ret;
 }
 #else
-int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res)
 {
     (void)cfg, (void)oob, (void)res;
     return -1;
@@ -193,7 +206,5 @@ void perf_mpi_oob(struct perf_oob *oob)
 {
     (void)oob;
 }
-void perf_mpi_finalize(void)
-{
-}
+void perf_mpi_finalize(void) {}
 #endif

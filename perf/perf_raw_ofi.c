@@ -48,7 +48,7 @@ struct ofi_raw {
     do {                                                                                 \
         int rc_ = (int)(call);                                                           \
         if (rc_) {                                                                       \
-            fprintf(stderr, "hgx-perf raw ofi: %s: %s\n", #call, fi_strerror(-rc_));      \
+            fprintf(stderr, "hgx-perf raw ofi: %s: %s\n", #call, fi_strerror(-rc_));     \
             return -1;                                                                   \
         }                                                                                \
     } while (0)
@@ -89,7 +89,7 @@ static int ofi_recv(void *t, int slot, void *buf, size_t len, uint64_t tag, int 
     s->rma = 0;
     for (;;) {
         ssize_t rc = fi_trecv(o->ep, buf, len, desc_of(o, buf), FI_ADDR_UNSPEC, tag,
-            any ? ~(uint64_t)0 : 0, &s->ctx);
+                              any ? ~(uint64_t)0 : 0, &s->ctx);
         if (rc == 0)
             return 0;
         if (rc != -FI_EAGAIN) {
@@ -133,8 +133,10 @@ static int ofi_progress_cq(struct ofi_raw *o, struct raw_completion *out, int ma
             continue;
         }
         out[k++] = (struct raw_completion){.slot = s->slot,
-            .ev = (e[i].flags & FI_RECV) ? RAW_EV_RECV : RAW_EV_SEND,
-            .tag = e[i].tag, .len = e[i].len};
+                                           .ev = (e[i].flags & FI_RECV) ? RAW_EV_RECV
+                                                                        : RAW_EV_SEND,
+                                           .tag = e[i].tag,
+                                           .len = e[i].len};
     }
     return k;
 }
@@ -163,15 +165,15 @@ static int ofi_rma(void *t, int put, void *local, size_t len)
         s->slot = PERF_RAW_RMA_SLOT;
         s->rma = 1;
         for (;;) {
-            ssize_t rc = put ? fi_write(o->ep, (char *)local + off, n, o->desc_big, o->peer,
-                                   o->raddr + off, o->rkey, &s->ctx)
-                             : fi_read(o->ep, (char *)local + off, n, o->desc_big, o->peer,
-                                   o->raddr + off, o->rkey, &s->ctx);
+            ssize_t rc = put ? fi_write(o->ep, (char *)local + off, n, o->desc_big,
+                                        o->peer, o->raddr + off, o->rkey, &s->ctx)
+                             : fi_read(o->ep, (char *)local + off, n, o->desc_big,
+                                       o->peer, o->raddr + off, o->rkey, &s->ctx);
             if (rc == 0)
                 break;
             if (rc != -FI_EAGAIN) {
                 fprintf(stderr, "hgx-perf raw ofi: fi_%s: %s\n", put ? "write" : "read",
-                    fi_strerror((int)-rc));
+                        fi_strerror((int)-rc));
                 return -1;
             }
             fi_cq_read(o->cq, NULL, 0);
@@ -182,12 +184,13 @@ static int ofi_rma(void *t, int put, void *local, size_t len)
     return 0;
 }
 
-static int ofi_reg(struct ofi_raw *o, void *buf, size_t len, uint64_t key, struct fid_mr **mr,
-    void **desc)
+static int ofi_reg(struct ofi_raw *o, void *buf, size_t len, uint64_t key,
+                   struct fid_mr **mr, void **desc)
 {
     OFI_CHK(fi_mr_reg(o->domain, buf, len,
-        FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, key, 0, mr,
-        NULL));
+                      FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                          FI_REMOTE_WRITE,
+                      0, key, 0, mr, NULL));
     if (o->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
         OFI_CHK(fi_mr_bind(*mr, &o->ep->fid, 0));
         OFI_CHK(fi_mr_enable(*mr));
@@ -196,18 +199,20 @@ static int ofi_reg(struct ofi_raw *o, void *buf, size_t len, uint64_t key, struc
     return 0;
 }
 
-static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg, struct perf_oob *oob)
+static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg,
+                     struct perf_oob *oob)
 {
     struct fi_info *hints = fi_allocinfo();
     if (!hints)
         return -1;
     int shm = strcmp(cfg->proto, "shm") == 0;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->caps =
+        FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY
-                                  | FI_MR_ENDPOINT;
+    hints->domain_attr->mr_mode =
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     hints->fabric_attr->prov_name = strdup(shm ? "shm" : "tcp;ofi_rxm");
     if (!shm) {
         struct sockaddr_in *sin = calloc(1, sizeof(*sin));
@@ -222,15 +227,18 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg, struct pe
     int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &o->info);
     fi_freeinfo(hints);
     if (rc) {
-        fprintf(stderr, "hgx-perf raw ofi: fi_getinfo(%s): %s\n", cfg->proto, fi_strerror(-rc));
+        fprintf(stderr, "hgx-perf raw ofi: fi_getinfo(%s): %s\n", cfg->proto,
+                fi_strerror(-rc));
         return -1;
     }
-    o->max_msg = o->info->ep_attr->max_msg_size ? o->info->ep_attr->max_msg_size : (1u << 30);
+    o->max_msg =
+        o->info->ep_attr->max_msg_size ? o->info->ep_attr->max_msg_size : (1u << 30);
     OFI_CHK(fi_fabric(o->info->fabric_attr, &o->fabric, NULL));
     OFI_CHK(fi_domain(o->fabric, o->info, &o->domain, NULL));
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     OFI_CHK(fi_av_open(o->domain, &av_attr, &o->av, NULL));
-    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 4 * PERF_RAW_NSLOTS};
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
+                                 .size = 4 * PERF_RAW_NSLOTS};
     OFI_CHK(fi_cq_open(o->domain, &cq_attr, &o->cq, NULL));
     OFI_CHK(fi_endpoint(o->domain, o->info, &o->ep, NULL));
     OFI_CHK(fi_ep_bind(o->ep, &o->av->fid, 0));
@@ -245,8 +253,8 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg, struct pe
         return -1;
     memset(o->msg, 0, o->msg_size);
     memset(o->big, cfg->server ? 0x5a : 0xa5, o->big_size);
-    if (ofi_reg(o, o->msg, o->msg_size, 1, &o->mr_msg, &o->desc_msg)
-        || ofi_reg(o, o->big, o->big_size, 2, &o->mr_big, &o->desc_big))
+    if (ofi_reg(o, o->msg, o->msg_size, 1, &o->mr_msg, &o->desc_msg) ||
+        ofi_reg(o, o->big, o->big_size, 2, &o->mr_big, &o->desc_big))
         return -1;
 
     /* exchange names and the big region's key and address */
@@ -254,13 +262,16 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg, struct pe
     size_t len = sizeof(name);
     OFI_CHK(fi_getname(&o->ep->fid, name, &len));
     uint64_t mine[2] = {fi_mr_key(o->mr_big),
-        (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)o->big : 0};
+                        (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+                            ? (uint64_t)(uintptr_t)o->big
+                            : 0};
     uint64_t theirs[2];
     char peer[256];
     size_t plen = 0;
-    if (perf_oob_send_blob(oob, name, len) || perf_oob_send_blob(oob, mine, sizeof(mine))
-        || perf_oob_recv_blob(oob, peer, sizeof(peer), &plen)
-        || perf_oob_recv_blob(oob, theirs, sizeof(theirs), &len))
+    if (perf_oob_send_blob(oob, name, len) ||
+        perf_oob_send_blob(oob, mine, sizeof(mine)) ||
+        perf_oob_recv_blob(oob, peer, sizeof(peer), &plen) ||
+        perf_oob_recv_blob(oob, theirs, sizeof(theirs), &len))
         return -1;
     if (fi_av_insert(o->av, peer, 1, &o->peer, 0, NULL) != 1) {
         fprintf(stderr, "hgx-perf raw ofi: fi_av_insert failed\n");
@@ -293,16 +304,24 @@ static void ofi_teardown(struct ofi_raw *o)
     free(o->big);
 }
 
-int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res)
 {
     struct ofi_raw *o = calloc(1, sizeof(*o));
     if (!o)
         return -1;
     int ret = ofi_setup(o, cfg, oob);
     if (ret == 0) {
-        struct raw_transport rt = {.t = o, .msg = o->msg, .big = o->big, .big_size = o->big_size,
-            .send = ofi_send, .recv = ofi_recv, .poll = ofi_poll, .cancel = ofi_cancel,
-            .rma = ofi_rma, .max_recvs = (int)o->info->rx_attr->size};
+        struct raw_transport rt = {.t = o,
+                                   .msg = o->msg,
+                                   .big = o->big,
+                                   .big_size = o->big_size,
+                                   .send = ofi_send,
+                                   .recv = ofi_recv,
+                                   .poll = ofi_poll,
+                                   .cancel = ofi_cancel,
+                                   .rma = ofi_rma,
+                                   .max_recvs = (int)o->info->rx_attr->size};
         ret = perf_raw_drive(cfg, &rt, res);
     }
     perf_oob_sync(oob); /* both done before either closes its endpoint */
@@ -311,7 +330,8 @@ int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob, struct
     return ret;
 }
 #else
-int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res)
 {
     (void)cfg, (void)oob, (void)res;
     return -1;

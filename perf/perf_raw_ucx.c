@@ -34,7 +34,8 @@ static struct ucx_raw *g_ucx; /* callbacks reach the state through user_data = s
 
 static void push(struct ucx_raw *u, int slot, enum raw_event ev, uint64_t tag, size_t len)
 {
-    u->q[u->qtail++ % QSIZE] = (struct raw_completion){.slot = slot, .ev = ev, .tag = tag, .len = len};
+    u->q[u->qtail++ % QSIZE] =
+        (struct raw_completion){.slot = slot, .ev = ev, .tag = tag, .len = len};
 }
 
 static void send_cb(void *request, ucs_status_t status, void *user_data)
@@ -46,7 +47,7 @@ static void send_cb(void *request, ucs_status_t status, void *user_data)
 }
 
 static void recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
-    void *user_data)
+                    void *user_data)
 {
     int slot = (int)(intptr_t)user_data;
     g_ucx->req[slot] = NULL;
@@ -68,11 +69,14 @@ static void rma_cb(void *request, ucs_status_t status, void *user_data)
 static int ucx_send(void *t, int slot, const void *buf, size_t len, uint64_t tag)
 {
     struct ucx_raw *u = t;
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send = send_cb, .user_data = (void *)(intptr_t)slot};
+    ucp_request_param_t p = {.op_attr_mask =
+                                 UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.send = send_cb,
+                             .user_data = (void *)(intptr_t)slot};
     ucs_status_ptr_t sp = ucp_tag_send_nbx(u->ep, buf, len, tag, &p);
     if (UCS_PTR_IS_ERR(sp)) {
-        fprintf(stderr, "hgx-perf raw ucx: send: %s\n", ucs_status_string(UCS_PTR_STATUS(sp)));
+        fprintf(stderr, "hgx-perf raw ucx: send: %s\n",
+                ucs_status_string(UCS_PTR_STATUS(sp)));
         return -1;
     }
     if (sp == NULL)
@@ -86,13 +90,17 @@ static int ucx_recv(void *t, int slot, void *buf, size_t len, uint64_t tag, int 
 {
     struct ucx_raw *u = t;
     ucp_tag_recv_info_t info;
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA
-                                             | UCP_OP_ATTR_FIELD_RECV_INFO,
-        .cb.recv = recv_cb, .user_data = (void *)(intptr_t)slot,
-        .recv_info.tag_info = &info};
-    ucs_status_ptr_t sp = ucp_tag_recv_nbx(u->worker, buf, len, tag, any ? 0 : ~(ucp_tag_t)0, &p);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA |
+                                             UCP_OP_ATTR_FIELD_RECV_INFO,
+                             .cb.recv = recv_cb,
+                             .user_data = (void *)(intptr_t)slot,
+                             .recv_info.tag_info = &info};
+    ucs_status_ptr_t sp =
+        ucp_tag_recv_nbx(u->worker, buf, len, tag, any ? 0 : ~(ucp_tag_t)0, &p);
     if (UCS_PTR_IS_ERR(sp)) {
-        fprintf(stderr, "hgx-perf raw ucx: recv: %s\n", ucs_status_string(UCS_PTR_STATUS(sp)));
+        fprintf(stderr, "hgx-perf raw ucx: recv: %s\n",
+                ucs_status_string(UCS_PTR_STATUS(sp)));
         return -1;
     }
     if (sp == NULL)
@@ -124,7 +132,8 @@ static int ucx_cancel(void *t, int slot)
 static int ucx_rma(void *t, int put, void *local, size_t len)
 {
     struct ucx_raw *u = t;
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = rma_cb};
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK,
+                             .cb.send = rma_cb};
     ucs_status_ptr_t sp = put ? ucp_put_nbx(u->ep, local, len, u->raddr, u->rkey, &p)
                               : ucp_get_nbx(u->ep, local, len, u->raddr, u->rkey, &p);
     if (UCS_PTR_IS_ERR(sp))
@@ -147,24 +156,27 @@ static int ucx_rma(void *t, int put, void *local, size_t len)
     do {                                                                                 \
         ucs_status_t st_ = (call);                                                       \
         if (st_ != UCS_OK) {                                                             \
-            fprintf(stderr, "hgx-perf raw ucx: %s: %s\n", #call, ucs_status_string(st_)); \
+            fprintf(stderr, "hgx-perf raw ucx: %s: %s\n", #call,                         \
+                    ucs_status_string(st_));                                             \
             return -1;                                                                   \
         }                                                                                \
     } while (0)
 
-static int ucx_setup(struct ucx_raw *u, const struct perf_config *cfg, struct perf_oob *oob)
+static int ucx_setup(struct ucx_raw *u, const struct perf_config *cfg,
+                     struct perf_oob *oob)
 {
     ucp_config_t *config;
     UCX_CHK(ucp_config_read(NULL, NULL, &config));
-    const char *tls = strcmp(cfg->proto, "shm") == 0 ? "posix,sysv,cma,self,tcp" : "tcp,self";
+    const char *tls =
+        strcmp(cfg->proto, "shm") == 0 ? "posix,sysv,cma,self,tcp" : "tcp,self";
     UCX_CHK(ucp_config_modify(config, "TLS", tls));
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-        .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA};
+                           .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA};
     ucs_status_t st = ucp_init(&params, config, &u->ctx);
     ucp_config_release(config);
     UCX_CHK(st);
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SINGLE};
+                              .thread_mode = UCS_THREAD_MODE_SINGLE};
     UCX_CHK(ucp_worker_create(u->ctx, &wp, &u->worker));
 
     u->msg_size = (size_t)(PERF_RAW_SRV_RECVS + 2) * PERF_RAW_MSG_MAX;
@@ -176,9 +188,10 @@ static int ucx_setup(struct ucx_raw *u, const struct perf_config *cfg, struct pe
         return -1;
     memset(u->msg, 0, u->msg_size);
     memset(u->big, cfg->server ? 0x5a : 0xa5, u->big_size);
-    ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS
-                                             | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-        .address = u->big, .length = u->big_size};
+    ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                                             UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+                               .address = u->big,
+                               .length = u->big_size};
     UCX_CHK(ucp_mem_map(u->ctx, &mp, &u->mem_big));
 
     ucp_address_t *addr;
@@ -190,17 +203,18 @@ static int ucx_setup(struct ucx_raw *u, const struct perf_config *cfg, struct pe
     static char peer[8192], prk[8192];
     size_t plen, prlen, blen;
     uint64_t pbase;
-    int bad = perf_oob_send_blob(oob, addr, alen) || perf_oob_send_blob(oob, rkbuf, rlen)
-              || perf_oob_send_blob(oob, &base, sizeof(base))
-              || perf_oob_recv_blob(oob, peer, sizeof(peer), &plen)
-              || perf_oob_recv_blob(oob, prk, sizeof(prk), &prlen)
-              || perf_oob_recv_blob(oob, &pbase, sizeof(pbase), &blen);
+    int bad = perf_oob_send_blob(oob, addr, alen) ||
+              perf_oob_send_blob(oob, rkbuf, rlen) ||
+              perf_oob_send_blob(oob, &base, sizeof(base)) ||
+              perf_oob_recv_blob(oob, peer, sizeof(peer), &plen) ||
+              perf_oob_recv_blob(oob, prk, sizeof(prk), &prlen) ||
+              perf_oob_recv_blob(oob, &pbase, sizeof(pbase), &blen);
     ucp_worker_release_address(u->worker, addr);
     ucp_rkey_buffer_release(rkbuf);
     if (bad)
         return -1;
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-        .address = (const ucp_address_t *)peer};
+                          .address = (const ucp_address_t *)peer};
     UCX_CHK(ucp_ep_create(u->worker, &ep, &u->ep));
     UCX_CHK(ucp_ep_rkey_unpack(u->ep, prk, &u->rkey));
     u->raddr = pbase;
@@ -213,7 +227,7 @@ static void ucx_teardown(struct ucx_raw *u)
         ucp_rkey_destroy(u->rkey);
     if (u->ep) {
         ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-            .flags = UCP_EP_CLOSE_FLAG_FORCE};
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
         ucs_status_ptr_t sp = ucp_ep_close_nbx(u->ep, &p);
         if (sp && !UCS_PTR_IS_ERR(sp)) {
             while (ucp_request_check_status(sp) == UCS_INPROGRESS)
@@ -232,7 +246,8 @@ static void ucx_teardown(struct ucx_raw *u)
     free(u->q);
 }
 
-int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res)
 {
     struct ucx_raw *u = calloc(1, sizeof(*u));
     if (!u)
@@ -240,9 +255,15 @@ int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob, struct
     g_ucx = u;
     int ret = ucx_setup(u, cfg, oob);
     if (ret == 0) {
-        struct raw_transport rt = {.t = u, .msg = u->msg, .big = u->big, .big_size = u->big_size,
-            .send = ucx_send, .recv = ucx_recv, .poll = ucx_poll, .cancel = ucx_cancel,
-            .rma = ucx_rma};
+        struct raw_transport rt = {.t = u,
+                                   .msg = u->msg,
+                                   .big = u->big,
+                                   .big_size = u->big_size,
+                                   .send = ucx_send,
+                                   .recv = ucx_recv,
+                                   .poll = ucx_poll,
+                                   .cancel = ucx_cancel,
+                                   .rma = ucx_rma};
         ret = perf_raw_drive(cfg, &rt, res);
         /* let the last sends drain before the sync */
         for (int i = 0; i < 1000; i++)
@@ -255,7 +276,8 @@ int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob, struct
     return ret;
 }
 #else
-int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob, struct perf_results *res)
+int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob,
+                     struct perf_results *res)
 {
     (void)cfg, (void)oob, (void)res;
     return -1;

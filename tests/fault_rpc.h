@@ -13,18 +13,21 @@
 
 /* Pull size bytes from bulk in chunks of chunk bytes, delay_ms between
  * chunks; check the pattern test_fill(seed) unless seed is 0. */
-MERCURY_GEN_PROC(ft_pull_in_t, ((hg_bulk_t)(bulk))((uint64_t)(size))((uint64_t)(chunk))
-    ((uint32_t)(delay_ms))((uint32_t)(client))((uint32_t)(seq))((uint32_t)(seed)))
+MERCURY_GEN_PROC(ft_pull_in_t, ((hg_bulk_t)(bulk))((uint64_t)(size))((uint64_t)(chunk))(
+                                   (uint32_t)(delay_ms))((uint32_t)(client))(
+                                   (uint32_t)(seq))((uint32_t)(seed)))
 MERCURY_GEN_PROC(ft_pull_out_t, ((int32_t)(ret))((uint32_t)(seq)))
 MERCURY_GEN_PROC(ft_sleep_in_t, ((uint32_t)(ms)))
 MERCURY_GEN_PROC(ft_sleep_out_t, ((int32_t)(ret)))
 MERCURY_GEN_PROC(ft_expose_in_t, ((uint64_t)(size))((uint32_t)(seed)))
 MERCURY_GEN_PROC(ft_expose_out_t, ((hg_bulk_t)(bulk)))
 MERCURY_GEN_PROC(ft_stats_in_t, ((uint32_t)(client))((uint32_t)(mark)))
-MERCURY_GEN_PROC(ft_stats_out_t, ((uint64_t)(client_rpcs))((uint64_t)(rpcs))
-    ((uint64_t)(jobs_ok))((uint64_t)(jobs_failed))((uint64_t)(xfer_issued))
-    ((uint64_t)(xfer_done))((uint64_t)(xfer_failed))((uint64_t)(dup_seq))
-    ((uint64_t)(rss_mark_kb))((uint64_t)(rss_kb))((int64_t)(fds_mark))((int64_t)(fds)))
+MERCURY_GEN_PROC(
+    ft_stats_out_t,
+    ((uint64_t)(client_rpcs))((uint64_t)(rpcs))((uint64_t)(jobs_ok))(
+        (uint64_t)(jobs_failed))((uint64_t)(xfer_issued))((uint64_t)(xfer_done))(
+        (uint64_t)(xfer_failed))((uint64_t)(dup_seq))((uint64_t)(rss_mark_kb))(
+        (uint64_t)(rss_kb))((int64_t)(fds_mark))((int64_t)(fds)))
 
 #define FT_MAX_CLIENTS 64
 

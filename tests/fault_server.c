@@ -96,9 +96,11 @@ static void job_finish(struct ft_job *j, hg_return_t ret)
 
 static hg_return_t job_issue(struct ft_job *j)
 {
-    j->len = j->in.chunk && j->in.chunk < j->in.size - j->off ? j->in.chunk : j->in.size - j->off;
-    hg_return_t ret = hgx_ibulk_transfer(fs.ctx, HG_BULK_PULL, HG_Get_info(j->h)->addr,
-        j->in.bulk, j->off, j->local, j->off, j->len, &j->req);
+    j->len = j->in.chunk && j->in.chunk < j->in.size - j->off ? j->in.chunk
+                                                              : j->in.size - j->off;
+    hg_return_t ret =
+        hgx_ibulk_transfer(fs.ctx, HG_BULK_PULL, HG_Get_info(j->h)->addr, j->in.bulk,
+                           j->off, j->local, j->off, j->len, &j->req);
     if (ret != HG_SUCCESS)
         return ret;
     fs.xfer_issued++;
@@ -119,7 +121,7 @@ static hg_return_t pull_rpc(hg_handle_t h)
     j->buf = malloc(j->in.size ? j->in.size : 1);
     hg_size_t size = j->in.size;
     hg_return_t ret = HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &j->buf, &size,
-        HG_BULK_WRITE_ONLY, &j->local);
+                                     HG_BULK_WRITE_ONLY, &j->local);
     if (ret == HG_SUCCESS)
         ret = job_issue(j);
     if (ret != HG_SUCCESS) {
@@ -201,7 +203,7 @@ static hg_return_t expose_rpc(hg_handle_t h)
     test_fill(fs.region, in.size, in.seed);
     hg_size_t size = in.size;
     HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &fs.region, &size, HG_BULK_READ_ONLY,
-        &fs.region_bulk);
+                   &fs.region_bulk);
     out.bulk = fs.region_bulk;
     HG_Free_input(h, &in);
     respond(h, &out);
@@ -218,17 +220,17 @@ static hg_return_t stats_rpc(hg_handle_t h)
         fs.fds_mark = ft_count_fds();
     }
     out = (ft_stats_out_t){.client_rpcs = fs.client_rpcs[in.client % FT_MAX_CLIENTS],
-        .rpcs = fs.rpcs,
-        .jobs_ok = fs.jobs_ok,
-        .jobs_failed = fs.jobs_failed,
-        .xfer_issued = fs.xfer_issued,
-        .xfer_done = fs.xfer_done,
-        .xfer_failed = fs.xfer_failed,
-        .dup_seq = fs.dup_seq,
-        .rss_mark_kb = (uint64_t)fs.rss_mark_kb,
-        .rss_kb = (uint64_t)ft_rss_kb(),
-        .fds_mark = fs.fds_mark,
-        .fds = ft_count_fds()};
+                           .rpcs = fs.rpcs,
+                           .jobs_ok = fs.jobs_ok,
+                           .jobs_failed = fs.jobs_failed,
+                           .xfer_issued = fs.xfer_issued,
+                           .xfer_done = fs.xfer_done,
+                           .xfer_failed = fs.xfer_failed,
+                           .dup_seq = fs.dup_seq,
+                           .rss_mark_kb = (uint64_t)fs.rss_mark_kb,
+                           .rss_kb = (uint64_t)ft_rss_kb(),
+                           .fds_mark = fs.fds_mark,
+                           .fds = ft_count_fds()};
     HG_Free_input(h, &in);
     respond(h, &out);
     return HG_SUCCESS;
@@ -242,13 +244,14 @@ static hg_return_t quit_rpc(hg_handle_t h)
 
 void ft_register(hg_class_t *cls, struct ft_ids *ids, bool srv)
 {
-    ids->pull = MERCURY_REGISTER(cls, "ft_pull", ft_pull_in_t, ft_pull_out_t, srv ? pull_rpc : NULL);
+    ids->pull = MERCURY_REGISTER(cls, "ft_pull", ft_pull_in_t, ft_pull_out_t,
+                                 srv ? pull_rpc : NULL);
     ids->sleep = MERCURY_REGISTER(cls, "ft_sleep", ft_sleep_in_t, ft_sleep_out_t,
-        srv ? sleep_rpc : NULL);
+                                  srv ? sleep_rpc : NULL);
     ids->expose = MERCURY_REGISTER(cls, "ft_expose", ft_expose_in_t, ft_expose_out_t,
-        srv ? expose_rpc : NULL);
+                                   srv ? expose_rpc : NULL);
     ids->stats = MERCURY_REGISTER(cls, "ft_stats", ft_stats_in_t, ft_stats_out_t,
-        srv ? stats_rpc : NULL);
+                                  srv ? stats_rpc : NULL);
     ids->quit = HG_Register_name(cls, "ft_quit", NULL, NULL, srv ? quit_rpc : NULL);
     HG_Registered_disable_response(cls, ids->quit, HG_TRUE);
 }
@@ -289,7 +292,8 @@ int ft_server_main(const char *info, int publish_fd)
     free(fs.region);
     hg_return_t cret = HG_Context_destroy(ctx), fret = HG_Finalize(cls);
     if (cret != HG_SUCCESS || fret != HG_SUCCESS || !fs.quit)
-        fprintf(stderr, "# fault server %s: quit %d, HG_Context_destroy %s, HG_Finalize %s\n",
-            info, (int)fs.quit, HG_Error_to_string(cret), HG_Error_to_string(fret));
+        fprintf(stderr,
+                "# fault server %s: quit %d, HG_Context_destroy %s, HG_Finalize %s\n",
+                info, (int)fs.quit, HG_Error_to_string(cret), HG_Error_to_string(fret));
     return cret == HG_SUCCESS && fret == HG_SUCCESS && fs.quit ? 0 : 1;
 }

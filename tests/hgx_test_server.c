@@ -51,7 +51,7 @@ static hg_return_t expose_rpc(hg_handle_t h)
     test_fill(server.region, in.size, in.seed);
     hg_size_t size = in.size;
     HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &server.region, &size, HG_BULK_READWRITE,
-        &server.bulk);
+                   &server.bulk);
     out.bulk = server.bulk;
     HG_Free_input(h, &in);
     HG_Respond(h, NULL, NULL, &out);
@@ -66,11 +66,12 @@ static hg_return_t quit_rpc(hg_handle_t h)
 
 void hgx_test_register(hg_class_t *cls, struct hgx_test_ids *ids, bool srv)
 {
-    ids->add = MERCURY_REGISTER(cls, "hgx_add", hgx_add_in_t, hgx_add_out_t, srv ? add_rpc : NULL);
+    ids->add = MERCURY_REGISTER(cls, "hgx_add", hgx_add_in_t, hgx_add_out_t,
+                                srv ? add_rpc : NULL);
     ids->stall = MERCURY_REGISTER(cls, "hgx_stall", hgx_stall_in_t, hgx_add_out_t,
-        srv ? stall_rpc : NULL);
+                                  srv ? stall_rpc : NULL);
     ids->expose = MERCURY_REGISTER(cls, "hgx_expose", hgx_expose_in_t, hgx_expose_out_t,
-        srv ? expose_rpc : NULL);
+                                   srv ? expose_rpc : NULL);
     ids->quit = HG_Register_name(cls, "hgx_quit", NULL, NULL, srv ? quit_rpc : NULL);
     HG_Registered_disable_response(cls, ids->quit, HG_TRUE);
 }

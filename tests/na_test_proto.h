@@ -37,7 +37,7 @@ struct na_test_done {
 void na_test_cb(const struct na_cb_info *info);
 /* Progress and trigger until done->count >= n or timeout; true if reached. */
 bool na_test_wait(na_class_t *cls, na_context_t *ctx, struct na_test_done *done, int n,
-    unsigned int timeout_ms);
+                  unsigned int timeout_ms);
 
 /* The server child for test_server_start(). */
 int na_test_server_main(const char *info, int publish_fd);

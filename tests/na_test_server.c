@@ -23,7 +23,7 @@ void na_test_cb(const struct na_cb_info *info)
 }
 
 bool na_test_wait(na_class_t *cls, na_context_t *ctx, struct na_test_done *done, int n,
-    unsigned int timeout_ms)
+                  unsigned int timeout_ms)
 {
     double deadline = test_now() + timeout_ms / 1000.0;
     while (done->count < n) {
@@ -41,16 +41,16 @@ bool na_test_wait(na_class_t *cls, na_context_t *ctx, struct na_test_done *done,
 struct na_test_server {
     na_class_t *cls;
     na_context_t *ctx;
-    void *buf;         /* unexpected receive buffer */
+    void *buf; /* unexpected receive buffer */
     size_t buf_size;
-    char *region;      /* exposed memory */
+    char *region; /* exposed memory */
     size_t region_size;
     struct na_segment segs[4];
     na_mem_handle_t *mh;
 };
 
 static void server_reply(struct na_test_server *s, na_addr_t *dest, uint32_t tag,
-    const void *data, size_t len)
+                         const void *data, size_t len)
 {
     size_t eh = NA_Msg_get_expected_header_size(s->cls);
     char *out = malloc(eh + len + 1);
@@ -58,14 +58,15 @@ static void server_reply(struct na_test_server *s, na_addr_t *dest, uint32_t tag
     na_op_id_t *op = NA_Op_create(s->cls, NA_OP_SINGLE);
     NA_Msg_init_expected(s->cls, out, eh + len);
     memcpy(out + eh, data, len);
-    if (NA_Msg_send_expected(s->cls, s->ctx, na_test_cb, &done, out, eh + len, NULL, dest, 0,
-            tag, op) == NA_SUCCESS)
+    if (NA_Msg_send_expected(s->cls, s->ctx, na_test_cb, &done, out, eh + len, NULL, dest,
+                             0, tag, op) == NA_SUCCESS)
         na_test_wait(s->cls, s->ctx, &done, 1, 10000);
     NA_Op_destroy(s->cls, op);
     free(out);
 }
 
-static void server_expose(struct na_test_server *s, na_addr_t *src, const struct na_test_cmd *c)
+static void server_expose(struct na_test_server *s, na_addr_t *src,
+                          const struct na_test_cmd *c)
 {
     size_t size = (size_t)c->a;
     unsigned long flags = c->b & 0xff;
@@ -101,7 +102,8 @@ static void server_expose(struct na_test_server *s, na_addr_t *src, const struct
 }
 
 /* Run one command; false when asked to quit. */
-static bool server_handle(struct na_test_server *s, na_addr_t *src, const char *payload, size_t len)
+static bool server_handle(struct na_test_server *s, na_addr_t *src, const char *payload,
+                          size_t len)
 {
     struct na_test_cmd c;
     if (len < sizeof(c))
@@ -145,7 +147,8 @@ int na_test_server_main(const char *info, int publish_fd)
     int rc = 1;
 
     s.cls = NA_Initialize(info, true);
-    if (!s.cls || !(s.ctx = NA_Context_create(s.cls)) || NA_Addr_self(s.cls, &self) != NA_SUCCESS ||
+    if (!s.cls || !(s.ctx = NA_Context_create(s.cls)) ||
+        NA_Addr_self(s.cls, &self) != NA_SUCCESS ||
         NA_Addr_to_string(s.cls, addr, &addr_len, self) != NA_SUCCESS) {
         test_server_publish(publish_fd, "");
         return 1;
@@ -158,8 +161,8 @@ int na_test_server_main(const char *info, int publish_fd)
 
     for (bool running = true; running;) {
         struct na_test_done done = {0};
-        if (NA_Msg_recv_unexpected(s.cls, s.ctx, na_test_cb, &done, s.buf, s.buf_size, NULL,
-                op) != NA_SUCCESS)
+        if (NA_Msg_recv_unexpected(s.cls, s.ctx, na_test_cb, &done, s.buf, s.buf_size,
+                                   NULL, op) != NA_SUCCESS)
             break;
         if (!na_test_wait(s.cls, s.ctx, &done, 1, 60000)) {
             fprintf(stderr, "# na test server: no request for 60 s, exiting\n");

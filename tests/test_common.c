@@ -16,8 +16,8 @@
 
 size_t test_transports(const char *const **list)
 {
-    static const char *const candidates[] = {
-        "ofi+tcp", "ofi+shm", "ofi+sockets", "ucx+tcp", "ucx+shm"};
+    static const char *const candidates[] = {"ofi+tcp", "ofi+shm", "ofi+sockets",
+                                             "ucx+tcp", "ucx+shm"};
     static const char *defaults[sizeof(candidates) / sizeof(*candidates)];
     static const char *custom[16];
     static char buf[512];
@@ -53,7 +53,8 @@ void test_server_publish(int publish_fd, const char *addr)
     close(publish_fd);
 }
 
-bool test_server_start(struct test_server *srv, const char *info, test_server_main_t server_main)
+bool test_server_start(struct test_server *srv, const char *info,
+                       test_server_main_t server_main)
 {
     int fds[2];
     memset(srv, 0, sizeof(*srv));
@@ -100,7 +101,7 @@ int test_server_wait(struct test_server *srv, unsigned int timeout_ms)
             return -1;
         if (test_now() > deadline) {
             fprintf(stderr, "# server %d did not exit in %u ms: killed\n", (int)srv->pid,
-                timeout_ms);
+                    timeout_ms);
             kill(srv->pid, SIGKILL);
             waitpid(srv->pid, &status, 0);
             srv->pid = 0;

@@ -21,11 +21,13 @@ struct test_server {
     char addr[TEST_ADDR_MAX];
 };
 
-/* Body of a server child: publish addr with test_server_publish(), serve, return exit code. */
+/* Body of a server child: publish addr with test_server_publish(), serve, return exit
+ * code. */
 typedef int (*test_server_main_t)(const char *info, int publish_fd);
 
 /* Fork a child running server_main(info); wait until it published its address. */
-bool test_server_start(struct test_server *srv, const char *info, test_server_main_t server_main);
+bool test_server_start(struct test_server *srv, const char *info,
+                       test_server_main_t server_main);
 void test_server_publish(int publish_fd, const char *addr);
 /* Wait for the child to exit (killing it after timeout_ms); its exit status, or -1. */
 int test_server_wait(struct test_server *srv, unsigned int timeout_ms);

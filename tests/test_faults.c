@@ -132,7 +132,7 @@ static void restart_and_call(struct cl *c, const char *old_addr)
     else
         print_message("# %s: shared-memory addresses name the server process, so the new "
                       "server cannot take the old address; it gets a new one\n",
-            current_info);
+                      current_info);
     bool started = false;
     for (int attempt = 0; attempt < 20 && !started; attempt++) {
         started = test_server_start(&srv2, info, exec_server_main);
@@ -151,16 +151,17 @@ static void restart_and_call(struct cl *c, const char *old_addr)
         /* Library bug (reported): a fresh lookup of a removed address still
          * uses the failed connection. Show whether a retry recovers. */
         print_message("# %s: BUG: first RPC to the new server failed: %s\n", current_info,
-            HG_Error_to_string(ret));
+                      HG_Error_to_string(ret));
         for (int i = 0; i < 5 && ret != HG_SUCCESS; i++) {
             usleep(200000);
             ret = call(c, c->ids.sleep, &in, &out, 5000);
-            print_message("# %s: retry %d: %s\n", current_info, i + 1, HG_Error_to_string(ret));
+            print_message("# %s: retry %d: %s\n", current_info, i + 1,
+                          HG_Error_to_string(ret));
         }
     }
     assert_int_equal(ret, HG_SUCCESS);
-    print_message("# %s: new server at %s reached, RPC ok in %.0f ms\n", current_info, srv2.addr,
-        (test_now() - t0) * 1e3);
+    print_message("# %s: new server at %s reached, RPC ok in %.0f ms\n", current_info,
+                  srv2.addr, (test_now() - t0) * 1e3);
     quit_server(c, &srv2);
 }
 
@@ -189,7 +190,8 @@ static void test_server_killed_rpc(void **state)
     double dt = test_now() - t0;
     hgx_test_cancelled(&st, &cancelled);
     print_message("# %s: server killed mid-RPC: request completed after %.0f ms: %s%s\n",
-        current_info, dt * 1e3, HG_Error_to_string(st.error), cancelled ? " (cancelled)" : "");
+                  current_info, dt * 1e3, HG_Error_to_string(st.error),
+                  cancelled ? " (cancelled)" : "");
     assert_null(r);
     assert_int_not_equal(st.error, HG_SUCCESS);
     assert_true(dt < FAULT_BOUND_S);
@@ -213,8 +215,10 @@ static void test_server_killed_server_pull(void **state)
     test_fill(buf, size, 7);
     hg_size_t bsize = size;
     hg_bulk_t bulk;
-    assert_int_equal(HG_Bulk_create(c.cls, 1, &buf, &bsize, HG_BULK_READ_ONLY, &bulk), HG_SUCCESS);
-    ft_pull_in_t in = {.bulk = bulk, .size = size, .chunk = 1u << 20, .delay_ms = 30, .seed = 7};
+    assert_int_equal(HG_Bulk_create(c.cls, 1, &buf, &bsize, HG_BULK_READ_ONLY, &bulk),
+                     HG_SUCCESS);
+    ft_pull_in_t in = {
+        .bulk = bulk, .size = size, .chunk = 1u << 20, .delay_ms = 30, .seed = 7};
     hg_handle_t h;
     hgx_request_t r;
     hgx_status_t st;
@@ -228,9 +232,11 @@ static void test_server_killed_server_pull(void **state)
     assert_int_equal(hgx_wait(&r, &st), HG_SUCCESS);
     double dt = test_now() - t0;
     hgx_test_cancelled(&st, &cancelled);
-    print_message("# %s: server killed mid-pull (server pulling 32 MiB): RPC completed after "
-                  "%.0f ms: %s%s\n",
-        current_info, dt * 1e3, HG_Error_to_string(st.error), cancelled ? " (cancelled)" : "");
+    print_message(
+        "# %s: server killed mid-pull (server pulling 32 MiB): RPC completed after "
+        "%.0f ms: %s%s\n",
+        current_info, dt * 1e3, HG_Error_to_string(st.error),
+        cancelled ? " (cancelled)" : "");
     assert_int_not_equal(st.error, HG_SUCCESS);
     assert_true(dt < FAULT_BOUND_S);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
@@ -267,11 +273,12 @@ static void test_server_killed_client_pull(void **state)
     test_fill(expect, size, 9);
     hg_size_t bsize = size;
     hg_bulk_t local;
-    assert_int_equal(HG_Bulk_create(c.cls, 1, &buf, &bsize, HG_BULK_WRITE_ONLY, &local), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_create(c.cls, 1, &buf, &bsize, HG_BULK_WRITE_ONLY, &local),
+                     HG_SUCCESS);
     for (int i = 0; i < N; i++) {
-        assert_int_equal(hgx_ibulk_transfer(c.ctx, HG_BULK_PULL, c.addr, eout.bulk, i * part,
-                             local, i * part, part, &r[i]),
-            HG_SUCCESS);
+        assert_int_equal(hgx_ibulk_transfer(c.ctx, HG_BULK_PULL, c.addr, eout.bulk,
+                                            i * part, local, i * part, part, &r[i]),
+                         HG_SUCCESS);
         assert_int_equal(hgx_request_set_timeout(r[i], 3000), HG_SUCCESS);
     }
     int flag = 0;
@@ -297,15 +304,16 @@ static void test_server_killed_client_pull(void **state)
         else
             failed++;
     }
-    print_message("# %s: server killed mid client pull (16 x 4 MiB): all completed after %.0f "
-                  "ms: %d ok, %d failed, %d timed out\n",
+    print_message(
+        "# %s: server killed mid client pull (16 x 4 MiB): all completed after %.0f "
+        "ms: %d ok, %d failed, %d timed out\n",
         current_info, dt * 1e3, ok, failed, timedout);
     if (bad)
-        fail_msg("%s: BUG: %d pulls report HG_SUCCESS without moving their bytes", current_info,
-            bad);
+        fail_msg("%s: BUG: %d pulls report HG_SUCCESS without moving their bytes",
+                 current_info, bad);
     if (ok == N)
         print_message("# %s: note: the whole pull finished before the kill took effect\n",
-            current_info);
+                      current_info);
     assert_true(dt < FAULT_BOUND_S);
     assert_int_equal(HG_Bulk_free(local), HG_SUCCESS);
     free(buf);
@@ -336,8 +344,12 @@ static int victim_main(const char *info, const char *addr)
     hg_handle_t h;
     hgx_request_t r;
     HG_Bulk_create(cls, 1, &buf, &bsize, HG_BULK_READ_ONLY, &bulk);
-    ft_pull_in_t in = {.bulk = bulk, .size = size, .chunk = 1u << 20, .delay_ms = 30,
-        .client = 1, .seed = 0};
+    ft_pull_in_t in = {.bulk = bulk,
+                       .size = size,
+                       .chunk = 1u << 20,
+                       .delay_ms = 30,
+                       .client = 1,
+                       .seed = 0};
     HG_Create(ctx, a, ids.pull, &h);
     if (hgx_iforward(h, &in, &r) != HG_SUCCESS)
         return 4;
@@ -385,12 +397,13 @@ static void test_client_killed_mid_pull(void **state)
         if (test_now() - tk > 10)
             fail_msg("server pull from the dead client still running after 10 s "
                      "(issued %llu, done %llu)",
-                (unsigned long long)s.xfer_issued, (unsigned long long)s.xfer_done);
+                     (unsigned long long)s.xfer_issued, (unsigned long long)s.xfer_done);
         usleep(20000);
     } while (s.jobs_failed + s.jobs_ok < 1);
     double dt = test_now() - tk;
-    print_message("# %s: client killed mid-pull after %llu chunks: server job failed after %.0f "
-                  "ms; chunks issued %llu, completed %llu (failed %llu)\n",
+    print_message(
+        "# %s: client killed mid-pull after %llu chunks: server job failed after %.0f "
+        "ms; chunks issued %llu, completed %llu (failed %llu)\n",
         current_info, (unsigned long long)s0.xfer_done, dt * 1e3,
         (unsigned long long)s.xfer_issued, (unsigned long long)s.xfer_done,
         (unsigned long long)s.xfer_failed);
@@ -405,7 +418,8 @@ static void test_client_killed_mid_pull(void **state)
     test_fill(buf, size, 11);
     hg_size_t bsize = size;
     hg_bulk_t bulk;
-    assert_int_equal(HG_Bulk_create(c.cls, 1, &buf, &bsize, HG_BULK_READ_ONLY, &bulk), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_create(c.cls, 1, &buf, &bsize, HG_BULK_READ_ONLY, &bulk),
+                     HG_SUCCESS);
     ft_pull_in_t in = {.bulk = bulk, .size = size, .seed = 11, .client = 2};
     ft_pull_out_t out;
     assert_int_equal(call(&c, c.ids.pull, &in, &out, 5000), HG_SUCCESS);
@@ -434,7 +448,8 @@ int main(int argc, char **argv)
         /* na_ucx leaves it at UCX's default (n): a restarted server then
          * cannot bind the port while the dead one's sockets sit in TIME_WAIT. */
         setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
-        print_message("# ucx: UCX_TCP_CM_REUSEADDR=y set so a new server can take the old port\n");
+        print_message(
+            "# ucx: UCX_TCP_CM_REUSEADDR=y set so a new server can take the old port\n");
     }
 
     const char *const *transports;
@@ -450,7 +465,8 @@ int main(int argc, char **argv)
         char name[64];
         current_info = transports[i];
         snprintf(name, sizeof(name), "faults/%s", transports[i]);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests), NULL, NULL);
+        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
+                                          NULL, NULL);
     }
     return failed ? 1 : 0;
 }

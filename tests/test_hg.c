@@ -28,16 +28,17 @@
 /* Test-only hook of the HG layer (hg_internal.h). */
 void hgx_test_corrupt_next_header(hg_class_t *hg_class);
 
-#define BIG_SIZE   ((uint64_t)1 << 20)
-#define BULK_SIZE  ((size_t)3 * 1024 * 1024 + 777)
+#define BIG_SIZE ((uint64_t)1 << 20)
+#define BULK_SIZE ((size_t)3 * 1024 * 1024 + 777)
 #define EXPOSE_SIZE ((size_t)64 * 1024 * 1024)
-#define IN_FLIGHT  1000
-#define WAIT_MS    20000
+#define IN_FLIGHT 1000
+#define WAIT_MS 20000
 
-MERCURY_GEN_PROC(sum_in_t, ((int32_t)(a))((uint64_t)(b))((hg_string_t)(name))((hg_bool_t)(flag))
-                               ((int8_t)(c))((uint16_t)(d)))
+MERCURY_GEN_PROC(sum_in_t, ((int32_t)(a))((uint64_t)(b))((hg_string_t)(name))(
+                               (hg_bool_t)(flag))((int8_t)(c))((uint16_t)(d)))
 MERCURY_GEN_PROC(sum_out_t, ((int64_t)(sum))((hg_string_t)(echo)))
-MERCURY_GEN_PROC(bulk_in_t, ((hg_bulk_t)(bulk))((uint32_t)(op))((uint64_t)(size))((uint32_t)(seed)))
+MERCURY_GEN_PROC(bulk_in_t,
+                 ((hg_bulk_t)(bulk))((uint32_t)(op))((uint64_t)(size))((uint32_t)(seed)))
 MERCURY_GEN_PROC(status_out_t, ((int32_t)(ok))((uint64_t)(count)))
 MERCURY_GEN_PROC(expose_out_t, ((hg_bulk_t)(bulk)))
 
@@ -58,19 +59,19 @@ static hg_return_t hg_proc_blob_t(hg_proc_t proc, void *data)
     if (ret != HG_SUCCESS)
         return ret;
     switch (hg_proc_get_op(proc)) {
-        case HG_DECODE:
-            if (b->len > 64 * BIG_SIZE)
-                return HG_OVERFLOW;
-            b->data = malloc(b->len ? b->len : 1);
-            if (!b->data)
-                return HG_NOMEM;
-            /* fall through */
-        case HG_ENCODE:
-            return hg_proc_bytes(proc, b->data, b->len);
-        case HG_FREE:
-            free(b->data);
-            b->data = NULL;
-            return HG_SUCCESS;
+    case HG_DECODE:
+        if (b->len > 64 * BIG_SIZE)
+            return HG_OVERFLOW;
+        b->data = malloc(b->len ? b->len : 1);
+        if (!b->data)
+            return HG_NOMEM;
+        /* fall through */
+    case HG_ENCODE:
+        return hg_proc_bytes(proc, b->data, b->len);
+    case HG_FREE:
+        free(b->data);
+        b->data = NULL;
+        return HG_SUCCESS;
     }
     return HG_INVALID_ARG;
 }
@@ -167,7 +168,8 @@ static hg_return_t bulk_done_cb(const struct hg_cb_info *info)
         void *ptrs[3];
         hg_size_t sizes[3];
         uint32_t n = 0;
-        HG_Bulk_access(job->local, 0, job->in.size, HG_BULK_READ_ONLY, 3, ptrs, sizes, &n);
+        HG_Bulk_access(job->local, 0, job->in.size, HG_BULK_READ_ONLY, 3, ptrs, sizes,
+                       &n);
         for (uint32_t i = 0; i < n; i++) {
             memcpy(all + off, ptrs[i], sizes[i]);
             off += sizes[i];
@@ -197,13 +199,15 @@ static hg_return_t bulk_cb(hg_handle_t handle)
         uint32_t n = 0;
         unsigned char *all = malloc(job->in.size);
         fill(all, job->in.size, job->in.seed);
-        HG_Bulk_access(job->local, 0, job->in.size, HG_BULK_READWRITE, 3, ptrs, sizes, &n);
+        HG_Bulk_access(job->local, 0, job->in.size, HG_BULK_READWRITE, 3, ptrs, sizes,
+                       &n);
         for (uint32_t i = 0, off = 0; i < n; off += (uint32_t)sizes[i], i++)
             memcpy(ptrs[i], all + off, sizes[i]);
         free(all);
     }
-    return HG_Bulk_transfer(info->context, bulk_done_cb, job, (hg_bulk_op_t)job->in.op, info->addr,
-        job->in.bulk, 0, job->local, 0, job->in.size, HG_OP_ID_IGNORE);
+    return HG_Bulk_transfer(info->context, bulk_done_cb, job, (hg_bulk_op_t)job->in.op,
+                            info->addr, job->in.bulk, 0, job->local, 0, job->in.size,
+                            HG_OP_ID_IGNORE);
 }
 
 static hg_return_t expose_cb(hg_handle_t handle)
@@ -252,7 +256,8 @@ static struct rpc_ids register_all(hg_class_t *cls, bool server)
     ids.count = MERCURY_REGISTER(cls, "hgt_count", void, status_out_t, count_cb);
     ids.bulk = MERCURY_REGISTER(cls, "hgt_bulk", bulk_in_t, status_out_t, bulk_cb);
     ids.expose = MERCURY_REGISTER(cls, "hgt_expose", void, expose_out_t, expose_cb);
-    ids.sleep = MERCURY_REGISTER(cls, "hgt_sleep", void, sum_out_t, server ? sleep_cb : NULL);
+    ids.sleep =
+        MERCURY_REGISTER(cls, "hgt_sleep", void, sum_out_t, server ? sleep_cb : NULL);
     ids.corrupt = MERCURY_REGISTER(cls, "hgt_corrupt", void, sum_out_t, corrupt_cb);
     ids.shutdown = MERCURY_REGISTER(cls, "hgt_shutdown", void, status_out_t, shutdown_cb);
     return ids;
@@ -301,7 +306,8 @@ static int server_main(const char *info, int fd)
     }
     HG_Bulk_free(expose_bulk);
     free(expose_buf);
-    int rc = HG_Context_destroy(ctx) == HG_SUCCESS && HG_Finalize(cls) == HG_SUCCESS ? 0 : 2;
+    int rc =
+        HG_Context_destroy(ctx) == HG_SUCCESS && HG_Finalize(cls) == HG_SUCCESS ? 0 : 2;
     return rc;
 }
 
@@ -341,7 +347,8 @@ static void run_until(const int *calls, int want, unsigned int timeout_ms)
         HG_Progress(g.ctx, 50);
         HG_Trigger(g.ctx, 0, 1024, &n);
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
+            timeout_ms)
             break;
     }
 }
@@ -376,7 +383,9 @@ static int group_teardown(void **state)
     forward_wait(h, NULL, &st);
     HG_Destroy(h);
     HG_Addr_free(g.cls, g.server);
-    int rc = HG_Context_destroy(g.ctx) == HG_SUCCESS && HG_Finalize(g.cls) == HG_SUCCESS ? 0 : -1;
+    int rc = HG_Context_destroy(g.ctx) == HG_SUCCESS && HG_Finalize(g.cls) == HG_SUCCESS
+                 ? 0
+                 : -1;
     int status = 0;
     waitpid(g.server_pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -391,7 +400,8 @@ static void test_sum(void **state)
     (void)state;
     hg_handle_t h;
     struct fwd_state st;
-    sum_in_t in = {.a = -5, .b = 1ull << 40, .name = "world", .flag = HG_TRUE, .c = -3, .d = 60000};
+    sum_in_t in = {
+        .a = -5, .b = 1ull << 40, .name = "world", .flag = HG_TRUE, .c = -3, .d = 60000};
     sum_out_t out;
 
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.sum, &h), HG_SUCCESS);
@@ -467,13 +477,16 @@ static void run_bulk(hg_bulk_op_t op, bool segmented)
     if (segmented) {
         void *ptrs[4] = {buf, buf + 1000, buf + 1001, buf + 500000};
         hg_size_t sizes[4] = {1000, 1, 500000 - 1001, BULK_SIZE - 500000};
-        assert_int_equal(HG_Bulk_create(g.cls, 4, ptrs, sizes, HG_BULK_READWRITE, &bulk), HG_SUCCESS);
+        assert_int_equal(HG_Bulk_create(g.cls, 4, ptrs, sizes, HG_BULK_READWRITE, &bulk),
+                         HG_SUCCESS);
         assert_int_equal(HG_Bulk_get_segment_count(bulk), 4);
     } else {
         void *ptr = buf;
         hg_size_t size = BULK_SIZE;
-        assert_int_equal(HG_Bulk_create(g.cls, 1, &ptr, &size,
-                             op == HG_BULK_PULL ? HG_BULK_READ_ONLY : HG_BULK_WRITE_ONLY, &bulk),
+        assert_int_equal(
+            HG_Bulk_create(g.cls, 1, &ptr, &size,
+                           op == HG_BULK_PULL ? HG_BULK_READ_ONLY : HG_BULK_WRITE_ONLY,
+                           &bulk),
             HG_SUCCESS);
     }
     assert_int_equal(HG_Bulk_get_size(bulk), BULK_SIZE);
@@ -490,10 +503,26 @@ static void run_bulk(hg_bulk_op_t op, bool segmented)
     free(buf);
 }
 
-static void test_bulk_pull(void **state) { (void)state; run_bulk(HG_BULK_PULL, false); }
-static void test_bulk_push(void **state) { (void)state; run_bulk(HG_BULK_PUSH, false); }
-static void test_bulk_pull_segmented(void **state) { (void)state; run_bulk(HG_BULK_PULL, true); }
-static void test_bulk_push_segmented(void **state) { (void)state; run_bulk(HG_BULK_PUSH, true); }
+static void test_bulk_pull(void **state)
+{
+    (void)state;
+    run_bulk(HG_BULK_PULL, false);
+}
+static void test_bulk_push(void **state)
+{
+    (void)state;
+    run_bulk(HG_BULK_PUSH, false);
+}
+static void test_bulk_pull_segmented(void **state)
+{
+    (void)state;
+    run_bulk(HG_BULK_PULL, true);
+}
+static void test_bulk_push_segmented(void **state)
+{
+    (void)state;
+    run_bulk(HG_BULK_PUSH, true);
+}
 
 static void test_bulk_serialize_untrusted(void **state)
 {
@@ -504,7 +533,8 @@ static void test_bulk_serialize_untrusted(void **state)
     hg_bulk_t bulk, copy;
     unsigned char desc[512];
 
-    assert_int_equal(HG_Bulk_create(g.cls, 1, &ptr, &size, HG_BULK_READ_ONLY, &bulk), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_create(g.cls, 1, &ptr, &size, HG_BULK_READ_ONLY, &bulk),
+                     HG_SUCCESS);
     hg_size_t len = HG_Bulk_get_serialize_size(bulk, 0);
     assert_true(len <= sizeof(desc));
     assert_int_equal(HG_Bulk_serialize(desc, len, 0, bulk), HG_SUCCESS);
@@ -554,13 +584,15 @@ static void test_forward_self(void **state)
     HG_Bulk_create(g.cls, 1, &ps, &n, HG_BULK_READ_ONLY, &bs);
     HG_Bulk_create(g.cls, 1, &pd, &n, HG_BULK_READWRITE, &bd);
     st = (struct fwd_state){0, HG_OTHER_ERROR};
-    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, self, bs, 0, bd, 0, n, NULL),
+    assert_int_equal(
+        HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, self, bs, 0, bd, 0, n, NULL),
         HG_SUCCESS);
     run_until(&st.calls, 1, WAIT_MS);
     assert_int_equal(st.ret, HG_SUCCESS);
     assert_true(check(dst, sizeof(dst), 3));
     st = (struct fwd_state){0, HG_OTHER_ERROR};
-    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PUSH, self, bs, 0, bd, 0, n, NULL),
+    assert_int_equal(
+        HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PUSH, self, bs, 0, bd, 0, n, NULL),
         HG_PERMISSION);
     HG_Bulk_free(bs);
     HG_Bulk_free(bd);
@@ -627,12 +659,13 @@ static void test_cancel_bulk(void **state)
     assert_int_equal(forward_wait(h, NULL, &st), HG_SUCCESS);
     assert_int_equal(HG_Get_output(h, &out), HG_SUCCESS);
     assert_int_equal(HG_Bulk_get_size(out.bulk), EXPOSE_SIZE);
-    assert_int_equal(HG_Bulk_create(g.cls, 1, &buf, &size, HG_BULK_WRITE_ONLY, &local), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_create(g.cls, 1, &buf, &size, HG_BULK_WRITE_ONLY, &local),
+                     HG_SUCCESS);
     memset(buf, 0xaa, EXPOSE_SIZE);
     st = (struct fwd_state){0, HG_OTHER_ERROR};
-    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server, out.bulk, 0,
-                         local, 0, EXPOSE_SIZE, &op),
-        HG_SUCCESS);
+    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server,
+                                      out.bulk, 0, local, 0, EXPOSE_SIZE, &op),
+                     HG_SUCCESS);
     assert_int_equal(HG_Bulk_cancel(op), HG_SUCCESS);
     run_until(&st.calls, 1, WAIT_MS);
     assert_int_equal(st.calls, 1);
@@ -645,14 +678,15 @@ static void test_cancel_bulk(void **state)
     } else {
         assert_int_equal(st.ret, HG_SUCCESS);
     }
-    print_message("# %s: cancelled 64 MiB pull -> %s\n", g.info, HG_Error_to_string(st.ret));
+    print_message("# %s: cancelled 64 MiB pull -> %s\n", g.info,
+                  HG_Error_to_string(st.ret));
     run_until(&st.calls, 2, 200);
     assert_int_equal(st.calls, 1);
 
     /* Out of bounds is refused locally. */
-    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server, out.bulk, 1,
-                         local, 0, EXPOSE_SIZE, NULL),
-        HG_INVALID_ARG);
+    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server,
+                                      out.bulk, 1, local, 0, EXPOSE_SIZE, NULL),
+                     HG_INVALID_ARG);
     HG_Bulk_free(local);
     HG_Free_output(h, &out);
     HG_Destroy(h);
@@ -694,7 +728,7 @@ static void test_many_in_flight(void **state)
     const int n = strcmp(g.info, "ofi+shm") == 0 ? 256 : IN_FLIGHT;
     if (n != IN_FLIGHT)
         print_message("# %s: %d RPCs in flight instead of %d (known loss under load)\n",
-            g.info, n, IN_FLIGHT);
+                      g.info, n, IN_FLIGHT);
 
     for (int i = 0; i < n; i++) {
         in[i] = (sum_in_t){.a = i, .b = 0, .name = "n", .flag = HG_FALSE, .c = 0, .d = 0};
@@ -865,14 +899,15 @@ int main(void)
             continue;
         }
         g.server_pid = srv.pid;
-        if (group_setup(NULL) != 0 || HG_Addr_lookup2(g.cls, srv.addr, &g.server) != HG_SUCCESS) {
+        if (group_setup(NULL) != 0 ||
+            HG_Addr_lookup2(g.cls, srv.addr, &g.server) != HG_SUCCESS) {
             fprintf(stderr, "# client init / lookup of %s failed\n", srv.addr);
             test_server_wait(&srv, 0);
             failed++;
             continue;
         }
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests), NULL,
-            group_teardown);
+        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
+                                          NULL, group_teardown);
     }
     return failed ? 1 : 0;
 }

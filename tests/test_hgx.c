@@ -69,7 +69,8 @@ static hg_handle_t make(struct st *s, hg_id_t id)
 static void test_null_and_inactive(void **state)
 {
     struct st *s = *state;
-    hgx_request_t r = HGX_REQUEST_NULL, reqs[3] = {HGX_REQUEST_NULL, HGX_REQUEST_NULL, HGX_REQUEST_NULL};
+    hgx_request_t r = HGX_REQUEST_NULL,
+                  reqs[3] = {HGX_REQUEST_NULL, HGX_REQUEST_NULL, HGX_REQUEST_NULL};
     hgx_status_t st;
     int flag = 0, index = 0, outcount = 0, indices[3];
 
@@ -83,7 +84,8 @@ static void test_null_and_inactive(void **state)
     assert_int_equal(hgx_testany(3, reqs, &index, &flag, &st), HG_SUCCESS);
     assert_int_equal(flag, 1);
     assert_int_equal(index, HGX_UNDEFINED);
-    assert_int_equal(hgx_waitsome(3, reqs, &outcount, indices, HGX_STATUSES_IGNORE), HG_SUCCESS);
+    assert_int_equal(hgx_waitsome(3, reqs, &outcount, indices, HGX_STATUSES_IGNORE),
+                     HG_SUCCESS);
     assert_int_equal(outcount, HGX_UNDEFINED);
     assert_int_equal(hgx_waitall(3, reqs, HGX_STATUSES_IGNORE), HG_SUCCESS);
     assert_int_equal(hgx_testall(3, reqs, &flag, HGX_STATUSES_IGNORE), HG_SUCCESS);
@@ -256,8 +258,8 @@ static void test_timeouts(void **state)
     hgx_test_cancelled(&st, &c);
     assert_int_equal(c, 1);
     assert_int_equal(st.error, HG_TIMEOUT);
-    print_message("# %s: deadline 100 ms fired, request completed after %.0f ms\n", s->info,
-        dt * 1e3);
+    print_message("# %s: deadline 100 ms fired, request completed after %.0f ms\n",
+                  s->info, dt * 1e3);
     assert_true(dt < 0.5);
     /* The server is still busy with the stalled call; let it drain. */
     in.ms = 0;
@@ -284,14 +286,15 @@ static void test_bulk_cancel_race(void **state)
     void *buf = malloc(size);
     hg_size_t bsize = size;
     hg_bulk_t local;
-    assert_int_equal(HG_Bulk_create(s->cls, 1, &buf, &bsize, HG_BULK_READWRITE, &local), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_create(s->cls, 1, &buf, &bsize, HG_BULK_READWRITE, &local),
+                     HG_SUCCESS);
     int cancelled = 0, completed = 0;
     for (int trial = 0; trial < 200; trial++) {
         size_t len = 1 + (size_t)rand() % size;
         memset(buf, 0, size);
-        assert_int_equal(hgx_ibulk_transfer(s->ctx, HG_BULK_PULL, s->server, out.bulk, 0, local,
-                             0, len, &r),
-            HG_SUCCESS);
+        assert_int_equal(hgx_ibulk_transfer(s->ctx, HG_BULK_PULL, s->server, out.bulk, 0,
+                                            local, 0, len, &r),
+                         HG_SUCCESS);
         int spins = rand() % 4, flag = 0;
         for (int i = 0; i < spins && !flag; i++)
             hgx_test(&r, &flag, &st);
@@ -314,7 +317,8 @@ static void test_bulk_cancel_race(void **state)
             assert_true(test_check(buf, len, 3));
         }
     }
-    print_message("# %s: 200 pulls, %d cancelled, %d completed\n", s->info, cancelled, completed);
+    print_message("# %s: 200 pulls, %d cancelled, %d completed\n", s->info, cancelled,
+                  completed);
     HG_Bulk_free(local);
     free(buf);
     HG_Free_output(h, &out);
@@ -355,7 +359,8 @@ static void test_many_deadlines(void **state)
     for (int i = 0; i < N; i++) {
         h[i] = make(s, s->ids.add);
         assert_int_equal(hgx_iforward(h[i], &in, &r[i]), HG_SUCCESS);
-        assert_int_equal(hgx_request_set_timeout(r[i], 5000 + (unsigned)(i % 97)), HG_SUCCESS);
+        assert_int_equal(hgx_request_set_timeout(r[i], 5000 + (unsigned)(i % 97)),
+                         HG_SUCCESS);
     }
     hgx_status_t *st = calloc(N, sizeof(*st));
     assert_int_equal(hgx_waitall(N, r, st), HG_SUCCESS);
@@ -375,14 +380,10 @@ int main(void)
     size_t n = test_transports(&transports);
     int failed = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_null_and_inactive),
-        cmocka_unit_test(test_forward_wait),
-        cmocka_unit_test(test_families),
-        cmocka_unit_test(test_persistent),
-        cmocka_unit_test(test_timeouts),
-        cmocka_unit_test(test_bulk_cancel_race),
-        cmocka_unit_test(test_free_active),
-        cmocka_unit_test(test_many_deadlines),
+        cmocka_unit_test(test_null_and_inactive), cmocka_unit_test(test_forward_wait),
+        cmocka_unit_test(test_families),          cmocka_unit_test(test_persistent),
+        cmocka_unit_test(test_timeouts),          cmocka_unit_test(test_bulk_cancel_race),
+        cmocka_unit_test(test_free_active),       cmocka_unit_test(test_many_deadlines),
     };
     for (size_t i = 0; i < n; i++) {
         char name[64];
@@ -390,7 +391,7 @@ int main(void)
         snprintf(name, sizeof(name), "hgx/%s", transports[i]);
         test_group_banner(name);
         failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-            group_setup, group_teardown);
+                                          group_setup, group_teardown);
     }
     return failed ? 1 : 0;
 }

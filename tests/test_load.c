@@ -11,9 +11,8 @@
  *
  * Modes for tests/netns-cut.sh:
  *   test_load --serve INFO          print the address, serve until quit/killed
- *   test_load --call ADDR SIZE MS [CLIENT_INFO]  one pull RPC of SIZE bytes (slow chunks of
- *                                   1 MiB every 20 ms when SIZE > 1 MiB) with
- *                                   a deadline of MS; exit 0 ok, 2 timeout or
+ *   test_load --call ADDR SIZE MS [CLIENT_INFO]  one pull RPC of SIZE bytes (slow chunks
+ * of 1 MiB every 20 ms when SIZE > 1 MiB) with a deadline of MS; exit 0 ok, 2 timeout or
  *                                   error, prints the outcome and duration
  */
 #define _POSIX_C_SOURCE 200809L
@@ -46,8 +45,8 @@ static int exec_server_main(const char *info, int publish_fd)
     return 127;
 }
 
-static hg_return_t call(hg_context_t *ctx, hg_addr_t addr, hg_id_t id, void *in, void *out,
-    unsigned int ms)
+static hg_return_t call(hg_context_t *ctx, hg_addr_t addr, hg_id_t id, void *in,
+                        void *out, unsigned int ms)
 {
     hg_handle_t h;
     hgx_request_t r;
@@ -72,7 +71,8 @@ static hg_return_t call(hg_context_t *ctx, hg_addr_t addr, hg_id_t id, void *in,
 
 /* One client process: M pull RPCs on one handle, one at a time. Exit code 0
  * when all M were answered once with the right seq and no fd leaked. */
-static int client_main(const char *info, const char *addr_str, unsigned int id, unsigned int m)
+static int client_main(const char *info, const char *addr_str, unsigned int id,
+                       unsigned int m)
 {
     long fds0 = ft_count_fds();
     hg_class_t *cls = HG_Init(info, HG_FALSE);
@@ -92,8 +92,11 @@ static int client_main(const char *info, const char *addr_str, unsigned int id, 
     HG_Bulk_create(cls, 1, &buf, &size, HG_BULK_READ_ONLY, &bulk);
     unsigned int answered = 0, errors = 0;
     for (unsigned int seq = 0; seq < m; seq++) {
-        ft_pull_in_t in = {.bulk = bulk, .size = PAYLOAD, .client = id, .seq = seq,
-            .seed = id * 1000003u + seq + 1};
+        ft_pull_in_t in = {.bulk = bulk,
+                           .size = PAYLOAD,
+                           .client = id,
+                           .seq = seq,
+                           .seed = id * 1000003u + seq + 1};
         ft_pull_out_t out;
         hgx_request_t r;
         hgx_status_t st;
@@ -106,7 +109,7 @@ static int client_main(const char *info, const char *addr_str, unsigned int id, 
         hgx_wait(&r, &st);
         if (st.error != HG_SUCCESS || HG_Get_output(h, &out) != HG_SUCCESS) {
             fprintf(stderr, "# client %u: rpc %u failed: %s\n", id, seq,
-                HG_Error_to_string(st.error));
+                    HG_Error_to_string(st.error));
             errors++;
             break;
         }
@@ -128,8 +131,9 @@ static int client_main(const char *info, const char *addr_str, unsigned int id, 
     HG_Context_destroy(ctx);
     hg_return_t fret = HG_Finalize(cls);
     long fds1 = ft_count_fds();
-    printf("# client %u: %u/%u RPCs answered, %u errors, fds %ld -> %ld, HG_Finalize %s\n", id,
-        answered, m, errors, fds0, fds1, HG_Error_to_string(fret));
+    printf(
+        "# client %u: %u/%u RPCs answered, %u errors, fds %ld -> %ld, HG_Finalize %s\n",
+        id, answered, m, errors, fds0, fds1, HG_Error_to_string(fret));
     fflush(stdout);
     return answered == m && errors == 0 && fds0 == fds1 && fret == HG_SUCCESS ? 0 : 1;
 }
@@ -149,7 +153,8 @@ static void test_load(void **state)
         pids[i] = fork();
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
-            execl(self_exe, self_exe, "--client", current_info, srv.addr, id, m, (char *)NULL);
+            execl(self_exe, self_exe, "--client", current_info, srv.addr, id, m,
+                  (char *)NULL);
             _exit(127);
         }
     }
@@ -177,13 +182,15 @@ static void test_load(void **state)
         assert_int_equal(call(ctx, addr, ids.stats, &in, &s, 10000), HG_SUCCESS);
         if (s.client_rpcs != nrpcs)
             fail_msg("client %u: server saw %llu RPCs, expected %u", i,
-                (unsigned long long)s.client_rpcs, nrpcs);
+                     (unsigned long long)s.client_rpcs, nrpcs);
     }
     uint64_t total = (uint64_t)nclients * nrpcs;
-    double drss = 100.0 * ((double)s.rss_kb - (double)s.rss_mark_kb) / (double)s.rss_mark_kb;
-    print_message("# %s: %u clients x %u RPCs (64 KiB pulled each) = %llu RPCs in %.1f s "
-                  "(%.0f RPC/s); server: %llu RPCs, %llu dup, %llu pulls ok, %llu failed; "
-                  "RSS after warm-up %llu kB -> end %llu kB (%+.2f%%); fds %lld -> %lld\n",
+    double drss =
+        100.0 * ((double)s.rss_kb - (double)s.rss_mark_kb) / (double)s.rss_mark_kb;
+    print_message(
+        "# %s: %u clients x %u RPCs (64 KiB pulled each) = %llu RPCs in %.1f s "
+        "(%.0f RPC/s); server: %llu RPCs, %llu dup, %llu pulls ok, %llu failed; "
+        "RSS after warm-up %llu kB -> end %llu kB (%+.2f%%); fds %lld -> %lld\n",
         current_info, nclients, nrpcs, (unsigned long long)total, dt, (double)total / dt,
         (unsigned long long)s.rpcs, (unsigned long long)s.dup_seq,
         (unsigned long long)s.jobs_ok, (unsigned long long)s.jobs_failed,
@@ -228,7 +235,8 @@ static int serve_stdout(const char *info)
     close(fds[1]);
     char addr[TEST_ADDR_MAX];
     ssize_t got = 0, n;
-    while (got < TEST_ADDR_MAX && (n = read(fds[0], addr + got, sizeof(addr) - (size_t)got)) > 0)
+    while (got < TEST_ADDR_MAX &&
+           (n = read(fds[0], addr + got, sizeof(addr) - (size_t)got)) > 0)
         got += n;
     addr[TEST_ADDR_MAX - 1] = '\0';
     printf("%s\n", got == TEST_ADDR_MAX ? addr : "");
@@ -239,7 +247,7 @@ static int serve_stdout(const char *info)
 }
 
 static int call_main(const char *addr_str, unsigned long long size, unsigned int ms,
-    const char *client_info)
+                     const char *client_info)
 {
     char info[TEST_ADDR_MAX];
     snprintf(info, sizeof(info), "%s", client_info ? client_info : addr_str);
@@ -260,15 +268,19 @@ static int call_main(const char *addr_str, unsigned long long size, unsigned int
     hg_size_t bsize = size;
     hg_bulk_t bulk;
     HG_Bulk_create(cls, 1, &buf, &bsize, HG_BULK_READ_ONLY, &bulk);
-    ft_pull_in_t in = {.bulk = bulk, .size = size, .seed = 5,
-        .chunk = size > (1u << 20) ? 1u << 20 : 0, .delay_ms = size > (1u << 20) ? 20 : 0};
+    ft_pull_in_t in = {.bulk = bulk,
+                       .size = size,
+                       .seed = 5,
+                       .chunk = size > (1u << 20) ? 1u << 20 : 0,
+                       .delay_ms = size > (1u << 20) ? 20 : 0};
     ft_pull_out_t out;
     double t0 = test_now();
     hg_return_t ret = call(ctx, addr, ids.pull, &in, &out, ms);
     double dt = test_now() - t0;
     if (ret == HG_SUCCESS && out.ret != HG_SUCCESS)
         ret = (hg_return_t)out.ret;
-    printf("call: %s after %.0f ms (deadline %u ms)\n", HG_Error_to_string(ret), dt * 1e3, ms);
+    printf("call: %s after %.0f ms (deadline %u ms)\n", HG_Error_to_string(ret), dt * 1e3,
+           ms);
     fflush(stdout);
     HG_Bulk_free(bulk);
     free(buf);
@@ -288,10 +300,11 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--serve"))
         return serve_stdout(argv[2]);
     if (argc == 6 && !strcmp(argv[1], "--client"))
-        return client_main(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]));
+        return client_main(argv[2], argv[3], (unsigned)atoi(argv[4]),
+                           (unsigned)atoi(argv[5]));
     if ((argc == 5 || argc == 6) && !strcmp(argv[1], "--call"))
         return call_main(argv[2], strtoull(argv[3], NULL, 0), (unsigned)atoi(argv[4]),
-            argc == 6 ? argv[5] : NULL);
+                         argc == 6 ? argv[5] : NULL);
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
     if (n <= 0)
         return 99;
@@ -301,7 +314,8 @@ int main(int argc, char **argv)
     if (getenv("HGX_LOAD_RPCS"))
         nrpcs = (unsigned)atoi(getenv("HGX_LOAD_RPCS"));
     if (nclients < 1 || nclients > FT_MAX_CLIENTS || nrpcs < 10) {
-        fprintf(stderr, "HGX_LOAD_CLIENTS must be 1..%d, HGX_LOAD_RPCS >= 10\n", FT_MAX_CLIENTS);
+        fprintf(stderr, "HGX_LOAD_CLIENTS must be 1..%d, HGX_LOAD_RPCS >= 10\n",
+                FT_MAX_CLIENTS);
         return 99;
     }
     static const char *defaults[] = {"ofi+tcp", "ucx+tcp"};

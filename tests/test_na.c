@@ -45,8 +45,9 @@ static int group_setup(void **state)
 }
 
 /* Send a command (plus data) and receive its expected reply into reply[reply_size]. */
-static na_return_t call(struct na_test_state *st, struct na_test_cmd cmd, const void *data,
-    size_t len, void *reply, size_t reply_size, size_t *reply_len)
+static na_return_t call(struct na_test_state *st, struct na_test_cmd cmd,
+                        const void *data, size_t len, void *reply, size_t reply_size,
+                        size_t *reply_len)
 {
     size_t h = NA_Msg_get_unexpected_header_size(st->cls);
     size_t eh = NA_Msg_get_expected_header_size(st->cls);
@@ -58,17 +59,19 @@ static na_return_t call(struct na_test_state *st, struct na_test_cmd cmd, const 
     na_op_id_t *rop = NA_Op_create(st->cls, NA_OP_SINGLE);
 
     cmd.tag = st->next_tag++;
-    assert_int_equal(NA_Msg_init_unexpected(st->cls, out, h + sizeof(cmd) + len), NA_SUCCESS);
+    assert_int_equal(NA_Msg_init_unexpected(st->cls, out, h + sizeof(cmd) + len),
+                     NA_SUCCESS);
     memcpy(out + h, &cmd, sizeof(cmd));
     if (len)
         memcpy(out + h + sizeof(cmd), data, len);
     na_return_t ret = NA_SUCCESS;
     if (reply)
-        ret = NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &got, in, eh + reply_size, NULL,
-            st->server, 0, cmd.tag, rop);
+        ret = NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &got, in,
+                                   eh + reply_size, NULL, st->server, 0, cmd.tag, rop);
     assert_int_equal(ret, NA_SUCCESS);
-    ret = NA_Msg_send_unexpected(st->cls, st->ctx, na_test_cb, &sent, out, h + sizeof(cmd) + len,
-        plugin_data, st->server, 0, 0, sop);
+    ret =
+        NA_Msg_send_unexpected(st->cls, st->ctx, na_test_cb, &sent, out,
+                               h + sizeof(cmd) + len, plugin_data, st->server, 0, 0, sop);
     assert_int_equal(ret, NA_SUCCESS);
     assert_true(na_test_wait(st->cls, st->ctx, &sent, 1, 10000));
     assert_int_equal(sent.ret, NA_SUCCESS);
@@ -109,9 +112,13 @@ static void test_msg_sizes(void **state)
 {
     struct na_test_state *st = *state;
     size_t h = NA_Msg_get_unexpected_header_size(st->cls);
-    size_t max_u = NA_Msg_get_max_unexpected_size(st->cls) - h - sizeof(struct na_test_cmd);
-    size_t max_e = NA_Msg_get_max_expected_size(st->cls) - NA_Msg_get_expected_header_size(st->cls);
-    size_t max = max_u < max_e - sizeof(struct na_test_cmd) ? max_u : max_e - sizeof(struct na_test_cmd);
+    size_t max_u =
+        NA_Msg_get_max_unexpected_size(st->cls) - h - sizeof(struct na_test_cmd);
+    size_t max_e =
+        NA_Msg_get_max_expected_size(st->cls) - NA_Msg_get_expected_header_size(st->cls);
+    size_t max = max_u < max_e - sizeof(struct na_test_cmd)
+                     ? max_u
+                     : max_e - sizeof(struct na_test_cmd);
     size_t sizes[] = {0, 1, 7, 64, 1000, max / 2, max};
     char *data = malloc(max), *reply = malloc(max_e);
 
@@ -136,14 +143,14 @@ static void test_msg_too_big(void **state)
     na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
     struct na_test_done done = {0};
 
-    assert_int_equal(NA_Msg_send_unexpected(st->cls, st->ctx, na_test_cb, &done, buf, max + 1,
-                         NULL, st->server, 0, 0, op),
-        NA_MSGSIZE);
+    assert_int_equal(NA_Msg_send_unexpected(st->cls, st->ctx, na_test_cb, &done, buf,
+                                            max + 1, NULL, st->server, 0, 0, op),
+                     NA_MSGSIZE);
     max = NA_Msg_get_max_expected_size(st->cls);
     buf = realloc(buf, max + 1);
-    assert_int_equal(NA_Msg_send_expected(st->cls, st->ctx, na_test_cb, &done, buf, max + 1, NULL,
-                         st->server, 0, 0, op),
-        NA_MSGSIZE);
+    assert_int_equal(NA_Msg_send_expected(st->cls, st->ctx, na_test_cb, &done, buf,
+                                          max + 1, NULL, st->server, 0, 0, op),
+                     NA_MSGSIZE);
     assert_int_equal(done.count, 0);
     NA_Op_destroy(st->cls, op);
     free(buf);
@@ -165,12 +172,14 @@ static void test_recv_too_small(void **state)
 }
 
 /* Ask the server to expose size bytes; returns the deserialized remote handle. */
-static na_mem_handle_t *expose(struct na_test_state *st, size_t size, unsigned long flags, bool seg)
+static na_mem_handle_t *expose(struct na_test_state *st, size_t size, unsigned long flags,
+                               bool seg)
 {
     char ser[1024];
     size_t len = 0;
     na_mem_handle_t *remote = NULL;
-    struct na_test_cmd cmd = {.op = CMD_EXPOSE, .a = size, .b = flags | (seg ? 1u << 8 : 0)};
+    struct na_test_cmd cmd = {
+        .op = CMD_EXPOSE, .a = size, .b = flags | (seg ? 1u << 8 : 0)};
     assert_int_equal(call(st, cmd, NULL, 0, ser, sizeof(ser), &len), NA_SUCCESS);
     assert_true(len > 0);
     assert_int_equal(NA_Mem_handle_deserialize(st->cls, &remote, ser, len), NA_SUCCESS);
@@ -186,13 +195,14 @@ static bool server_verify(struct na_test_state *st, unsigned int seed)
     return len == 1 && ok == 1;
 }
 
-static na_return_t rma(struct na_test_state *st, bool put, na_mem_handle_t *local, size_t loff,
-    na_mem_handle_t *remote, size_t roff, size_t size)
+static na_return_t rma(struct na_test_state *st, bool put, na_mem_handle_t *local,
+                       size_t loff, na_mem_handle_t *remote, size_t roff, size_t size)
 {
     struct na_test_done done = {0};
     na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
-    na_return_t ret = (put ? NA_Put : NA_Get)(st->cls, st->ctx, na_test_cb, &done, local, loff,
-        remote, roff, size, st->server, 0, op);
+    na_return_t ret =
+        (put ? NA_Put : NA_Get)(st->cls, st->ctx, na_test_cb, &done, local, loff, remote,
+                                roff, size, st->server, 0, op);
     if (ret == NA_SUCCESS) {
         assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 20000));
         assert_int_equal(done.count, 1);
@@ -203,19 +213,23 @@ static na_return_t rma(struct na_test_state *st, bool put, na_mem_handle_t *loca
 }
 
 /* Put then get a region, contiguous or segmented on either side, data verified. */
-static void rma_round_trip(struct na_test_state *st, size_t size, bool local_seg, bool remote_seg)
+static void rma_round_trip(struct na_test_state *st, size_t size, bool local_seg,
+                           bool remote_seg)
 {
     char *buf = malloc(size);
     na_mem_handle_t *local = NULL;
     na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, remote_seg);
 
     if (local_seg) {
-        struct na_segment segs[3] = {
-            {buf, size / 3}, {buf + size / 3, size / 3}, {buf + 2 * (size / 3), size - 2 * (size / 3)}};
-        assert_int_equal(NA_Mem_handle_create_segments(st->cls, segs, 3, NA_MEM_READWRITE, &local),
+        struct na_segment segs[3] = {{buf, size / 3},
+                                     {buf + size / 3, size / 3},
+                                     {buf + 2 * (size / 3), size - 2 * (size / 3)}};
+        assert_int_equal(
+            NA_Mem_handle_create_segments(st->cls, segs, 3, NA_MEM_READWRITE, &local),
             NA_SUCCESS);
     } else {
-        assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
+        assert_int_equal(
+            NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
             NA_SUCCESS);
     }
     assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
@@ -264,7 +278,8 @@ static void test_rma_refused(void **state)
     na_mem_handle_t *local = NULL;
     na_mem_handle_t *ro = expose(st, 128, NA_MEM_READ_ONLY, false);
 
-    assert_int_equal(NA_Mem_handle_create(st->cls, buf, sizeof(buf), NA_MEM_READWRITE, &local),
+    assert_int_equal(
+        NA_Mem_handle_create(st->cls, buf, sizeof(buf), NA_MEM_READWRITE, &local),
         NA_SUCCESS);
     assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
     assert_int_equal(rma(st, true, local, 0, ro, 0, 64), NA_PERMISSION);
@@ -286,9 +301,9 @@ static void test_cancel_recv(void **state)
     struct na_test_done done = {0};
     na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
 
-    assert_int_equal(NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &done, buf, sizeof(buf),
-                         NULL, st->server, 0, 4242, op),
-        NA_SUCCESS);
+    assert_int_equal(NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &done, buf,
+                                          sizeof(buf), NULL, st->server, 0, 4242, op),
+                     NA_SUCCESS);
     assert_int_equal(NA_Finalize(st->cls), NA_BUSY);
     assert_int_equal(NA_Context_destroy(st->cls, st->ctx), NA_BUSY);
     NA_Op_destroy(st->cls, op); /* refused while pending: must not free it */
@@ -302,9 +317,9 @@ static void test_cancel_recv(void **state)
     assert_int_equal(done.count, 1);
     /* Reuse the op id for an unexpected receive and cancel that too. */
     done = (struct na_test_done){0};
-    assert_int_equal(NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf, sizeof(buf),
-                         NULL, op),
-        NA_SUCCESS);
+    assert_int_equal(NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf,
+                                            sizeof(buf), NULL, op),
+                     NA_SUCCESS);
     assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
     assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 5000));
     assert_int_equal(done.ret, NA_CANCELED);
@@ -324,20 +339,21 @@ static void test_cancel_inflight(void **state)
     na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
 
     memset(buf, 0, size);
-    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local), NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
+                     NA_SUCCESS);
     assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
     struct na_test_cmd stall = {.op = CMD_STALL, .a = 1500};
     call(st, stall, NULL, 0, NULL, 0, NULL);
-    assert_int_equal(NA_Get(st->cls, st->ctx, na_test_cb, &done, local, 0, remote, 0, size,
-                         st->server, 0, op),
-        NA_SUCCESS);
+    assert_int_equal(NA_Get(st->cls, st->ctx, na_test_cb, &done, local, 0, remote, 0,
+                            size, st->server, 0, op),
+                     NA_SUCCESS);
     double t0 = test_now();
     assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
     assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 10000));
     double dt = test_now() - t0;
     assert_int_equal(done.count, 1);
     print_message("# %s: in-flight get cancel -> %s after %.1f ms\n", st->info,
-        NA_Error_to_string(done.ret), dt * 1e3);
+                  NA_Error_to_string(done.ret), dt * 1e3);
     /* Either the cancel won (nothing reported as moved) or the get completed
      * in full before the plugin could stop it; never a success with partial data. */
     if (done.ret == NA_SUCCESS)
@@ -354,7 +370,8 @@ static void test_cancel_inflight(void **state)
     for (int attempt = 0; attempt < 3 && again == NA_HOSTUNREACH; attempt++) {
         again = rma(st, false, local, 0, remote, 0, 4096);
         if (again == NA_HOSTUNREACH)
-            print_message("# %s: get after an escalated cancel: NA_HOSTUNREACH, retrying\n",
+            print_message(
+                "# %s: get after an escalated cancel: NA_HOSTUNREACH, retrying\n",
                 st->info);
     }
     assert_int_equal(again, NA_SUCCESS);
@@ -385,10 +402,14 @@ static void test_self(void **state)
     test_fill(out + h, size - h, 5);
     NA_Msg_init_unexpected(cls, out, size);
     struct na_test_done r = {0}, s = {0};
-    na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE), *sop = NA_Op_create(cls, NA_OP_SINGLE);
-    assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &r, in, size, NULL, rop), NA_SUCCESS);
-    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &s, out, size, NULL, self, 0, 77, sop),
+    na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE),
+               *sop = NA_Op_create(cls, NA_OP_SINGLE);
+    assert_int_equal(
+        NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &r, in, size, NULL, rop),
         NA_SUCCESS);
+    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &s, out, size, NULL,
+                                            self, 0, 77, sop),
+                     NA_SUCCESS);
     assert_true(na_test_wait(cls, ctx, &r, 1, 5000));
     assert_true(na_test_wait(cls, ctx, &s, 1, 5000));
     assert_int_equal(r.ret, NA_SUCCESS);
@@ -403,12 +424,15 @@ static void test_self(void **state)
     char *a = malloc(len), *b = calloc(1, len);
     na_mem_handle_t *ha = NULL, *hb = NULL;
     test_fill(a, len, 11);
-    assert_int_equal(NA_Mem_handle_create(cls, a, len, NA_MEM_READWRITE, &ha), NA_SUCCESS);
-    assert_int_equal(NA_Mem_handle_create(cls, b, len, NA_MEM_READWRITE, &hb), NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_create(cls, a, len, NA_MEM_READWRITE, &ha),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_create(cls, b, len, NA_MEM_READWRITE, &hb),
+                     NA_SUCCESS);
     assert_int_equal(NA_Mem_register(cls, ha, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
     assert_int_equal(NA_Mem_register(cls, hb, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
     struct na_test_done g = {0};
-    assert_int_equal(NA_Put(cls, ctx, na_test_cb, &g, ha, 0, hb, 0, len, self, 0, sop), NA_SUCCESS);
+    assert_int_equal(NA_Put(cls, ctx, na_test_cb, &g, ha, 0, hb, 0, len, self, 0, sop),
+                     NA_SUCCESS);
     assert_true(na_test_wait(cls, ctx, &g, 1, 5000));
     assert_int_equal(g.ret, NA_SUCCESS);
     assert_true(test_check(b, len, 11));
@@ -461,9 +485,16 @@ static void test_addresses(void **state)
     free(ser);
     NA_Addr_free(st->cls, again);
 
-    static const char *bad[] = {"", "ofi+", "mpi+static://0", "tcp", "ofi+tcp://",
-        "ucx+tcp://", "ofi+tcp://no-such-host.invalid:1", "ucx+tcp://no-such-host.invalid:1",
-        "ofi+tcp://127.0.0.1:99999", "ucx+tcp://127.0.0.1:abc"};
+    static const char *bad[] = {"",
+                                "ofi+",
+                                "mpi+static://0",
+                                "tcp",
+                                "ofi+tcp://",
+                                "ucx+tcp://",
+                                "ofi+tcp://no-such-host.invalid:1",
+                                "ucx+tcp://no-such-host.invalid:1",
+                                "ofi+tcp://127.0.0.1:99999",
+                                "ucx+tcp://127.0.0.1:abc"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         na_addr_t *a = (na_addr_t *)0x1;
         na_return_t ret = NA_Addr_lookup(st->cls, bad[i], &a);
@@ -472,14 +503,15 @@ static void test_addresses(void **state)
     }
     assert_int_equal(NA_Addr_lookup(st->cls, NULL, &again), NA_INVALID_ARG);
     const char *foreign = strncmp(st->info, "ofi+", 4) == 0 ? "ucx+tcp://127.0.0.1:1"
-                                                             : "ofi+tcp://127.0.0.1:1";
+                                                            : "ofi+tcp://127.0.0.1:1";
     assert_int_equal(NA_Addr_lookup(st->cls, foreign, &again), NA_PROTONOSUPPORT);
 
     /* Memory handle descriptors: truncated / garbage input refused. */
     char junk[64];
     na_mem_handle_t *mh = NULL;
     memset(junk, 0xa5, sizeof(junk));
-    assert_int_not_equal(NA_Mem_handle_deserialize(st->cls, &mh, junk, sizeof(junk)), NA_SUCCESS);
+    assert_int_not_equal(NA_Mem_handle_deserialize(st->cls, &mh, junk, sizeof(junk)),
+                         NA_SUCCESS);
     assert_int_not_equal(NA_Mem_handle_deserialize(st->cls, &mh, junk, 3), NA_SUCCESS);
 }
 
@@ -487,8 +519,16 @@ static void test_addresses(void **state)
 static void test_bad_info(void **state)
 {
     (void)state;
-    static const char *bad[] = {"", "ofi", "ofi+", "+tcp", "nope+tcp", "ofi+nope",
-        "ofi+tcp://999.1.1.1:1", "ofi+tcp://127.0.0.1:70000", "ofi+tcp://[::1", "ofi+TCP"};
+    static const char *bad[] = {"",
+                                "ofi",
+                                "ofi+",
+                                "+tcp",
+                                "nope+tcp",
+                                "ofi+nope",
+                                "ofi+tcp://999.1.1.1:1",
+                                "ofi+tcp://127.0.0.1:70000",
+                                "ofi+tcp://[::1",
+                                "ofi+TCP"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         na_class_t *cls = NA_Initialize(bad[i], true);
         if (cls) {
@@ -507,16 +547,11 @@ int main(void)
     size_t n = test_transports(&transports);
     int failed = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_info),
-        cmocka_unit_test(test_addresses),
-        cmocka_unit_test(test_msg_sizes),
-        cmocka_unit_test(test_msg_too_big),
-        cmocka_unit_test(test_recv_too_small),
-        cmocka_unit_test(test_rma_contiguous),
-        cmocka_unit_test(test_rma_segmented),
-        cmocka_unit_test(test_rma_refused),
-        cmocka_unit_test(test_cancel_recv),
-        cmocka_unit_test(test_cancel_inflight),
+        cmocka_unit_test(test_bad_info),       cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_msg_sizes),      cmocka_unit_test(test_msg_too_big),
+        cmocka_unit_test(test_recv_too_small), cmocka_unit_test(test_rma_contiguous),
+        cmocka_unit_test(test_rma_segmented),  cmocka_unit_test(test_rma_refused),
+        cmocka_unit_test(test_cancel_recv),    cmocka_unit_test(test_cancel_inflight),
         cmocka_unit_test(test_self),
     };
     for (size_t i = 0; i < n; i++) {
@@ -525,7 +560,7 @@ int main(void)
         snprintf(name, sizeof(name), "na/%s", transports[i]);
         test_group_banner(name);
         failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-            group_setup, group_teardown);
+                                          group_setup, group_teardown);
     }
     return failed ? 1 : 0;
 }

@@ -16,8 +16,8 @@ static double cpu_seconds(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec * 1e-6;
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
 static void test_idle(void **state)
@@ -30,7 +30,8 @@ static void test_idle(void **state)
     void *buf = malloc(size);
     na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
     struct na_test_done done = {0};
-    assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &done, buf, size, NULL, op),
+    assert_int_equal(
+        NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &done, buf, size, NULL, op),
         NA_SUCCESS);
 
     double c0 = cpu_seconds(), t0 = test_now();
@@ -38,7 +39,8 @@ static void test_idle(void **state)
         NA_Progress(cls, ctx, 500);
     double cpu = cpu_seconds() - c0, wall = test_now() - t0;
     double pct = 100.0 * cpu / wall;
-    print_message("# idle listener %s: %.3f s CPU over %.3f s wall = %.2f%%\n", info, cpu, wall, pct);
+    print_message("# idle listener %s: %.3f s CPU over %.3f s wall = %.2f%%\n", info, cpu,
+                  wall, pct);
     assert_true(pct < 5.0);
 
     assert_int_equal(NA_Cancel(cls, ctx, op), NA_SUCCESS);
@@ -55,10 +57,11 @@ int main(void)
     const char *const *transports;
     size_t n = test_transports(&transports);
     struct CMUnitTest *tests = calloc(n, sizeof(*tests));
-    char (*names)[64] = calloc(n, 64);
+    char(*names)[64] = calloc(n, 64);
     for (size_t i = 0; i < n; i++) {
         snprintf(names[i], 64, "idle_cpu/%s", transports[i]);
-        tests[i] = (struct CMUnitTest){names[i], test_idle, NULL, NULL, (void *)transports[i]};
+        tests[i] =
+            (struct CMUnitTest){names[i], test_idle, NULL, NULL, (void *)transports[i]};
     }
     int failed = _cmocka_run_group_tests("na_idle", tests, n, NULL, NULL);
     free(tests);

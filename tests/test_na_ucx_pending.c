@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #define FLOOD_COUNT 10000
-#define FLOOD_TAG   5
+#define FLOOD_TAG 5
 
 /* Sends queued for resources in the UCX plugin (na_ucx.c). */
 long na_ucx_pending_count(void);
@@ -37,14 +37,16 @@ static int flood_server(const char *info, int publish_fd)
     NA_Addr_free(cls, self);
     test_server_publish(publish_fd, addr);
 
-    size_t size = NA_Msg_get_max_unexpected_size(cls), h = NA_Msg_get_unexpected_header_size(cls);
+    size_t size = NA_Msg_get_max_unexpected_size(cls),
+           h = NA_Msg_get_unexpected_header_size(cls);
     char *buf = malloc(size);
     na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
     uint8_t ok = 1;
     for (uint32_t i = 0; i < FLOOD_COUNT && ok; i++) {
         struct na_test_done done = {0};
         uint32_t seq = UINT32_MAX;
-        if (NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &done, buf, size, NULL, op) != NA_SUCCESS ||
+        if (NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &done, buf, size, NULL, op) !=
+                NA_SUCCESS ||
             !na_test_wait(cls, ctx, &done, 1, 30000) || done.ret != NA_SUCCESS) {
             ok = 0;
             break;
@@ -52,8 +54,8 @@ static int flood_server(const char *info, int publish_fd)
         memcpy(&seq, buf + h, sizeof(seq));
         if (seq != i || done.size != size || done.tag != FLOOD_TAG ||
             !test_check(buf + h + sizeof(seq), size - h - sizeof(seq), i)) {
-            fprintf(stderr, "# message %u: got seq %u, %zu bytes, tag %u\n", i, seq, done.size,
-                (unsigned)done.tag);
+            fprintf(stderr, "# message %u: got seq %u, %zu bytes, tag %u\n", i, seq,
+                    done.size, (unsigned)done.tag);
             ok = 0;
         }
         if (src)
@@ -69,8 +71,8 @@ static int flood_server(const char *info, int publish_fd)
         size_t eh = NA_Msg_get_expected_header_size(cls);
         char reply[64] = {0};
         reply[eh] = (char)ok;
-        if (NA_Msg_send_expected(cls, ctx, na_test_cb, &done, reply, eh + 1, NULL, src, 0, 1, op) ==
-                NA_SUCCESS &&
+        if (NA_Msg_send_expected(cls, ctx, na_test_cb, &done, reply, eh + 1, NULL, src, 0,
+                                 1, op) == NA_SUCCESS &&
             na_test_wait(cls, ctx, &done, 1, 10000) && done.ret == NA_SUCCESS)
             rc = ok ? 0 : 1;
         NA_Addr_free(cls, src);
@@ -93,7 +95,8 @@ static void test_flood(void **state)
     na_addr_t *server = NULL;
     assert_int_equal(NA_Addr_lookup(cls, srv.addr, &server), NA_SUCCESS);
 
-    size_t size = NA_Msg_get_max_unexpected_size(cls), h = NA_Msg_get_unexpected_header_size(cls);
+    size_t size = NA_Msg_get_max_unexpected_size(cls),
+           h = NA_Msg_get_unexpected_header_size(cls);
     size_t eh = NA_Msg_get_expected_header_size(cls);
     char *bufs = malloc((size_t)FLOOD_COUNT * size);
     na_op_id_t **ops = calloc(FLOOD_COUNT, sizeof(*ops));
@@ -102,9 +105,9 @@ static void test_flood(void **state)
     na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE);
     assert_non_null(bufs);
 
-    assert_int_equal(NA_Msg_recv_expected(cls, ctx, na_test_cb, &got, reply, sizeof(reply), NULL,
-                         server, 0, 1, rop),
-        NA_SUCCESS);
+    assert_int_equal(NA_Msg_recv_expected(cls, ctx, na_test_cb, &got, reply,
+                                          sizeof(reply), NULL, server, 0, 1, rop),
+                     NA_SUCCESS);
     long max_queued = 0;
     for (uint32_t i = 0; i < FLOOD_COUNT; i++) {
         char *b = bufs + (size_t)i * size;
@@ -112,9 +115,9 @@ static void test_flood(void **state)
         NA_Msg_init_unexpected(cls, b, size);
         memcpy(b + h, &i, sizeof(i));
         test_fill(b + h + sizeof(i), size - h - sizeof(i), i);
-        assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &sent, b, size, NULL, server,
-                             0, FLOOD_TAG, ops[i]),
-            NA_SUCCESS);
+        assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &sent, b, size,
+                                                NULL, server, 0, FLOOD_TAG, ops[i]),
+                         NA_SUCCESS);
         if (na_ucx_pending_count() > max_queued)
             max_queued = na_ucx_pending_count();
     }
@@ -124,7 +127,7 @@ static void test_flood(void **state)
     assert_int_equal(got.ret, NA_SUCCESS);
     assert_int_equal(reply[eh], 1);
     print_message("# %s: %d messages in order; at most %ld queued for resources\n", info,
-        FLOOD_COUNT, max_queued);
+                  FLOOD_COUNT, max_queued);
     assert_int_equal(na_ucx_pending_count(), 0);
     assert_int_equal(test_server_wait(&srv, 10000), 0);
 

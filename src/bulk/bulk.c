@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HG_BULK_MAGIC       0x4b424748u /* "HGBK" */
-#define HG_BULK_VERSION     1
+#define HG_BULK_MAGIC 0x4b424748u /* "HGBK" */
+#define HG_BULK_VERSION 1
 #define HG_BULK_DESC_HEADER 32
 #define HG_BULK_MAX_SEGMENTS (1u << 20)
 
@@ -29,12 +29,12 @@ static bool flags_valid(uint8_t flags)
 static unsigned long na_flags(uint8_t flags)
 {
     switch (flags) {
-        case HG_BULK_READ_ONLY:
-            return NA_MEM_READ_ONLY;
-        case HG_BULK_WRITE_ONLY:
-            return NA_MEM_WRITE_ONLY;
-        default:
-            return NA_MEM_READWRITE;
+    case HG_BULK_READ_ONLY:
+        return NA_MEM_READ_ONLY;
+    case HG_BULK_WRITE_ONLY:
+        return NA_MEM_WRITE_ONLY;
+    default:
+        return NA_MEM_READWRITE;
     }
 }
 
@@ -91,21 +91,23 @@ static void bulk_destroy(struct hg_bulk *bulk)
 }
 
 hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count, void **buf_ptrs,
-    const hg_size_t *buf_sizes, uint8_t flags, hg_bulk_t *handle)
+                           const hg_size_t *buf_sizes, uint8_t flags, hg_bulk_t *handle)
 {
     struct hg_bulk_attr attrs = {.mem_type = HG_MEM_TYPE_HOST, .device = 0};
 
-    return HG_Bulk_create_attr(hg_class, count, buf_ptrs, buf_sizes, flags, &attrs, handle);
+    return HG_Bulk_create_attr(hg_class, count, buf_ptrs, buf_sizes, flags, &attrs,
+                               handle);
 }
 
 hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count, void **buf_ptrs,
-    const hg_size_t *buf_sizes, uint8_t flags, const struct hg_bulk_attr *attrs, hg_bulk_t *handle)
+                                const hg_size_t *buf_sizes, uint8_t flags,
+                                const struct hg_bulk_attr *attrs, hg_bulk_t *handle)
 {
     na_class_t *na_class;
     hg_return_t ret = HG_SUCCESS;
 
-    if (!hg_class || !handle || count == 0 || !buf_sizes || !attrs || !flags_valid(flags) ||
-        count > HG_BULK_MAX_SEGMENTS) {
+    if (!hg_class || !handle || count == 0 || !buf_sizes || !attrs ||
+        !flags_valid(flags) || count > HG_BULK_MAX_SEGMENTS) {
         HGX_LOG_ERROR(BULK, "invalid argument (count %u, flags %u)", count, flags);
         return HG_INVALID_ARG;
     }
@@ -145,11 +147,12 @@ hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count, void **buf
     if (bulk->len > 0) {
         na_return_t na_ret;
         if (count == 1)
-            na_ret = NA_Mem_handle_create(na_class, bulk->segments[0].base, bulk->segments[0].len,
-                na_flags(flags), &bulk->mem);
+            na_ret =
+                NA_Mem_handle_create(na_class, bulk->segments[0].base,
+                                     bulk->segments[0].len, na_flags(flags), &bulk->mem);
         else
             na_ret = NA_Mem_handle_create_segments(na_class, bulk->segments, count,
-                na_flags(flags), &bulk->mem);
+                                                   na_flags(flags), &bulk->mem);
         if (na_ret == NA_SUCCESS) {
             na_ret = NA_Mem_register(na_class, bulk->mem, NA_MEM_TYPE_HOST, 0);
             if (na_ret != NA_SUCCESS) {
@@ -159,7 +162,7 @@ hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count, void **buf
         }
         if (na_ret != NA_SUCCESS) {
             HGX_LOG_ERROR(BULK, "could not register %u segment(s): %s", count,
-                NA_Error_to_string(na_ret));
+                          NA_Error_to_string(na_ret));
             ret = hg_ret_from_na(na_ret);
             goto error;
         }
@@ -193,13 +196,14 @@ hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle)
     return HG_SUCCESS;
 }
 
-hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size, uint8_t flags,
-    uint32_t max_count, void **buf_ptrs, hg_size_t *buf_sizes, uint32_t *actual_count)
+hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
+                           uint8_t flags, uint32_t max_count, void **buf_ptrs,
+                           hg_size_t *buf_sizes, uint32_t *actual_count)
 {
     uint32_t n = 0;
 
-    if (!handle || handle->remote || offset > handle->len || size > handle->len - offset ||
-        (max_count > 0 && (!buf_ptrs || !buf_sizes)))
+    if (!handle || handle->remote || offset > handle->len ||
+        size > handle->len - offset || (max_count > 0 && (!buf_ptrs || !buf_sizes)))
         return HG_INVALID_ARG;
     if ((flags & handle->flags) != flags)
         return HG_PERMISSION;
@@ -243,13 +247,15 @@ hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags)
     (void)flags;
     if (!handle)
         return 0;
-    size_t na_size = handle->mem ? NA_Mem_handle_get_serialize_size(handle->hg_class->na_class,
-                                       handle->mem)
-                                 : 0;
+    size_t na_size =
+        handle->mem
+            ? NA_Mem_handle_get_serialize_size(handle->hg_class->na_class, handle->mem)
+            : 0;
     return HG_BULK_DESC_HEADER + na_size;
 }
 
-hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags, hg_bulk_t handle)
+hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags,
+                              hg_bulk_t handle)
 {
     if (!buf || !handle)
         return HG_INVALID_ARG;
@@ -270,36 +276,37 @@ hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags
     hgx_put_u64(p + 16, handle->len);
     hgx_put_u64(p + 24, handle->local_id);
     if (handle->mem) {
-        na_return_t na_ret = NA_Mem_handle_serialize(handle->hg_class->na_class,
-            p + HG_BULK_DESC_HEADER, (size_t)(need - HG_BULK_DESC_HEADER), handle->mem);
+        na_return_t na_ret =
+            NA_Mem_handle_serialize(handle->hg_class->na_class, p + HG_BULK_DESC_HEADER,
+                                    (size_t)(need - HG_BULK_DESC_HEADER), handle->mem);
         if (na_ret != NA_SUCCESS) {
             HGX_LOG_ERROR(BULK, "could not serialize memory handle: %s",
-                NA_Error_to_string(na_ret));
+                          NA_Error_to_string(na_ret));
             return hg_ret_from_na(na_ret);
         }
     }
     return HG_SUCCESS;
 }
 
-hg_return_t HG_Bulk_deserialize(
-    hg_class_t *hg_class, hg_bulk_t *handle, const void *buf, hg_size_t buf_size)
+hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const void *buf,
+                                hg_size_t buf_size)
 {
     const unsigned char *p = buf;
 
     if (!hg_class || !handle || !buf)
         return HG_INVALID_ARG;
     *handle = HG_BULK_NULL;
-    if (buf_size < HG_BULK_DESC_HEADER || hgx_get_u32(p) != HG_BULK_MAGIC || p[4] != HG_BULK_VERSION ||
-        !flags_valid(p[5]) || p[6] != 0 || p[7] != 0) {
+    if (buf_size < HG_BULK_DESC_HEADER || hgx_get_u32(p) != HG_BULK_MAGIC ||
+        p[4] != HG_BULK_VERSION || !flags_valid(p[5]) || p[6] != 0 || p[7] != 0) {
         HGX_LOG_ERROR(BULK, "malformed bulk descriptor");
         return HG_PROTOCOL_ERROR;
     }
     uint32_t count = hgx_get_u32(p + 8), na_size = hgx_get_u32(p + 12);
     uint64_t len = hgx_get_u64(p + 16);
-    if (count == 0 || count > HG_BULK_MAX_SEGMENTS || na_size > buf_size - HG_BULK_DESC_HEADER ||
-        (len == 0) != (na_size == 0)) {
-        HGX_LOG_ERROR(BULK, "malformed bulk descriptor (count %u, na size %u, len %llu)", count,
-            na_size, (unsigned long long)len);
+    if (count == 0 || count > HG_BULK_MAX_SEGMENTS ||
+        na_size > buf_size - HG_BULK_DESC_HEADER || (len == 0) != (na_size == 0)) {
+        HGX_LOG_ERROR(BULK, "malformed bulk descriptor (count %u, na size %u, len %llu)",
+                      count, na_size, (unsigned long long)len);
         return HG_PROTOCOL_ERROR;
     }
     /* Remote handles keep no segment list: one entry is enough. */
@@ -313,10 +320,10 @@ hg_return_t HG_Bulk_deserialize(
     bulk->local_id = hgx_get_u64(p + 24);
     if (na_size > 0) {
         na_return_t na_ret = NA_Mem_handle_deserialize(hg_class->na_class, &bulk->mem,
-            p + HG_BULK_DESC_HEADER, na_size);
+                                                       p + HG_BULK_DESC_HEADER, na_size);
         if (na_ret != NA_SUCCESS) {
             HGX_LOG_ERROR(BULK, "malformed memory handle in descriptor: %s",
-                NA_Error_to_string(na_ret));
+                          NA_Error_to_string(na_ret));
             bulk_destroy(bulk);
             return na_ret == NA_NOMEM ? HG_NOMEM : HG_PROTOCOL_ERROR;
         }

@@ -10,7 +10,7 @@
 struct hg_bulk {
     hg_class_t *hg_class;
     atomic_int refcount;
-    hg_size_t len;               /* total bytes */
+    hg_size_t len; /* total bytes */
     uint32_t segment_count;
     uint8_t flags;               /* HG_BULK_READ_ONLY / WRITE_ONLY / READWRITE */
     bool remote;                 /* deserialized: no local memory */

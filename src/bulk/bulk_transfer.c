@@ -13,9 +13,9 @@
 struct hg_op_id {
     struct hg_completion completion;
     hg_context_t *context;
-    hg_cb_t callback;            /* user callback, run from HG_Trigger() */
+    hg_cb_t callback; /* user callback, run from HG_Trigger() */
     void *arg;
-    hg_bulk_done_cb_t done;      /* internal callback, run from progress */
+    hg_bulk_done_cb_t done; /* internal callback, run from progress */
     void *done_arg;
     hg_bulk_op_t op;
     hg_bulk_t origin, local;
@@ -139,17 +139,19 @@ static na_return_t piece_post(struct hg_op_id *op, struct hg_bulk_piece *piece)
 {
     na_class_t *na_class = op->context->hg_class->na_class;
     hg_size_t off = (hg_size_t)piece->index * HG_BULK_CHUNK_MAX;
-    size_t len = op->size - off < HG_BULK_CHUNK_MAX ? (size_t)(op->size - off) : HG_BULK_CHUNK_MAX;
+    size_t len =
+        op->size - off < HG_BULK_CHUNK_MAX ? (size_t)(op->size - off) : HG_BULK_CHUNK_MAX;
 
     piece->ret = NA_SUCCESS;
-    return (op->op == HG_BULK_PULL ? NA_Get : NA_Put)(na_class, op->context->na_context,
-        na_piece_cb, piece, op->local->mem, op->local_offset + off, op->origin->mem,
-        op->origin_offset + off, len, op->na_addr, op->origin_id, piece->na_op);
+    return (op->op == HG_BULK_PULL ? NA_Get : NA_Put)(
+        na_class, op->context->na_context, na_piece_cb, piece, op->local->mem,
+        op->local_offset + off, op->origin->mem, op->origin_offset + off, len,
+        op->na_addr, op->origin_id, piece->na_op);
 }
 
 /* Copy size bytes between two local handles at the given offsets. */
 static void copy_local(struct hg_bulk *dst, hg_size_t dst_off, struct hg_bulk *src,
-    hg_size_t src_off, hg_size_t size)
+                       hg_size_t src_off, hg_size_t size)
 {
     uint32_t di = 0, si = 0;
 
@@ -164,7 +166,7 @@ static void copy_local(struct hg_bulk *dst, hg_size_t dst_off, struct hg_bulk *s
         if (n > size)
             n = (size_t)size;
         memmove((char *)dst->segments[di].base + dst_off,
-            (char *)src->segments[si].base + src_off, n);
+                (char *)src->segments[si].base + src_off, n);
         size -= n;
         dst_off += n;
         src_off += n;
@@ -176,7 +178,8 @@ static void copy_local(struct hg_bulk *dst, hg_size_t dst_off, struct hg_bulk *s
 }
 
 /* Transfer to self: find the live origin handle and copy, honoring its permissions. */
-static hg_return_t transfer_self(struct hg_op_id *op, hg_size_t origin_offset, hg_size_t local_offset)
+static hg_return_t transfer_self(struct hg_op_id *op, hg_size_t origin_offset,
+                                 hg_size_t local_offset)
 {
     struct hg_bulk *origin = op->origin;
     hg_class_t *hg_class = op->context->hg_class;
@@ -193,7 +196,7 @@ static hg_return_t transfer_self(struct hg_op_id *op, hg_size_t origin_offset, h
     uint8_t need = op->op == HG_BULK_PULL ? HG_BULK_READ_ONLY : HG_BULK_WRITE_ONLY;
     if (!(origin->flags & need)) {
         HGX_LOG_ERROR(BULK, "self transfer: origin handle does not allow %s",
-            op->op == HG_BULK_PULL ? "reads" : "writes");
+                      op->op == HG_BULK_PULL ? "reads" : "writes");
         ret = HG_PERMISSION;
     } else if (op->op == HG_BULK_PULL)
         copy_local(op->local, local_offset, origin, origin_offset, op->size);
@@ -203,19 +206,22 @@ static hg_return_t transfer_self(struct hg_op_id *op, hg_size_t origin_offset, h
     return ret;
 }
 
-static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void *arg,
-    hg_bulk_done_cb_t done, void *done_arg, hg_bulk_op_t op_type, hg_addr_t origin_addr,
-    uint8_t origin_id, hg_bulk_t origin, hg_size_t origin_offset, hg_bulk_t local,
-    hg_size_t local_offset, hg_size_t size, hg_op_id_t *op_id)
+static hg_return_t
+transfer_start(hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_done_cb_t done,
+               void *done_arg, hg_bulk_op_t op_type, hg_addr_t origin_addr,
+               uint8_t origin_id, hg_bulk_t origin, hg_size_t origin_offset,
+               hg_bulk_t local, hg_size_t local_offset, hg_size_t size, hg_op_id_t *op_id)
 {
     if (!context || !origin_addr || !origin || !local ||
         (op_type != HG_BULK_PULL && op_type != HG_BULK_PUSH)) {
         HGX_LOG_ERROR(BULK, "invalid argument");
         return HG_INVALID_ARG;
     }
-    if (local->remote || origin_offset > origin->len || size > origin->len - origin_offset ||
-        local_offset > local->len || size > local->len - local_offset) {
-        HGX_LOG_ERROR(BULK, "transfer of %llu bytes out of bounds", (unsigned long long)size);
+    if (local->remote || origin_offset > origin->len ||
+        size > origin->len - origin_offset || local_offset > local->len ||
+        size > local->len - local_offset) {
+        HGX_LOG_ERROR(BULK, "transfer of %llu bytes out of bounds",
+                      (unsigned long long)size);
         return HG_INVALID_ARG;
     }
     hg_class_t *hg_class = context->hg_class;
@@ -224,7 +230,9 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
         HGX_LOG_ERROR(BULK, "origin handle is local but the origin address is not self");
         return HG_INVALID_ARG;
     }
-    size_t n_ops = self || size == 0 ? 0 : (size_t)((size + HG_BULK_CHUNK_MAX - 1) / HG_BULK_CHUNK_MAX);
+    size_t n_ops = self || size == 0
+                       ? 0
+                       : (size_t)((size + HG_BULK_CHUNK_MAX - 1) / HG_BULK_CHUNK_MAX);
     struct hg_op_id *op = calloc(1, sizeof(*op) + n_ops * sizeof(op->pieces[0]));
     if (!op)
         return HG_NOMEM;
@@ -250,7 +258,8 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
     hg_return_t ret = HG_SUCCESS;
     if (self)
         ret = transfer_self(op, origin_offset, local_offset);
-    else if (NA_Addr_dup(hg_class->na_class, origin_addr->na_addr, &op->na_addr) != NA_SUCCESS)
+    else if (NA_Addr_dup(hg_class->na_class, origin_addr->na_addr, &op->na_addr) !=
+             NA_SUCCESS)
         ret = HG_NOMEM;
     else
         for (size_t i = 0; i < n_ops; i++) {
@@ -269,7 +278,8 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
         na_return_t na_ret = piece_post(op, &op->pieces[i]);
         if (na_ret != NA_SUCCESS) {
             atomic_fetch_sub(&op->pending, 1);
-            HGX_LOG_ERROR(BULK, "could not post transfer piece: %s", NA_Error_to_string(na_ret));
+            HGX_LOG_ERROR(BULK, "could not post transfer piece: %s",
+                          NA_Error_to_string(na_ret));
             op_error(op, hg_ret_from_na(na_ret));
             /* Stop the pieces already posted; the callback reports the error. */
             for (size_t j = 0; j < i; j++)
@@ -281,30 +291,38 @@ static hg_return_t transfer_start(hg_context_t *context, hg_cb_t callback, void 
     return HG_SUCCESS;
 }
 
-hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_op_t op,
-    hg_addr_t origin_addr, hg_bulk_t origin_handle, hg_size_t origin_offset, hg_bulk_t local_handle,
-    hg_size_t local_offset, hg_size_t size, hg_op_id_t *op_id)
+hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
+                             hg_bulk_op_t op, hg_addr_t origin_addr,
+                             hg_bulk_t origin_handle, hg_size_t origin_offset,
+                             hg_bulk_t local_handle, hg_size_t local_offset,
+                             hg_size_t size, hg_op_id_t *op_id)
 {
-    return transfer_start(context, callback, arg, NULL, NULL, op, origin_addr, 0, origin_handle,
-        origin_offset, local_handle, local_offset, size, op_id);
+    return transfer_start(context, callback, arg, NULL, NULL, op, origin_addr, 0,
+                          origin_handle, origin_offset, local_handle, local_offset, size,
+                          op_id);
 }
 
 hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback, void *arg,
-    hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id, hg_bulk_t origin_handle,
-    hg_size_t origin_offset, hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size,
-    hg_op_id_t *op_id)
+                                hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id,
+                                hg_bulk_t origin_handle, hg_size_t origin_offset,
+                                hg_bulk_t local_handle, hg_size_t local_offset,
+                                hg_size_t size, hg_op_id_t *op_id)
 {
     return transfer_start(context, callback, arg, NULL, NULL, op, origin_addr, origin_id,
-        origin_handle, origin_offset, local_handle, local_offset, size, op_id);
+                          origin_handle, origin_offset, local_handle, local_offset, size,
+                          op_id);
 }
 
-hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t done, void *arg,
-    hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id, hg_bulk_t origin_handle,
-    hg_size_t origin_offset, hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size,
-    hg_op_id_t *op_id)
+hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t done,
+                                      void *arg, hg_bulk_op_t op, hg_addr_t origin_addr,
+                                      uint8_t origin_id, hg_bulk_t origin_handle,
+                                      hg_size_t origin_offset, hg_bulk_t local_handle,
+                                      hg_size_t local_offset, hg_size_t size,
+                                      hg_op_id_t *op_id)
 {
-    return transfer_start(context, NULL, NULL, done, arg, op, origin_addr, origin_id, origin_handle,
-        origin_offset, local_handle, local_offset, size, op_id);
+    return transfer_start(context, NULL, NULL, done, arg, op, origin_addr, origin_id,
+                          origin_handle, origin_offset, local_handle, local_offset, size,
+                          op_id);
 }
 
 hg_return_t HG_Bulk_cancel(hg_op_id_t op_id)

@@ -44,8 +44,8 @@ static void lookup_run(struct hg_completion *completion)
     free(op);
 }
 
-hg_return_t HG_Addr_lookup1(hg_context_t *context, hg_cb_t callback, void *arg, const char *name,
-    hg_op_id_t *op_id_p)
+hg_return_t HG_Addr_lookup1(hg_context_t *context, hg_cb_t callback, void *arg,
+                            const char *name, hg_op_id_t *op_id_p)
 {
     if (!context || !name)
         return HG_INVALID_ARG;
@@ -71,7 +71,8 @@ hg_return_t HG_Addr_lookup2(hg_class_t *hg_class, const char *name, hg_addr_t *a
     *addr_p = HG_ADDR_NULL;
     na_return_t na_ret = NA_Addr_lookup(hg_class->na_class, name, &na_addr);
     if (na_ret != NA_SUCCESS) {
-        HGX_LOG_ERROR(HG, "could not look up \"%s\": %s", name, NA_Error_to_string(na_ret));
+        HGX_LOG_ERROR(HG, "could not look up \"%s\": %s", name,
+                      NA_Error_to_string(na_ret));
         return hg_ret_from_na(na_ret);
     }
     *addr_p = hg_addr_wrap(hg_class, na_addr);
@@ -133,7 +134,8 @@ hg_bool_t HG_Addr_cmp(hg_class_t *hg_class, hg_addr_t addr1, hg_addr_t addr2)
     return NA_Addr_cmp(hg_class->na_class, addr1->na_addr, addr2->na_addr);
 }
 
-hg_return_t HG_Addr_to_string(hg_class_t *hg_class, char *buf, hg_size_t *buf_size_p, hg_addr_t addr)
+hg_return_t HG_Addr_to_string(hg_class_t *hg_class, char *buf, hg_size_t *buf_size_p,
+                              hg_addr_t addr)
 {
     if (!hg_class || !buf_size_p || !addr)
         return HG_INVALID_ARG;

@@ -8,7 +8,8 @@
 
 #include <stdlib.h>
 
-hg_return_t HG_Version_get(unsigned int *major_p, unsigned int *minor_p, unsigned int *patch_p)
+hg_return_t HG_Version_get(unsigned int *major_p, unsigned int *minor_p,
+                           unsigned int *patch_p)
 {
     if (major_p)
         *major_p = HG_VERSION_MAJOR;
@@ -32,14 +33,16 @@ const char *HG_Error_to_string(hg_return_t errnum)
 hg_return_t hg_ret_from_na(na_return_t ret)
 {
     switch (ret) {
-#define X(a) case NA_##a: return HG_##a;
-        X(SUCCESS) X(PERMISSION) X(NOENTRY) X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS) X(FAULT)
-        X(BUSY) X(EXIST) X(NODEV) X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW) X(MSGSIZE)
-        X(PROTONOSUPPORT) X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL) X(HOSTUNREACH)
-        X(TIMEOUT) X(CANCELED) X(IO_ERROR)
+#define X(a)                                                                             \
+    case NA_##a:                                                                         \
+        return HG_##a;
+        X(SUCCESS)
+        X(PERMISSION) X(NOENTRY) X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS) X(FAULT) X(BUSY)
+            X(EXIST) X(NODEV) X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW) X(MSGSIZE)
+                X(PROTONOSUPPORT) X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL)
+                    X(HOSTUNREACH) X(TIMEOUT) X(CANCELED) X(IO_ERROR)
 #undef X
-        default:
-            return HG_NA_ERROR;
+                        default : return HG_NA_ERROR;
     }
 }
 
@@ -61,13 +64,13 @@ hg_class_t *HG_Init(const char *na_info_string, hg_bool_t na_listen)
 }
 
 hg_class_t *HG_Init_opt(const char *na_info_string, hg_bool_t na_listen,
-    const struct hg_init_info *hg_init_info)
+                        const struct hg_init_info *hg_init_info)
 {
     return HG_Init_opt2(na_info_string, na_listen, HG_VERSION(2, 2), hg_init_info);
 }
 
-hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen, unsigned int version,
-    const struct hg_init_info *hg_init_info)
+hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
+                         unsigned int version, const struct hg_init_info *hg_init_info)
 {
     struct hg_init_info info = hg_init_info ? *hg_init_info : HG_INIT_INFO_INITIALIZER;
     hg_class_t *hg_class;
@@ -90,7 +93,8 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen, unsign
     if (info.na_class) {
         hg_class->na_class = info.na_class;
     } else {
-        hg_class->na_class = NA_Initialize_opt(na_info_string, na_listen, &info.na_init_info);
+        hg_class->na_class =
+            NA_Initialize_opt(na_info_string, na_listen, &info.na_init_info);
         hg_class->own_na_class = true;
         if (!hg_class->na_class) {
             HGX_LOG_ERROR(HG, "could not initialize NA with \"%s\"", na_info_string);
@@ -99,7 +103,8 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen, unsign
     }
     hg_class->listening = NA_Is_listening(hg_class->na_class);
     hg_class->checksum_level = info.checksum_level;
-    hg_class->post_count = info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;
+    hg_class->post_count =
+        info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;
     hg_class->unexpected_size = NA_Msg_get_max_unexpected_size(hg_class->na_class);
     hg_class->expected_size = NA_Msg_get_max_expected_size(hg_class->na_class);
     hg_class->unexpected_header = NA_Msg_get_unexpected_header_size(hg_class->na_class);
@@ -107,8 +112,8 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen, unsign
     hg_class->max_tag = NA_Msg_get_max_tag(hg_class->na_class);
     if (hg_class->unexpected_size < hg_class->unexpected_header + HG_HEADER_SIZE + 256 ||
         hg_class->expected_size < hg_class->expected_header + HG_HEADER_SIZE + 256) {
-        HGX_LOG_ERROR(HG, "NA message sizes too small (%zu / %zu)", hg_class->unexpected_size,
-            hg_class->expected_size);
+        HGX_LOG_ERROR(HG, "NA message sizes too small (%zu / %zu)",
+                      hg_class->unexpected_size, hg_class->expected_size);
         goto error;
     }
     hg_class->rpc_map = hg_rpc_map_create();
@@ -132,10 +137,12 @@ hg_return_t HG_Finalize(hg_class_t *hg_class)
 {
     if (!hg_class)
         return HG_INVALID_ARG;
-    long contexts = atomic_load(&hg_class->n_contexts), handles = atomic_load(&hg_class->n_handles),
+    long contexts = atomic_load(&hg_class->n_contexts),
+         handles = atomic_load(&hg_class->n_handles),
          addrs = atomic_load(&hg_class->n_addrs), bulks = atomic_load(&hg_class->n_bulks);
     if (contexts || handles || addrs || bulks) {
-        HGX_LOG_ERROR(HG,
+        HGX_LOG_ERROR(
+            HG,
             "cannot finalize: %ld context(s), %ld handle(s), %ld address(es), %ld bulk "
             "handle(s) still alive",
             contexts, handles, addrs, bulks);
@@ -190,7 +197,8 @@ hg_size_t HG_Class_get_output_eager_size(const hg_class_t *hg_class)
     return hg_class->expected_size - hg_class->expected_header - HG_HEADER_SIZE;
 }
 
-hg_return_t HG_Class_set_data(hg_class_t *hg_class, void *data, void (*free_callback)(void *))
+hg_return_t HG_Class_set_data(hg_class_t *hg_class, void *data,
+                              void (*free_callback)(void *))
 {
     if (!hg_class)
         return HG_INVALID_ARG;

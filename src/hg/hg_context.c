@@ -69,11 +69,13 @@ static hg_return_t post_one(struct hg_post *post)
     hg_class_t *hg_class = context->hg_class;
 
     atomic_fetch_add(&context->n_posted, 1);
-    na_return_t na_ret = NA_Msg_recv_unexpected(hg_class->na_class, context->na_context, post_cb,
-        post, post->buf, hg_class->unexpected_size, post->plugin, post->op);
+    na_return_t na_ret = NA_Msg_recv_unexpected(
+        hg_class->na_class, context->na_context, post_cb, post, post->buf,
+        hg_class->unexpected_size, post->plugin, post->op);
     if (na_ret != NA_SUCCESS) {
         atomic_fetch_sub(&context->n_posted, 1);
-        HGX_LOG_ERROR(HG, "could not post unexpected receive: %s", NA_Error_to_string(na_ret));
+        HGX_LOG_ERROR(HG, "could not post unexpected receive: %s",
+                      NA_Error_to_string(na_ret));
         return hg_ret_from_na(na_ret);
     }
     return HG_SUCCESS;
@@ -87,12 +89,14 @@ static void post_cb(const struct na_cb_info *info)
 
     atomic_fetch_sub(&context->n_posted, 1);
     if (info->ret == NA_SUCCESS)
-        hg_target_receive(context, post->buf, info->info.recv_unexpected.actual_buf_size, source);
+        hg_target_receive(context, post->buf, info->info.recv_unexpected.actual_buf_size,
+                          source);
     else {
         if (source)
             NA_Addr_free(context->hg_class->na_class, source);
         if (info->ret != NA_CANCELED)
-            HGX_LOG_ERROR(HG, "unexpected receive failed: %s", NA_Error_to_string(info->ret));
+            HGX_LOG_ERROR(HG, "unexpected receive failed: %s",
+                          NA_Error_to_string(info->ret));
     }
     if (!context->unposting && info->ret != NA_CANCELED)
         (void)post_one(post);
@@ -108,8 +112,8 @@ static hg_return_t posts_create(hg_context_t *context)
     for (unsigned int i = 0; i < hg_class->post_count; i++) {
         struct hg_post *post = &context->posts[i];
         post->context = context;
-        post->buf = NA_Msg_buf_alloc(hg_class->na_class, hg_class->unexpected_size, NA_RECV,
-            &post->plugin);
+        post->buf = NA_Msg_buf_alloc(hg_class->na_class, hg_class->unexpected_size,
+                                     NA_RECV, &post->plugin);
         post->op = NA_Op_create(hg_class->na_class, NA_OP_SINGLE);
         context->n_posts++;
         if (!post->buf || !post->op)
@@ -196,9 +200,10 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
         return HG_INVALID_ARG;
     hg_class_t *hg_class = context->hg_class;
     if (completion_count(context) > 0 || atomic_load(&context->n_handles) > 0) {
-        HGX_LOG_ERROR(HG, "cannot destroy context: %ld handle(s) / transfer(s) alive or "
-                          "callbacks not yet triggered",
-            (long)atomic_load(&context->n_handles));
+        HGX_LOG_ERROR(HG,
+                      "cannot destroy context: %ld handle(s) / transfer(s) alive or "
+                      "callbacks not yet triggered",
+                      (long)atomic_load(&context->n_handles));
         return HG_BUSY;
     }
     if (context->posts)
@@ -232,7 +237,8 @@ hg_uint8_t HG_Context_get_id(const hg_context_t *context)
     return context ? context->id : 0;
 }
 
-hg_return_t HG_Context_set_data(hg_context_t *context, void *data, void (*free_callback)(void *))
+hg_return_t HG_Context_set_data(hg_context_t *context, void *data,
+                                void (*free_callback)(void *))
 {
     if (!context)
         return HG_INVALID_ARG;
@@ -272,8 +278,8 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
     }
 }
 
-hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout, unsigned int max_count,
-    unsigned int *actual_count_p)
+hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
+                       unsigned int max_count, unsigned int *actual_count_p)
 {
     unsigned int count = 0;
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr, const struct hg_rpc_info *rpc,
-    bool target)
+hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
+                            const struct hg_rpc_info *rpc, bool target)
 {
     hg_handle_t handle = calloc(1, sizeof(*handle));
 
@@ -83,8 +83,8 @@ hg_return_t hg_handle_alloc_send(hg_handle_t handle, bool unexpected)
     if (handle->send_buf)
         return HG_SUCCESS;
     handle->send_size = unexpected ? hg_class->unexpected_size : hg_class->expected_size;
-    handle->send_buf =
-        NA_Msg_buf_alloc(hg_class->na_class, handle->send_size, NA_SEND, &handle->send_plugin);
+    handle->send_buf = NA_Msg_buf_alloc(hg_class->na_class, handle->send_size, NA_SEND,
+                                        &handle->send_plugin);
     return handle->send_buf ? HG_SUCCESS : HG_NOMEM;
 }
 
@@ -95,8 +95,8 @@ hg_return_t hg_handle_alloc_recv(hg_handle_t handle, bool unexpected)
     if (handle->recv_buf)
         return HG_SUCCESS;
     handle->recv_size = unexpected ? hg_class->unexpected_size : hg_class->expected_size;
-    handle->recv_buf =
-        NA_Msg_buf_alloc(hg_class->na_class, handle->recv_size, NA_RECV, &handle->recv_plugin);
+    handle->recv_buf = NA_Msg_buf_alloc(hg_class->na_class, handle->recv_size, NA_RECV,
+                                        &handle->recv_plugin);
     return handle->recv_buf ? HG_SUCCESS : HG_NOMEM;
 }
 
@@ -110,12 +110,12 @@ hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op)
 uint8_t hg_class_checksum_flags(const hg_class_t *hg_class)
 {
     switch (hg_class->checksum_level) {
-        case HG_CHECKSUM_RPC_HEADERS:
-            return HG_HEADER_CHECKSUM;
-        case HG_CHECKSUM_RPC_PAYLOAD:
-            return HG_HEADER_CHECKSUM | HG_HEADER_CHECKSUM_PAYLOAD;
-        default:
-            return 0;
+    case HG_CHECKSUM_RPC_HEADERS:
+        return HG_HEADER_CHECKSUM;
+    case HG_CHECKSUM_RPC_PAYLOAD:
+        return HG_HEADER_CHECKSUM | HG_HEADER_CHECKSUM_PAYLOAD;
+    default:
+        return 0;
     }
 }
 
@@ -126,7 +126,7 @@ void hgx_test_corrupt_next_header(hg_class_t *hg_class)
 }
 
 hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
-    void *payload, size_t room, size_t *size_p)
+                             void *payload, size_t room, size_t *size_p)
 {
     hg_proc_t proc = HG_PROC_NULL;
     hg_return_t ret;
@@ -152,20 +152,21 @@ hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *str
             hg_size_t extra_size = *size_p;
             hg_proc_set_extra_buf_is_mine(proc, 1);
             handle->extra_buf = extra;
-            ret = HG_Bulk_create(handle->info.hg_class, 1, &handle->extra_buf, &extra_size,
-                HG_BULK_READ_ONLY, &handle->extra_bulk);
+            ret = HG_Bulk_create(handle->info.hg_class, 1, &handle->extra_buf,
+                                 &extra_size, HG_BULK_READ_ONLY, &handle->extra_bulk);
             if (ret != HG_SUCCESS)
                 hg_handle_free_extra(handle);
         }
     }
     if (ret != HG_SUCCESS)
-        HGX_LOG_ERROR(HG, "could not encode RPC %#llx: %s", (unsigned long long)handle->rpc.id,
-            HG_Error_to_string(ret));
+        HGX_LOG_ERROR(HG, "could not encode RPC %#llx: %s",
+                      (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
     hg_proc_free(proc);
     return ret;
 }
 
-hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t room, size_t *len_p)
+hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t room,
+                                     size_t *len_p)
 {
     hg_size_t len = HG_Bulk_get_serialize_size(handle->extra_bulk, 0);
 
@@ -206,7 +207,8 @@ static void pull_done(void *arg, hg_return_t ret)
 }
 
 hg_return_t hg_handle_pull_extra(hg_handle_t handle, const void *desc, size_t desc_len,
-    uint64_t size, void (*done)(hg_handle_t handle, hg_return_t ret))
+                                 uint64_t size,
+                                 void (*done)(hg_handle_t handle, hg_return_t ret))
 {
     hg_class_t *hg_class = handle->info.hg_class;
     struct hg_pull_ctx *pc = calloc(1, sizeof(*pc));
@@ -231,12 +233,13 @@ hg_return_t hg_handle_pull_extra(hg_handle_t handle, const void *desc, size_t de
         goto error;
     }
     hg_size_t local_size = size;
-    ret = HG_Bulk_create(hg_class, 1, &pc->buf, &local_size, HG_BULK_WRITE_ONLY, &pc->local);
+    ret = HG_Bulk_create(hg_class, 1, &pc->buf, &local_size, HG_BULK_WRITE_ONLY,
+                         &pc->local);
     if (ret != HG_SUCCESS)
         goto error;
     ret = hg_bulk_transfer_internal(handle->info.context, pull_done, pc, HG_BULK_PULL,
-        handle->info.addr, handle->info.context_id, pc->remote, 0, pc->local, 0, size,
-        &handle->pull_op);
+                                    handle->info.addr, handle->info.context_id,
+                                    pc->remote, 0, pc->local, 0, size, &handle->pull_op);
     if (ret != HG_SUCCESS)
         goto error;
     return HG_SUCCESS;
@@ -251,7 +254,8 @@ error:
 
 static void op_complete_run(struct hg_completion *completion)
 {
-    hg_handle_t handle = (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+    hg_handle_t handle =
+        (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
     hg_cb_t callback = handle->callback;
     struct hg_cb_info info = {.arg = handle->arg, .ret = handle->op_ret};
 
@@ -269,7 +273,8 @@ static void op_complete_run(struct hg_completion *completion)
     hg_handle_release(handle);
 }
 
-void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback, void *arg)
+void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback,
+                        void *arg)
 {
     atomic_fetch_add(&handle->refcount, 1);
     handle->op = op;
@@ -277,7 +282,8 @@ void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callba
     handle->arg = arg;
     handle->op_ret = HG_SUCCESS;
     atomic_store(&handle->canceled, false);
-    atomic_store(&handle->pending, 1); /* the poster's own reference, dropped by op_done */
+    atomic_store(&handle->pending,
+                 1); /* the poster's own reference, dropped by op_done */
 }
 
 void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)
@@ -294,7 +300,8 @@ void hg_handle_op_done(hg_handle_t handle)
     hg_completion_push(handle->info.context, &handle->completion);
 }
 
-hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id, hg_handle_t *handle_p)
+hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id,
+                      hg_handle_t *handle_p)
 {
     if (!context || !handle_p)
         return HG_INVALID_ARG;
@@ -389,7 +396,7 @@ hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id)
 
 /* Run proc_cb over the decoded payload (op HG_DECODE) or in HG_FREE mode. */
 static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
-    hg_proc_op_t op)
+                            hg_proc_op_t op)
 {
     hg_proc_t proc = HG_PROC_NULL;
     hg_return_t ret;
@@ -403,7 +410,8 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
         return ret;
     hg_proc_set_handle(proc, handle);
     if (op == HG_DECODE)
-        ret = hg_proc_reset(proc, (void *)(uintptr_t)handle->decode_buf, handle->decode_size, op);
+        ret = hg_proc_reset(proc, (void *)(uintptr_t)handle->decode_buf,
+                            handle->decode_size, op);
     else
         ret = hg_proc_reset(proc, NULL, 0, op);
     if (ret == HG_SUCCESS)
@@ -413,8 +421,8 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
     hg_proc_free(proc);
     if (ret != HG_SUCCESS)
         HGX_LOG_ERROR(HG, "could not %s payload of RPC %#llx: %s",
-            op == HG_DECODE ? "decode" : "free", (unsigned long long)handle->rpc.id,
-            HG_Error_to_string(ret));
+                      op == HG_DECODE ? "decode" : "free",
+                      (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
     return ret;
 }
 

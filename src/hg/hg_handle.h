@@ -9,18 +9,23 @@
 #include "hg_rpc_map.h"
 
 /* Operation a handle is busy with. */
-enum hg_handle_op { HG_HANDLE_IDLE, HG_HANDLE_FORWARD, HG_HANDLE_RESPOND, HG_HANDLE_RECEIVE };
+enum hg_handle_op {
+    HG_HANDLE_IDLE,
+    HG_HANDLE_FORWARD,
+    HG_HANDLE_RESPOND,
+    HG_HANDLE_RECEIVE
+};
 
 /* Largest payload moved through an internal bulk transfer (untrusted size cap). */
 #define HG_EXTRA_MAX ((uint64_t)1 << 31)
 
 struct hg_handle {
-    struct hg_info info;         /* info.addr holds a reference */
+    struct hg_info info; /* info.addr holds a reference */
     atomic_int refcount;
     void *data;
     void (*data_free)(void *);
-    struct hg_rpc_info rpc;      /* snapshot of the registration */
-    bool target;                 /* created for a received request */
+    struct hg_rpc_info rpc; /* snapshot of the registration */
+    bool target;            /* created for a received request */
 
     /* NA message buffers, allocated on first use. Origin: send = request
      * (unexpected size), recv = response (expected size). Target: recv = copy
@@ -29,14 +34,14 @@ struct hg_handle {
     size_t send_size;
     void *recv_buf, *recv_plugin;
     size_t recv_size;
-    size_t recv_len;             /* bytes received in recv_buf */
-    void *ack_buf, *ack_plugin;  /* large-output acknowledgement */
+    size_t recv_len;            /* bytes received in recv_buf */
+    void *ack_buf, *ack_plugin; /* large-output acknowledgement */
     na_op_id_t *send_op, *recv_op, *ack_op;
 
     /* Payload to decode (input at the target, output at the origin). */
     const void *decode_buf;
     size_t decode_size;
-    void *decode_owned;          /* malloc'd buffer behind decode_buf, or NULL */
+    void *decode_owned; /* malloc'd buffer behind decode_buf, or NULL */
     bool has_decode;
 
     /* Encoded payload too large for a message, exposed to the peer. */
@@ -47,26 +52,27 @@ struct hg_handle {
     enum hg_handle_op op;
     hg_cb_t callback;
     void *arg;
-    atomic_int pending;          /* NA / bulk sub-operations outstanding */
-    hg_return_t op_ret;          /* first error of the operation */
+    atomic_int pending; /* NA / bulk sub-operations outstanding */
+    hg_return_t op_ret; /* first error of the operation */
     atomic_bool canceled;
-    uint32_t cookie;             /* tag of the response and ack */
-    uint8_t req_flags;           /* header flags of the received request */
-    uint8_t origin_id;           /* context id of the origin (target side) */
-    bool self_target;            /* target end of a forward to self */
-    hg_op_id_t pull_op;          /* internal bulk pull in flight */
+    uint32_t cookie;    /* tag of the response and ack */
+    uint8_t req_flags;  /* header flags of the received request */
+    uint8_t origin_id;  /* context id of the origin (target side) */
+    bool self_target;   /* target end of a forward to self */
+    hg_op_id_t pull_op; /* internal bulk pull in flight */
     struct hg_completion completion;
     struct hg_handle *self_peer; /* other end of a forward to self */
 };
 
 /* Allocate a handle with refcount 1 on context (addr gets a new reference). */
-hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr, const struct hg_rpc_info *rpc,
-    bool target);
+hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
+                            const struct hg_rpc_info *rpc, bool target);
 /* Drop one reference, freeing at 0. */
 void hg_handle_release(hg_handle_t handle);
 
 /* Start an operation: takes a reference, sets callback/op, clears state. */
-void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback, void *arg);
+void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback,
+                        void *arg);
 /* Record the outcome of one sub-operation; the first error wins. */
 void hg_handle_op_error(hg_handle_t handle, hg_return_t ret);
 /* One sub-operation finished: at zero pending the user callback is queued. */
@@ -83,7 +89,7 @@ hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op);
  * \param size_p [OUT] bytes encoded
  */
 hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
-    void *payload, size_t room, size_t *size_p);
+                             void *payload, size_t room, size_t *size_p);
 /* Free the extra buffer and its bulk handle. */
 void hg_handle_free_extra(hg_handle_t handle);
 /* Forget the decoded payload. */
@@ -92,28 +98,32 @@ void hg_handle_clear_decode(hg_handle_t handle);
 /*
  * Serialize extra_bulk at payload. \return HG_SUCCESS or HG_OVERFLOW
  */
-hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t room, size_t *len_p);
+hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t room,
+                                     size_t *len_p);
 
 /*
  * Pull an extra payload of size bytes described at desc (untrusted) from the
  * peer; done(handle) runs with its outcome. Holds one pending sub-operation.
  */
 hg_return_t hg_handle_pull_extra(hg_handle_t handle, const void *desc, size_t desc_len,
-    uint64_t size, void (*done)(hg_handle_t handle, hg_return_t ret));
+                                 uint64_t size,
+                                 void (*done)(hg_handle_t handle, hg_return_t ret));
 
 /* Target side: a request arrived on context (buf is NA's receive buffer). */
-void hg_target_receive(hg_context_t *context, const void *buf, size_t len, na_addr_t *source);
+void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
+                       na_addr_t *source);
 
 /* Send a response carrying status (out_struct may be NULL for errors). */
-hg_return_t hg_target_respond(
-    hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct, hg_return_t status);
+hg_return_t hg_target_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
+                              void *out_struct, hg_return_t status);
 /* Queue the handler of a target handle whose input is ready. */
 void hg_target_dispatch(hg_handle_t handle);
 /* Complete a respond locally (no message): the callback is queued. */
 void hg_target_respond_local(hg_handle_t handle, hg_cb_t callback, void *arg);
 
 /* Self forwarding (hg_self.c). */
-hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in_struct);
+hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
+                            void *in_struct);
 hg_return_t hg_self_respond(hg_handle_t handle, void *out_struct);
 void hg_self_cancel(hg_handle_t handle);
 

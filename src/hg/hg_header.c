@@ -3,9 +3,9 @@
  *
  * Layout (little-endian):
  *   0 magic u8 | 1 version u8 | 2 kind u8 | 3 flags u8 | 4 status u8 |
- *   5 context_id u8 | 6 origin_id u8 | 7 reserved u8 (0) | 8 cookie u32 | 12 reserved u32 (0) |
- *   16 rpc_id u64 | 24 payload_size u64 | 32 crc64 u64 (0 when unused)
- * The crc is computed with its own field zeroed.
+ *   5 context_id u8 | 6 origin_id u8 | 7 reserved u8 (0) | 8 cookie u32 | 12 reserved u32
+ * (0) | 16 rpc_id u64 | 24 payload_size u64 | 32 crc64 u64 (0 when unused) The crc is
+ * computed with its own field zeroed.
  */
 #include "hg_header.h"
 #include "hgx_wire.h"
@@ -16,8 +16,8 @@
 
 #define HG_HEADER_CRC_OFFSET 32
 
-static uint64_t header_crc(const unsigned char *hdr_bytes, bool with_payload, const void *payload,
-    size_t payload_len)
+static uint64_t header_crc(const unsigned char *hdr_bytes, bool with_payload,
+                           const void *payload, size_t payload_len)
 {
     unsigned char copy[HG_HEADER_SIZE];
 
@@ -30,7 +30,7 @@ static uint64_t header_crc(const unsigned char *hdr_bytes, bool with_payload, co
 }
 
 void hg_header_encode(void *buf, const struct hg_header *hdr, const void *payload,
-    size_t payload_len)
+                      size_t payload_len)
 {
     unsigned char *p = buf;
 
@@ -46,12 +46,13 @@ void hg_header_encode(void *buf, const struct hg_header *hdr, const void *payloa
     hgx_put_u64(p + 16, hdr->rpc_id);
     hgx_put_u64(p + 24, hdr->payload_size);
     if (hdr->flags & HG_HEADER_CHECKSUM)
-        hgx_put_u64(p + HG_HEADER_CRC_OFFSET,
+        hgx_put_u64(
+            p + HG_HEADER_CRC_OFFSET,
             header_crc(p, hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD, payload, payload_len));
 }
 
-int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const void *payload,
-    size_t payload_len)
+int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr,
+                     const void *payload, size_t payload_len)
 {
     const unsigned char *p = buf;
 
@@ -68,7 +69,8 @@ int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const v
     /* Verify the checksum before trusting any other field. */
     if (hdr->flags & HG_HEADER_CHECKSUM) {
         uint64_t want = hgx_get_u64(p + HG_HEADER_CRC_OFFSET);
-        if (header_crc(p, hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD, payload, payload_len) != want)
+        if (header_crc(p, hdr->flags & HG_HEADER_CHECKSUM_PAYLOAD, payload,
+                       payload_len) != want)
             return -2;
     }
     if (hdr->kind < HG_HEADER_REQUEST || hdr->kind > HG_HEADER_ACK ||
@@ -78,7 +80,8 @@ int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const v
         return -1;
     /* One encoding per header: reserved bytes and an unused checksum are zero. */
     if (p[7] != 0 || hgx_get_u32(p + 12) != 0 ||
-        (!(hdr->flags & HG_HEADER_CHECKSUM) && hgx_get_u64(p + HG_HEADER_CRC_OFFSET) != 0))
+        (!(hdr->flags & HG_HEADER_CHECKSUM) &&
+         hgx_get_u64(p + HG_HEADER_CRC_OFFSET) != 0))
         return -1;
     return 0;
 }

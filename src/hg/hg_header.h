@@ -10,18 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HG_HEADER_MAGIC   0xA7
+#define HG_HEADER_MAGIC 0xA7
 #define HG_HEADER_VERSION 1
-#define HG_HEADER_SIZE    40 /* bytes on the wire */
+#define HG_HEADER_SIZE 40 /* bytes on the wire */
 
 enum hg_header_kind { HG_HEADER_REQUEST = 1, HG_HEADER_RESPONSE = 2, HG_HEADER_ACK = 3 };
 
 /* Header flags. */
-#define HG_HEADER_NO_RESPONSE  (1u << 0) /* the target sends no response */
-#define HG_HEADER_BULK_PAYLOAD (1u << 1) /* payload is a bulk descriptor to pull */
-#define HG_HEADER_CHECKSUM     (1u << 2) /* crc64 covers the header */
+#define HG_HEADER_NO_RESPONSE (1u << 0)      /* the target sends no response */
+#define HG_HEADER_BULK_PAYLOAD (1u << 1)     /* payload is a bulk descriptor to pull */
+#define HG_HEADER_CHECKSUM (1u << 2)         /* crc64 covers the header */
 #define HG_HEADER_CHECKSUM_PAYLOAD (1u << 3) /* crc64 also covers the eager payload */
-#define HG_HEADER_FLAGS_ALL    0x0fu
+#define HG_HEADER_FLAGS_ALL 0x0fu
 
 struct hg_header {
     uint8_t kind;          /* enum hg_header_kind */
@@ -40,14 +40,14 @@ struct hg_header {
  * bytes at payload.
  */
 void hg_header_encode(void *buf, const struct hg_header *hdr, const void *payload,
-    size_t payload_len);
+                      size_t payload_len);
 
 /*
  * Parse and validate len bytes at buf. payload/payload_len are the bytes that
  * followed the header in the message (checked against a payload checksum).
  * \return 0, -1 malformed (bad magic, version, kind or flags), -2 checksum mismatch
  */
-int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr, const void *payload,
-    size_t payload_len);
+int hg_header_decode(const void *buf, size_t len, struct hg_header *hdr,
+                     const void *payload, size_t payload_len);
 
 #endif /* HG_HEADER_H */

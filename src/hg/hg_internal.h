@@ -27,26 +27,26 @@ struct hg_completion {
 
 struct hg_class {
     na_class_t *na_class;
-    bool own_na_class;         /* created by HG_Init, finalized with it */
+    bool own_na_class; /* created by HG_Init, finalized with it */
     bool listening;
     hg_checksum_level_t checksum_level;
-    unsigned int post_count;   /* unexpected receives posted per context */
-    size_t unexpected_size;    /* NA max unexpected size */
-    size_t expected_size;      /* NA max expected size */
-    size_t unexpected_header;  /* NA header bytes of unexpected messages */
-    size_t expected_header;    /* NA header bytes of expected messages */
+    unsigned int post_count;  /* unexpected receives posted per context */
+    size_t unexpected_size;   /* NA max unexpected size */
+    size_t expected_size;     /* NA max expected size */
+    size_t unexpected_header; /* NA header bytes of unexpected messages */
+    size_t expected_header;   /* NA header bytes of expected messages */
     na_tag_t max_tag;
-    atomic_uint cookie_next;   /* source of response tags */
+    atomic_uint cookie_next; /* source of response tags */
     struct hg_rpc_map *rpc_map;
-    pthread_mutex_t lock;      /* guards rpc_map and local_bulks */
+    pthread_mutex_t lock;        /* guards rpc_map and local_bulks */
     struct hg_bulk *local_bulks; /* live local bulk handles, for self transfers */
     atomic_ullong bulk_id_next;
     void *data;
     void (*data_free)(void *);
     /* Live objects: HG_Finalize refuses while any is non-zero. */
     atomic_long n_contexts, n_handles, n_addrs, n_bulks;
-    atomic_long n_dropped;     /* malformed / corrupted requests dropped */
-    atomic_int corrupt_next;   /* test hook: corrupt the next message header sent */
+    atomic_long n_dropped;   /* malformed / corrupted requests dropped */
+    atomic_int corrupt_next; /* test hook: corrupt the next message header sent */
 };
 
 struct hg_post; /* one pre-posted unexpected receive */
@@ -59,10 +59,10 @@ struct hg_context {
     pthread_cond_t cq_cond;
     struct hg_completion *cq_head, *cq_tail;
     unsigned int cq_count;
-    struct hg_post *posts;     /* array of hg_class->post_count entries */
+    struct hg_post *posts; /* array of hg_class->post_count entries */
     unsigned int n_posts;
-    atomic_long n_posted;      /* posts currently in NA */
-    atomic_long n_handles;     /* live handles and bulk transfers on this context */
+    atomic_long n_posted;  /* posts currently in NA */
+    atomic_long n_handles; /* live handles and bulk transfers on this context */
     bool unposting;
     void *data;
     void (*data_free)(void *);
@@ -83,10 +83,12 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr);
 
 /* Internal bulk transfer: done() runs from progress (not from HG_Trigger). */
 typedef void (*hg_bulk_done_cb_t)(void *arg, hg_return_t ret);
-hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t done, void *arg,
-    hg_bulk_op_t op, hg_addr_t origin_addr, uint8_t origin_id, hg_bulk_t origin_handle,
-    hg_size_t origin_offset, hg_bulk_t local_handle, hg_size_t local_offset, hg_size_t size,
-    hg_op_id_t *op_id);
+hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t done,
+                                      void *arg, hg_bulk_op_t op, hg_addr_t origin_addr,
+                                      uint8_t origin_id, hg_bulk_t origin_handle,
+                                      hg_size_t origin_offset, hg_bulk_t local_handle,
+                                      hg_size_t local_offset, hg_size_t size,
+                                      hg_op_id_t *op_id);
 
 /* Test hook: flip a byte of the next RPC header this class sends (after its
  * checksum was computed), so the peer sees a checksum mismatch. */

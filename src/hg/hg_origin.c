@@ -19,7 +19,7 @@ static void send_cb(const struct na_cb_info *info)
         /* No response can come: stop waiting for it. */
         if (!handle->rpc.no_response && handle->recv_op)
             NA_Cancel(handle->info.hg_class->na_class, handle->info.context->na_context,
-                handle->recv_op);
+                      handle->recv_op);
     }
     hg_handle_op_done(handle);
 }
@@ -38,11 +38,15 @@ static void send_ack(hg_handle_t handle)
 {
     hg_class_t *hg_class = handle->info.hg_class;
     size_t len = hg_class->expected_header + HG_HEADER_SIZE;
-    struct hg_header hdr = {.kind = HG_HEADER_ACK, .cookie = handle->cookie,
-        .rpc_id = handle->rpc.id, .flags = hg_class_checksum_flags(hg_class) & HG_HEADER_CHECKSUM};
+    struct hg_header hdr = {.kind = HG_HEADER_ACK,
+                            .cookie = handle->cookie,
+                            .rpc_id = handle->rpc.id,
+                            .flags =
+                                hg_class_checksum_flags(hg_class) & HG_HEADER_CHECKSUM};
 
     if (!handle->ack_buf)
-        handle->ack_buf = NA_Msg_buf_alloc(hg_class->na_class, len, NA_SEND, &handle->ack_plugin);
+        handle->ack_buf =
+            NA_Msg_buf_alloc(hg_class->na_class, len, NA_SEND, &handle->ack_plugin);
     if (!handle->ack_buf || hg_handle_ensure_op(handle, &handle->ack_op) != HG_SUCCESS) {
         hg_handle_op_error(handle, HG_NOMEM);
         return;
@@ -50,8 +54,9 @@ static void send_ack(hg_handle_t handle)
     NA_Msg_init_expected(hg_class->na_class, handle->ack_buf, len);
     hg_header_encode((char *)handle->ack_buf + hg_class->expected_header, &hdr, NULL, 0);
     atomic_fetch_add(&handle->pending, 1);
-    na_return_t na_ret = NA_Msg_send_expected(hg_class->na_class, handle->info.context->na_context,
-        ack_cb, handle, handle->ack_buf, len, handle->ack_plugin, handle->info.addr->na_addr,
+    na_return_t na_ret = NA_Msg_send_expected(
+        hg_class->na_class, handle->info.context->na_context, ack_cb, handle,
+        handle->ack_buf, len, handle->ack_plugin, handle->info.addr->na_addr,
         handle->info.context_id, handle->cookie, handle->ack_op);
     if (na_ret != NA_SUCCESS) {
         atomic_fetch_sub(&handle->pending, 1);
@@ -88,18 +93,20 @@ static void recv_cb(const struct na_cb_info *info)
     const char *payload = (const char *)handle->recv_buf + skip;
     size_t payload_len = len - skip;
     int rc = hg_header_decode((const char *)handle->recv_buf + hg_class->expected_header,
-        HG_HEADER_SIZE, &hdr, payload, payload_len);
-    if (rc == 0 && hg_class->checksum_level != HG_CHECKSUM_NONE && !(hdr.flags & HG_HEADER_CHECKSUM))
+                              HG_HEADER_SIZE, &hdr, payload, payload_len);
+    if (rc == 0 && hg_class->checksum_level != HG_CHECKSUM_NONE &&
+        !(hdr.flags & HG_HEADER_CHECKSUM))
         rc = -2;
     if (rc == -2) {
         HGX_LOG_ERROR(HG, "checksum mismatch in response to RPC %#llx",
-            (unsigned long long)handle->rpc.id);
+                      (unsigned long long)handle->rpc.id);
         hg_handle_op_error(handle, HG_CHECKSUM_ERROR);
         goto done;
     }
     if (rc != 0 || hdr.kind != HG_HEADER_RESPONSE || hdr.cookie != handle->cookie ||
         hdr.rpc_id != handle->rpc.id) {
-        HGX_LOG_ERROR(HG, "malformed response to RPC %#llx", (unsigned long long)handle->rpc.id);
+        HGX_LOG_ERROR(HG, "malformed response to RPC %#llx",
+                      (unsigned long long)handle->rpc.id);
         hg_handle_op_error(handle, HG_PROTOCOL_ERROR);
         goto done;
     }
@@ -114,8 +121,8 @@ static void recv_cb(const struct na_cb_info *info)
             goto done;
         }
         atomic_fetch_add(&handle->pending, 1);
-        hg_return_t ret =
-            hg_handle_pull_extra(handle, payload, payload_len, hdr.payload_size, output_pulled);
+        hg_return_t ret = hg_handle_pull_extra(handle, payload, payload_len,
+                                               hdr.payload_size, output_pulled);
         if (ret != HG_SUCCESS) {
             hg_handle_op_error(handle, ret);
             send_ack(handle);
@@ -125,7 +132,7 @@ static void recv_cb(const struct na_cb_info *info)
     }
     if (hdr.payload_size > payload_len) {
         HGX_LOG_ERROR(HG, "response payload size %llu exceeds the %zu bytes received",
-            (unsigned long long)hdr.payload_size, payload_len);
+                      (unsigned long long)hdr.payload_size, payload_len);
         hg_handle_op_error(handle, HG_PROTOCOL_ERROR);
         goto done;
     }
@@ -174,14 +181,17 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     size_t skip = hg_class->unexpected_header + HG_HEADER_SIZE;
     char *payload = (char *)handle->send_buf + skip;
     size_t room = handle->send_size - skip, payload_len = 0;
-    ret = hg_handle_encode(handle, handle->rpc.in_proc, in_struct, payload, room, &payload_len);
+    ret = hg_handle_encode(handle, handle->rpc.in_proc, in_struct, payload, room,
+                           &payload_len);
     if (ret != HG_SUCCESS)
         return ret;
 
-    struct hg_header hdr = {.kind = HG_HEADER_REQUEST, .rpc_id = handle->rpc.id,
-        .context_id = handle->info.context_id, .origin_id = context->id,
-        .payload_size = payload_len,
-        .flags = hg_class_checksum_flags(hg_class)};
+    struct hg_header hdr = {.kind = HG_HEADER_REQUEST,
+                            .rpc_id = handle->rpc.id,
+                            .context_id = handle->info.context_id,
+                            .origin_id = context->id,
+                            .payload_size = payload_len,
+                            .flags = hg_class_checksum_flags(hg_class)};
     if (handle->rpc.no_response)
         hdr.flags |= HG_HEADER_NO_RESPONSE;
     if (handle->extra_bulk) {
@@ -194,8 +204,8 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     handle->cookie = (uint32_t)(n % ((uint64_t)hg_class->max_tag + 1));
     hdr.cookie = handle->cookie;
     NA_Msg_init_unexpected(hg_class->na_class, handle->send_buf, skip + payload_len);
-    hg_header_encode((char *)handle->send_buf + hg_class->unexpected_header, &hdr, payload,
-        payload_len);
+    hg_header_encode((char *)handle->send_buf + hg_class->unexpected_header, &hdr,
+                     payload, payload_len);
     if (atomic_exchange(&hg_class->corrupt_next, 0))
         ((unsigned char *)handle->send_buf)[hg_class->unexpected_header + 17] ^= 0x5a;
 
@@ -203,8 +213,9 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     na_return_t na_ret;
     if (!handle->rpc.no_response) {
         atomic_fetch_add(&handle->pending, 1);
-        na_ret = NA_Msg_recv_expected(hg_class->na_class, context->na_context, recv_cb, handle,
-            handle->recv_buf, handle->recv_size, handle->recv_plugin, handle->info.addr->na_addr,
+        na_ret = NA_Msg_recv_expected(
+            hg_class->na_class, context->na_context, recv_cb, handle, handle->recv_buf,
+            handle->recv_size, handle->recv_plugin, handle->info.addr->na_addr,
             handle->info.context_id, handle->cookie, handle->recv_op);
         if (na_ret != NA_SUCCESS) {
             atomic_fetch_sub(&handle->pending, 1);
@@ -212,8 +223,9 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
         }
     }
     atomic_fetch_add(&handle->pending, 1);
-    na_ret = NA_Msg_send_unexpected(hg_class->na_class, context->na_context, send_cb, handle,
-        handle->send_buf, skip + payload_len, handle->send_plugin, handle->info.addr->na_addr,
+    na_ret = NA_Msg_send_unexpected(
+        hg_class->na_class, context->na_context, send_cb, handle, handle->send_buf,
+        skip + payload_len, handle->send_plugin, handle->info.addr->na_addr,
         handle->info.context_id, handle->cookie, handle->send_op);
     if (na_ret != NA_SUCCESS) {
         atomic_fetch_sub(&handle->pending, 1);
@@ -226,7 +238,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
 
 post_error:
     HGX_LOG_ERROR(HG, "could not post RPC %#llx: %s", (unsigned long long)handle->rpc.id,
-        NA_Error_to_string(na_ret));
+                  NA_Error_to_string(na_ret));
     /* The caller gets the error; a receive already posted is cancelled and
      * completes silently. */
     handle->callback = NULL;

@@ -4,19 +4,21 @@
 #include "hg_internal.h"
 #include "hg_rpc_map.h"
 
-hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name, hg_proc_cb_t in_proc_cb,
-    hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb)
+hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name,
+                         hg_proc_cb_t in_proc_cb, hg_proc_cb_t out_proc_cb,
+                         hg_rpc_cb_t rpc_cb)
 {
     if (!hg_class || !func_name) {
         HGX_LOG_ERROR(HG, "NULL class or function name");
         return 0;
     }
     hg_id_t id = hg_rpc_id_from_name(func_name);
-    return HG_Register(hg_class, id, in_proc_cb, out_proc_cb, rpc_cb) == HG_SUCCESS ? id : 0;
+    return HG_Register(hg_class, id, in_proc_cb, out_proc_cb, rpc_cb) == HG_SUCCESS ? id
+                                                                                    : 0;
 }
 
-hg_return_t HG_Registered_name(
-    hg_class_t *hg_class, const char *func_name, hg_id_t *id_p, hg_bool_t *flag_p)
+hg_return_t HG_Registered_name(hg_class_t *hg_class, const char *func_name, hg_id_t *id_p,
+                               hg_bool_t *flag_p)
 {
     if (!hg_class || !func_name || !flag_p)
         return HG_INVALID_ARG;
@@ -27,12 +29,13 @@ hg_return_t HG_Registered_name(
 }
 
 hg_return_t HG_Register(hg_class_t *hg_class, hg_id_t id, hg_proc_cb_t in_proc_cb,
-    hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb)
+                        hg_proc_cb_t out_proc_cb, hg_rpc_cb_t rpc_cb)
 {
     if (!hg_class || id == 0)
         return HG_INVALID_ARG;
     pthread_mutex_lock(&hg_class->lock);
-    struct hg_rpc_entry *e = hg_rpc_map_set(hg_class->rpc_map, id, in_proc_cb, out_proc_cb, rpc_cb);
+    struct hg_rpc_entry *e =
+        hg_rpc_map_set(hg_class->rpc_map, id, in_proc_cb, out_proc_cb, rpc_cb);
     pthread_mutex_unlock(&hg_class->lock);
     if (!e) {
         HGX_LOG_ERROR(HG, "out of memory registering RPC %#llx", (unsigned long long)id);
@@ -57,7 +60,7 @@ hg_return_t HG_Registered(hg_class_t *hg_class, hg_id_t id, hg_bool_t *flag_p)
 }
 
 hg_return_t HG_Registered_proc_cb(hg_class_t *hg_class, hg_id_t id, hg_bool_t *flag_p,
-    hg_proc_cb_t *in_proc_cb_p, hg_proc_cb_t *out_proc_cb_p)
+                                  hg_proc_cb_t *in_proc_cb_p, hg_proc_cb_t *out_proc_cb_p)
 {
     if (!hg_class || !flag_p)
         return HG_INVALID_ARG;
@@ -72,8 +75,8 @@ hg_return_t HG_Registered_proc_cb(hg_class_t *hg_class, hg_id_t id, hg_bool_t *f
     return HG_SUCCESS;
 }
 
-hg_return_t HG_Register_data(
-    hg_class_t *hg_class, hg_id_t id, void *data, void (*free_callback)(void *))
+hg_return_t HG_Register_data(hg_class_t *hg_class, hg_id_t id, void *data,
+                             void (*free_callback)(void *))
 {
     if (!hg_class)
         return HG_INVALID_ARG;
@@ -106,7 +109,8 @@ void *HG_Registered_data(hg_class_t *hg_class, hg_id_t id)
     return data;
 }
 
-hg_return_t HG_Registered_disable_response(hg_class_t *hg_class, hg_id_t id, hg_bool_t disable)
+hg_return_t HG_Registered_disable_response(hg_class_t *hg_class, hg_id_t id,
+                                           hg_bool_t disable)
 {
     if (!hg_class)
         return HG_INVALID_ARG;
@@ -118,7 +122,8 @@ hg_return_t HG_Registered_disable_response(hg_class_t *hg_class, hg_id_t id, hg_
     return e ? HG_SUCCESS : HG_NOENTRY;
 }
 
-hg_return_t HG_Registered_disabled_response(hg_class_t *hg_class, hg_id_t id, hg_bool_t *disabled_p)
+hg_return_t HG_Registered_disabled_response(hg_class_t *hg_class, hg_id_t id,
+                                            hg_bool_t *disabled_p)
 {
     if (!hg_class || !disabled_p)
         return HG_INVALID_ARG;

@@ -29,15 +29,16 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-hg_request_class_t *hg_request_class_create(
-    hg_request_progress_func_t progress, hg_request_trigger_func_t trigger, void *arg)
+hg_request_class_t *hg_request_class_create(hg_request_progress_func_t progress,
+                                            hg_request_trigger_func_t trigger, void *arg)
 {
     if (!progress || !trigger)
         return NULL;
     hg_request_class_t *request_class = malloc(sizeof(*request_class));
     if (!request_class)
         return NULL;
-    *request_class = (hg_request_class_t){.progress = progress, .trigger = trigger, .arg = arg};
+    *request_class =
+        (hg_request_class_t){.progress = progress, .trigger = trigger, .arg = arg};
     return request_class;
 }
 
@@ -111,7 +112,8 @@ int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *f
     return HG_UTIL_SUCCESS;
 }
 
-int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout, unsigned int *flag)
+int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout,
+                       unsigned int *flag)
 {
     uint64_t deadline = now_ms() + timeout;
     unsigned int all = 1;
@@ -121,8 +123,9 @@ int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout,
     for (int i = 0; i < count; i++) {
         uint64_t now = now_ms();
         unsigned int one = 0;
-        if (hg_request_wait(request[i], now < deadline ? (unsigned int)(deadline - now) : 0,
-                &one) != HG_UTIL_SUCCESS)
+        if (hg_request_wait(request[i],
+                            now < deadline ? (unsigned int)(deadline - now) : 0,
+                            &one) != HG_UTIL_SUCCESS)
             return HG_UTIL_FAIL;
         all &= one;
     }

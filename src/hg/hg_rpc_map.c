@@ -62,8 +62,9 @@ struct hg_rpc_entry *hg_rpc_map_find(struct hg_rpc_map *map, hg_id_t id)
     return NULL;
 }
 
-struct hg_rpc_entry *hg_rpc_map_set(struct hg_rpc_map *map, hg_id_t id, hg_proc_cb_t in_proc,
-    hg_proc_cb_t out_proc, hg_rpc_cb_t rpc_cb)
+struct hg_rpc_entry *hg_rpc_map_set(struct hg_rpc_map *map, hg_id_t id,
+                                    hg_proc_cb_t in_proc, hg_proc_cb_t out_proc,
+                                    hg_rpc_cb_t rpc_cb)
 {
     struct hg_rpc_entry *e = hg_rpc_map_find(map, id);
 

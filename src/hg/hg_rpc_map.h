@@ -35,8 +35,9 @@ struct hg_rpc_map *hg_rpc_map_create(void);
 void hg_rpc_map_destroy(struct hg_rpc_map *map);
 struct hg_rpc_entry *hg_rpc_map_find(struct hg_rpc_map *map, hg_id_t id);
 /* Insert or update id's procs. \return the entry, NULL if out of memory */
-struct hg_rpc_entry *hg_rpc_map_set(struct hg_rpc_map *map, hg_id_t id, hg_proc_cb_t in_proc,
-    hg_proc_cb_t out_proc, hg_rpc_cb_t rpc_cb);
+struct hg_rpc_entry *hg_rpc_map_set(struct hg_rpc_map *map, hg_id_t id,
+                                    hg_proc_cb_t in_proc, hg_proc_cb_t out_proc,
+                                    hg_rpc_cb_t rpc_cb);
 /* \return false if id was not registered */
 bool hg_rpc_map_remove(struct hg_rpc_map *map, hg_id_t id);
 

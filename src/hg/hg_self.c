@@ -12,8 +12,8 @@
 #include <stdlib.h>
 
 /* Encode struct_ptr into a malloc'd buffer. */
-static hg_return_t encode_to_memory(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
-    void **buf_p, size_t *size_p)
+static hg_return_t encode_to_memory(hg_handle_t handle, hg_proc_cb_t proc_cb,
+                                    void *struct_ptr, void **buf_p, size_t *size_p)
 {
     size_t room = (size_t)HG_Class_get_input_eager_size(handle->info.hg_class);
     hg_proc_t proc = HG_PROC_NULL;
@@ -61,15 +61,18 @@ static void set_decode(hg_handle_t handle, void *buf, size_t size)
     handle->has_decode = true;
 }
 
-hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in_struct)
+hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
+                            void *in_struct)
 {
     void *buf;
     size_t size;
-    hg_return_t ret = encode_to_memory(handle, handle->rpc.in_proc, in_struct, &buf, &size);
+    hg_return_t ret =
+        encode_to_memory(handle, handle->rpc.in_proc, in_struct, &buf, &size);
 
     if (ret != HG_SUCCESS)
         return ret;
-    hg_handle_t target = hg_handle_alloc(handle->info.context, handle->info.addr, &handle->rpc, true);
+    hg_handle_t target =
+        hg_handle_alloc(handle->info.context, handle->info.addr, &handle->rpc, true);
     if (!target) {
         free(buf);
         return HG_NOMEM;
@@ -117,7 +120,8 @@ hg_return_t hg_self_respond(hg_handle_t handle, void *out_struct)
 
     if (!origin)
         return HG_SUCCESS; /* the origin cancelled or needs no response */
-    hg_return_t ret = encode_to_memory(origin, origin->rpc.out_proc, out_struct, &buf, &size);
+    hg_return_t ret =
+        encode_to_memory(origin, origin->rpc.out_proc, out_struct, &buf, &size);
     if (ret != HG_SUCCESS)
         return ret;
     set_decode(origin, buf, size);

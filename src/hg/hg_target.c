@@ -11,15 +11,16 @@
 
 static void rpc_run(struct hg_completion *completion)
 {
-    hg_handle_t handle = (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+    hg_handle_t handle =
+        (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
     hg_return_t (*rpc_cb)(hg_handle_t) = handle->rpc.rpc_cb;
 
     /* The handler owns the handle's reference and releases it with HG_Destroy(). */
     handle->op = HG_HANDLE_IDLE;
     hg_return_t ret = rpc_cb(handle);
     if (ret != HG_SUCCESS)
-        HGX_LOG_DEBUG(HG, "RPC %#llx handler returned %s", (unsigned long long)handle->rpc.id,
-            HG_Error_to_string(ret));
+        HGX_LOG_DEBUG(HG, "RPC %#llx handler returned %s",
+                      (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
 }
 
 /* Send an error status instead of running a handler, then drop the handle. */
@@ -37,7 +38,7 @@ static void input_ready(hg_handle_t handle, hg_return_t ret)
 {
     if (ret != HG_SUCCESS) {
         HGX_LOG_ERROR(HG, "could not pull input of RPC %#llx: %s",
-            (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
+                      (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
         respond_error(handle, ret);
         return;
     }
@@ -50,7 +51,8 @@ void hg_target_dispatch(hg_handle_t handle)
     input_ready(handle, HG_SUCCESS);
 }
 
-void hg_target_receive(hg_context_t *context, const void *buf, size_t len, na_addr_t *source)
+void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
+                       na_addr_t *source)
 {
     hg_class_t *hg_class = context->hg_class;
     size_t skip = hg_class->unexpected_header + HG_HEADER_SIZE;
@@ -62,17 +64,19 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len, na_ad
     }
     const char *payload = (const char *)buf + skip;
     size_t payload_len = len - skip;
-    int rc = hg_header_decode((const char *)buf + hg_class->unexpected_header, HG_HEADER_SIZE, &hdr,
-        payload, payload_len);
-    if (rc == 0 && hg_class->checksum_level != HG_CHECKSUM_NONE && !(hdr.flags & HG_HEADER_CHECKSUM))
+    int rc = hg_header_decode((const char *)buf + hg_class->unexpected_header,
+                              HG_HEADER_SIZE, &hdr, payload, payload_len);
+    if (rc == 0 && hg_class->checksum_level != HG_CHECKSUM_NONE &&
+        !(hdr.flags & HG_HEADER_CHECKSUM))
         rc = -2;
     if (rc != 0 || hdr.kind != HG_HEADER_REQUEST) {
-        HGX_LOG_ERROR(HG, "dropped request: %s", rc == -2 ? "checksum mismatch" : "bad header");
+        HGX_LOG_ERROR(HG, "dropped request: %s",
+                      rc == -2 ? "checksum mismatch" : "bad header");
         goto drop;
     }
     if (!(hdr.flags & HG_HEADER_BULK_PAYLOAD) && hdr.payload_size > payload_len) {
         HGX_LOG_ERROR(HG, "dropped request: payload size %llu exceeds %zu bytes received",
-            (unsigned long long)hdr.payload_size, payload_len);
+                      (unsigned long long)hdr.payload_size, payload_len);
         goto drop;
     }
 
@@ -94,14 +98,15 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len, na_ad
     handle->req_flags = hdr.flags;
     handle->rpc.no_response = (hdr.flags & HG_HEADER_NO_RESPONSE) != 0;
     if (!e || !rpc.rpc_cb) {
-        HGX_LOG_ERROR(HG, "request for unknown RPC %#llx", (unsigned long long)hdr.rpc_id);
+        HGX_LOG_ERROR(HG, "request for unknown RPC %#llx",
+                      (unsigned long long)hdr.rpc_id);
         respond_error(handle, HG_NOENTRY);
         return;
     }
     handle->op = HG_HANDLE_RECEIVE;
     if (hdr.flags & HG_HEADER_BULK_PAYLOAD) {
-        hg_return_t ret =
-            hg_handle_pull_extra(handle, payload, payload_len, hdr.payload_size, input_ready);
+        hg_return_t ret = hg_handle_pull_extra(handle, payload, payload_len,
+                                               hdr.payload_size, input_ready);
         if (ret != HG_SUCCESS)
             input_ready(handle, ret);
         return;
@@ -133,7 +138,7 @@ static void respond_send_cb(const struct na_cb_info *info)
         /* No ack will come for an output the origin never heard of. */
         if (handle->extra_bulk && handle->ack_op)
             NA_Cancel(handle->info.hg_class->na_class, handle->info.context->na_context,
-                handle->ack_op);
+                      handle->ack_op);
     }
     hg_handle_op_done(handle);
 }
@@ -149,8 +154,10 @@ static void respond_ack_cb(const struct na_cb_info *info)
 
 static void respond_noop_run(struct hg_completion *completion)
 {
-    hg_handle_t handle = (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
-    struct hg_cb_info info = {.arg = handle->arg, .type = HG_CB_RESPOND, .ret = HG_SUCCESS};
+    hg_handle_t handle =
+        (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+    struct hg_cb_info info = {
+        .arg = handle->arg, .type = HG_CB_RESPOND, .ret = HG_SUCCESS};
 
     info.info.respond.handle = handle;
     handle->op = HG_HANDLE_IDLE;
@@ -169,8 +176,8 @@ void hg_target_respond_local(hg_handle_t handle, hg_cb_t callback, void *arg)
     hg_completion_push(handle->info.context, &handle->completion);
 }
 
-hg_return_t hg_target_respond(
-    hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct, hg_return_t status)
+hg_return_t hg_target_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
+                              void *out_struct, hg_return_t status)
 {
     hg_class_t *hg_class = handle->info.hg_class;
     hg_context_t *context = handle->info.context;
@@ -187,12 +194,16 @@ hg_return_t hg_target_respond(
     size_t skip = hg_class->expected_header + HG_HEADER_SIZE;
     char *payload = (char *)handle->send_buf + skip;
     size_t room = handle->send_size - skip, payload_len = 0;
-    ret = hg_handle_encode(handle, handle->rpc.out_proc, out_struct, payload, room, &payload_len);
+    ret = hg_handle_encode(handle, handle->rpc.out_proc, out_struct, payload, room,
+                           &payload_len);
     if (ret != HG_SUCCESS)
         return ret;
-    struct hg_header hdr = {.kind = HG_HEADER_RESPONSE, .rpc_id = handle->rpc.id,
-        .cookie = handle->cookie, .status = (uint8_t)status, .payload_size = payload_len,
-        .flags = hg_class_checksum_flags(hg_class)};
+    struct hg_header hdr = {.kind = HG_HEADER_RESPONSE,
+                            .rpc_id = handle->rpc.id,
+                            .cookie = handle->cookie,
+                            .status = (uint8_t)status,
+                            .payload_size = payload_len,
+                            .flags = hg_class_checksum_flags(hg_class)};
     if (handle->extra_bulk) {
         hdr.flags |= HG_HEADER_BULK_PAYLOAD;
         ret = hg_handle_put_extra_desc(handle, payload, room, &payload_len);
@@ -205,27 +216,31 @@ hg_return_t hg_target_respond(
     }
     NA_Msg_init_expected(hg_class->na_class, handle->send_buf, skip + payload_len);
     hg_header_encode((char *)handle->send_buf + hg_class->expected_header, &hdr, payload,
-        payload_len);
+                     payload_len);
     if (atomic_exchange(&hg_class->corrupt_next, 0))
         ((unsigned char *)handle->send_buf)[hg_class->expected_header + 17] ^= 0x5a;
 
     hg_handle_op_begin(handle, HG_HANDLE_RESPOND, callback, arg);
     na_return_t na_ret;
     if (handle->extra_bulk) {
-        /* The origin acknowledges once it pulled the output; keep it exposed until then. */
+        /* The origin acknowledges once it pulled the output; keep it exposed until then.
+         */
         atomic_fetch_add(&handle->pending, 1);
-        na_ret = NA_Msg_recv_expected(hg_class->na_class, context->na_context, respond_ack_cb,
-            handle, handle->recv_buf, handle->recv_size, handle->recv_plugin,
-            handle->info.addr->na_addr, handle->origin_id, handle->cookie, handle->ack_op);
+        na_ret =
+            NA_Msg_recv_expected(hg_class->na_class, context->na_context, respond_ack_cb,
+                                 handle, handle->recv_buf, handle->recv_size,
+                                 handle->recv_plugin, handle->info.addr->na_addr,
+                                 handle->origin_id, handle->cookie, handle->ack_op);
         if (na_ret != NA_SUCCESS) {
             atomic_fetch_sub(&handle->pending, 1);
             goto post_error;
         }
     }
     atomic_fetch_add(&handle->pending, 1);
-    na_ret = NA_Msg_send_expected(hg_class->na_class, context->na_context, respond_send_cb, handle,
-        handle->send_buf, skip + payload_len, handle->send_plugin, handle->info.addr->na_addr,
-        handle->origin_id, handle->cookie, handle->send_op);
+    na_ret = NA_Msg_send_expected(
+        hg_class->na_class, context->na_context, respond_send_cb, handle,
+        handle->send_buf, skip + payload_len, handle->send_plugin,
+        handle->info.addr->na_addr, handle->origin_id, handle->cookie, handle->send_op);
     if (na_ret != NA_SUCCESS) {
         atomic_fetch_sub(&handle->pending, 1);
         if (handle->extra_bulk)

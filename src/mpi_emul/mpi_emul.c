@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#define CTRL_BATCH   256  /* control packets taken per progress call */
-#define TBUCKETS     1024 /* target index buckets, keyed by (origin, request id) */
-#define NTOMB        64   /* tombstones kept (oldest overwritten) */
+#define CTRL_BATCH 256 /* control packets taken per progress call */
+#define TBUCKETS 1024  /* target index buckets, keyed by (origin, request id) */
+#define NTOMB 64       /* tombstones kept (oldest overwritten) */
 #define TOMB_LIFE_US 10000000ull
 #define CTRL_MAX_OVERSIZE (1 << 20)
 
@@ -29,7 +29,7 @@ enum ctrl_type {
     CT_CANCELYES = 6, /* target dropped the request: nothing written, nothing sent */
     CT_CANCELNO = 7,  /* target had started: the transfer completes in full */
     CT_CTS = 8,       /* put: target posted its data receives; origin may send */
-    CT_ABORT = 9,     /* origin -> target: timed-out put after CTS, no (more) data comes */
+    CT_ABORT = 9, /* origin -> target: timed-out put after CTS, no (more) data comes */
 };
 struct ctrl_pkt {
     uint32_t magic;
@@ -46,8 +46,22 @@ struct ctrl_pkt {
 /*------------------------------------------------------------ counters */
 
 enum {
-    C_REQ, C_YES, C_NO, C_TIMEOUT, C_LATE_REPLY, C_LATE_DATA, C_PARTIAL, C_TYES, C_TNO, C_TOMBDROP,
-    C_ABORT, G_OACTIVE, G_TREC, G_TOMB, G_DRAIN, C_N
+    C_REQ,
+    C_YES,
+    C_NO,
+    C_TIMEOUT,
+    C_LATE_REPLY,
+    C_LATE_DATA,
+    C_PARTIAL,
+    C_TYES,
+    C_TNO,
+    C_TOMBDROP,
+    C_ABORT,
+    G_OACTIVE,
+    G_TREC,
+    G_TOMB,
+    G_DRAIN,
+    C_N
 };
 static atomic_ulong ctr[C_N];
 #define CINC(i) atomic_fetch_add_explicit(&ctr[i], 1, memory_order_relaxed)
@@ -58,12 +72,21 @@ void mpi_emul_get_counters(struct mpi_emul_counters *c)
     unsigned long v[C_N];
     for (int i = 0; i < C_N; i++)
         v[i] = atomic_load(&ctr[i]);
-    *c = (struct mpi_emul_counters){.cancel_requested = v[C_REQ], .cancel_yes = v[C_YES],
-        .cancel_no = v[C_NO], .cancel_timeout = v[C_TIMEOUT], .late_replies = v[C_LATE_REPLY],
-        .late_data_dropped = v[C_LATE_DATA], .partial_local = v[C_PARTIAL],
-        .target_yes = v[C_TYES], .target_no = v[C_TNO], .tombstone_drops = v[C_TOMBDROP],
-        .aborts = v[C_ABORT], .origin_active = v[G_OACTIVE], .target_records = v[G_TREC],
-        .tombstones = v[G_TOMB], .drains = v[G_DRAIN]};
+    *c = (struct mpi_emul_counters){.cancel_requested = v[C_REQ],
+                                    .cancel_yes = v[C_YES],
+                                    .cancel_no = v[C_NO],
+                                    .cancel_timeout = v[C_TIMEOUT],
+                                    .late_replies = v[C_LATE_REPLY],
+                                    .late_data_dropped = v[C_LATE_DATA],
+                                    .partial_local = v[C_PARTIAL],
+                                    .target_yes = v[C_TYES],
+                                    .target_no = v[C_TNO],
+                                    .tombstone_drops = v[C_TOMBDROP],
+                                    .aborts = v[C_ABORT],
+                                    .origin_active = v[G_OACTIVE],
+                                    .target_records = v[G_TREC],
+                                    .tombstones = v[G_TOMB],
+                                    .drains = v[G_DRAIN]};
 }
 
 static uint64_t now_us(void)
@@ -102,7 +125,8 @@ struct mpi_emul_oreq {
     bool put;
     enum mpi_emul_ostate state;
     int peer;
-    struct mpi_emul_mem local; /* put: data sent after CTS (segments borrowed from the caller) */
+    struct mpi_emul_mem
+        local; /* put: data sent after CTS (segments borrowed from the caller) */
     uint64_t local_offset;
     size_t size;
     uint32_t nchunks, outstanding, ncancelled;
@@ -114,7 +138,7 @@ struct mpi_emul_oreq {
     bool reply;       /* ACK or ERR received */
     bool err_reply;   /* ERR received: no data comes */
     bool cancel_sent, creply, cyes;
-    bool completed;   /* done() ran (or was suppressed) */
+    bool completed; /* done() ran (or was suppressed) */
     bool expired;
     uint64_t deadline, expire_at;
     na_return_t result;
@@ -239,15 +263,17 @@ void mpi_emul_mem_serialize(const struct mpi_emul_mem *m, struct mpi_emul_mem_wi
     w->len = m->len;
 }
 
-na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, size_t size, int comm_size)
+na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, size_t size,
+                                     int comm_size)
 {
     struct mpi_emul_mem_wire w;
     if (size < sizeof(w))
         return NA_INVALID_ARG;
     memcpy(&w, buf, sizeof(w));
-    if (w.magic != MPI_EMUL_MEM_MAGIC || w.owner < 0 || w.owner >= comm_size || w.id == 0 ||
+    if (w.magic != MPI_EMUL_MEM_MAGIC || w.owner < 0 || w.owner >= comm_size ||
+        w.id == 0 ||
         (w.flags != NA_MEM_READ_ONLY && w.flags != NA_MEM_WRITE_ONLY &&
-            w.flags != NA_MEM_READWRITE) ||
+         w.flags != NA_MEM_READWRITE) ||
         w.len == 0 || w.len > SIZE_MAX)
         return NA_INVALID_ARG;
     memset(m, 0, sizeof(*m));
@@ -260,8 +286,8 @@ na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, si
 }
 
 /* Describe bytes [off, off+len) of a local region for MPI (no copy). */
-static int mem_chunk(const struct mpi_emul_mem *m, uint64_t off, size_t len, void **ptr, int *count,
-    MPI_Datatype *dt)
+static int mem_chunk(const struct mpi_emul_mem *m, uint64_t off, size_t len, void **ptr,
+                     int *count, MPI_Datatype *dt)
 {
     size_t i = 0, segoff = (size_t)off;
     while (i < m->nseg && segoff >= m->segs[i].len)
@@ -359,10 +385,11 @@ static int ctrl_send(struct mpi_emul *e, int dest, const struct ctrl_pkt *p)
     return MPI_SUCCESS;
 }
 
-static void ctrl_reply(struct mpi_emul *e, int dest, uint32_t type, uint32_t rid, uint64_t seq,
-    na_return_t status)
+static void ctrl_reply(struct mpi_emul *e, int dest, uint32_t type, uint32_t rid,
+                       uint64_t seq, na_return_t status)
 {
-    struct ctrl_pkt r = {.type = type, .req_id = rid, .seq = seq, .status = (int32_t)status};
+    struct ctrl_pkt r = {
+        .type = type, .req_id = rid, .seq = seq, .status = (int32_t)status};
     int rc = ctrl_send(e, dest, &r);
     if (rc != MPI_SUCCESS)
         mpi_err_log("sending a control reply", rc);
@@ -392,7 +419,8 @@ static void drain_post(struct drain *d)
         drain_finish(d);
         return;
     }
-    int rc = MPI_Irecv(d->scratch, (int)MPI_EMUL_CHUNK, MPI_BYTE, d->src, d->tag, e->comm, &d->req);
+    int rc = MPI_Irecv(d->scratch, (int)MPI_EMUL_CHUNK, MPI_BYTE, d->src, d->tag, e->comm,
+                       &d->req);
     if (rc != MPI_SUCCESS) {
         mpi_err_log("MPI_Irecv (drain)", rc);
         drain_finish(d);
@@ -422,7 +450,8 @@ static void drain_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     if (!cancelled) {
         d->e->stats.late_dropped++;
         CINC(C_LATE_DATA);
-        HGX_LOG_DEBUG(MPI_EMUL, "dropped a late data chunk from rank %d (tag %d)", d->src, d->tag);
+        HGX_LOG_DEBUG(MPI_EMUL, "dropped a late data chunk from rank %d (tag %d)", d->src,
+                      d->tag);
         if (d->left > 0)
             d->left--;
     } else {
@@ -432,12 +461,13 @@ static void drain_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 }
 
 static void drain_start(struct mpi_emul *e, struct mpi_emul_oreq *owner, int src, int tag,
-    uint32_t n)
+                        uint32_t n)
 {
     struct drain *d = calloc(1, sizeof(*d));
     if (!d || !(d->scratch = malloc(MPI_EMUL_CHUNK))) {
         free(d);
-        HGX_LOG_ERROR(MPI_EMUL, "out of memory for a drain; late data may stay queued in MPI");
+        HGX_LOG_ERROR(MPI_EMUL,
+                      "out of memory for a drain; late data may stay queued in MPI");
         return;
     }
     CINC(G_DRAIN);
@@ -478,7 +508,8 @@ static void oreq_cancel_chunks(struct mpi_emul_oreq *o)
 {
     for (uint32_t i = 0; i < o->nchunks; i++)
         if (!o->cdone[i])
-            MPI_Cancel(&o->creqs[i]); /* copy of the handle; completion comes via the table */
+            MPI_Cancel(
+                &o->creqs[i]); /* copy of the handle; completion comes via the table */
 }
 
 /* The single place that decides an origin request's outcome and its end.
@@ -568,12 +599,14 @@ static void put_post_data(struct mpi_emul_oreq *o)
         int count;
         MPI_Datatype dt;
         int rc = mem_chunk(&o->local, o->local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
-            chunk_len(o->size, i), &ptr, &count, &dt);
+                           chunk_len(o->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
-            rc = MPI_Isend(ptr, count, dt, o->peer, e->tag_put + (int)o->id, e->comm, &o->creqs[i]);
+            rc = MPI_Isend(ptr, count, dt, o->peer, e->tag_put + (int)o->id, e->comm,
+                           &o->creqs[i]);
             type_release(&dt);
         }
-        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
+        if (rc == MPI_SUCCESS &&
+            hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
             MPI_Wait(&o->creqs[i], MPI_STATUS_IGNORE);
             o->cdone[i] = 1;
             continue;
@@ -599,8 +632,9 @@ static void oreq_timeout(struct mpi_emul_oreq *o)
     if (o->completed)
         return; /* outcome already delivered; just wait for the answer */
     CINC(C_TIMEOUT);
-    HGX_LOG_WARNING(MPI_EMUL, "%s %u: no cancel answer from rank %d in time; cancelling locally",
-        o->put ? "put" : "get", o->id, o->peer);
+    HGX_LOG_WARNING(MPI_EMUL,
+                    "%s %u: no cancel answer from rank %d in time; cancelling locally",
+                    o->put ? "put" : "get", o->id, o->peer);
     if (o->put) {
         if (o->data_posted) {
             oreq_cancel_chunks(o); /* sends MPI may or may not cancel */
@@ -617,8 +651,9 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
     struct mpi_emul_oreq *o = p->req_id < MPI_EMUL_NSLOTS ? e->slots[p->req_id] : NULL;
     if (!o || o->peer != src || o->seq != p->seq) {
         CINC(C_LATE_REPLY);
-        HGX_LOG_DEBUG(MPI_EMUL, "dropped a reply (type %u) for a finished request %u from rank %d",
-            p->type, p->req_id, src);
+        HGX_LOG_DEBUG(MPI_EMUL,
+                      "dropped a reply (type %u) for a finished request %u from rank %d",
+                      p->type, p->req_id, src);
         return;
     }
     switch (p->type) {
@@ -629,7 +664,8 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
         }
         o->cts = true;
         if (o->state == MPI_EMUL_O_ZOMBIE)
-            send_abort(o); /* we reported NA_CANCELED: send nothing, let the target drop it */
+            send_abort(
+                o); /* we reported NA_CANCELED: send nothing, let the target drop it */
         else
             put_post_data(o);
         break;
@@ -639,8 +675,9 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
             e->stats.bad_packets++;
             return;
         }
-        na_return_t st = (p->status >= 0 && p->status < NA_RETURN_MAX) ? (na_return_t)p->status
-                                                                       : NA_PROTOCOL_ERROR;
+        na_return_t st = (p->status >= 0 && p->status < NA_RETURN_MAX)
+                             ? (na_return_t)p->status
+                             : NA_PROTOCOL_ERROR;
         o->reply = true;
         if (p->type == CT_ERR) {
             o->err_reply = true;
@@ -682,8 +719,9 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
 }
 
 na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_mem *local,
-    uint64_t local_offset, const struct mpi_emul_mem *remote, uint64_t remote_offset, size_t size,
-    mpi_emul_done_fn done, void *arg, struct mpi_emul_oreq **oreq_p)
+                          uint64_t local_offset, const struct mpi_emul_mem *remote,
+                          uint64_t remote_offset, size_t size, mpi_emul_done_fn done,
+                          void *arg, struct mpi_emul_oreq **oreq_p)
 {
     *oreq_p = NULL;
     if (size == 0) {
@@ -708,7 +746,8 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     e->next_slot = (id + 1) % MPI_EMUL_NSLOTS;
 
     struct mpi_emul_oreq *o = calloc(1, sizeof(*o));
-    if (!o || !(o->creqs = calloc(n, sizeof(MPI_Request))) || !(o->cdone = calloc(n, 1))) {
+    if (!o || !(o->creqs = calloc(n, sizeof(MPI_Request))) ||
+        !(o->cdone = calloc(n, 1))) {
         if (o)
             free(o->creqs);
         free(o);
@@ -730,21 +769,28 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->arg = arg;
     e->slots[id] = o;
 
-    struct ctrl_pkt p = {.type = put ? CT_PUT : CT_GET, .req_id = id, .handle_id = remote->id,
-        .gen = remote->gen, .offset = remote_offset, .size = size, .seq = o->seq};
+    struct ctrl_pkt p = {.type = put ? CT_PUT : CT_GET,
+                         .req_id = id,
+                         .handle_id = remote->id,
+                         .gen = remote->gen,
+                         .offset = remote_offset,
+                         .size = size,
+                         .seq = o->seq};
     int rc;
     if (!put) { /* post data receives before asking, so data never waits unmatched */
         for (uint32_t i = 0; i < n; i++) {
             void *ptr;
             int count;
             MPI_Datatype dt;
-            rc = mem_chunk(local, local_offset + (uint64_t)i * MPI_EMUL_CHUNK, chunk_len(size, i),
-                &ptr, &count, &dt);
+            rc = mem_chunk(local, local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
+                           chunk_len(size, i), &ptr, &count, &dt);
             if (rc == MPI_SUCCESS) {
-                rc = MPI_Irecv(ptr, count, dt, o->peer, e->tag_get + (int)id, e->comm, &o->creqs[i]);
+                rc = MPI_Irecv(ptr, count, dt, o->peer, e->tag_get + (int)id, e->comm,
+                               &o->creqs[i]);
                 type_release(&dt);
             }
-            if (rc != MPI_SUCCESS || hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
+            if (rc != MPI_SUCCESS ||
+                hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
                 mpi_err_log("get: posting data receive", rc);
                 if (rc == MPI_SUCCESS) {
                     MPI_Cancel(&o->creqs[i]);
@@ -753,7 +799,8 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
                 na_return_t r0 = mpi_err_to_na(rc == MPI_SUCCESS ? MPI_ERR_NO_MEM : rc);
                 for (uint32_t k = i; k < n; k++)
                     o->cdone[k] = 1;
-                /* Earlier chunks are in the table: cancel them; freed once they are back. */
+                /* Earlier chunks are in the table: cancel them; freed once they are back.
+                 */
                 o->done = NULL;
                 o->completed = true;
                 oreq_cancel_chunks(o);
@@ -778,7 +825,8 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
 
 void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o)
 {
-    if (!o || o->state != MPI_EMUL_O_ACTIVE || o->completed || o->cancel_sent || e->closing)
+    if (!o || o->state != MPI_EMUL_O_ACTIVE || o->completed || o->cancel_sent ||
+        e->closing)
         return;
     CINC(C_REQ);
     ctrl_reply(e, o->peer, CT_CANCEL, o->id, o->seq, NA_CANCELED);
@@ -800,8 +848,11 @@ static int origin_timers(struct mpi_emul *e)
             oreq_timeout(o);
             n++;
         } else if (o->state == MPI_EMUL_O_ZOMBIE && !o->expired && t >= o->expire_at) {
-            HGX_LOG_WARNING(MPI_EMUL, "request %u to rank %d: no cancel answer for %llu ms, "
-                "releasing its id", o->id, o->peer, (unsigned long long)(e->zombie_life_us / 1000));
+            HGX_LOG_WARNING(MPI_EMUL,
+                            "request %u to rank %d: no cancel answer for %llu ms, "
+                            "releasing its id",
+                            o->id, o->peer,
+                            (unsigned long long)(e->zombie_life_us / 1000));
             o->expired = true;
             oreq_step(o);
             n++;
@@ -899,7 +950,8 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     int cancelled = 0;
     if (err == MPI_SUCCESS && st)
         MPI_Test_cancelled(st, &cancelled);
-    if (!cancelled && err != MPI_SUCCESS && err != MPI_ERR_REQUEST && t->result == NA_SUCCESS) {
+    if (!cancelled && err != MPI_SUCCESS && err != MPI_ERR_REQUEST &&
+        t->result == NA_SUCCESS) {
         mpi_err_log(t->put ? "put: receiving data" : "get: sending data", err);
         t->result = mpi_err_to_na(err);
     }
@@ -915,7 +967,8 @@ static void target_request(struct mpi_emul *e, int src, const struct ctrl_pkt *p
 {
     if (p->req_id >= MPI_EMUL_NSLOTS || p->seq == 0) {
         e->stats.bad_packets++;
-        HGX_LOG_WARNING(MPI_EMUL, "dropped a request with bad id %u from rank %d", p->req_id, src);
+        HGX_LOG_WARNING(MPI_EMUL, "dropped a request with bad id %u from rank %d",
+                        p->req_id, src);
         return; /* no valid reply tag exists */
     }
     if (p->seq > e->maxseq[src])
@@ -964,17 +1017,19 @@ static void target_start(struct mpi_emul *e, struct trec *t)
     else if ((m->flags & need) != need)
         ret = NA_PERMISSION;
     uint32_t n = ret == NA_SUCCESS ? nchunks_of(p->size) : 0;
-    if (ret == NA_SUCCESS && (!(t->reqs = calloc(n, sizeof(MPI_Request))) ||
-                                 !(t->rdone = calloc(n, 1))))
+    if (ret == NA_SUCCESS &&
+        (!(t->reqs = calloc(n, sizeof(MPI_Request))) || !(t->rdone = calloc(n, 1))))
         ret = NA_NOMEM;
     if (ret != NA_SUCCESS) {
         e->stats.refused++;
-        HGX_LOG_WARNING(MPI_EMUL,
-            "refused %s from rank %d (handle %u gen %u off %llu size %llu): %s", put ? "put" : "get",
-            src, p->handle_id, p->gen, (unsigned long long)p->offset,
-            (unsigned long long)p->size, ret == NA_ACCESS ? "unknown or freed handle"
-                                         : ret == NA_PERMISSION ? "permission"
-                                         : ret == NA_NOMEM ? "out of memory" : "out of bounds");
+        HGX_LOG_WARNING(
+            MPI_EMUL, "refused %s from rank %d (handle %u gen %u off %llu size %llu): %s",
+            put ? "put" : "get", src, p->handle_id, p->gen, (unsigned long long)p->offset,
+            (unsigned long long)p->size,
+            ret == NA_ACCESS       ? "unknown or freed handle"
+            : ret == NA_PERMISSION ? "permission"
+            : ret == NA_NOMEM      ? "out of memory"
+                                   : "out of bounds");
         ctrl_reply(e, src, CT_ERR, p->req_id, p->seq, ret);
         trec_free(e, t);
         return;
@@ -987,15 +1042,17 @@ static void target_start(struct mpi_emul *e, struct trec *t)
         int count;
         MPI_Datatype dt;
         size_t len = chunk_len((size_t)p->size, i);
-        int rc = mem_chunk(m, p->offset + (uint64_t)i * MPI_EMUL_CHUNK, len, &ptr, &count, &dt);
+        int rc = mem_chunk(m, p->offset + (uint64_t)i * MPI_EMUL_CHUNK, len, &ptr, &count,
+                           &dt);
         if (rc == MPI_SUCCESS) {
-            rc = put ? MPI_Irecv(ptr, count, dt, src, e->tag_put + (int)p->req_id, e->comm,
-                           &t->reqs[i])
-                     : MPI_Isend(ptr, count, dt, src, e->tag_get + (int)p->req_id, e->comm,
-                           &t->reqs[i]);
+            rc = put ? MPI_Irecv(ptr, count, dt, src, e->tag_put + (int)p->req_id,
+                                 e->comm, &t->reqs[i])
+                     : MPI_Isend(ptr, count, dt, src, e->tag_get + (int)p->req_id,
+                                 e->comm, &t->reqs[i]);
             type_release(&dt);
         }
-        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, t->reqs[i], trec_done, t, i) != 0) {
+        if (rc == MPI_SUCCESS &&
+            hgx_mreqtab_add(e->tab, t->reqs[i], trec_done, t, i) != 0) {
             if (put)
                 MPI_Cancel(&t->reqs[i]);
             MPI_Wait(&t->reqs[i], MPI_STATUS_IGNORE);
@@ -1025,7 +1082,8 @@ static void target_cancel(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
 {
     struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
-        if (t->state == MPI_EMUL_T_RECEIVED) { /* nothing written or sent: drop it atomically */
+        if (t->state ==
+            MPI_EMUL_T_RECEIVED) { /* nothing written or sent: drop it atomically */
             pend_remove(e, t);
             trec_free(e, t);
             CINC(C_TYES);
@@ -1089,8 +1147,9 @@ static void ctrl_dispatch(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
         break;
     default:
         e->stats.bad_packets++;
-        HGX_LOG_WARNING(MPI_EMUL, "dropped a control packet of unknown type %u from rank %d",
-            p->type, src);
+        HGX_LOG_WARNING(MPI_EMUL,
+                        "dropped a control packet of unknown type %u from rank %d",
+                        p->type, src);
     }
 }
 
@@ -1127,13 +1186,15 @@ static int ctrl_take_one(struct mpi_emul *e)
         int cap = count > 0 && count <= CTRL_MAX_OVERSIZE ? count : 1;
         void *junk = malloc((size_t)cap);
         char one;
-        rc = MPI_Mrecv(junk ? junk : &one, junk ? cap : 1, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        rc = MPI_Mrecv(junk ? junk : &one, junk ? cap : 1, MPI_BYTE, &msg,
+                       MPI_STATUS_IGNORE);
         (void)rc;
         free(junk);
     }
     e->stats.bad_packets++;
-    HGX_LOG_WARNING(MPI_EMUL, "dropped a malformed control packet (%d bytes) from rank %d", count,
-        st.MPI_SOURCE);
+    HGX_LOG_WARNING(MPI_EMUL,
+                    "dropped a malformed control packet (%d bytes) from rank %d", count,
+                    st.MPI_SOURCE);
     return 1;
 }
 
@@ -1182,7 +1243,7 @@ static uint64_t g_timeout_ms, g_zombie_ms;
 static bool g_env_read;
 
 na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
-    int tag_ctrl, int tag_putdata_base, int tag_getdata_base)
+                            int tag_ctrl, int tag_putdata_base, int tag_getdata_base)
 {
     struct mpi_emul *e = calloc(1, sizeof(*e));
     if (!e)
@@ -1229,9 +1290,11 @@ void mpi_emul_close(struct mpi_emul *e)
             uint32_t left = 0;
             for (uint32_t k = 0; k < t->n; k++)
                 left += !t->rdone[k];
-            HGX_LOG_WARNING(MPI_EMUL, "closing with a %s from rank %d still applying (id %u, "
-                "%u of %u chunks outstanding%s)", t->put ? "put" : "get", t->src, t->pkt.req_id,
-                left, t->n, t->aborted ? ", aborted" : "");
+            HGX_LOG_WARNING(MPI_EMUL,
+                            "closing with a %s from rank %d still applying (id %u, "
+                            "%u of %u chunks outstanding%s)",
+                            t->put ? "put" : "get", t->src, t->pkt.req_id, left, t->n,
+                            t->aborted ? ", aborted" : "");
         }
 }
 

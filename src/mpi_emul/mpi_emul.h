@@ -30,8 +30,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define MPI_EMUL_CHUNK      (1u << 20) /* pipelining unit */
-#define MPI_EMUL_NSLOTS     1024       /* max active requests per origin = data tags per direction */
+#define MPI_EMUL_CHUNK (1u << 20) /* pipelining unit */
+#define MPI_EMUL_NSLOTS                                                                  \
+    1024 /* max active requests per origin = data tags per direction */
 #define MPI_EMUL_MAX_CHUNKS (1u << 20) /* refuse transfers above 1 TiB */
 
 /* A local or remote region as the emulation sees it. Segments are known only
@@ -58,11 +59,11 @@ struct mpi_emul_mem_wire {
 /* Origin request states. */
 enum mpi_emul_ostate {
     MPI_EMUL_O_ACTIVE,      /* request sent, data moving / waiting for CTS, ACK or data */
-    MPI_EMUL_O_CANCEL_SENT, /* CANCEL sent: CANCELYES -> NA_CANCELED, CANCELNO -> completes in
-                               full; no answer within the bound -> ZOMBIE */
-    MPI_EMUL_O_ZOMBIE,      /* cancel timed out: completed NA_CANCELED (local cancel); the id
-                               stays reserved until the late answer arrives (or expiry), late
-                               data is drained into scratch and dropped */
+    MPI_EMUL_O_CANCEL_SENT, /* CANCEL sent: CANCELYES -> NA_CANCELED, CANCELNO ->
+                               completes in full; no answer within the bound -> ZOMBIE */
+    MPI_EMUL_O_ZOMBIE, /* cancel timed out: completed NA_CANCELED (local cancel); the id
+                          stays reserved until the late answer arrives (or expiry), late
+                          data is drained into scratch and dropped */
 };
 
 /* Target request states (DONE = record freed; answered from a per-origin
@@ -78,19 +79,20 @@ struct mpi_emul_counters {
     unsigned long cancel_yes;       /* CANCELYES received in time */
     unsigned long cancel_no;        /* CANCELNO received in time */
     unsigned long cancel_timeout;   /* no answer within the bound: turned local */
-    unsigned long late_replies;     /* answers for timed-out / forgotten requests, dropped */
-    unsigned long late_data_dropped;/* data chunks drained into scratch after a local cancel */
-    unsigned long partial_local;    /* timed-out get whose data had partly landed (target stalled
-                                       mid-transfer; see docs/mpi-emul-cancel.md) */
-    unsigned long target_yes;       /* requests dropped by a target (answered CANCELYES) */
-    unsigned long target_no;        /* cancels refused by a target (CANCELNO) */
-    unsigned long tombstone_drops;  /* requests dropped because a tombstone named them */
-    unsigned long aborts;           /* ABORTs handled by a target (timed-out put after CTS) */
+    unsigned long late_replies; /* answers for timed-out / forgotten requests, dropped */
+    unsigned long
+        late_data_dropped; /* data chunks drained into scratch after a local cancel */
+    unsigned long partial_local;   /* timed-out get whose data had partly landed (target
+                                      stalled   mid-transfer; see docs/mpi-emul-cancel.md) */
+    unsigned long target_yes;      /* requests dropped by a target (answered CANCELYES) */
+    unsigned long target_no;       /* cancels refused by a target (CANCELNO) */
+    unsigned long tombstone_drops; /* requests dropped because a tombstone named them */
+    unsigned long aborts; /* ABORTs handled by a target (timed-out put after CTS) */
     /* gauges: what is alive right now (0 when everything is quiet => nothing leaked) */
-    unsigned long origin_active;    /* origin requests holding an id (incl. zombies) */
-    unsigned long target_records;   /* target request records (RECEIVED + APPLYING) */
-    unsigned long tombstones;       /* live tombstones */
-    unsigned long drains;           /* active drains */
+    unsigned long origin_active;  /* origin requests holding an id (incl. zombies) */
+    unsigned long target_records; /* target request records (RECEIVED + APPLYING) */
+    unsigned long tombstones;     /* live tombstones */
+    unsigned long drains;         /* active drains */
 };
 void mpi_emul_get_counters(struct mpi_emul_counters *c);
 
@@ -99,13 +101,13 @@ struct mpi_emul_oreq;
 typedef void (*mpi_emul_done_fn)(void *arg, na_return_t ret);
 
 struct mpi_emul_stats {
-    unsigned long bad_packets;   /* malformed / unknown control packets dropped */
-    unsigned long refused;       /* requests refused by validation */
-    unsigned long late_dropped;  /* late data chunks dropped after a local cancel */
+    unsigned long bad_packets;  /* malformed / unknown control packets dropped */
+    unsigned long refused;      /* requests refused by validation */
+    unsigned long late_dropped; /* late data chunks dropped after a local cancel */
 };
 
 na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
-    int tag_ctrl, int tag_putdata_base, int tag_getdata_base);
+                            int tag_ctrl, int tag_putdata_base, int tag_getdata_base);
 /* Call with the request table about to be destroyed; then mpi_emul_free after. */
 void mpi_emul_close(struct mpi_emul *e);
 void mpi_emul_free(struct mpi_emul *e);
@@ -113,12 +115,15 @@ void mpi_emul_free(struct mpi_emul *e);
 na_return_t mpi_emul_mem_register(struct mpi_emul *e, struct mpi_emul_mem *m);
 void mpi_emul_mem_deregister(struct mpi_emul *e, struct mpi_emul_mem *m);
 void mpi_emul_mem_serialize(const struct mpi_emul_mem *m, struct mpi_emul_mem_wire *w);
-na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, size_t size, int comm_size);
+na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, size_t size,
+                                     int comm_size);
 
 na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_mem *local,
-    uint64_t local_offset, const struct mpi_emul_mem *remote, uint64_t remote_offset, size_t size,
-    mpi_emul_done_fn done, void *arg, struct mpi_emul_oreq **oreq_p);
-/* Start a cancel (IMPI remote cancel, bounded); done() runs later (once) from progress. */
+                          uint64_t local_offset, const struct mpi_emul_mem *remote,
+                          uint64_t remote_offset, size_t size, mpi_emul_done_fn done,
+                          void *arg, struct mpi_emul_oreq **oreq_p);
+/* Start a cancel (IMPI remote cancel, bounded); done() runs later (once) from progress.
+ */
 void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o);
 /* Receive control packets (MPI_Improbe, cancels before starting any request of
  * the same batch), start received requests, run cancel timers. Call from the

@@ -15,7 +15,8 @@ void hgx_mreqtab_init(struct hgx_mreqtab *t)
     t->n = t->cap = 0;
 }
 
-int hgx_mreqtab_add(struct hgx_mreqtab *t, MPI_Request req, hgx_mreq_fn fn, void *obj, uintptr_t aux)
+int hgx_mreqtab_add(struct hgx_mreqtab *t, MPI_Request req, hgx_mreq_fn fn, void *obj,
+                    uintptr_t aux)
 {
     if (t->n == t->cap) {
         int cap = t->cap ? t->cap * 2 : 64;
@@ -78,7 +79,8 @@ int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone)
         if (!done) {
             done = ncap <= 32 ? stackbuf : malloc(sizeof(*done) * (size_t)ncap);
             if (!done)
-                return MPI_ERR_NO_MEM; /* completed request i is lost; out of memory anyway */
+                return MPI_ERR_NO_MEM; /* completed request i is lost; out of memory
+                                          anyway */
         }
         t->indices[outcount] = i;
         done[outcount].ent = t->ents[i];

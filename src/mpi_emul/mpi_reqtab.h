@@ -35,7 +35,8 @@ void hgx_mreqtab_init(struct hgx_mreqtab *t);
 /* Cancel what is left, wait up to timeout_ms for it, free the rest; free the table. */
 void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms);
 /* Record req; returns 0, or -1 when out of memory (req is then untouched). */
-int hgx_mreqtab_add(struct hgx_mreqtab *t, MPI_Request req, hgx_mreq_fn fn, void *obj, uintptr_t aux);
+int hgx_mreqtab_add(struct hgx_mreqtab *t, MPI_Request req, hgx_mreq_fn fn, void *obj,
+                    uintptr_t aux);
 /* Test all, run handlers of completed ones; *ndone = number completed. MPI error code. */
 int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone);
 

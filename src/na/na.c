@@ -71,9 +71,11 @@ static const struct na_ops *na_plugin_find(const char *plugin, const char *proto
     return NULL;
 }
 
-na_return_t NA_Get_protocol_info(const char *info_string, struct na_protocol_info **info_p)
+na_return_t NA_Get_protocol_info(const char *info_string,
+                                 struct na_protocol_info **info_p)
 {
-    static const char *const protocols[] = {"tcp", "sockets", "shm", "all", "static", "dynamic"};
+    static const char *const protocols[] = {"tcp", "sockets", "shm",
+                                            "all", "static",  "dynamic"};
     char *filter_plugin = NULL, *filter_proto = NULL;
     struct na_protocol_info *head = NULL;
 
@@ -134,18 +136,18 @@ na_class_t *NA_Initialize(const char *info_string, bool listen)
 }
 
 na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned int version,
-    const struct na_init_info *na_init_info)
+                               const struct na_init_info *na_init_info)
 {
     if (NA_MAJOR(version) != 4 && na_init_info) {
         HGX_LOG_ERROR(NA, "init info version %u.%u is not supported (4.x expected)",
-            NA_MAJOR(version), NA_MINOR(version));
+                      NA_MAJOR(version), NA_MINOR(version));
         return NULL;
     }
     return NA_Initialize_opt(info_string, listen, na_init_info);
 }
 
 na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
-    const struct na_init_info *na_init_info)
+                              const struct na_init_info *na_init_info)
 {
     struct na_init_info defaults = NA_INIT_INFO_INITIALIZER;
     struct na_info info;
@@ -153,7 +155,8 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
 
     na_return_t ret = na_info_parse(info_string, &info);
     if (ret != NA_SUCCESS) {
-        HGX_LOG_ERROR(NA,
+        HGX_LOG_ERROR(
+            NA,
             "bad info string \"%s\": expected \"plugin+protocol[://host[:port]]\", "
             "e.g. \"ofi+tcp\" (%s)",
             info_string ? info_string : "(null)", NA_Error_to_string(ret));
@@ -164,12 +167,12 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
     const struct na_ops *ops = na_plugin_find(info.plugin_name, NULL);
     if (!ops) {
         HGX_LOG_ERROR(NA, "no plugin \"%s\" in this build (info string \"%s\")",
-            info.plugin_name, info_string);
+                      info.plugin_name, info_string);
         goto error;
     }
     if (!ops->check_protocol(info.protocol_name)) {
-        HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"", info.plugin_name,
-            info.protocol_name);
+        HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"",
+                      info.plugin_name, info.protocol_name);
         goto error;
     }
     na_class = calloc(1, sizeof(*na_class));
@@ -179,13 +182,14 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
     }
     na_class->ops = ops;
     na_class->listen = listen;
-    na_class->max_contexts = info.init_info->max_contexts ? info.init_info->max_contexts : 1;
+    na_class->max_contexts =
+        info.init_info->max_contexts ? info.init_info->max_contexts : 1;
     na_class->progress_mode = info.init_info->progress_mode;
 
     ret = ops->initialize(na_class, &info, listen);
     if (ret != NA_SUCCESS) {
         HGX_LOG_ERROR(NA, "could not initialize %s+%s: %s", info.plugin_name,
-            info.protocol_name, NA_Error_to_string(ret));
+                      info.protocol_name, NA_Error_to_string(ret));
         goto error;
     }
     na_info_free(&info);
@@ -206,13 +210,15 @@ na_return_t NA_Finalize(na_class_t *na_class)
     long pending = atomic_load(&na_class->n_pending);
     int contexts = atomic_load(&na_class->n_contexts);
     if (pending > 0 || contexts > 0) {
-        HGX_LOG_ERROR(NA, "cannot finalize: %ld operation(s) pending, %d context(s) alive",
-            pending, contexts);
+        HGX_LOG_ERROR(NA,
+                      "cannot finalize: %ld operation(s) pending, %d context(s) alive",
+                      pending, contexts);
         return NA_BUSY;
     }
     long addrs = atomic_load(&na_class->n_addrs), mems = atomic_load(&na_class->n_mem);
     if (addrs > 0 || mems > 0)
-        HGX_LOG_WARNING(NA, "finalizing with %ld address(es) and %ld memory handle(s) not freed",
+        HGX_LOG_WARNING(
+            NA, "finalizing with %ld address(es) and %ld memory handle(s) not freed",
             addrs, mems);
     na_return_t ret = na_class->ops->finalize(na_class);
     if (ret != NA_SUCCESS)
@@ -262,7 +268,7 @@ na_context_t *NA_Context_create_id(na_class_t *na_class, uint8_t id)
     NA_CHECK_CLASS(na_class, NULL);
     if (id >= na_class->max_contexts) {
         HGX_LOG_ERROR(NA, "context id %u out of range (max_contexts %u)", id,
-            na_class->max_contexts);
+                      na_class->max_contexts);
         return NULL;
     }
     na_context_t *context = calloc(1, sizeof(*context));
@@ -296,8 +302,9 @@ na_return_t NA_Context_destroy(na_class_t *na_class, na_context_t *context)
     long pending = atomic_load(&context->n_pending);
     unsigned int queued = atomic_load(&context->cq_count);
     if (pending > 0 || queued > 0) {
-        HGX_LOG_ERROR(NA, "cannot destroy context: %ld op(s) pending, %u callback(s) queued",
-            pending, queued);
+        HGX_LOG_ERROR(NA,
+                      "cannot destroy context: %ld op(s) pending, %u callback(s) queued",
+                      pending, queued);
         return NA_BUSY;
     }
     na_return_t ret = na_class->ops->context_destroy(na_class, context);
@@ -321,7 +328,8 @@ void na_addr_init(na_class_t *na_class, na_addr_t *addr)
 static bool na_addr_valid(na_class_t *na_class, na_addr_t *addr)
 {
     if (!addr || addr->na_class != na_class) {
-        HGX_LOG_ERROR(NA, "invalid address %p for class %p", (void *)addr, (void *)na_class);
+        HGX_LOG_ERROR(NA, "invalid address %p for class %p", (void *)addr,
+                      (void *)na_class);
         return false;
     }
     return true;
@@ -408,7 +416,8 @@ bool NA_Addr_is_self(na_class_t *na_class, na_addr_t *addr)
     return na_class->ops->addr_is_self(na_class, addr);
 }
 
-na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr)
+na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                              na_addr_t *addr)
 {
     char tmp[NA_INFO_STRING_MAX + 1];
     size_t need = sizeof(tmp);
@@ -442,7 +451,8 @@ size_t NA_Addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
     return na_class->ops->addr_get_serialize_size(na_class, addr);
 }
 
-na_return_t NA_Addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr)
+na_return_t NA_Addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                              na_addr_t *addr)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!buf || !na_addr_valid(na_class, addr))
@@ -454,8 +464,8 @@ na_return_t NA_Addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, 
     return na_class->ops->addr_serialize(na_class, buf, buf_size, addr);
 }
 
-na_return_t NA_Addr_deserialize(
-    na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size)
+na_return_t NA_Addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const void *buf,
+                                size_t buf_size)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!addr_p || !buf || buf_size == 0) {
@@ -497,7 +507,7 @@ na_tag_t NA_Msg_get_max_tag(const na_class_t *na_class)
 }
 
 void *NA_Msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
-    void **plugin_data_p)
+                       void **plugin_data_p)
 {
     NA_CHECK_CLASS(na_class, NULL);
     if (buf_size == 0 || !plugin_data_p)
@@ -521,11 +531,13 @@ void NA_Msg_buf_free(na_class_t *na_class, void *buf, void *plugin_data)
         free(buf);
 }
 
-static na_return_t na_msg_init(na_class_t *na_class, void *buf, size_t buf_size, size_t header)
+static na_return_t na_msg_init(na_class_t *na_class, void *buf, size_t buf_size,
+                               size_t header)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!buf || buf_size < header) {
-        HGX_LOG_ERROR(NA, "buffer of %zu bytes cannot hold the %zu-byte header", buf_size, header);
+        HGX_LOG_ERROR(NA, "buffer of %zu bytes cannot hold the %zu-byte header", buf_size,
+                      header);
         return NA_INVALID_ARG;
     }
     return NA_SUCCESS;
@@ -542,13 +554,15 @@ na_return_t NA_Msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_s
 
 na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf, size_t buf_size)
 {
-    return na_msg_init(na_class, buf, buf_size, NA_Msg_get_expected_header_size(na_class));
+    return na_msg_init(na_class, buf, buf_size,
+                       NA_Msg_get_expected_header_size(na_class));
 }
 
 /* Checks shared by all message posts; size_max 0 means "receive". */
-static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context, const void *buf,
-    size_t buf_size, size_t size_max, size_t header, na_addr_t *addr, bool need_addr,
-    uint8_t ctx_id, na_tag_t tag, bool check_tag)
+static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
+                                const void *buf, size_t buf_size, size_t size_max,
+                                size_t header, na_addr_t *addr, bool need_addr,
+                                uint8_t ctx_id, na_tag_t tag, bool check_tag)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!context || !buf) {
@@ -556,68 +570,77 @@ static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context, con
         return NA_INVALID_ARG;
     }
     if (buf_size > size_max) {
-        HGX_LOG_ERROR(NA, "message of %zu bytes exceeds the maximum of %zu", buf_size, size_max);
+        HGX_LOG_ERROR(NA, "message of %zu bytes exceeds the maximum of %zu", buf_size,
+                      size_max);
         return NA_MSGSIZE;
     }
     if (buf_size < header) {
-        HGX_LOG_ERROR(NA, "message of %zu bytes is shorter than the %zu-byte header", buf_size,
-            header);
+        HGX_LOG_ERROR(NA, "message of %zu bytes is shorter than the %zu-byte header",
+                      buf_size, header);
         return NA_INVALID_ARG;
     }
     if (need_addr && !na_addr_valid(na_class, addr))
         return NA_INVALID_ARG;
     if (ctx_id >= na_class->max_contexts) {
-        HGX_LOG_ERROR(NA, "context id %u out of range (max %u)", ctx_id, na_class->max_contexts);
+        HGX_LOG_ERROR(NA, "context id %u out of range (max %u)", ctx_id,
+                      na_class->max_contexts);
         return NA_INVALID_ARG;
     }
     if (check_tag && tag > na_class->ops->msg_get_max_tag(na_class)) {
         HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag,
-            na_class->ops->msg_get_max_tag(na_class));
+                      na_class->ops->msg_get_max_tag(na_class));
         return NA_INVALID_ARG;
     }
     return NA_SUCCESS;
 }
 
-#define NA_POST(na_class, context, op, type, callback, arg, call)                         \
+#define NA_POST(na_class, context, op, type, callback, arg, call)                        \
     do {                                                                                 \
         na_return_t ret_ = na_op_post_begin(na_class, context, op, type, callback, arg); \
         if (ret_ != NA_SUCCESS)                                                          \
             return ret_;                                                                 \
         ret_ = (call);                                                                   \
         if (ret_ != NA_SUCCESS) {                                                        \
-            HGX_LOG_ERROR(NA, "could not post %s: %s", #type, NA_Error_to_string(ret_));  \
+            HGX_LOG_ERROR(NA, "could not post %s: %s", #type, NA_Error_to_string(ret_)); \
             na_op_post_abort(op);                                                        \
         }                                                                                \
         return ret_;                                                                     \
     } while (0)
 
-na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
-    void *arg, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id)
+na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context,
+                                   na_cb_t callback, void *arg, const void *buf,
+                                   size_t buf_size, void *plugin_data,
+                                   na_addr_t *dest_addr, uint8_t dest_id, na_tag_t tag,
+                                   na_op_id_t *op_id)
 {
-    na_return_t ret = na_msg_check(na_class, context, buf, buf_size,
-        NA_Msg_get_max_unexpected_size(na_class), NA_Msg_get_unexpected_header_size(na_class),
-        dest_addr, true, dest_id, tag, true);
+    na_return_t ret = na_msg_check(
+        na_class, context, buf, buf_size, NA_Msg_get_max_unexpected_size(na_class),
+        NA_Msg_get_unexpected_header_size(na_class), dest_addr, true, dest_id, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_SEND_UNEXPECTED, callback, arg,
-        na_class->ops->msg_send_unexpected(na_class, context, op_id, buf, buf_size, plugin_data,
-            dest_addr, dest_id, tag));
+            na_class->ops->msg_send_unexpected(na_class, context, op_id, buf, buf_size,
+                                               plugin_data, dest_addr, dest_id, tag));
 }
 
-na_return_t NA_Msg_recv_unexpected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
-    void *arg, void *buf, size_t buf_size, void *plugin_data, na_op_id_t *op_id)
+na_return_t NA_Msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
+                                   na_cb_t callback, void *arg, void *buf,
+                                   size_t buf_size, void *plugin_data, na_op_id_t *op_id)
 {
     na_return_t ret = na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
-        NA_Msg_get_unexpected_header_size(na_class), NULL, false, 0, 0, false);
+                                   NA_Msg_get_unexpected_header_size(na_class), NULL,
+                                   false, 0, 0, false);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_RECV_UNEXPECTED, callback, arg,
-        na_class->ops->msg_recv_unexpected(na_class, context, op_id, buf, buf_size, plugin_data));
+            na_class->ops->msg_recv_unexpected(na_class, context, op_id, buf, buf_size,
+                                               plugin_data));
 }
 
 na_return_t NA_Msg_multi_recv_unexpected(na_class_t *na_class, na_context_t *context,
-    na_cb_t callback, void *arg, void *buf, size_t buf_size, void *plugin_data, na_op_id_t *op_id)
+                                         na_cb_t callback, void *arg, void *buf,
+                                         size_t buf_size, void *plugin_data,
+                                         na_op_id_t *op_id)
 {
     (void)na_class, (void)context, (void)callback, (void)arg, (void)buf, (void)buf_size;
     (void)plugin_data, (void)op_id;
@@ -625,38 +648,42 @@ na_return_t NA_Msg_multi_recv_unexpected(na_class_t *na_class, na_context_t *con
     return NA_OPNOTSUPPORTED;
 }
 
-na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
-    void *arg, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id)
+na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *context,
+                                 na_cb_t callback, void *arg, const void *buf,
+                                 size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
+                                 uint8_t dest_id, na_tag_t tag, na_op_id_t *op_id)
 {
-    na_return_t ret = na_msg_check(na_class, context, buf, buf_size,
-        NA_Msg_get_max_expected_size(na_class), NA_Msg_get_expected_header_size(na_class),
-        dest_addr, true, dest_id, tag, true);
+    na_return_t ret = na_msg_check(
+        na_class, context, buf, buf_size, NA_Msg_get_max_expected_size(na_class),
+        NA_Msg_get_expected_header_size(na_class), dest_addr, true, dest_id, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_SEND_EXPECTED, callback, arg,
-        na_class->ops->msg_send_expected(na_class, context, op_id, buf, buf_size, plugin_data,
-            dest_addr, dest_id, tag));
+            na_class->ops->msg_send_expected(na_class, context, op_id, buf, buf_size,
+                                             plugin_data, dest_addr, dest_id, tag));
 }
 
-na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context, na_cb_t callback,
-    void *arg, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
-    uint8_t source_id, na_tag_t tag, na_op_id_t *op_id)
+na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context,
+                                 na_cb_t callback, void *arg, void *buf, size_t buf_size,
+                                 void *plugin_data, na_addr_t *source_addr,
+                                 uint8_t source_id, na_tag_t tag, na_op_id_t *op_id)
 {
     na_return_t ret = na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
-        NA_Msg_get_expected_header_size(na_class), source_addr, true, source_id, tag, true);
+                                   NA_Msg_get_expected_header_size(na_class), source_addr,
+                                   true, source_id, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_RECV_EXPECTED, callback, arg,
-        na_class->ops->msg_recv_expected(na_class, context, op_id, buf, buf_size, plugin_data,
-            source_addr, source_id, tag));
+            na_class->ops->msg_recv_expected(na_class, context, op_id, buf, buf_size,
+                                             plugin_data, source_addr, source_id, tag));
 }
 
 /*---------------------------------------------------------------- memory */
 
 static bool na_mem_flags_valid(unsigned long flags)
 {
-    return flags == NA_MEM_READ_ONLY || flags == NA_MEM_WRITE_ONLY || flags == NA_MEM_READWRITE;
+    return flags == NA_MEM_READ_ONLY || flags == NA_MEM_WRITE_ONLY ||
+           flags == NA_MEM_READWRITE;
 }
 
 static void na_mem_created(na_class_t *na_class, na_return_t ret)
@@ -666,36 +693,42 @@ static void na_mem_created(na_class_t *na_class, na_return_t ret)
 }
 
 na_return_t NA_Mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-    unsigned long flags, na_mem_handle_t **mem_handle_p)
+                                 unsigned long flags, na_mem_handle_t **mem_handle_p)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!buf || buf_size == 0 || !mem_handle_p || !na_mem_flags_valid(flags)) {
-        HGX_LOG_ERROR(NA, "invalid memory handle arguments (buf %p, size %zu, flags 0x%lx)",
-            buf, buf_size, flags);
+        HGX_LOG_ERROR(NA,
+                      "invalid memory handle arguments (buf %p, size %zu, flags 0x%lx)",
+                      buf, buf_size, flags);
         return NA_INVALID_ARG;
     }
-    na_return_t ret = na_class->ops->mem_handle_create(na_class, buf, buf_size, flags, mem_handle_p);
+    na_return_t ret =
+        na_class->ops->mem_handle_create(na_class, buf, buf_size, flags, mem_handle_p);
     na_mem_created(na_class, ret);
     return ret;
 }
 
-na_return_t NA_Mem_handle_create_segments(na_class_t *na_class, struct na_segment *segments,
-    size_t segment_count, unsigned long flags, na_mem_handle_t **mem_handle_p)
+na_return_t NA_Mem_handle_create_segments(na_class_t *na_class,
+                                          struct na_segment *segments,
+                                          size_t segment_count, unsigned long flags,
+                                          na_mem_handle_t **mem_handle_p)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!segments || segment_count == 0 || !mem_handle_p || !na_mem_flags_valid(flags)) {
-        HGX_LOG_ERROR(NA, "invalid segment arguments (count %zu, flags 0x%lx)", segment_count,
-            flags);
+        HGX_LOG_ERROR(NA, "invalid segment arguments (count %zu, flags 0x%lx)",
+                      segment_count, flags);
         return NA_INVALID_ARG;
     }
     size_t max = na_class->ops->mem_handle_get_max_segments(na_class);
     if (segment_count > max) {
-        HGX_LOG_ERROR(NA, "%zu segments requested, plugin supports %zu", segment_count, max);
+        HGX_LOG_ERROR(NA, "%zu segments requested, plugin supports %zu", segment_count,
+                      max);
         return NA_INVALID_ARG;
     }
     size_t total = 0;
     for (size_t i = 0; i < segment_count; i++) {
-        if (!segments[i].base || segments[i].len == 0 || total + segments[i].len < total) {
+        if (!segments[i].base || segments[i].len == 0 ||
+            total + segments[i].len < total) {
             HGX_LOG_ERROR(NA, "segment %zu is empty, NULL or overflows", i);
             return NA_INVALID_ARG;
         }
@@ -725,7 +758,7 @@ size_t NA_Mem_handle_get_max_segments(const na_class_t *na_class)
 }
 
 na_return_t NA_Mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle,
-    enum na_mem_type mem_type, uint64_t device)
+                            enum na_mem_type mem_type, uint64_t device)
 {
     (void)device;
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
@@ -734,7 +767,8 @@ na_return_t NA_Mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle,
         return NA_INVALID_ARG;
     }
     if (mem_type != NA_MEM_TYPE_HOST) {
-        HGX_LOG_ERROR(NA, "memory type %d is not supported (host memory only)", (int)mem_type);
+        HGX_LOG_ERROR(NA, "memory type %d is not supported (host memory only)",
+                      (int)mem_type);
         return NA_OPNOTSUPPORTED;
     }
     if (mem_handle->registered)
@@ -765,8 +799,8 @@ size_t NA_Mem_handle_get_serialize_size(na_class_t *na_class, na_mem_handle_t *m
     return na_class->ops->mem_handle_get_serialize_size(na_class, mem_handle);
 }
 
-na_return_t NA_Mem_handle_serialize(
-    na_class_t *na_class, void *buf, size_t buf_size, na_mem_handle_t *mem_handle)
+na_return_t NA_Mem_handle_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                                    na_mem_handle_t *mem_handle)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!buf || !mem_handle)
@@ -782,8 +816,9 @@ na_return_t NA_Mem_handle_serialize(
     return na_class->ops->mem_handle_serialize(na_class, buf, buf_size, mem_handle);
 }
 
-na_return_t NA_Mem_handle_deserialize(
-    na_class_t *na_class, na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size)
+na_return_t NA_Mem_handle_deserialize(na_class_t *na_class,
+                                      na_mem_handle_t **mem_handle_p, const void *buf,
+                                      size_t buf_size)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!mem_handle_p || !buf || buf_size == 0)
@@ -795,7 +830,7 @@ na_return_t NA_Mem_handle_deserialize(
         (*mem_handle_p)->registered = false;
     } else {
         HGX_LOG_ERROR(NA, "rejected a malformed memory handle descriptor (%zu bytes): %s",
-            buf_size, NA_Error_to_string(ret));
+                      buf_size, NA_Error_to_string(ret));
     }
     na_mem_created(na_class, ret);
     return ret;
@@ -809,9 +844,10 @@ static bool na_range_ok(const na_mem_handle_t *h, na_offset_t offset, size_t siz
 }
 
 static na_return_t na_rma_check(na_class_t *na_class, na_context_t *context,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id,
-    unsigned long remote_access)
+                                na_mem_handle_t *local, na_offset_t local_offset,
+                                na_mem_handle_t *remote, na_offset_t remote_offset,
+                                size_t size, na_addr_t *remote_addr, uint8_t remote_id,
+                                unsigned long remote_access)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!context || !local || !remote || !na_addr_valid(na_class, remote_addr)) {
@@ -822,16 +858,17 @@ static na_return_t na_rma_check(na_class_t *na_class, na_context_t *context,
         HGX_LOG_ERROR(NA, "local memory handle must be a registered local handle");
         return NA_INVALID_ARG;
     }
-    if (!na_range_ok(local, local_offset, size) || !na_range_ok(remote, remote_offset, size)) {
+    if (!na_range_ok(local, local_offset, size) ||
+        !na_range_ok(remote, remote_offset, size)) {
         HGX_LOG_ERROR(NA,
-            "transfer out of bounds (size %zu, local off %" PRIu64 "/%zu, remote off %" PRIu64
-            "/%zu)",
-            size, local_offset, local->len, remote_offset, remote->len);
+                      "transfer out of bounds (size %zu, local off %" PRIu64
+                      "/%zu, remote off %" PRIu64 "/%zu)",
+                      size, local_offset, local->len, remote_offset, remote->len);
         return NA_INVALID_ARG;
     }
     if ((remote->flags & remote_access) != remote_access) {
         HGX_LOG_ERROR(NA, "remote region does not grant %s access",
-            remote_access == NA_MEM_WRITE_ONLY ? "write" : "read");
+                      remote_access == NA_MEM_WRITE_ONLY ? "write" : "read");
         return NA_PERMISSION;
     }
     if (remote_id >= na_class->max_contexts) {
@@ -841,30 +878,36 @@ static na_return_t na_rma_check(na_class_t *na_class, na_context_t *context,
     return NA_SUCCESS;
 }
 
-na_return_t NA_Put(na_class_t *na_class, na_context_t *context, na_cb_t callback, void *arg,
-    na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
-    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset, size_t data_size,
-    na_addr_t *remote_addr, uint8_t remote_id, na_op_id_t *op_id)
+na_return_t NA_Put(na_class_t *na_class, na_context_t *context, na_cb_t callback,
+                   void *arg, na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
+                   na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset,
+                   size_t data_size, na_addr_t *remote_addr, uint8_t remote_id,
+                   na_op_id_t *op_id)
 {
-    na_return_t ret = na_rma_check(na_class, context, local_mem_handle, local_offset,
-        remote_mem_handle, remote_offset, data_size, remote_addr, remote_id, NA_MEM_WRITE_ONLY);
+    na_return_t ret =
+        na_rma_check(na_class, context, local_mem_handle, local_offset, remote_mem_handle,
+                     remote_offset, data_size, remote_addr, remote_id, NA_MEM_WRITE_ONLY);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_PUT, callback, arg,
-        na_class->ops->put(na_class, context, op_id, local_mem_handle, local_offset,
-            remote_mem_handle, remote_offset, data_size, remote_addr, remote_id));
+            na_class->ops->put(na_class, context, op_id, local_mem_handle, local_offset,
+                               remote_mem_handle, remote_offset, data_size, remote_addr,
+                               remote_id));
 }
 
-na_return_t NA_Get(na_class_t *na_class, na_context_t *context, na_cb_t callback, void *arg,
-    na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
-    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset, size_t data_size,
-    na_addr_t *remote_addr, uint8_t remote_id, na_op_id_t *op_id)
+na_return_t NA_Get(na_class_t *na_class, na_context_t *context, na_cb_t callback,
+                   void *arg, na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
+                   na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset,
+                   size_t data_size, na_addr_t *remote_addr, uint8_t remote_id,
+                   na_op_id_t *op_id)
 {
-    na_return_t ret = na_rma_check(na_class, context, local_mem_handle, local_offset,
-        remote_mem_handle, remote_offset, data_size, remote_addr, remote_id, NA_MEM_READ_ONLY);
+    na_return_t ret =
+        na_rma_check(na_class, context, local_mem_handle, local_offset, remote_mem_handle,
+                     remote_offset, data_size, remote_addr, remote_id, NA_MEM_READ_ONLY);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_GET, callback, arg,
-        na_class->ops->get(na_class, context, op_id, local_mem_handle, local_offset,
-            remote_mem_handle, remote_offset, data_size, remote_addr, remote_id));
+            na_class->ops->get(na_class, context, op_id, local_mem_handle, local_offset,
+                               remote_mem_handle, remote_offset, data_size, remote_addr,
+                               remote_id));
 }

@@ -31,14 +31,14 @@
 #include <string.h>
 #include <time.h>
 
-#define TAG_UNEXP    0
-#define TAG_CTRL     1
+#define TAG_UNEXP 0
+#define TAG_CTRL 1
 #define TAG_PUT_BASE 2
 #define TAG_GET_BASE (TAG_PUT_BASE + MPI_EMUL_NSLOTS)
 #define TAG_EXP_BASE (TAG_GET_BASE + MPI_EMUL_NSLOTS)
-#define MIN_NA_TAGS  1024
+#define MIN_NA_TAGS 1024
 
-#define UNEXP_MAGIC    0x48554e58u /* "HUNX" */
+#define UNEXP_MAGIC 0x48554e58u /* "HUNX" */
 #define UNEXP_HDR_SIZE 8
 #define DEFAULT_MSG_SIZE 4096
 
@@ -70,9 +70,9 @@ struct mpi_class {
 /* mpi+dynamic: one connection = a 1-to-1 intercommunicator (both sides use
  * MPI_COMM_SELF), the peer is rank 0 of its remote group. */
 struct dyn_conn {
-    MPI_Comm comm;        /* MPI_COMM_NULL once disconnected */
+    MPI_Comm comm; /* MPI_COMM_NULL once disconnected */
     struct mpi_emul *emul;
-    char *port;           /* port we connected to (client side), else NULL */
+    char *port; /* port we connected to (client side), else NULL */
     int id;
     bool is_self, dead;
     struct dyn_conn *next;
@@ -98,9 +98,9 @@ struct mpi_op {
     size_t buf_size;
     struct mpi_op *next;
     struct mpi_emul_oreq *oreq;
-    struct mpi_emul *emul;  /* emulation instance of oreq */
-    struct dyn_conn *conn;  /* unexpected receive: connection it arrived on */
-    MPI_Comm comm;          /* expected receive: communicator to match on */
+    struct mpi_emul *emul; /* emulation instance of oreq */
+    struct dyn_conn *conn; /* unexpected receive: connection it arrived on */
+    MPI_Comm comm;         /* expected receive: communicator to match on */
     bool in_uq, in_eq;
     int src, tag;
 };
@@ -211,7 +211,8 @@ static na_return_t dyn_open_port(char *port, const char *why)
         int len = 0;
         if (MPI_Error_string(rc, es, &len) != MPI_SUCCESS)
             snprintf(es, sizeof(es), "error %d", rc);
-        HGX_LOG_ERROR(MPI,
+        HGX_LOG_ERROR(
+            MPI,
             "MPI_Open_port is not supported by this MPI (%s): %s needs dynamic process "
             "support (MPI_Open_port/MPI_Comm_accept/MPI_Comm_connect); use Open MPI with "
             "ompi-server (tools/ompi-dynamic-run.sh) or mpi+static [MPI_Open_port: %s]",
@@ -226,8 +227,9 @@ static void dyn_escape(const char *in, char *out, size_t n)
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;
     for (const unsigned char *p = (const unsigned char *)in; *p && o + 4 < n; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '.' || *p == '_' || *p == '-' || *p == '~') {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+            (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-' ||
+            *p == '~') {
             out[o++] = (char)*p;
         } else {
             out[o++] = '%';
@@ -240,8 +242,10 @@ static void dyn_escape(const char *in, char *out, size_t n)
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 static bool dyn_unescape(const char *in, char *out, size_t n)
@@ -382,7 +386,8 @@ static void *connector_main(void *arg)
 }
 
 /* Runs MPI_Lookup_name + MPI_Comm_connect in a helper thread, bounded. */
-static na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p, char *port_out)
+static na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
+                               char *port_out)
 {
     struct dyn_connector *k = calloc(1, sizeof(*k));
     if (!k)
@@ -417,17 +422,22 @@ static na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_
     }
     if (!k->done) {
         k->abandoned = true;
-        HGX_LOG_ERROR(MPI, "mpi+dynamic: %s \"%s\" did not complete within %ld ms "
-            "(HGX_MPI_CONNECT_TIMEOUT_MS): is the server running and accepting, and were both "
+        HGX_LOG_ERROR(
+            MPI,
+            "mpi+dynamic: %s \"%s\" did not complete within %ld ms "
+            "(HGX_MPI_CONNECT_TIMEOUT_MS): is the server running and accepting, and were "
+            "both "
             "jobs started with the same ompi-server (mpirun --ompi-server file:URI)?",
-            is_name ? "lookup/connect of service" : "MPI_Comm_connect to port", target, ms);
+            is_name ? "lookup/connect of service" : "MPI_Comm_connect to port", target,
+            ms);
         ret = NA_ADDRNOTAVAIL;
     } else if (k->rc != MPI_SUCCESS) {
         char es[MPI_MAX_ERROR_STRING];
         int len = 0;
         if (MPI_Error_string(k->rc, es, &len) != MPI_SUCCESS)
             snprintf(es, sizeof(es), "error %d", k->rc);
-        HGX_LOG_ERROR(MPI, "mpi+dynamic: %s for \"%s\" failed: %s", k->failed_call, target, es);
+        HGX_LOG_ERROR(MPI, "mpi+dynamic: %s for \"%s\" failed: %s", k->failed_call,
+                      target, es);
         ret = NA_ADDRNOTAVAIL;
     } else {
         *comm_p = k->comm;
@@ -445,7 +455,8 @@ static struct dyn_conn *conn_add(struct mpi_class *pc, MPI_Comm c, const char *p
     if (!k)
         return NULL;
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    if (mpi_emul_create(&k->emul, c, &pc->tab, TAG_CTRL, TAG_PUT_BASE, TAG_GET_BASE) != NA_SUCCESS ||
+    if (mpi_emul_create(&k->emul, c, &pc->tab, TAG_CTRL, TAG_PUT_BASE, TAG_GET_BASE) !=
+            NA_SUCCESS ||
         (port && !(k->port = strdup(port)))) {
         mpi_emul_free(k->emul);
         free(k);
@@ -506,7 +517,9 @@ static int dyn_check_bye(struct mpi_class *pc, struct dyn_conn *k)
     int flag = 0;
     MPI_Message msg;
     uint32_t bye = 0;
-    if (MPI_Improbe(0, pc->tag_bye, k->comm, &flag, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag)
+    if (MPI_Improbe(0, pc->tag_bye, k->comm, &flag, &msg, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS ||
+        !flag)
         return 0;
     MPI_Mrecv(&bye, (int)sizeof(bye), MPI_BYTE, &msg, MPI_STATUS_IGNORE);
     HGX_LOG_DEBUG(MPI, "mpi+dynamic: connection %d closed by the peer", k->id);
@@ -540,8 +553,10 @@ static na_return_t dyn_listen(struct mpi_class *pc)
         char es[MPI_MAX_ERROR_STRING];
         int len = 0;
         MPI_Error_string(rc, es, &len);
-        HGX_LOG_WARNING(MPI, "mpi+dynamic: MPI_Publish_name(\"%s\") failed (%s); only the "
-            "port address works (no name server, or the name is taken)", pc->service, es);
+        HGX_LOG_WARNING(MPI,
+                        "mpi+dynamic: MPI_Publish_name(\"%s\") failed (%s); only the "
+                        "port address works (no name server, or the name is taken)",
+                        pc->service, es);
     }
     return NA_SUCCESS;
 }
@@ -574,7 +589,8 @@ static void dyn_finalize(struct mpi_class *pc)
     }
 }
 
-static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *info, bool listen)
+static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *info,
+                                  bool listen)
 {
     bool dynamic = strcmp(info->protocol_name, "dynamic") == 0;
     char port[MPI_MAX_PORT_NAME] = "";
@@ -584,7 +600,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
 
     if (info->host) {
         HGX_LOG_ERROR(MPI, "mpi+%s takes no address in the info string (got \"%s\")",
-            info->protocol_name, info->host);
+                      info->protocol_name, info->host);
         return NA_INVALID_ARG;
     }
     MPI_Finalized(&finalized);
@@ -597,7 +613,9 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     if (!inited) {
         if (na_mpi_user_comm != MPI_COMM_NULL) {
             pthread_mutex_unlock(&na_mpi_global_lock);
-            HGX_LOG_ERROR(MPI, "na_mpi_set_comm() was given a communicator but MPI is not initialized");
+            HGX_LOG_ERROR(
+                MPI,
+                "na_mpi_set_comm() was given a communicator but MPI is not initialized");
             return NA_INVALID_ARG;
         }
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
@@ -609,7 +627,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         if (provided < MPI_THREAD_SERIALIZED) {
             MPI_Finalize();
             pthread_mutex_unlock(&na_mpi_global_lock);
-            HGX_LOG_ERROR(MPI,
+            HGX_LOG_ERROR(
+                MPI,
                 "MPI provides thread level %d, below MPI_THREAD_SERIALIZED which the NA "
                 "progress thread needs",
                 provided);
@@ -620,7 +639,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     } else {
         MPI_Query_thread(&provided);
         if (provided < MPI_THREAD_SERIALIZED)
-            HGX_LOG_WARNING(MPI,
+            HGX_LOG_WARNING(
+                MPI,
                 "the application initialized MPI at thread level %d (< SERIALIZED): "
                 "call NA only from the thread that calls MPI",
                 provided);
@@ -631,9 +651,11 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     if (dynamic) {
         MPI_Query_thread(&provided);
         if (provided < MPI_THREAD_MULTIPLE) {
-            HGX_LOG_ERROR(MPI, "mpi+dynamic needs MPI_THREAD_MULTIPLE (MPI_Comm_accept and "
-                "MPI_Comm_connect block in helper threads) but MPI provides thread level %d",
-                provided);
+            HGX_LOG_ERROR(MPI,
+                          "mpi+dynamic needs MPI_THREAD_MULTIPLE (MPI_Comm_accept and "
+                          "MPI_Comm_connect block in helper threads) but MPI provides "
+                          "thread level %d",
+                          provided);
             ret = NA_PROTONOSUPPORT;
             goto undo_init;
         }
@@ -673,9 +695,11 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     }
     int *tag_ub = NULL, flag = 0;
     rc = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-    if (rc != MPI_SUCCESS || !flag || !tag_ub || *tag_ub < TAG_EXP_BASE + MIN_NA_TAGS - 1) {
-        HGX_LOG_ERROR(MPI, "MPI_TAG_UB is %d; at least %d is needed for the hgx tag layout",
-            tag_ub && flag ? *tag_ub : -1, TAG_EXP_BASE + MIN_NA_TAGS - 1);
+    if (rc != MPI_SUCCESS || !flag || !tag_ub ||
+        *tag_ub < TAG_EXP_BASE + MIN_NA_TAGS - 1) {
+        HGX_LOG_ERROR(MPI,
+                      "MPI_TAG_UB is %d; at least %d is needed for the hgx tag layout",
+                      tag_ub && flag ? *tag_ub : -1, TAG_EXP_BASE + MIN_NA_TAGS - 1);
         ret = NA_PROTONOSUPPORT;
         goto free_comm;
     }
@@ -690,7 +714,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         ret = NA_INVALID_ARG;
         goto free_comm;
     }
-    ret = mpi_emul_create(&pc->emul, pc->comm, &pc->tab, TAG_CTRL, TAG_PUT_BASE, TAG_GET_BASE);
+    ret = mpi_emul_create(&pc->emul, pc->comm, &pc->tab, TAG_CTRL, TAG_PUT_BASE,
+                          TAG_GET_BASE);
     if (ret != NA_SUCCESS) {
         if (pc->emul) {
             mpi_emul_close(pc->emul);
@@ -729,8 +754,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         }
     }
     na_class->plugin_class = pc;
-    HGX_LOG_DEBUG(MPI, "mpi+%s rank %d of %d, tag_ub %d, max NA tag %u", info->protocol_name, pc->rank, pc->size,
-        *tag_ub, pc->max_tag);
+    HGX_LOG_DEBUG(MPI, "mpi+%s rank %d of %d, tag_ub %d, max NA tag %u",
+                  info->protocol_name, pc->rank, pc->size, *tag_ub, pc->max_tag);
     return NA_SUCCESS;
 
 free_comm:
@@ -757,7 +782,9 @@ static na_return_t mpi_finalize(na_class_t *na_class)
     struct mpi_emul_stats st;
     mpi_emul_get_stats(pc->emul, &st);
     if (st.bad_packets || st.refused)
-        HGX_LOG_DEBUG(MPI_EMUL, "%lu malformed packets, %lu refused requests, %lu late chunks dropped",
+        HGX_LOG_DEBUG(
+            MPI_EMUL,
+            "%lu malformed packets, %lu refused requests, %lu late chunks dropped",
             st.bad_packets, st.refused, st.late_dropped);
     if (pc->dynamic) {
         dyn_finalize(pc);
@@ -797,7 +824,8 @@ static na_return_t mpi_finalize(na_class_t *na_class)
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_context_create(na_class_t *na_class, na_context_t *context, uint8_t id)
+static na_return_t mpi_context_create(na_class_t *na_class, na_context_t *context,
+                                      uint8_t id)
 {
     (void)na_class, (void)id;
     context->plugin_context = NULL; /* all contexts share the class's MPI state */
@@ -812,7 +840,8 @@ static na_return_t mpi_context_destroy(na_class_t *na_class, na_context_t *conte
 
 /*------------------------------------------------------------ addresses */
 
-static na_return_t addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank, na_addr_t **addr_p)
+static na_return_t addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank,
+                            na_addr_t **addr_p)
 {
     struct mpi_addr *a = calloc(1, sizeof(*a));
     if (!a)
@@ -829,10 +858,12 @@ static na_return_t dyn_lookup(na_class_t *na_class, const char *name, na_addr_t 
     struct mpi_class *pc = PC(na_class);
     char target[MPI_MAX_PORT_NAME], port[MPI_MAX_PORT_NAME];
     if (strncmp(name, "dynamic://", 10) != 0) {
-        HGX_LOG_ERROR(MPI, "address \"%s\" is not of the form mpi+dynamic://PORT-OR-NAME", name);
+        HGX_LOG_ERROR(MPI, "address \"%s\" is not of the form mpi+dynamic://PORT-OR-NAME",
+                      name);
         return strncmp(name, "static://", 9) == 0 ? NA_PROTONOSUPPORT : NA_INVALID_ARG;
     }
-    if (strlen(name + 10) >= sizeof(target) || !dyn_unescape(name + 10, target, sizeof(target))) {
+    if (strlen(name + 10) >= sizeof(target) ||
+        !dyn_unescape(name + 10, target, sizeof(target))) {
         HGX_LOG_ERROR(MPI, "address \"%s\": empty, too long or bad %%-escape", name);
         return NA_INVALID_ARG;
     }
@@ -865,7 +896,8 @@ static na_return_t dyn_lookup(na_class_t *na_class, const char *name, na_addr_t 
     return addr_new(na_class, k, 0, addr_p);
 }
 
-static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name,
+                                   na_addr_t **addr_p)
 {
     struct mpi_class *pc = PC(na_class);
     const char *p = name;
@@ -876,8 +908,10 @@ static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_ad
             char port[MPI_MAX_PORT_NAME];
             if (dyn_open_port(port, "looking up an mpi+dynamic address") == NA_SUCCESS) {
                 MPI_Close_port(port);
-                HGX_LOG_ERROR(MPI, "address \"%s\" needs a class initialized with mpi+dynamic "
-                    "(this one is mpi+static)", name);
+                HGX_LOG_ERROR(MPI,
+                              "address \"%s\" needs a class initialized with mpi+dynamic "
+                              "(this one is mpi+static)",
+                              name);
             }
             return NA_PROTONOSUPPORT;
         }
@@ -898,8 +932,8 @@ static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_ad
         rank = rank * 10 + (*q - '0');
     }
     if (rank >= pc->size) {
-        HGX_LOG_ERROR(MPI, "address \"%s\": rank %ld is not below the job size %d", name, rank,
-            pc->size);
+        HGX_LOG_ERROR(MPI, "address \"%s\": rank %ld is not below the job size %d", name,
+                      rank, pc->size);
         return NA_ADDRNOTAVAIL;
     }
     return addr_new(na_class, NULL, (int)rank, addr_p);
@@ -921,7 +955,7 @@ static bool mpi_addr_cmp(na_class_t *na_class, na_addr_t *a1, na_addr_t *a2)
 {
     (void)na_class;
     return ((struct mpi_addr *)a1)->rank == ((struct mpi_addr *)a2)->rank &&
-        ((struct mpi_addr *)a1)->conn == ((struct mpi_addr *)a2)->conn;
+           ((struct mpi_addr *)a1)->conn == ((struct mpi_addr *)a2)->conn;
 }
 
 static bool mpi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
@@ -932,7 +966,8 @@ static bool mpi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
 }
 
 /* mpi+dynamic address string of a connection. */
-static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, char *buf, size_t n)
+static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, char *buf,
+                                   size_t n)
 {
     char esc[3 * MPI_MAX_PORT_NAME + 1];
     const char *port = k->is_self ? (pc->listening ? pc->port : NULL) : k->port;
@@ -941,17 +976,21 @@ static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, cha
         dyn_escape(port, esc, sizeof(esc));
         w = snprintf(buf, n, "mpi+dynamic://%s", esc);
     } else if (k->is_self) {
-        w = snprintf(buf, n, "mpi+dynamic://self-%ld", (long)getpid()); /* not listening */
+        w = snprintf(buf, n, "mpi+dynamic://self-%ld",
+                     (long)getpid()); /* not listening */
     } else {
-        w = snprintf(buf, n, "mpi+dynamic://accepted-%d", k->id); /* not looked up by name */
+        w = snprintf(buf, n, "mpi+dynamic://accepted-%d",
+                     k->id); /* not looked up by name */
     }
     return w < 0 || (size_t)w >= n ? NA_OVERFLOW : NA_SUCCESS;
 }
 
-static na_return_t mpi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr)
+static na_return_t mpi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                                      na_addr_t *addr)
 {
     if (PC(na_class)->dynamic)
-        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf, *buf_size);
+        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf,
+                               *buf_size);
     int n = snprintf(buf, *buf_size, "mpi+static://%d", ((struct mpi_addr *)addr)->rank);
     if (n < 0 || (size_t)n >= *buf_size)
         return NA_OVERFLOW;
@@ -965,25 +1004,28 @@ static size_t mpi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
     (void)addr;
     if (PC(na_class)->dynamic) { /* the address string (lookups connect) */
         char s[DYN_ADDR_MAX];
-        if (dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, s, sizeof(s)) != NA_SUCCESS)
+        if (dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, s,
+                            sizeof(s)) != NA_SUCCESS)
             return 0;
         return strlen(s) + 1;
     }
     return sizeof(int32_t);
 }
 
-static na_return_t mpi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr)
+static na_return_t mpi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                                      na_addr_t *addr)
 {
     if (PC(na_class)->dynamic)
-        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf, buf_size);
+        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf,
+                               buf_size);
     (void)buf_size;
     int32_t r = ((struct mpi_addr *)addr)->rank;
     memcpy(buf, &r, sizeof(r));
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const void *buf,
-    size_t buf_size)
+static na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
+                                        const void *buf, size_t buf_size)
 {
     int32_t r;
     if (PC(na_class)->dynamic) {
@@ -997,7 +1039,7 @@ static na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p
     memcpy(&r, buf, sizeof(r));
     if (r < 0 || r >= PC(na_class)->size) {
         HGX_LOG_ERROR(MPI, "serialized address names rank %d, job size is %d", (int)r,
-            PC(na_class)->size);
+                      PC(na_class)->size);
         return NA_INVALID_ARG;
     }
     return addr_new(na_class, NULL, r, addr_p);
@@ -1052,8 +1094,8 @@ static bool addr_comm(struct mpi_class *pc, na_addr_t *addr, MPI_Comm *comm)
     return true;
 }
 
-static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t size,
-    na_addr_t *dest_addr, int tag, void *bounce)
+static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
+                             size_t size, na_addr_t *dest_addr, int tag, void *bounce)
 {
     int dest = ((struct mpi_addr *)dest_addr)->rank;
     struct mpi_class *pc = PC(na_class);
@@ -1085,9 +1127,10 @@ static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *b
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_send_unexpected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
-    na_tag_t tag)
+static na_return_t mpi_send_unexpected(na_class_t *na_class, na_context_t *context,
+                                       na_op_id_t *op, const void *buf, size_t buf_size,
+                                       void *plugin_data, na_addr_t *dest_addr,
+                                       uint8_t dest_id, na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)dest_id;
     unsigned char *b = malloc(UNEXP_HDR_SIZE + buf_size);
@@ -1099,16 +1142,19 @@ static na_return_t mpi_send_unexpected(na_class_t *na_class, na_context_t *conte
     return post_send(na_class, op, b, UNEXP_HDR_SIZE + buf_size, dest_addr, TAG_UNEXP, b);
 }
 
-static na_return_t mpi_send_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
-    na_tag_t tag)
+static na_return_t mpi_send_expected(na_class_t *na_class, na_context_t *context,
+                                     na_op_id_t *op, const void *buf, size_t buf_size,
+                                     void *plugin_data, na_addr_t *dest_addr,
+                                     uint8_t dest_id, na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)dest_id;
-    return post_send(na_class, op, buf, buf_size, dest_addr, TAG_EXP_BASE + (int)tag, NULL);
+    return post_send(na_class, op, buf, buf_size, dest_addr, TAG_EXP_BASE + (int)tag,
+                     NULL);
 }
 
-static na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    void *buf, size_t buf_size, void *plugin_data)
+static na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *context,
+                                       na_op_id_t *op, void *buf, size_t buf_size,
+                                       void *plugin_data)
 {
     (void)context, (void)plugin_data;
     struct mpi_class *pc = PC(na_class);
@@ -1145,19 +1191,23 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
         if (count >= UNEXP_HDR_SIZE)
             memcpy(hdr, mo->bounce, sizeof(hdr));
         if (count < UNEXP_HDR_SIZE || hdr[0] != UNEXP_MAGIC) {
-            HGX_LOG_ERROR(MPI, "dropped a malformed unexpected message (%d bytes) from rank %d",
+            HGX_LOG_ERROR(
+                MPI, "dropped a malformed unexpected message (%d bytes) from rank %d",
                 count, st->MPI_SOURCE);
             ret = NA_PROTOCOL_ERROR;
         } else if ((size_t)count - UNEXP_HDR_SIZE > mo->buf_size) {
-            HGX_LOG_ERROR(MPI, "unexpected message of %zu bytes from rank %d does not fit the "
-                               "%zu-byte receive buffer",
-                (size_t)count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
+            HGX_LOG_ERROR(MPI,
+                          "unexpected message of %zu bytes from rank %d does not fit the "
+                          "%zu-byte receive buffer",
+                          (size_t)count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
             ret = NA_MSGSIZE;
         } else {
-            memcpy(mo->buf, (char *)mo->bounce + UNEXP_HDR_SIZE, (size_t)count - UNEXP_HDR_SIZE);
+            memcpy(mo->buf, (char *)mo->bounce + UNEXP_HDR_SIZE,
+                   (size_t)count - UNEXP_HDR_SIZE);
             ret = addr_new(mo->na_class, mo->conn, st->MPI_SOURCE,
-                &op->info.info.recv_unexpected.source);
-            op->info.info.recv_unexpected.actual_buf_size = (size_t)count - UNEXP_HDR_SIZE;
+                           &op->info.info.recv_unexpected.source);
+            op->info.info.recv_unexpected.actual_buf_size =
+                (size_t)count - UNEXP_HDR_SIZE;
             op->info.info.recv_unexpected.tag = hdr[1];
         }
     }
@@ -1190,12 +1240,14 @@ static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_c
         mo->bounce = malloc(count > 0 ? (size_t)count : 1);
         if (!mo->bounce) {
             char dummy[1];
-            MPI_Mrecv(dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* truncates, drops it */
+            MPI_Mrecv(dummy, 0, MPI_BYTE, &msg,
+                      MPI_STATUS_IGNORE); /* truncates, drops it */
             op_done(pc, op, NA_NOMEM);
             continue;
         }
         rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, &msg, &mo->req);
-        if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, unexp_done, op, 0) != 0) {
+        if (rc == MPI_SUCCESS &&
+            hgx_mreqtab_add(&pc->tab, mo->req, unexp_done, op, 0) != 0) {
             rc = MPI_Wait(&mo->req, &st);
             unexp_done(op, 0, rc, &st);
             continue;
@@ -1213,7 +1265,8 @@ static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_c
 static int match_unexpected(struct mpi_class *pc)
 {
     int rc = match_unexpected_on(pc, pc->comm, pc->self_conn);
-    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS && pc->uq_head; k = k->next)
+    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS && pc->uq_head;
+         k = k->next)
         if (!k->dead)
             rc = match_unexpected_on(pc, k->comm, k);
     return rc;
@@ -1232,8 +1285,9 @@ static void recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *s
     } else if (err != MPI_SUCCESS) {
         ret = na_from_mpi(err);
         if (ret == NA_MSGSIZE)
-            HGX_LOG_ERROR(MPI, "expected message from rank %d larger than the %zu-byte buffer",
-                st->MPI_SOURCE, mo->buf_size);
+            HGX_LOG_ERROR(MPI,
+                          "expected message from rank %d larger than the %zu-byte buffer",
+                          st->MPI_SOURCE, mo->buf_size);
         else
             log_mpi("expected receive", err);
     } else {
@@ -1255,9 +1309,10 @@ static void recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *s
  * message is reported NA_MSGSIZE without MPI raising MPI_ERR_TRUNCATE (which
  * MPICH raises on MPI_COMM_WORLD from MPI_Test, aborting the job).
  */
-static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr, uint8_t source_id,
-    na_tag_t tag)
+static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context,
+                                     na_op_id_t *op, void *buf, size_t buf_size,
+                                     void *plugin_data, na_addr_t *source_addr,
+                                     uint8_t source_id, na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)source_id;
     struct mpi_class *pc = PC(na_class);
@@ -1293,8 +1348,9 @@ static int match_expected(struct mpi_class *pc)
         int flag = 0, count = 0;
         MPI_Message msg;
         MPI_Status st;
-        int rc = mo->comm == MPI_COMM_NULL ? MPI_SUCCESS
-                                           : MPI_Improbe(mo->src, mo->tag, mo->comm, &flag, &msg, &st);
+        int rc = mo->comm == MPI_COMM_NULL
+                     ? MPI_SUCCESS
+                     : MPI_Improbe(mo->src, mo->tag, mo->comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS)
             return rc;
         if (!flag) {
@@ -1311,14 +1367,16 @@ static int match_expected(struct mpi_class *pc)
             rc = scratch ? MPI_Mrecv(scratch, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)
                          : MPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
             free(scratch);
-            HGX_LOG_ERROR(MPI, "expected message of %d bytes from rank %d larger than the "
-                               "%zu-byte buffer: dropped",
-                count, mo->src, mo->buf_size);
+            HGX_LOG_ERROR(MPI,
+                          "expected message of %d bytes from rank %d larger than the "
+                          "%zu-byte buffer: dropped",
+                          count, mo->src, mo->buf_size);
             op_done(pc, op, NA_MSGSIZE);
             continue;
         }
         rc = MPI_Imrecv(mo->buf, count, MPI_BYTE, &msg, &mo->req);
-        if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, op, 0) != 0) {
+        if (rc == MPI_SUCCESS &&
+            hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, op, 0) != 0) {
             rc = MPI_Wait(&mo->req, &st);
             recv_exp_done(op, 0, rc, &st);
             continue;
@@ -1334,7 +1392,7 @@ static int match_expected(struct mpi_class *pc)
 /*------------------------------------------------------------ memory */
 
 static na_return_t mem_new(na_class_t *na_class, struct na_segment *segs, size_t n,
-    unsigned long flags, na_mem_handle_t **mem_handle_p)
+                           unsigned long flags, na_mem_handle_t **mem_handle_p)
 {
     struct mpi_mem *m = calloc(1, sizeof(*m));
     if (!m)
@@ -1364,14 +1422,18 @@ static na_return_t mem_new(na_class_t *na_class, struct na_segment *segs, size_t
 }
 
 static na_return_t mpi_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-    unsigned long flags, na_mem_handle_t **mem_handle_p)
+                                         unsigned long flags,
+                                         na_mem_handle_t **mem_handle_p)
 {
     struct na_segment s = {buf, buf_size};
     return mem_new(na_class, &s, 1, flags, mem_handle_p);
 }
 
-static na_return_t mpi_mem_handle_create_segments(na_class_t *na_class, struct na_segment *segments,
-    size_t segment_count, unsigned long flags, na_mem_handle_t **mem_handle_p)
+static na_return_t mpi_mem_handle_create_segments(na_class_t *na_class,
+                                                  struct na_segment *segments,
+                                                  size_t segment_count,
+                                                  unsigned long flags,
+                                                  na_mem_handle_t **mem_handle_p)
 {
     for (size_t i = 0; i < segment_count; i++)
         if (segments[i].len > INT_MAX) {
@@ -1421,7 +1483,7 @@ static size_t mpi_mem_serialize_size(na_class_t *na_class, na_mem_handle_t *mh)
 }
 
 static na_return_t mpi_mem_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-    na_mem_handle_t *mh)
+                                     na_mem_handle_t *mh)
 {
     (void)na_class, (void)buf_size;
     struct mpi_emul_mem_wire w;
@@ -1430,14 +1492,14 @@ static na_return_t mpi_mem_serialize(na_class_t *na_class, void *buf, size_t buf
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_mem_deserialize(na_class_t *na_class, na_mem_handle_t **mh_p, const void *buf,
-    size_t buf_size)
+static na_return_t mpi_mem_deserialize(na_class_t *na_class, na_mem_handle_t **mh_p,
+                                       const void *buf, size_t buf_size)
 {
     struct mpi_mem *m = calloc(1, sizeof(*m));
     if (!m)
         return NA_NOMEM;
-    na_return_t ret = mpi_emul_mem_deserialize(&m->em, buf, buf_size,
-        PC(na_class)->dynamic ? INT_MAX : PC(na_class)->size);
+    na_return_t ret = mpi_emul_mem_deserialize(
+        &m->em, buf, buf_size, PC(na_class)->dynamic ? INT_MAX : PC(na_class)->size);
     if (ret != NA_SUCCESS) {
         free(m);
         return ret;
@@ -1458,9 +1520,10 @@ static void rma_done(void *arg, na_return_t ret)
     op_done(PC(mo->na_class), op, ret);
 }
 
-static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op, na_mem_handle_t *local,
-    na_offset_t local_offset, na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-    na_addr_t *remote_addr)
+static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
+                       na_mem_handle_t *local, na_offset_t local_offset,
+                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
+                       na_addr_t *remote_addr)
 {
     struct mpi_class *pc = PC(na_class);
     struct mpi_op *mo = na_op_plugin(op);
@@ -1476,12 +1539,14 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op, na_mem_ha
         pthread_mutex_lock(&pc->lock);
         if (k->dead) {
             pthread_mutex_unlock(&pc->lock);
-            HGX_LOG_ERROR(MPI, "mpi+dynamic: connection %d was closed by the peer", k->id);
+            HGX_LOG_ERROR(MPI, "mpi+dynamic: connection %d was closed by the peer",
+                          k->id);
             return NA_ADDRNOTAVAIL;
         }
         struct mpi_emul_oreq *o = NULL;
-        na_return_t ret = mpi_emul_xfer(k->emul, put, &((struct mpi_mem *)local)->em,
-            local_offset, &rem, remote_offset, size, rma_done, op, &o);
+        na_return_t ret =
+            mpi_emul_xfer(k->emul, put, &((struct mpi_mem *)local)->em, local_offset,
+                          &rem, remote_offset, size, rma_done, op, &o);
         if (ret == NA_SUCCESS) {
             mo->oreq = o;
             mo->emul = k->emul;
@@ -1490,18 +1555,21 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op, na_mem_ha
         return ret;
     }
     if (!rm->head.remote && rm->em.id != 0)
-        rm->em.owner = pc->rank; /* a local handle used as the remote one (self transfer) */
+        rm->em.owner =
+            pc->rank; /* a local handle used as the remote one (self transfer) */
     if (rm->em.owner != rank) {
-        HGX_LOG_ERROR(MPI_EMUL, "remote memory handle belongs to rank %d, not to target rank %d",
-            rm->em.owner, rank);
+        HGX_LOG_ERROR(MPI_EMUL,
+                      "remote memory handle belongs to rank %d, not to target rank %d",
+                      rm->em.owner, rank);
         return NA_INVALID_ARG;
     }
     memset(mo, 0, sizeof(*mo));
     mo->na_class = na_class;
     pthread_mutex_lock(&pc->lock);
     struct mpi_emul_oreq *o = NULL;
-    na_return_t ret = mpi_emul_xfer(pc->emul, put, &((struct mpi_mem *)local)->em, local_offset,
-        &rm->em, remote_offset, size, rma_done, op, &o);
+    na_return_t ret =
+        mpi_emul_xfer(pc->emul, put, &((struct mpi_mem *)local)->em, local_offset,
+                      &rm->em, remote_offset, size, rma_done, op, &o);
     if (ret == NA_SUCCESS) {
         mo->oreq = o;
         mo->emul = pc->emul;
@@ -1511,19 +1579,23 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op, na_mem_ha
 }
 
 static na_return_t mpi_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
 {
     (void)context, (void)remote_id;
-    return rma(true, na_class, op, local, local_offset, remote, remote_offset, size, remote_addr);
+    return rma(true, na_class, op, local, local_offset, remote, remote_offset, size,
+               remote_addr);
 }
 
 static na_return_t mpi_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
 {
     (void)context, (void)remote_id;
-    return rma(false, na_class, op, local, local_offset, remote, remote_offset, size, remote_addr);
+    return rma(false, na_class, op, local, local_offset, remote, remote_offset, size,
+               remote_addr);
 }
 
 /*------------------------------------------------------------ progress */
@@ -1560,7 +1632,8 @@ static na_return_t poll_locked(struct mpi_class *pc)
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+static na_return_t mpi_poll(na_class_t *na_class, na_context_t *context,
+                            unsigned int *count_p)
 {
     (void)context;
     struct mpi_class *pc = PC(na_class);
@@ -1585,10 +1658,11 @@ static uint64_t now_us(void)
  * MPI offers no wait object (no fd, no blocking "wait for anything" across
  * arbitrary requests and probes), so this is NOT a true block: it polls for
  * ~500 us (yielding the CPU between polls), then sleeps with exponential
- * backoff from 20 us up to 1 ms between polls. Idle cost is one poll per millisecond; added latency after an idle
- * period is at most ~1 ms.
+ * backoff from 20 us up to 1 ms between polls. Idle cost is one poll per millisecond;
+ * added latency after an idle period is at most ~1 ms.
  */
-static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
+                                 unsigned int timeout_ms)
 {
     uint64_t start = now_us(), deadline = start + (uint64_t)timeout_ms * 1000u;
     long sleep_ns = 20000;

@@ -35,14 +35,14 @@ void NA_Op_destroy(na_class_t *na_class, na_op_id_t *op_id)
     if (atomic_load(&op_id->state) != NA_OP_IDLE) {
         /* Freeing it would leave the plugin or the queue with a dangling op. */
         HGX_LOG_ERROR(NA, "op id %p is still in use (pending or queued); not freed",
-            (void *)op_id);
+                      (void *)op_id);
         return;
     }
     free(op_id);
 }
 
 na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_cb_type_t type, na_cb_t callback, void *arg)
+                             na_cb_type_t type, na_cb_t callback, void *arg)
 {
     if (!op || op == (na_op_id_t *)1) {
         HGX_LOG_ERROR(NA, "op id must come from NA_Op_create()");
@@ -116,7 +116,8 @@ static na_op_id_t *na_cq_pop(na_context_t *context)
     return op;
 }
 
-na_return_t NA_Trigger(na_context_t *context, unsigned int max_count, unsigned int *actual_count)
+na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
+                       unsigned int *actual_count)
 {
     unsigned int count = 0;
 
@@ -191,8 +192,8 @@ na_return_t NA_Poll(na_class_t *na_class, na_context_t *context, unsigned int *c
     return ret == NA_TIMEOUT ? NA_SUCCESS : ret;
 }
 
-na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms,
-    unsigned int *count_p)
+na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
+                         unsigned int timeout_ms, unsigned int *count_p)
 {
     na_return_t ret = na_progress_check(na_class, context);
     if (ret != NA_SUCCESS)
@@ -227,7 +228,8 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context, unsigned i
     return NA_TIMEOUT;
 }
 
-na_return_t NA_Progress(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,
+                        unsigned int timeout_ms)
 {
     return NA_Poll_wait(na_class, context, timeout_ms, NULL);
 }
@@ -245,7 +247,8 @@ bool NA_Poll_try_wait(na_class_t *na_class, na_context_t *context)
         return false;
     if (atomic_load(&context->cq_count) > 0)
         return false;
-    return na_class->ops->poll_try_wait ? na_class->ops->poll_try_wait(na_class, context) : true;
+    return na_class->ops->poll_try_wait ? na_class->ops->poll_try_wait(na_class, context)
+                                        : true;
 }
 
 na_return_t NA_Cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op_id)
@@ -261,12 +264,12 @@ na_return_t NA_Cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *o
     if (!atomic_compare_exchange_strong(&op_id->state, &expected, NA_OP_CANCELING)) {
         /* Already completed, queued, idle or being cancelled: nothing to do. */
         HGX_LOG_DEBUG(NA, "op id %p not pending (state %d), cancel is a no-op",
-            (void *)op_id, expected);
+                      (void *)op_id, expected);
         return NA_SUCCESS;
     }
     ret = na_class->ops->cancel(na_class, op_id->context, op_id);
     if (ret != NA_SUCCESS)
         HGX_LOG_ERROR(NA, "plugin could not cancel op id %p: %s", (void *)op_id,
-            NA_Error_to_string(ret));
+                      NA_Error_to_string(ret));
     return ret;
 }

@@ -28,15 +28,15 @@ enum na_op_state {
 
 struct na_class {
     const struct na_ops *ops;
-    void *plugin_class;      /* plugin private state */
-    char *protocol_name;     /* "tcp", "shm", ... */
+    void *plugin_class;  /* plugin private state */
+    char *protocol_name; /* "tcp", "shm", ... */
     bool listen;
     uint8_t max_contexts;
-    uint8_t progress_mode;   /* NA_NO_BLOCK to never block */
-    atomic_int n_contexts;   /* live contexts */
-    atomic_long n_pending;   /* posted, not yet completed ops */
-    atomic_long n_addrs;     /* live address references */
-    atomic_long n_mem;       /* live memory handles */
+    uint8_t progress_mode; /* NA_NO_BLOCK to never block */
+    atomic_int n_contexts; /* live contexts */
+    atomic_long n_pending; /* posted, not yet completed ops */
+    atomic_long n_addrs;   /* live address references */
+    atomic_long n_mem;     /* live memory handles */
 };
 
 struct na_context {
@@ -54,8 +54,8 @@ struct na_op_id {
     na_context_t *context;
     struct na_op_id *cq_next;
     na_cb_t callback;
-    struct na_cb_info info; /* type, arg, ret and per-type results */
-    atomic_int state;       /* enum na_op_state */
+    struct na_cb_info info;                      /* type, arg, ret and per-type results */
+    atomic_int state;                            /* enum na_op_state */
     alignas(max_align_t) unsigned char plugin[]; /* ops->op_size bytes for the plugin */
 };
 
@@ -75,10 +75,10 @@ struct na_mem_handle {
 
 /* Parsed info string "plugin+protocol://host:port". */
 struct na_info {
-    char *plugin_name;   /* "ofi" */
-    char *protocol_name; /* "tcp" */
-    char *host;          /* NULL or the host part, port stripped */
-    int port;            /* 0 when absent */
+    char *plugin_name;                    /* "ofi" */
+    char *protocol_name;                  /* "tcp" */
+    char *host;                           /* NULL or the host part, port stripped */
+    int port;                             /* 0 when absent */
     const struct na_init_info *init_info; /* never NULL */
 };
 
@@ -87,78 +87,100 @@ struct na_ops {
     size_t op_size; /* plugin bytes in each op id (na_op_plugin) */
 
     bool (*check_protocol)(const char *protocol_name);
-    na_return_t (*initialize)(na_class_t *na_class, const struct na_info *info, bool listen);
+    na_return_t (*initialize)(na_class_t *na_class, const struct na_info *info,
+                              bool listen);
     na_return_t (*finalize)(na_class_t *na_class);
     void (*cleanup)(void);
-    na_return_t (*context_create)(na_class_t *na_class, na_context_t *context, uint8_t id);
+    na_return_t (*context_create)(na_class_t *na_class, na_context_t *context,
+                                  uint8_t id);
     na_return_t (*context_destroy)(na_class_t *na_class, na_context_t *context);
 
     /* name is the part after "plugin+" (e.g. "tcp://1.2.3.4:5"). The plugin
      * returns an address with refcount 1 (core sets na_class). */
-    na_return_t (*addr_lookup)(na_class_t *na_class, const char *name, na_addr_t **addr_p);
+    na_return_t (*addr_lookup)(na_class_t *na_class, const char *name,
+                               na_addr_t **addr_p);
     void (*addr_destroy)(na_class_t *na_class, na_addr_t *addr); /* last reference gone */
     na_return_t (*addr_set_remove)(na_class_t *na_class, na_addr_t *addr);
     na_return_t (*addr_self)(na_class_t *na_class, na_addr_t **addr_p);
     bool (*addr_cmp)(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2);
     bool (*addr_is_self)(na_class_t *na_class, na_addr_t *addr);
     /* Writes "plugin+..." string of at most *buf_size bytes; core handles NULL buf. */
-    na_return_t (*addr_to_string)(na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr);
+    na_return_t (*addr_to_string)(na_class_t *na_class, char *buf, size_t *buf_size,
+                                  na_addr_t *addr);
     size_t (*addr_get_serialize_size)(na_class_t *na_class, na_addr_t *addr);
-    na_return_t (*addr_serialize)(na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr);
-    na_return_t (*addr_deserialize)(na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size);
+    na_return_t (*addr_serialize)(na_class_t *na_class, void *buf, size_t buf_size,
+                                  na_addr_t *addr);
+    na_return_t (*addr_deserialize)(na_class_t *na_class, na_addr_t **addr_p,
+                                    const void *buf, size_t buf_size);
 
     size_t (*msg_get_max_unexpected_size)(const na_class_t *na_class);
     size_t (*msg_get_max_expected_size)(const na_class_t *na_class);
-    size_t (*msg_get_unexpected_header_size)(const na_class_t *na_class); /* optional: 0 */
-    size_t (*msg_get_expected_header_size)(const na_class_t *na_class);   /* optional: 0 */
+    size_t (*msg_get_unexpected_header_size)(
+        const na_class_t *na_class);                                    /* optional: 0 */
+    size_t (*msg_get_expected_header_size)(const na_class_t *na_class); /* optional: 0 */
     na_tag_t (*msg_get_max_tag)(const na_class_t *na_class);
-    void *(*msg_buf_alloc)(na_class_t *na_class, size_t buf_size, unsigned long flags, void **plugin_data_p); /* optional */
-    void (*msg_buf_free)(na_class_t *na_class, void *buf, void *plugin_data);                              /* optional */
-    na_return_t (*msg_init_unexpected)(na_class_t *na_class, void *buf, size_t buf_size);                  /* optional */
+    void *(*msg_buf_alloc)(na_class_t *na_class, size_t buf_size, unsigned long flags,
+                           void **plugin_data_p); /* optional */
+    void (*msg_buf_free)(na_class_t *na_class, void *buf,
+                         void *plugin_data); /* optional */
+    na_return_t (*msg_init_unexpected)(na_class_t *na_class, void *buf,
+                                       size_t buf_size); /* optional */
 
     /* Posting calls get a checked, POSTED op id; on error they return it unused. */
-    na_return_t (*msg_send_unexpected)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-        const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
-        na_tag_t tag);
-    na_return_t (*msg_recv_unexpected)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-        void *buf, size_t buf_size, void *plugin_data);
-    na_return_t (*msg_send_expected)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-        const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
-        na_tag_t tag);
-    na_return_t (*msg_recv_expected)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-        void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr, uint8_t source_id,
-        na_tag_t tag);
+    na_return_t (*msg_send_unexpected)(na_class_t *na_class, na_context_t *context,
+                                       na_op_id_t *op, const void *buf, size_t buf_size,
+                                       void *plugin_data, na_addr_t *dest_addr,
+                                       uint8_t dest_id, na_tag_t tag);
+    na_return_t (*msg_recv_unexpected)(na_class_t *na_class, na_context_t *context,
+                                       na_op_id_t *op, void *buf, size_t buf_size,
+                                       void *plugin_data);
+    na_return_t (*msg_send_expected)(na_class_t *na_class, na_context_t *context,
+                                     na_op_id_t *op, const void *buf, size_t buf_size,
+                                     void *plugin_data, na_addr_t *dest_addr,
+                                     uint8_t dest_id, na_tag_t tag);
+    na_return_t (*msg_recv_expected)(na_class_t *na_class, na_context_t *context,
+                                     na_op_id_t *op, void *buf, size_t buf_size,
+                                     void *plugin_data, na_addr_t *source_addr,
+                                     uint8_t source_id, na_tag_t tag);
 
     /* Handles are returned with the common head filled in by the plugin. */
     na_return_t (*mem_handle_create)(na_class_t *na_class, void *buf, size_t buf_size,
-        unsigned long flags, na_mem_handle_t **mem_handle_p);
-    na_return_t (*mem_handle_create_segments)(na_class_t *na_class, struct na_segment *segments,
-        size_t segment_count, unsigned long flags, na_mem_handle_t **mem_handle_p);
+                                     unsigned long flags, na_mem_handle_t **mem_handle_p);
+    na_return_t (*mem_handle_create_segments)(na_class_t *na_class,
+                                              struct na_segment *segments,
+                                              size_t segment_count, unsigned long flags,
+                                              na_mem_handle_t **mem_handle_p);
     void (*mem_handle_free)(na_class_t *na_class, na_mem_handle_t *mem_handle);
     size_t (*mem_handle_get_max_segments)(const na_class_t *na_class);
     na_return_t (*mem_register)(na_class_t *na_class, na_mem_handle_t *mem_handle);
     na_return_t (*mem_deregister)(na_class_t *na_class, na_mem_handle_t *mem_handle);
-    size_t (*mem_handle_get_serialize_size)(na_class_t *na_class, na_mem_handle_t *mem_handle);
+    size_t (*mem_handle_get_serialize_size)(na_class_t *na_class,
+                                            na_mem_handle_t *mem_handle);
     na_return_t (*mem_handle_serialize)(na_class_t *na_class, void *buf, size_t buf_size,
-        na_mem_handle_t *mem_handle);
-    na_return_t (*mem_handle_deserialize)(na_class_t *na_class, na_mem_handle_t **mem_handle_p,
-        const void *buf, size_t buf_size);
+                                        na_mem_handle_t *mem_handle);
+    na_return_t (*mem_handle_deserialize)(na_class_t *na_class,
+                                          na_mem_handle_t **mem_handle_p, const void *buf,
+                                          size_t buf_size);
 
     /* Bounds and permissions were checked by the core. */
     na_return_t (*put)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-        na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-        na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id);
+                       na_mem_handle_t *local, na_offset_t local_offset,
+                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
+                       na_addr_t *remote_addr, uint8_t remote_id);
     na_return_t (*get)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-        na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-        na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id);
+                       na_mem_handle_t *local, na_offset_t local_offset,
+                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
+                       na_addr_t *remote_addr, uint8_t remote_id);
 
-    int (*poll_get_fd)(na_class_t *na_class, na_context_t *context); /* optional: -1 */
+    int (*poll_get_fd)(na_class_t *na_class, na_context_t *context);    /* optional: -1 */
     bool (*poll_try_wait)(na_class_t *na_class, na_context_t *context); /* optional */
     /* Process what the transport has ready, without blocking. */
-    na_return_t (*poll)(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
+    na_return_t (*poll)(na_class_t *na_class, na_context_t *context,
+                        unsigned int *count_p);
     /* Block on the transport's wait object for at most timeout_ms, then process
      * what is ready. NA_TIMEOUT when nothing happened. */
-    na_return_t (*poll_wait)(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms);
+    na_return_t (*poll_wait)(na_class_t *na_class, na_context_t *context,
+                             unsigned int timeout_ms);
     /* Start cancelling a POSTED/CANCELING op; it must later be completed (once). */
     na_return_t (*cancel)(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
 };

@@ -48,19 +48,20 @@
 
 #include <ucp/api/ucp.h>
 
-#define UCX_MSG_SIZE_MAX  4096
-#define UCX_TAG_UNEXP     (1ULL << 63)
-#define UCX_TAG_ID_SHIFT  32
-#define UCX_ID_MASK       0x7fffffffu
-#define UCX_MAX_SEGMENTS  64
-#define UCX_MH_VERSION    1u
-#define UCX_ADDR_MAGIC    0x55435841u /* "UCXA" */
-#define UCX_ADDR_STR_MAX  64
-#define UCX_PROGRESS_MAX  1024     /* bound on one poll() pass */
-#define UCX_CONNECT_MS    5000     /* lookup waits this long for the wire-up */
-#define UCX_CLOSE_MS      2000     /* finalize waits this long for each endpoint close */
-#define UCX_CANCEL_ESCALATE_MS 10000 /* a cancelled send/RMA still pending: drop the ep */
-#define UCX_CANCEL_POLL_MS 100      /* poll_wait wakes up this often to escalate */
+#define UCX_MSG_SIZE_MAX 4096
+#define UCX_TAG_UNEXP (1ULL << 63)
+#define UCX_TAG_ID_SHIFT 32
+#define UCX_ID_MASK 0x7fffffffu
+#define UCX_MAX_SEGMENTS 64
+#define UCX_MH_VERSION 1u
+#define UCX_ADDR_MAGIC 0x55435841u /* "UCXA" */
+#define UCX_ADDR_STR_MAX 64
+#define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
+#define UCX_CONNECT_MS 5000   /* lookup waits this long for the wire-up */
+#define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
+#define UCX_CANCEL_ESCALATE_MS 10000 /* a cancelled send/RMA still pending: drop the ep  \
+                                      */
+#define UCX_CANCEL_POLL_MS 100       /* poll_wait wakes up this often to escalate */
 
 struct ucx_op;
 
@@ -75,7 +76,7 @@ struct ucx_peer {
     bool outgoing;   /* we connected (lookup): can reconnect to sin */
     uint32_t gen;    /* bumped whenever ep is dropped or replaced */
     struct sockaddr_in sin;
-    char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
+    char str[UCX_ADDR_STR_MAX];           /* "ucx+proto://IP:PORT" */
     struct ucx_op *pend_head, *pend_tail; /* sends waiting for resources, in order */
 };
 
@@ -95,16 +96,16 @@ struct ucx_class {
     char proto[8];
     struct ucx_peer *peers;
     struct ucx_peer *self;
-    struct ucx_op *cancel_head;   /* cancelled sends/RMA still in flight */
+    struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
     unsigned escalate_ms;
-    long closing;                 /* forced ep closes not finished yet */
+    long closing; /* forced ep closes not finished yet */
 };
 
 struct ucx_segment {
     uint64_t base;
     uint64_t len;
-    ucp_mem_h memh;     /* local, registered */
-    void *rkey_buf;     /* local: packed; remote: received bytes */
+    ucp_mem_h memh; /* local, registered */
+    void *rkey_buf; /* local: packed; remote: received bytes */
     size_t rkey_size;
 };
 
@@ -112,7 +113,7 @@ struct ucx_segment {
 struct ucx_rkeys {
     struct ucx_rkeys *next;
     struct ucx_peer *peer;
-    uint32_t gen;   /* peer generation the keys were unpacked for */
+    uint32_t gen; /* peer generation the keys were unpacked for */
     ucp_rkey_h rkey[];
 };
 
@@ -129,19 +130,19 @@ enum ucx_op_kind { UCX_OP_SEND, UCX_OP_RECV_UNEXP, UCX_OP_RECV_EXP, UCX_OP_RMA }
 struct ucx_op {
     enum ucx_op_kind kind;
     struct ucx_class *cls;
-    void *req;               /* outstanding receive request, for cancel */
-    bool posting;            /* inside ucp_tag_recv_nbx: its request is not ours yet */
-    bool done_inline;        /* the receive completed during its own posting */
-    struct ucx_peer *peer;   /* send: destination */
-    const void *buf;         /* send queued for resources */
+    void *req;             /* outstanding receive request, for cancel */
+    bool posting;          /* inside ucp_tag_recv_nbx: its request is not ours yet */
+    bool done_inline;      /* the receive completed during its own posting */
+    struct ucx_peer *peer; /* send: destination */
+    const void *buf;       /* send queued for resources */
     size_t len;
     ucp_tag_t tag;
     struct ucx_op *pend_next;
-    size_t pieces;           /* RMA: requests still outstanding */
-    na_return_t rma_ret;     /* RMA: first error */
-    uint32_t gen;            /* send/RMA: peer generation at posting */
-    bool inflight;           /* send: a UCX request is outstanding */
-    bool cancel_listed;      /* in cls->cancel_head, waiting for escalation */
+    size_t pieces;       /* RMA: requests still outstanding */
+    na_return_t rma_ret; /* RMA: first error */
+    uint32_t gen;        /* send/RMA: peer generation at posting */
+    bool inflight;       /* send: a UCX request is outstanding */
+    bool cancel_listed;  /* in cls->cancel_head, waiting for escalation */
     uint64_t cancel_deadline_ms;
     struct ucx_op *cancel_prev, *cancel_next;
 };
@@ -256,7 +257,8 @@ static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     struct ucx_peer *p = arg;
     if (ep != p->ep) {
         /* An ep we dropped or replaced already: its requests are UCX's to end. */
-        HGX_LOG_DEBUG(UCX, "old connection to %s failed: %s", p->str, ucs_status_string(status));
+        HGX_LOG_DEBUG(UCX, "old connection to %s failed: %s", p->str,
+                      ucs_status_string(status));
         return;
     }
     HGX_LOG_ERROR(UCX, "connection to %s failed: %s", p->str, ucs_status_string(status));
@@ -266,7 +268,8 @@ static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 static void ucx_ep_params_err(ucp_ep_params_t *params, struct ucx_peer *p)
 {
-    params->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params->field_mask |=
+        UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
     params->err_handler.cb = ucx_ep_error_cb;
     params->err_handler.arg = p;
@@ -309,9 +312,9 @@ static void ucx_ep_close_force(struct ucx_class *cls, ucp_ep_h ep)
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
                                                  UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA,
-        .flags = UCP_EP_CLOSE_FLAG_FORCE,
-        .cb.send = ucx_close_cb,
-        .user_data = cls};
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE,
+                                 .cb.send = ucx_close_cb,
+                                 .user_data = cls};
     cls->closing++; /* before the call: the callback may run inside it */
     ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
     if (sp == NULL || UCS_PTR_IS_ERR(sp))
@@ -339,14 +342,16 @@ static ucs_status_t ucx_ep_open_client(struct ucx_class *cls, struct ucx_peer *p
     ucp_ep_params_t params = {
         .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
         .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
-        .sockaddr = {.addr = (const struct sockaddr *)&p->sin, .addrlen = sizeof(p->sin)}};
+        .sockaddr = {.addr = (const struct sockaddr *)&p->sin,
+                     .addrlen = sizeof(p->sin)}};
     ucx_ep_params_err(&params, p);
     return ucp_ep_create(cls->worker, &params, &p->ep);
 }
 
 /* Make sure p can take an operation: reconnect an outgoing peer whose ep was
  * dropped by a cancel escalation. Lock held. */
-static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p, const char *what)
+static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p,
+                                  const char *what)
 {
     if (p->failed) {
         HGX_LOG_ERROR(UCX, "%s to %s: connection failed", what, p->str);
@@ -356,7 +361,8 @@ static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p, con
         return NA_SUCCESS;
     ucs_status_t st = p->outgoing ? ucx_ep_open_client(cls, p) : UCS_ERR_NOT_CONNECTED;
     if (st != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "%s to %s: cannot reconnect: %s", what, p->str, ucs_status_string(st));
+        HGX_LOG_ERROR(UCX, "%s to %s: cannot reconnect: %s", what, p->str,
+                      ucs_status_string(st));
         p->ep = NULL;
         return NA_HOSTUNREACH;
     }
@@ -365,7 +371,7 @@ static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p, con
 }
 
 static void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
-    size_t size)
+                                size_t size)
 {
     char ip[INET6_ADDRSTRLEN] = "?";
     unsigned port = 0;
@@ -385,8 +391,9 @@ static void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, ch
 static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
 {
     struct ucx_class *cls = arg;
-    ucp_conn_request_attr_t attr = {
-        .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR | UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID};
+    ucp_conn_request_attr_t attr = {.field_mask =
+                                        UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR |
+                                        UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID};
     char str[UCX_ADDR_STR_MAX];
 
     if (ucp_conn_request_query(req, &attr) != UCS_OK) {
@@ -394,7 +401,8 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
         ucp_listener_reject(cls->listener, req);
         return;
     }
-    ucx_sockaddr_string((const struct sockaddr *)&attr.client_address, cls->proto, str, sizeof(str));
+    ucx_sockaddr_string((const struct sockaddr *)&attr.client_address, cls->proto, str,
+                        sizeof(str));
     uint32_t id = (uint32_t)attr.client_id & UCX_ID_MASK;
     /* A client connects again (its ep was dropped, e.g. by a cancel
      * escalation): the new connection takes over the peer it had, so the
@@ -409,7 +417,8 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
         ucp_listener_reject(cls->listener, req);
         return;
     }
-    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST, .conn_request = req};
+    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
+                              .conn_request = req};
     ucx_ep_params_err(&params, p);
     ucp_ep_h ep = NULL;
     ucs_status_t st = ucp_ep_create(cls->worker, &params, &ep);
@@ -442,9 +451,10 @@ static ucs_status_t ucx_send_post(struct ucx_op *uop)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send = ucx_send_cb,
-        .user_data = uop};
-    ucs_status_ptr_t sp = ucp_tag_send_nbx(uop->peer->ep, uop->buf, uop->len, uop->tag, &param);
+                                 .cb.send = ucx_send_cb,
+                                 .user_data = uop};
+    ucs_status_ptr_t sp =
+        ucp_tag_send_nbx(uop->peer->ep, uop->buf, uop->len, uop->tag, &param);
     if (sp == NULL) {
         /* Done already (bcopy): no request, complete now. */
         /* Sent already: a cancel requested meanwhile lost, report the truth. */
@@ -511,7 +521,8 @@ static unsigned ucx_progress(struct ucx_class *cls)
     return total;
 }
 
-static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context,
+                            unsigned int *count_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
@@ -525,7 +536,8 @@ static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigne
     return n ? NA_SUCCESS : NA_TIMEOUT;
 }
 
-static na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms)
+static na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
+                                 unsigned int timeout_ms)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
@@ -612,7 +624,8 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
         return NA_PROTOCOL_ERROR;
     }
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-        .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP};
+                           .features =
+                               UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP};
     st = ucp_init(&params, config, &cls->context);
     ucp_config_release(config);
     if (st != UCS_OK) {
@@ -624,10 +637,10 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
 
 static na_return_t ucx_worker_open(struct ucx_class *cls)
 {
-    ucp_worker_params_t params = {
-        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_CLIENT_ID,
-        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
-        .client_id = cls->id};
+    ucp_worker_params_t params = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
+                                                UCP_WORKER_PARAM_FIELD_CLIENT_ID,
+                                  .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+                                  .client_id = cls->id};
     ucs_status_t st = ucp_worker_create(cls->context, &params, &cls->worker);
     if (st == UCS_OK)
         st = ucp_worker_get_efd(cls->worker, &cls->efd);
@@ -654,11 +667,12 @@ static int ucx_free_port(const struct sockaddr_in *sin)
     return port;
 }
 
-static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *sin, char *str,
-    size_t size)
+static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *sin,
+                              char *str, size_t size)
 {
     ucp_listener_params_t params = {
-        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+        .field_mask =
+            UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
         .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)},
         .conn_handler = {.cb = ucx_conn_cb, .arg = cls}};
     ucs_status_t st = ucp_listener_create(cls->worker, &params, &cls->listener);
@@ -677,10 +691,11 @@ static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *s
 
 /* Listening address and id, known before the worker is created. */
 static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *info,
-    struct sockaddr_in *sin, char *str, size_t size)
+                                   struct sockaddr_in *sin, char *str, size_t size)
 {
     const char *host = info->host ? info->host : "127.0.0.1";
-    *sin = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)info->port)};
+    *sin = (struct sockaddr_in){.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)info->port)};
     if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
         HGX_LOG_ERROR(UCX, "listen host \"%s\" is not an IPv4 address", host);
         return NA_INVALID_ARG;
@@ -714,7 +729,8 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
         return NA_NOMEM;
     }
     cls->self->self = true;
-    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = wa};
+    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                              .address = wa};
     st = ucp_ep_create(cls->worker, &params, &cls->self->ep);
     ucp_worker_release_address(cls->worker, wa);
     if (st != UCS_OK) {
@@ -727,14 +743,15 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
 static void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = UCP_EP_CLOSE_FLAG_FORCE};
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
     ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
     if (sp == NULL || UCS_PTR_IS_ERR(sp))
         return;
     /* A forced close never waits for the peer; a few progress calls finish it. */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (ucp_request_check_status(sp) == UCS_INPROGRESS && ucx_ms_since(&t0) < UCX_CLOSE_MS)
+    while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
+           ucx_ms_since(&t0) < UCX_CLOSE_MS)
         ucp_worker_progress(cls->worker);
     ucp_request_free(sp);
 }
@@ -764,7 +781,8 @@ static void ucx_class_free(struct ucx_class *cls)
     free(cls);
 }
 
-static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info, bool listen)
+static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info,
+                                  bool listen)
 {
     struct ucx_class *cls = calloc(1, sizeof(*cls));
     char str[UCX_ADDR_STR_MAX];
@@ -821,7 +839,8 @@ static na_return_t ucx_finalize(na_class_t *na_class)
     return NA_SUCCESS;
 }
 
-static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context, uint8_t id)
+static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context,
+                                      uint8_t id)
 {
     (void)na_class;
     (void)id;
@@ -838,7 +857,8 @@ static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *conte
 
 /*---------------------------------------------------------------- addresses */
 
-static na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p, na_addr_t **addr_p)
+static na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p,
+                                na_addr_t **addr_p)
 {
     struct ucx_addr *a = malloc(sizeof(*a));
     if (!a)
@@ -850,12 +870,14 @@ static na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p, na_add
 }
 
 /* "proto://host:port" -> resolved IPv4 sockaddr. */
-static na_return_t ucx_parse(struct ucx_class *cls, const char *name, struct sockaddr_in *sin)
+static na_return_t ucx_parse(struct ucx_class *cls, const char *name,
+                             struct sockaddr_in *sin)
 {
     const char *sep = strstr(name, "://");
     if (!sep)
         return NA_INVALID_ARG;
-    if ((size_t)(sep - name) != strlen(cls->proto) || strncmp(name, cls->proto, (size_t)(sep - name)))
+    if ((size_t)(sep - name) != strlen(cls->proto) ||
+        strncmp(name, cls->proto, (size_t)(sep - name)))
         return NA_PROTONOSUPPORT;
     const char *host = sep + 3, *colon = strrchr(host, ':');
     if (!colon || colon == host || colon[1] == '\0' || (size_t)(colon - host) >= 256)
@@ -868,7 +890,8 @@ static na_return_t ucx_parse(struct ucx_class *cls, const char *name, struct soc
     memcpy(hostname, host, (size_t)(colon - host));
     hostname[colon - host] = '\0';
 
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM},
+                    *res = NULL;
     if (getaddrinfo(hostname, NULL, &hints, &res) != 0 || !res) {
         HGX_LOG_ERROR(UCX, "cannot resolve host \"%s\"", hostname);
         return NA_ADDRNOTAVAIL;
@@ -891,7 +914,7 @@ static void ucx_connect_cb(void *request, ucs_status_t status, void *user_data)
 /* Connect to a listener; the flush completes once the wire-up is done, so
  * an unreachable peer fails the lookup instead of a later operation. */
 static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *sin,
-    const char *str, uint32_t id, struct ucx_peer **peer_p)
+                               const char *str, uint32_t id, struct ucx_peer **peer_p)
 {
     struct ucx_peer *p = ucx_peer_new(cls, id, str);
     if (!p)
@@ -907,8 +930,8 @@ static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *
     }
     ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                               UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send = ucx_connect_cb,
-        .user_data = p};
+                              .cb.send = ucx_connect_cb,
+                              .user_data = p};
     ucs_status_ptr_t sp = ucp_ep_flush_nbx(p->ep, &fp);
     if (UCS_PTR_IS_ERR(sp))
         p->failed = true;
@@ -928,7 +951,8 @@ static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *
     return NA_SUCCESS;
 }
 
-static na_return_t ucx_lookup_locked(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+static na_return_t ucx_lookup_locked(na_class_t *na_class, const char *name,
+                                     na_addr_t **addr_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct sockaddr_in sin;
@@ -945,7 +969,8 @@ static na_return_t ucx_lookup_locked(na_class_t *na_class, const char *name, na_
     return ucx_addr_new(na_class, p, addr_p);
 }
 
-static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
+                                   na_addr_t **addr_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     pthread_mutex_lock(&cls->lock);
@@ -991,7 +1016,7 @@ static bool ucx_addr_is_self(na_class_t *na_class, na_addr_t *addr)
 }
 
 static na_return_t ucx_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
-    na_addr_t *addr)
+                                      na_addr_t *addr)
 {
     (void)na_class;
     const char *str = ucx_peer_of(addr)->str;
@@ -1011,7 +1036,7 @@ static size_t ucx_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
 }
 
 static na_return_t ucx_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-    na_addr_t *addr)
+                                      na_addr_t *addr)
 {
     (void)na_class;
     (void)buf_size; /* checked by the core */
@@ -1027,7 +1052,7 @@ static na_return_t ucx_addr_serialize(na_class_t *na_class, void *buf, size_t bu
 }
 
 static na_return_t ucx_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
-    const void *buf, size_t buf_size)
+                                        const void *buf, size_t buf_size)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     const char *in = buf;
@@ -1073,19 +1098,24 @@ static na_tag_t ucx_msg_get_max_tag(const na_class_t *na_class)
 
 static ucp_tag_t ucx_tag(bool unexpected, uint32_t id, na_tag_t tag)
 {
-    return (unexpected ? UCX_TAG_UNEXP : 0) | (ucp_tag_t)id << UCX_TAG_ID_SHIFT | (uint32_t)tag;
+    return (unexpected ? UCX_TAG_UNEXP : 0) | (ucp_tag_t)id << UCX_TAG_ID_SHIFT |
+           (uint32_t)tag;
 }
 
 static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
-    size_t buf_size, na_addr_t *dest_addr, ucp_tag_t tag)
+                            size_t buf_size, na_addr_t *dest_addr, ucp_tag_t tag)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
     struct ucx_peer *p = ucx_peer_of(dest_addr);
     na_return_t ret = NA_SUCCESS;
 
-    *uop = (struct ucx_op){.kind = UCX_OP_SEND, .cls = cls, .peer = p, .buf = buf,
-        .len = buf_size, .tag = tag};
+    *uop = (struct ucx_op){.kind = UCX_OP_SEND,
+                           .cls = cls,
+                           .peer = p,
+                           .buf = buf,
+                           .len = buf_size,
+                           .tag = tag};
     pthread_mutex_lock(&cls->lock);
     if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
@@ -1108,29 +1138,33 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
 }
 
 static na_return_t ucx_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag)
+                                           na_op_id_t *op, const void *buf,
+                                           size_t buf_size, void *plugin_data,
+                                           na_addr_t *dest_addr, uint8_t dest_id,
+                                           na_tag_t tag)
 {
     (void)context;
     (void)plugin_data;
     (void)dest_id;
     return ucx_send(na_class, op, buf, buf_size, dest_addr,
-        ucx_tag(true, ucx_cls(na_class)->id, tag));
+                    ucx_tag(true, ucx_cls(na_class)->id, tag));
 }
 
 static na_return_t ucx_msg_send_expected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, const void *buf, size_t buf_size, void *plugin_data, na_addr_t *dest_addr,
-    uint8_t dest_id, na_tag_t tag)
+                                         na_op_id_t *op, const void *buf, size_t buf_size,
+                                         void *plugin_data, na_addr_t *dest_addr,
+                                         uint8_t dest_id, na_tag_t tag)
 {
     (void)context;
     (void)plugin_data;
     (void)dest_id;
     return ucx_send(na_class, op, buf, buf_size, dest_addr,
-        ucx_tag(false, ucx_cls(na_class)->id, tag));
+                    ucx_tag(false, ucx_cls(na_class)->id, tag));
 }
 
 /* A receive finished: fill the info and complete. */
-static void ucx_recv_done(struct ucx_op *uop, ucs_status_t status, const ucp_tag_recv_info_t *info)
+static void ucx_recv_done(struct ucx_op *uop, ucs_status_t status,
+                          const ucp_tag_recv_info_t *info)
 {
     na_op_id_t *op = na_op_from_plugin(uop);
     na_return_t ret = ucx_status_to_na(status);
@@ -1155,8 +1189,8 @@ static void ucx_recv_done(struct ucx_op *uop, ucs_status_t status, const ucp_tag
     na_op_complete(op, ret);
 }
 
-static void ucx_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
-    void *user_data)
+static void ucx_recv_cb(void *request, ucs_status_t status,
+                        const ucp_tag_recv_info_t *info, void *user_data)
 {
     struct ucx_op *uop = user_data;
     bool inline_post = uop->posting;
@@ -1171,15 +1205,15 @@ static void ucx_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_i
 /* NO_IMM_CMPL: UCX 1.13 does not report the sender tag of an immediate
  * completion, so every receive goes through the callback. */
 static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, enum ucx_op_kind kind,
-    void *buf, size_t buf_size, ucp_tag_t tag, ucp_tag_t mask)
+                            void *buf, size_t buf_size, ucp_tag_t tag, ucp_tag_t mask)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA |
                                                  UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv = ucx_recv_cb,
-        .user_data = uop};
+                                 .cb.recv = ucx_recv_cb,
+                                 .user_data = uop};
 
     *uop = (struct ucx_op){.kind = kind, .cls = cls, .posting = true};
     pthread_mutex_lock(&cls->lock);
@@ -1187,7 +1221,8 @@ static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, enum ucx_op_ki
     na_return_t ret = NA_SUCCESS;
     uop->posting = false;
     if (UCS_PTR_IS_ERR(sp)) {
-        HGX_LOG_ERROR(UCX, "cannot post a receive: %s", ucs_status_string(UCS_PTR_STATUS(sp)));
+        HGX_LOG_ERROR(UCX, "cannot post a receive: %s",
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
         ret = ucx_status_to_na(UCS_PTR_STATUS(sp));
     } else if (uop->done_inline) {
         ucp_request_free(sp);
@@ -1199,22 +1234,25 @@ static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, enum ucx_op_ki
 }
 
 static na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data)
+                                           na_op_id_t *op, void *buf, size_t buf_size,
+                                           void *plugin_data)
 {
     (void)context;
     (void)plugin_data;
-    return ucx_recv(na_class, op, UCX_OP_RECV_UNEXP, buf, buf_size, UCX_TAG_UNEXP, UCX_TAG_UNEXP);
+    return ucx_recv(na_class, op, UCX_OP_RECV_UNEXP, buf, buf_size, UCX_TAG_UNEXP,
+                    UCX_TAG_UNEXP);
 }
 
 static na_return_t ucx_msg_recv_expected(na_class_t *na_class, na_context_t *context,
-    na_op_id_t *op, void *buf, size_t buf_size, void *plugin_data, na_addr_t *source_addr,
-    uint8_t source_id, na_tag_t tag)
+                                         na_op_id_t *op, void *buf, size_t buf_size,
+                                         void *plugin_data, na_addr_t *source_addr,
+                                         uint8_t source_id, na_tag_t tag)
 {
     (void)context;
     (void)plugin_data;
     (void)source_id;
     return ucx_recv(na_class, op, UCX_OP_RECV_EXP, buf, buf_size,
-        ucx_tag(false, ucx_peer_of(source_addr)->id, tag), ~(ucp_tag_t)0);
+                    ucx_tag(false, ucx_peer_of(source_addr)->id, tag), ~(ucp_tag_t)0);
 }
 
 /*---------------------------------------------------------------- memory handles */
@@ -1226,7 +1264,8 @@ static struct ucx_mem_handle *ucx_mh(na_mem_handle_t *mh)
 
 static struct ucx_mem_handle *ucx_mh_alloc(size_t count, unsigned long flags)
 {
-    struct ucx_mem_handle *mh = calloc(1, sizeof(*mh) + count * sizeof(struct ucx_segment));
+    struct ucx_mem_handle *mh =
+        calloc(1, sizeof(*mh) + count * sizeof(struct ucx_segment));
     if (mh) {
         mh->count = count;
         mh->head.flags = flags;
@@ -1235,8 +1274,10 @@ static struct ucx_mem_handle *ucx_mh_alloc(size_t count, unsigned long flags)
 }
 
 static na_return_t ucx_mem_handle_create_segments(na_class_t *na_class,
-    struct na_segment *segments, size_t segment_count, unsigned long flags,
-    na_mem_handle_t **mem_handle_p)
+                                                  struct na_segment *segments,
+                                                  size_t segment_count,
+                                                  unsigned long flags,
+                                                  na_mem_handle_t **mem_handle_p)
 {
     (void)na_class;
     struct ucx_mem_handle *mh = ucx_mh_alloc(segment_count, flags);
@@ -1252,7 +1293,8 @@ static na_return_t ucx_mem_handle_create_segments(na_class_t *na_class,
 }
 
 static na_return_t ucx_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-    unsigned long flags, na_mem_handle_t **mem_handle_p)
+                                         unsigned long flags,
+                                         na_mem_handle_t **mem_handle_p)
 {
     struct na_segment seg = {.base = buf, .len = buf_size};
     return ucx_mem_handle_create_segments(na_class, &seg, 1, flags, mem_handle_p);
@@ -1295,15 +1337,15 @@ static na_return_t ucx_mem_register(na_class_t *na_class, na_mem_handle_t *mem_h
         ucp_mem_map_params_t params = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                                                      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                                                      UCP_MEM_MAP_PARAM_FIELD_PROT,
-            .address = (void *)(uintptr_t)s->base,
-            .length = s->len,
-            .prot = prot};
+                                       .address = (void *)(uintptr_t)s->base,
+                                       .length = s->len,
+                                       .prot = prot};
         ucs_status_t st = ucp_mem_map(cls->context, &params, &s->memh);
         if (st == UCS_OK)
             st = ucp_rkey_pack(cls->context, s->memh, &s->rkey_buf, &s->rkey_size);
         if (st != UCS_OK) {
-            HGX_LOG_ERROR(UCX, "cannot register segment %zu (%" PRIu64 " bytes): %s", i, s->len,
-                ucs_status_string(st));
+            HGX_LOG_ERROR(UCX, "cannot register segment %zu (%" PRIu64 " bytes): %s", i,
+                          s->len, ucs_status_string(st));
             ucx_mem_unmap_segments(cls, mh);
             return ucx_status_to_na(st);
         }
@@ -1346,11 +1388,12 @@ static void ucx_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handl
 
 /* Descriptor: version u32, flags u32, total len u64, count u32, then per
  * segment base u64, len u64, rkey size u32, rkey bytes. */
-#define UCX_MH_HDR     20
+#define UCX_MH_HDR 20
 #define UCX_MH_SEG_HDR 20
-#define UCX_RKEY_MAX   4096
+#define UCX_RKEY_MAX 4096
 
-static size_t ucx_mem_handle_get_serialize_size(na_class_t *na_class, na_mem_handle_t *mem_handle)
+static size_t ucx_mem_handle_get_serialize_size(na_class_t *na_class,
+                                                na_mem_handle_t *mem_handle)
 {
     (void)na_class;
     struct ucx_mem_handle *mh = ucx_mh(mem_handle);
@@ -1366,8 +1409,8 @@ static char *ucx_put_bytes(char *out, const void *v, size_t n)
     return out + n;
 }
 
-static na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-    na_mem_handle_t *mem_handle)
+static na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf,
+                                            size_t buf_size, na_mem_handle_t *mem_handle)
 {
     (void)na_class;
     (void)buf_size; /* checked by the core against get_serialize_size */
@@ -1393,7 +1436,7 @@ static na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf, siz
 
 /* Parse one segment of an untrusted descriptor at *off. */
 static na_return_t ucx_mh_parse_segment(const char *in, size_t buf_size, size_t *off,
-    struct ucx_segment *s)
+                                        struct ucx_segment *s)
 {
     uint32_t rsize;
     if (buf_size - *off < UCX_MH_SEG_HDR)
@@ -1416,7 +1459,8 @@ static na_return_t ucx_mh_parse_segment(const char *in, size_t buf_size, size_t 
 }
 
 static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
-    na_mem_handle_t **mem_handle_p, const void *buf, size_t buf_size)
+                                              na_mem_handle_t **mem_handle_p,
+                                              const void *buf, size_t buf_size)
 {
     const char *in = buf;
     uint32_t version, flags, count;
@@ -1428,8 +1472,9 @@ static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
     memcpy(&flags, in + 4, 4);
     memcpy(&total, in + 8, 8);
     memcpy(&count, in + 16, 4);
-    if (version != UCX_MH_VERSION || flags == 0 || (flags & ~(uint32_t)NA_MEM_READWRITE) ||
-        count == 0 || count > UCX_MAX_SEGMENTS || total > SIZE_MAX)
+    if (version != UCX_MH_VERSION || flags == 0 ||
+        (flags & ~(uint32_t)NA_MEM_READWRITE) || count == 0 || count > UCX_MAX_SEGMENTS ||
+        total > SIZE_MAX)
         return NA_PROTOCOL_ERROR;
     struct ucx_mem_handle *mh = ucx_mh_alloc(count, flags);
     if (!mh)
@@ -1459,7 +1504,7 @@ static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
  * cached. Keys are per ep: those unpacked on an ep since dropped or replaced
  * (older generation) are destroyed and unpacked again. */
 static na_return_t ucx_rkeys_get(struct ucx_mem_handle *mh, struct ucx_peer *p,
-    struct ucx_rkeys **rkeys_p)
+                                 struct ucx_rkeys **rkeys_p)
 {
     struct ucx_rkeys *rk = mh->rkeys;
     while (rk && rk->peer != p)
@@ -1484,7 +1529,7 @@ static na_return_t ucx_rkeys_get(struct ucx_mem_handle *mh, struct ucx_peer *p,
         ucs_status_t st = ucp_ep_rkey_unpack(p->ep, mh->seg[i].rkey_buf, &rk->rkey[i]);
         if (st != UCS_OK) {
             HGX_LOG_ERROR(UCX, "cannot unpack a remote key from %s: %s", p->str,
-                ucs_status_string(st));
+                          ucs_status_string(st));
             rk->rkey[i] = NULL;
             ucx_rkeys_destroy(mh, rk);
             rk->gen = p->gen - 1; /* never valid: unpack again next time */
@@ -1510,8 +1555,9 @@ static void ucx_rma_piece_done(struct ucx_op *uop, ucs_status_t status)
         return;
     ucx_cancel_unlist(uop);
     /* Data that moved is reported as moved: cancel never hides a transfer. */
-    na_op_complete(na_op_from_plugin(uop),
-        uop->rma_ret != NA_SUCCESS ? ucx_failed_ret(uop, uop->rma_ret) : NA_SUCCESS);
+    na_op_complete(na_op_from_plugin(uop), uop->rma_ret != NA_SUCCESS
+                                               ? ucx_failed_ret(uop, uop->rma_ret)
+                                               : NA_SUCCESS);
 }
 
 static void ucx_rma_cb(void *request, ucs_status_t status, void *user_data)
@@ -1545,8 +1591,8 @@ static void ucx_rma_post(struct ucx_op *uop, struct ucx_rma_args *a)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send = ucx_rma_cb,
-        .user_data = uop};
+                                 .cb.send = ucx_rma_cb,
+                                 .user_data = uop};
     size_t li = 0, ri = 0, loff = a->loff, roff = a->roff, left = a->size;
 
     while (left > 0) {
@@ -1561,8 +1607,9 @@ static void ucx_rma_post(struct ucx_op *uop, struct ucx_rma_args *a)
             n = a->remote->seg[ri].len - roff;
         void *lbuf = (char *)(uintptr_t)a->local->seg[li].base + loff;
         uint64_t raddr = a->remote->seg[ri].base + roff;
-        ucs_status_ptr_t sp = a->put ? ucp_put_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param)
-                                     : ucp_get_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param);
+        ucs_status_ptr_t sp =
+            a->put ? ucp_put_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param)
+                   : ucp_get_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param);
         if (!ucx_rma_track(uop, sp))
             return;
         loff += n;
@@ -1596,26 +1643,36 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
 }
 
 static na_return_t ucx_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
 {
     (void)context;
     (void)remote_id;
-    struct ucx_rma_args a = {.put = true, .local = ucx_mh(local), .remote = ucx_mh(remote),
-        .loff = local_offset, .roff = remote_offset, .size = size,
-        .peer = ucx_peer_of(remote_addr)};
+    struct ucx_rma_args a = {.put = true,
+                             .local = ucx_mh(local),
+                             .remote = ucx_mh(remote),
+                             .loff = local_offset,
+                             .roff = remote_offset,
+                             .size = size,
+                             .peer = ucx_peer_of(remote_addr)};
     return ucx_rma(na_class, op, &a);
 }
 
 static na_return_t ucx_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-    na_mem_handle_t *local, na_offset_t local_offset, na_mem_handle_t *remote,
-    na_offset_t remote_offset, size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
 {
     (void)context;
     (void)remote_id;
-    struct ucx_rma_args a = {.put = false, .local = ucx_mh(local), .remote = ucx_mh(remote),
-        .loff = local_offset, .roff = remote_offset, .size = size,
-        .peer = ucx_peer_of(remote_addr)};
+    struct ucx_rma_args a = {.put = false,
+                             .local = ucx_mh(local),
+                             .remote = ucx_mh(remote),
+                             .loff = local_offset,
+                             .roff = remote_offset,
+                             .size = size,
+                             .peer = ucx_peer_of(remote_addr)};
     return ucx_rma(na_class, op, &a);
 }
 
@@ -1677,8 +1734,9 @@ static void ucx_cancel_check(struct ucx_class *cls)
             continue;
         }
         HGX_LOG_WARNING(UCX,
-            "cancelled operation to %s still pending after %u ms; dropping the connection",
-            p->str, cls->escalate_ms);
+                        "cancelled operation to %s still pending after %u ms; dropping "
+                        "the connection",
+                        p->str, cls->escalate_ms);
         ucx_ep_drop(cls, p);
         uop = cls->cancel_head;
     }

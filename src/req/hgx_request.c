@@ -78,7 +78,8 @@ static int hgx_addr_rank(hg_class_t *cls, hg_addr_t addr)
         return -1;
     char *end;
     long rank = strtol(s + 3, &end, 10);
-    return end != s + 3 && *end == '\0' && rank >= 0 && rank < 0x7fffffff ? (int)rank : -1;
+    return end != s + 3 && *end == '\0' && rank >= 0 && rank < 0x7fffffff ? (int)rank
+                                                                          : -1;
 }
 
 static void hgx_status_prepare(hgx_request_t r, int tag)
@@ -103,7 +104,7 @@ static hg_return_t hgx_forward_start(hgx_request_t r)
 }
 
 static hg_return_t hgx_handle_request(hg_handle_t h, void *in, bool persistent,
-    enum hgx_req_kind kind, hgx_request_t *req)
+                                      enum hgx_req_kind kind, hgx_request_t *req)
 {
     if (!h || !req) {
         HGX_LOG_ERROR(REQ, "NULL handle or request pointer");
@@ -170,8 +171,8 @@ hg_return_t hgx_irespond(hg_handle_t h, void *out_struct, hgx_request_t *req)
 }
 
 hg_return_t hgx_ibulk_transfer(hg_context_t *ctx, hg_bulk_op_t op, hg_addr_t origin_addr,
-    hg_bulk_t origin, hg_size_t origin_offset, hg_bulk_t local, hg_size_t local_offset,
-    hg_size_t size, hgx_request_t *req)
+                               hg_bulk_t origin, hg_size_t origin_offset, hg_bulk_t local,
+                               hg_size_t local_offset, hg_size_t size, hgx_request_t *req)
 {
     if (!ctx || !req) {
         HGX_LOG_ERROR(REQ, "NULL context or request pointer");
@@ -185,8 +186,9 @@ hg_return_t hgx_ibulk_transfer(hg_context_t *ctx, hg_bulk_op_t op, hg_addr_t ori
     r->peer_rank = hgx_addr_rank(HG_Context_get_class(ctx), origin_addr);
     hgx_status_prepare(r, (int)op);
     r->state = HGX_REQ_ACTIVE;
-    hg_return_t ret = HG_Bulk_transfer(ctx, hgx_bulk_cb, r, op, origin_addr, origin,
-        origin_offset, local, local_offset, size, &r->bulk_op);
+    hg_return_t ret =
+        HG_Bulk_transfer(ctx, hgx_bulk_cb, r, op, origin_addr, origin, origin_offset,
+                         local, local_offset, size, &r->bulk_op);
     if (ret != HG_SUCCESS) {
         HGX_LOG_ERROR(REQ, "HG_Bulk_transfer failed: %s", HG_Error_to_string(ret));
         free(r);
@@ -228,9 +230,11 @@ static void hgx_request_cancel_op(hgx_request_t r)
     if (r->state != HGX_REQ_ACTIVE || r->cancel_requested)
         return;
     r->cancel_requested = true;
-    hg_return_t ret = r->kind == HGX_REQ_BULK ? HG_Bulk_cancel(r->bulk_op) : HG_Cancel(r->handle);
+    hg_return_t ret =
+        r->kind == HGX_REQ_BULK ? HG_Bulk_cancel(r->bulk_op) : HG_Cancel(r->handle);
     if (ret != HG_SUCCESS)
-        HGX_LOG_ERROR(REQ, "cancel of request %p failed: %s", (void *)r, HG_Error_to_string(ret));
+        HGX_LOG_ERROR(REQ, "cancel of request %p failed: %s", (void *)r,
+                      HG_Error_to_string(ret));
 }
 
 hg_return_t hgx_cancel(hgx_request_t *req)
@@ -256,7 +260,7 @@ hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
         hgx_timer_cancel(&hgx_deadlines, &req->timer);
     else
         rc = hgx_timer_set(&hgx_deadlines, &req->timer,
-            hgx_now_ns() + (uint64_t)timeout_ms * 1000000u);
+                           hgx_now_ns() + (uint64_t)timeout_ms * 1000000u);
     pthread_mutex_unlock(&hgx_deadlines_lock);
     return rc == 0 ? HG_SUCCESS : HG_NOMEM;
 }
@@ -275,7 +279,8 @@ static unsigned int hgx_deadlines_fire(unsigned int cap_ms)
         }
         hgx_timer_cancel(&hgx_deadlines, t);
         pthread_mutex_unlock(&hgx_deadlines_lock);
-        hgx_request_t r = (hgx_request_t)((char *)t - offsetof(struct hgx_request, timer));
+        hgx_request_t r =
+            (hgx_request_t)((char *)t - offsetof(struct hgx_request, timer));
         r->timed_out = true;
         hgx_request_cancel_op(r);
     }

@@ -24,13 +24,13 @@ struct hgx_request {
     bool timed_out;
     bool free_on_complete; /* hgx_request_free() while active */
     hg_context_t *ctx;
-    hg_handle_t handle;    /* forward/respond: one reference held */
-    void *in_struct;       /* persistent forward input */
+    hg_handle_t handle; /* forward/respond: one reference held */
+    void *in_struct;    /* persistent forward input */
     hg_op_id_t bulk_op;
     hg_size_t bulk_size;
     hg_bulk_op_t bulk_dir;
     hgx_status_t status;
-    int peer_rank;         /* status.source: MPI rank of an mpi+ peer, else -1 */
+    int peer_rank; /* status.source: MPI rank of an mpi+ peer, else -1 */
     struct hgx_timer timer;
     /* Set by the MPI interop layer: told once when the request completes. */
     void (*on_complete)(struct hgx_request *req);

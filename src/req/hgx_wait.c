@@ -31,7 +31,8 @@ static bool hgx_args_ok(int count, hgx_request_t reqs[])
     return true;
 }
 
-hg_return_t hgx_wait_timeout(hgx_request_t *req, unsigned int timeout_ms, hgx_status_t *status)
+hg_return_t hgx_wait_timeout(hgx_request_t *req, unsigned int timeout_ms,
+                             hgx_status_t *status)
 {
     if (!req)
         return HG_INVALID_ARG;
@@ -104,7 +105,8 @@ hg_return_t hgx_waitall(int count, hgx_request_t reqs[], hgx_status_t statuses[]
     return HG_SUCCESS;
 }
 
-hg_return_t hgx_testall(int count, hgx_request_t reqs[], int *flag, hgx_status_t statuses[])
+hg_return_t hgx_testall(int count, hgx_request_t reqs[], int *flag,
+                        hgx_status_t statuses[])
 {
     if (!hgx_args_ok(count, reqs) || !flag)
         return HG_INVALID_ARG;
@@ -132,7 +134,7 @@ static int hgx_find_done(int count, hgx_request_t reqs[], int *active)
 }
 
 hg_return_t hgx_testany(int count, hgx_request_t reqs[], int *index, int *flag,
-    hgx_status_t *status)
+                        hgx_status_t *status)
 {
     int active, i;
     if (!hgx_args_ok(count, reqs) || !index || !flag)
@@ -171,7 +173,7 @@ hg_return_t hgx_waitany(int count, hgx_request_t reqs[], int *index, hgx_status_
 }
 
 hg_return_t hgx_waitsome(int incount, hgx_request_t reqs[], int *outcount, int indices[],
-    hgx_status_t statuses[])
+                         hgx_status_t statuses[])
 {
     int active;
     if (!hgx_args_ok(incount, reqs) || !outcount || (incount > 0 && !indices))

@@ -11,8 +11,8 @@
 
 static const char *const hgx_log_subsys_names[HGX_SUBSYS_MAX] = {
     "na", "ofi", "ucx", "mpi", "mpi_emul", "hg", "bulk", "proc", "req"};
-static const char *const hgx_log_level_names[] = {
-    "none", "error", "warning", "min_debug", "debug"};
+static const char *const hgx_log_level_names[] = {"none", "error", "warning", "min_debug",
+                                                  "debug"};
 
 static enum hgx_log_level hgx_log_levels[HGX_SUBSYS_MAX];
 static bool hgx_log_muted[HGX_SUBSYS_MAX];
@@ -20,7 +20,8 @@ static pthread_once_t hgx_log_once = PTHREAD_ONCE_INIT;
 
 static int hgx_log_level_parse(const char *s)
 {
-    for (int i = 0; i < (int)(sizeof(hgx_log_level_names) / sizeof(*hgx_log_level_names)); i++)
+    for (int i = 0; i < (int)(sizeof(hgx_log_level_names) / sizeof(*hgx_log_level_names));
+         i++)
         if (strcmp(s, hgx_log_level_names[i]) == 0)
             return i;
     return -1;
@@ -74,7 +75,7 @@ bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level)
 }
 
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
-    int line, const char *func, const char *fmt, ...)
+                   int line, const char *func, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -83,7 +84,7 @@ void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const c
     va_end(ap);
     const char *base = strrchr(file, '/');
     fprintf(stderr, "# [hgx:%s:%s] %s:%d %s(): %s\n", hgx_log_subsys_names[subsys],
-        hgx_log_level_names[level], base ? base + 1 : file, line, func, msg);
+            hgx_log_level_names[level], base ? base + 1 : file, line, func, msg);
 }
 
 void hgx_log_set_level(const char *prefix, const char *level)
@@ -91,8 +92,9 @@ void hgx_log_set_level(const char *prefix, const char *level)
     pthread_once(&hgx_log_once, hgx_log_init);
     int l = level ? hgx_log_level_parse(level) : -1;
     if (l < 0) {
-        HGX_LOG_ERROR(NA, "unknown log level \"%s\" (none, error, warning, min_debug, debug)",
-            level ? level : "(null)");
+        HGX_LOG_ERROR(NA,
+                      "unknown log level \"%s\" (none, error, warning, min_debug, debug)",
+                      level ? level : "(null)");
         return;
     }
     hgx_log_apply_level(prefix, (enum hgx_log_level)l);

@@ -35,7 +35,8 @@ enum hgx_log_subsys {
 
 bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level);
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
-    int line, const char *func, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+                   int line, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* Set the level of every subsystem whose name starts with prefix ("" for all). */
 void hgx_log_set_level(const char *prefix, const char *level);
 /* Parse an HG_LOG_SUBSYS-style list and apply it. */
@@ -44,13 +45,13 @@ void hgx_log_set_subsys(const char *list);
 #define HGX_LOG(subsys, level, ...)                                                      \
     do {                                                                                 \
         if (hgx_log_enabled(HGX_SUBSYS_##subsys, HGX_LOG_##level))                       \
-            hgx_log_write(HGX_SUBSYS_##subsys, HGX_LOG_##level, __FILE__, __LINE__,       \
-                __func__, __VA_ARGS__);                                                  \
+            hgx_log_write(HGX_SUBSYS_##subsys, HGX_LOG_##level, __FILE__, __LINE__,      \
+                          __func__, __VA_ARGS__);                                        \
     } while (0)
 
-#define HGX_LOG_ERROR(subsys, ...)   HGX_LOG(subsys, ERROR, __VA_ARGS__)
+#define HGX_LOG_ERROR(subsys, ...) HGX_LOG(subsys, ERROR, __VA_ARGS__)
 #define HGX_LOG_WARNING(subsys, ...) HGX_LOG(subsys, WARNING, __VA_ARGS__)
-#define HGX_LOG_DEBUG(subsys, ...)   HGX_LOG(subsys, DEBUG, __VA_ARGS__)
+#define HGX_LOG_DEBUG(subsys, ...) HGX_LOG(subsys, DEBUG, __VA_ARGS__)
 
 /* Check cond; on failure log, set ret and jump to label. */
 #define HGX_CHECK(subsys, cond, label, ret, val, ...)                                    \

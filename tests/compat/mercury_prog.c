@@ -95,9 +95,11 @@ static hg_return_t sum_rpc(hg_handle_t handle)
     void *ptr = op->buf;
     hg_size_t len = (hg_size_t)(op->in.count ? op->in.count : 1) * sizeof(uint32_t);
     if (!op->buf ||
-        HG_Bulk_create(hi->hg_class, 1, &ptr, &len, HG_BULK_WRITE_ONLY, &op->local) != HG_SUCCESS ||
-        HG_Bulk_transfer(hi->context, sum_pulled, op, HG_BULK_PULL, hi->addr, op->in.bulk, 0,
-            op->local, 0, (hg_size_t)op->in.count * sizeof(uint32_t), HG_OP_ID_IGNORE) != HG_SUCCESS) {
+        HG_Bulk_create(hi->hg_class, 1, &ptr, &len, HG_BULK_WRITE_ONLY, &op->local) !=
+            HG_SUCCESS ||
+        HG_Bulk_transfer(hi->context, sum_pulled, op, HG_BULK_PULL, hi->addr, op->in.bulk,
+                         0, op->local, 0, (hg_size_t)op->in.count * sizeof(uint32_t),
+                         HG_OP_ID_IGNORE) != HG_SUCCESS) {
         struct hg_cb_info fake = {.arg = op, .ret = HG_OTHER_ERROR};
         sum_pulled(&fake);
     }
@@ -246,11 +248,12 @@ static int client(const char *addr_str)
         goto out;
     int ok = out.sum == expect && out.tag && strcmp(out.tag, "compat-check") == 0;
     printf("mercury_prog client: sum %llu (expected %llu), tag \"%s\": %s\n",
-        (unsigned long long)out.sum, (unsigned long long)expect, out.tag ? out.tag : "",
-        ok ? "ok" : "WRONG");
+           (unsigned long long)out.sum, (unsigned long long)expect,
+           out.tag ? out.tag : "", ok ? "ok" : "WRONG");
     HG_Free_output(h, &out);
 
-    if (HG_Reset(h, addr, done_id) != HG_SUCCESS || forward_wait(ctx, h, NULL) != HG_SUCCESS) {
+    if (HG_Reset(h, addr, done_id) != HG_SUCCESS ||
+        forward_wait(ctx, h, NULL) != HG_SUCCESS) {
         fprintf(stderr, "mercury_prog client: done RPC failed\n");
         goto out;
     }
