@@ -7,7 +7,7 @@
  *   test_mpi_dynamic unsupported                (MPICH) init and lookup fail clearly
  * Prints cmocka-style result lines; exit 0 when all passed.
  */
-#include "na.h"
+#include "mpitest_na.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -36,42 +36,14 @@ static void result(const char *name, int ok, const char *why)
     fflush(stdout);
 }
 
-struct done {
-    volatile int flag;
-    na_return_t ret;
-    size_t size;
-    na_addr_t *src;
-    na_tag_t tag;
-};
-
-static void cb(const struct na_cb_info *info)
-{
-    struct done *d = info->arg;
-    d->ret = info->ret;
-    if (info->type == NA_CB_RECV_UNEXPECTED) {
-        d->size = info->info.recv_unexpected.actual_buf_size;
-        d->src = info->info.recv_unexpected.source;
-        d->tag = info->info.recv_unexpected.tag;
-    } else if (info->type == NA_CB_RECV_EXPECTED) {
-        d->size = info->info.recv_expected.actual_buf_size;
-    }
-    d->flag = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int wait_for(struct done *d, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = mpitest_now() + timeout_s;
     while (!d->flag) {
         NA_Progress(cls, ctx, 10);
         NA_Trigger(ctx, 64, NULL);
-        if (now_s() > end)
+        if (mpitest_now() > end)
             return 0;
     }
     return 1;
@@ -125,7 +97,7 @@ static int server(const char *addrfile, int nclients)
     int byes = 0, hellos = 0, checks_ok = 0;
     while (byes < nclients) {
         struct done d = {0}, s = {0};
-        NA_Msg_recv_unexpected(cls, ctx, cb, &d, in, max, NULL, rop);
+        NA_Msg_recv_unexpected(cls, ctx, mpitest_cb, &d, in, max, NULL, rop);
         if (!wait_for(&d, 120) || d.ret != NA_SUCCESS || d.size < 2) {
             result("receive a client command", 0,
                    d.flag ? NA_Error_to_string(d.ret) : "timeout");
@@ -156,7 +128,7 @@ static int server(const char *addrfile, int nclients)
             byes++;
             out[0] = 1;
         }
-        NA_Msg_send_expected(cls, ctx, cb, &s, out, olen, NULL, d.src, 0, d.tag, sop);
+        NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, out, olen, NULL, d.src, 0, d.tag, sop);
         int ok = wait_for(&s, 30) && s.ret == NA_SUCCESS;
         if (!ok)
             result("reply to the unexpected source", 0, NA_Error_to_string(s.ret));
@@ -182,9 +154,9 @@ static na_return_t rpc(na_addr_t *srv, const unsigned char *msg, size_t len,
     struct done s = {0}, r = {0};
     na_op_id_t *sop = NA_Op_create(cls, 0), *rop = NA_Op_create(cls, 0);
     na_return_t ret =
-        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, rsize, NULL, srv, 0, tag, rop);
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, rsize, NULL, srv, 0, tag, rop);
     if (ret == NA_SUCCESS)
-        ret = NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, len, NULL, srv, 0, tag, sop);
+        ret = NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, len, NULL, srv, 0, tag, sop);
     if (ret == NA_SUCCESS)
         ret = !wait_for(&s, 30) ? NA_TIMEOUT : s.ret;
     if (ret == NA_SUCCESS)
@@ -202,8 +174,8 @@ static na_return_t rma(int put, na_mem_handle_t *l, na_mem_handle_t *rem, size_t
     struct done d = {0};
     na_op_id_t *op = NA_Op_create(cls, 0);
     na_return_t ret =
-        put ? NA_Put(cls, ctx, cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op)
-            : NA_Get(cls, ctx, cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op);
+        put ? NA_Put(cls, ctx, mpitest_cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op)
+            : NA_Get(cls, ctx, mpitest_cb, &d, l, 0, rem, off, BUF_SIZE, srv, 0, op);
     if (ret == NA_SUCCESS)
         ret = !wait_for(&d, 60) ? NA_TIMEOUT : d.ret;
     NA_Op_destroy(cls, op);
@@ -213,10 +185,10 @@ static na_return_t rma(int put, na_mem_handle_t *l, na_mem_handle_t *rem, size_t
 static int client(const char *addr, int id)
 {
     na_addr_t *srv = NULL;
-    double t0 = now_s();
+    double t0 = mpitest_now();
     na_return_t r = NA_Addr_lookup(cls, addr, &srv);
     char why[256];
-    snprintf(why, sizeof(why), "%s after %.1f s", NA_Error_to_string(r), now_s() - t0);
+    snprintf(why, sizeof(why), "%s after %.1f s", NA_Error_to_string(r), mpitest_now() - t0);
     result("NA_Addr_lookup connects", r == NA_SUCCESS, why);
     if (r != NA_SUCCESS)
         return 1;
@@ -282,9 +254,9 @@ static int client(const char *addr, int id)
 static int bogus(void)
 {
     na_addr_t *a = NULL;
-    double t0 = now_s();
+    double t0 = mpitest_now();
     na_return_t r = NA_Addr_lookup(cls, "mpi+dynamic://not%20a%20port", &a);
-    double t = now_s() - t0;
+    double t = mpitest_now() - t0;
     char why[128];
     snprintf(why, sizeof(why), "%s after %.1f s", NA_Error_to_string(r), t);
     result("lookup of an unknown service name fails, bounded",

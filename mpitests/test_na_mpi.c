@@ -4,7 +4,7 @@
  * calls MPI_Init_thread) and does its own MPI_COMM_WORLD traffic between NA
  * operations. Prints cmocka-style result lines and a summary on rank 0.
  */
-#include "na.h"
+#include "mpitest_na.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -39,43 +39,15 @@ static void result(const char *name, int ok, const char *why)
     fflush(stdout);
 }
 
-struct done {
-    volatile int flag;
-    na_return_t ret;
-    size_t size;
-    na_addr_t *src;
-    na_tag_t tag;
-};
-
-static void cb(const struct na_cb_info *info)
-{
-    struct done *d = info->arg;
-    d->ret = info->ret;
-    if (info->type == NA_CB_RECV_UNEXPECTED) {
-        d->size = info->info.recv_unexpected.actual_buf_size;
-        d->src = info->info.recv_unexpected.source;
-        d->tag = info->info.recv_unexpected.tag;
-    } else if (info->type == NA_CB_RECV_EXPECTED) {
-        d->size = info->info.recv_expected.actual_buf_size;
-    }
-    d->flag = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Progress until d completes or timeout_s passes; 0 on timeout. */
 static int wait_for(struct done *d, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = mpitest_now() + timeout_s;
     while (!d->flag) {
         NA_Progress(cls, ctx, 10);
         NA_Trigger(ctx, 64, NULL);
-        if (now_s() > end)
+        if (mpitest_now() > end)
             return 0;
     }
     return 1;
@@ -140,7 +112,7 @@ static void server(void)
     int app_msgs = 0;
     while (done_clients < nclients) {
         struct done r = {0};
-        NA_Msg_recv_unexpected(cls, ctx, cb, &r, in, max, NULL, rop);
+        NA_Msg_recv_unexpected(cls, ctx, mpitest_cb, &r, in, max, NULL, rop);
         if (!wait_for(&r, 120)) {
             result("server: receive commands", 0, "timeout");
             break;
@@ -157,7 +129,7 @@ static void server(void)
                 out[i] = (unsigned char)~in[i];
             out[0] = in[0];
             struct done s = {0};
-            NA_Msg_send_expected(cls, ctx, cb, &s, out, r.size, NULL, r.src, 0, r.tag,
+            NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, out, r.size, NULL, r.src, 0, r.tag,
                                  sop);
             wait_for(&s, 10);
             if (in[0] == CMD_ECHO) {
@@ -173,7 +145,7 @@ static void server(void)
             unsigned ms;
             memcpy(&ms, in + 1, sizeof(ms));
             struct done s = {0};
-            NA_Msg_send_expected(cls, ctx, cb, &s, in, 1, NULL, r.src, 0, r.tag, sop);
+            NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, in, 1, NULL, r.src, 0, r.tag, sop);
             /* no NA progress while asleep (progressing for the ack could already
              * serve the client's get): requests pile up in MPI */
             usleep(ms * 1000u);
@@ -221,7 +193,7 @@ static void send_cmd(unsigned char cmd, const void *payload, size_t n, na_tag_t 
     buf[0] = cmd;
     memcpy(buf + 1, payload, n);
     struct done s = {0};
-    NA_Msg_send_unexpected(cls, ctx, cb, &s, buf, n + 1, NULL, srv, 0, tag, op1);
+    NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, buf, n + 1, NULL, srv, 0, tag, op1);
     wait_for(&s, 10);
 }
 
@@ -229,7 +201,7 @@ static na_return_t rma(int put, na_mem_handle_t *local, size_t loff,
                        na_mem_handle_t *remote, size_t roff, size_t size)
 {
     struct done d = {0};
-    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, cb, &d, local, loff, remote, roff,
+    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, mpitest_cb, &d, local, loff, remote, roff,
                                               size, srv, 0, op2);
     if (ret != NA_SUCCESS)
         return ret;
@@ -274,9 +246,9 @@ static void client(void)
         fill(msg, sizeof(msg), c);
         msg[0] = CMD_ECHO;
         struct done r = {0}, s = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0, 7 + c,
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, sizeof(reply), NULL, srv, 0, 7 + c,
                              op2);
-        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 7 + c,
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, sizeof(msg), NULL, srv, 0, 7 + c,
                                op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0,
@@ -295,9 +267,9 @@ static void client(void)
         memset(msg, 0, sizeof(msg));
         msg[0] = CMD_ECHO;
         struct done r = {0}, s = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, reply, sizeof(reply), NULL, srv, 0,
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, sizeof(reply), NULL, srv, 0,
                              500 + c, op2);
-        NA_Msg_send_unexpected(cls, ctx, cb, &s, msg, sizeof(msg), NULL, srv, 0, 500 + c,
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, sizeof(msg), NULL, srv, 0, 500 + c,
                                op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
@@ -418,14 +390,14 @@ static void client(void)
     {
         unsigned char buf[64];
         struct done r = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, buf, sizeof(buf), NULL, srv, 0, 9999, op2);
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, buf, sizeof(buf), NULL, srv, 0, 9999, op2);
         NA_Progress(cls, ctx, 1);
         NA_Cancel(cls, ctx, op2);
         int ok = wait_for(&r, 5);
         result("cancel of a posted expected receive -> NA_CANCELED",
                ok && r.ret == NA_CANCELED, NA_Error_to_string(r.ret));
         struct done u = {0};
-        NA_Msg_recv_unexpected(cls, ctx, cb, &u, buf, sizeof(buf), NULL, op2);
+        NA_Msg_recv_unexpected(cls, ctx, mpitest_cb, &u, buf, sizeof(buf), NULL, op2);
         NA_Cancel(cls, ctx, op2);
         ok = wait_for(&u, 5);
         result("cancel of a posted unexpected receive -> NA_CANCELED",
@@ -437,22 +409,22 @@ static void client(void)
         unsigned ms = 1500;
         unsigned char ack[8];
         struct done sa = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &sa, ack, sizeof(ack), NULL, srv, 0, 4000 + c,
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &sa, ack, sizeof(ack), NULL, srv, 0, 4000 + c,
                              op2);
         send_cmd(CMD_STALL, &ms, sizeof(ms), 4000 + c);
         wait_for(&sa, 10); /* the server is now asleep */
         memset(back, 0xEE, BIG);
         struct done g = {0};
-        double t0 = now_s();
-        NA_Get(cls, ctx, cb, &g, lget, 0, rrw, c * BIG, BIG, srv, 0, op2);
-        double end = now_s() + 0.2;
-        while (now_s() < end && !g.flag) {
+        double t0 = mpitest_now();
+        NA_Get(cls, ctx, mpitest_cb, &g, lget, 0, rrw, c * BIG, BIG, srv, 0, op2);
+        double end = mpitest_now() + 0.2;
+        while (mpitest_now() < end && !g.flag) {
             NA_Progress(cls, ctx, 10);
             NA_Trigger(ctx, 64, NULL);
         }
         NA_Cancel(cls, ctx, op2);
         int ok = wait_for(&g, 5);
-        double dt = now_s() - t0;
+        double dt = mpitest_now() - t0;
         int untouched = 1;
         for (size_t i = 0; i < BIG; i++)
             untouched &= back[i] == 0xEE;
@@ -464,18 +436,18 @@ static void client(void)
         /* Later traffic works, and the late data is dropped, not written. */
         unsigned char small[8];
         struct done r = {0};
-        NA_Msg_recv_expected(cls, ctx, cb, &r, small, sizeof(small), NULL, srv, 0,
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, small, sizeof(small), NULL, srv, 0,
                              3000 + c, op2);
         unsigned char e8[8] = {CMD_ECHO};
         struct done s = {0};
-        NA_Msg_send_unexpected(cls, ctx, cb, &s, e8, 8, NULL, srv, 0, 3000 + c, op1);
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, e8, 8, NULL, srv, 0, 3000 + c, op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
         wait_for(&s, 10);
         ok = wait_for(&r, 10) && r.ret == NA_SUCCESS;
         /* give the late chunks time to arrive and be drained */
-        double e2 = now_s() + 0.3;
-        while (now_s() < e2) {
+        double e2 = mpitest_now() + 0.3;
+        while (mpitest_now() < e2) {
             NA_Progress(cls, ctx, 10);
             NA_Trigger(ctx, 64, NULL);
         }
@@ -493,23 +465,23 @@ static void client(void)
     /* ping-pong timing (client 1 only): raw MPI vs NA messages */
     if (rank == 1) {
         char pbuf[8] = {CMD_PING}, rbuf[8];
-        double t0 = now_s();
+        double t0 = mpitest_now();
         for (int i = 0; i < PINGS; i++) {
             struct done r = {0}, s = {0};
-            NA_Msg_recv_expected(cls, ctx, cb, &r, rbuf, sizeof(rbuf), NULL, srv, 0, 77,
+            NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, rbuf, sizeof(rbuf), NULL, srv, 0, 77,
                                  op2);
-            NA_Msg_send_unexpected(cls, ctx, cb, &s, pbuf, sizeof(pbuf), NULL, srv, 0, 77,
+            NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, pbuf, sizeof(pbuf), NULL, srv, 0, 77,
                                    op1);
             while (!r.flag || !s.flag) {
                 NA_Progress(cls, ctx, 100);
                 NA_Trigger(ctx, 64, NULL);
             }
         }
-        double na_us = (now_s() - t0) / PINGS * 1e6;
+        double na_us = (mpitest_now() - t0) / PINGS * 1e6;
         send_cmd(CMD_DONE, "", 0, 0);
         progress_barrier();
         /* raw MPI ping-pong against rank 0, which runs it after its NA loop */
-        t0 = now_s();
+        t0 = mpitest_now();
         for (int i = 0; i < PINGS; i++) {
             MPI_Request rq[2];
             MPI_Irecv(rbuf, 8, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq[0]);
@@ -517,7 +489,7 @@ static void client(void)
             MPI_Status sts[2];
             MPI_Waitall(2, rq, sts);
         }
-        double mpi_us = (now_s() - t0) / PINGS * 1e6;
+        double mpi_us = (mpitest_now() - t0) / PINGS * 1e6;
         printf("PINGPONG 8 B round trip: raw MPI_Isend/Irecv %.2f us, NA "
                "unexpected+expected "
                "%.2f us, ratio %.2f\n",
