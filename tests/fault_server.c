@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define FT_CHUNK_DEADLINE_MS 3000u
+#define FT_DRAIN_S 15.0 /* responses still in flight at quit */
 
 struct ft_job {
     struct ft_job *next;
@@ -30,6 +31,7 @@ struct ft_job {
 
 static struct {
     bool quit;
+    int responding; /* HG_Respond calls not yet completed */
     hg_context_t *ctx;
     struct ft_job *jobs;
     struct ft_job *incoming; /* new jobs; handlers may run inside jobs_poll() */
@@ -68,6 +70,7 @@ long ft_count_fds(void)
 
 static hg_return_t respond_done(const struct hg_cb_info *info)
 {
+    fs.responding--;
     HG_Destroy(info->info.respond.handle);
     return HG_SUCCESS;
 }
@@ -76,6 +79,8 @@ static void respond(hg_handle_t h, void *out)
 {
     if (HG_Respond(h, respond_done, NULL, out) != HG_SUCCESS)
         HG_Destroy(h);
+    else
+        fs.responding++;
 }
 
 static void job_finish(struct ft_job *j, hg_return_t ret)
@@ -287,6 +292,14 @@ int ft_server_main(const char *info, int publish_fd)
     /* Jobs still running at quit fail their remaining chunks by deadline. */
     while (fs.jobs || fs.incoming)
         jobs_poll();
+    /* A response to a client that died completes only when the transport
+     * gives up on it (bounded by the plugin's retry and cancel limits). */
+    double drain_start = test_now();
+    while (fs.responding > 0 && test_now() - drain_start < FT_DRAIN_S) {
+        unsigned int count = 0;
+        HG_Progress(ctx, 20);
+        HG_Trigger(ctx, 0, 64, &count);
+    }
     if (fs.region_bulk)
         HG_Bulk_free(fs.region_bulk);
     free(fs.region);

@@ -57,6 +57,7 @@ struct mpi_class {
     struct mpi_op *uq_head, *uq_tail; /* posted unexpected receives */
     struct mpi_op *eq_head;           /* posted expected receives (not yet in MPI) */
     unsigned long ncompleted;
+    _Atomic uint64_t last_activity_us; /* last completion seen by mpi_poll_wait */
     /* mpi+dynamic only */
     bool dynamic, listening, published;
     int tag_bye;
@@ -1656,27 +1657,35 @@ static uint64_t now_us(void)
 
 /*
  * MPI offers no wait object (no fd, no blocking "wait for anything" across
- * arbitrary requests and probes), so this is NOT a true block: it polls for
- * ~500 us (yielding the CPU between polls), then sleeps with exponential
- * backoff from 20 us up to 1 ms between polls. Idle cost is one poll per millisecond;
- * added latency after an idle period is at most ~1 ms.
+ * arbitrary requests and probes), so this is NOT a true block. Right after
+ * traffic (a completion within MPI_BUSY_WINDOW_US) it polls for
+ * MPI_SPIN_US, yielding the CPU between polls, since a reply is likely close;
+ * otherwise, and after that, it sleeps with exponential backoff from 20 us up
+ * to 1 ms between polls. An idle process thus costs one poll per millisecond,
+ * and the added latency after an idle period is at most ~1 ms.
  */
+#define MPI_SPIN_US 500
+#define MPI_BUSY_WINDOW_US 20000
 static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
                                  unsigned int timeout_ms)
 {
+    struct mpi_class *pc = PC(na_class);
     uint64_t start = now_us(), deadline = start + (uint64_t)timeout_ms * 1000u;
+    bool busy = start - atomic_load(&pc->last_activity_us) < MPI_BUSY_WINDOW_US;
     long sleep_ns = 20000;
     for (;;) {
         unsigned int n = 0;
         na_return_t ret = mpi_poll(na_class, context, &n);
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
-        if (n > 0 || atomic_load(&context->cq_count) > 0)
-            return NA_SUCCESS;
         uint64_t t = now_us();
+        if (n > 0 || atomic_load(&context->cq_count) > 0) {
+            atomic_store(&pc->last_activity_us, t);
+            return NA_SUCCESS;
+        }
         if (t >= deadline)
             return NA_TIMEOUT;
-        if (t - start < 500) {
+        if (busy && t - start < MPI_SPIN_US) {
             sched_yield();
             continue;
         }
