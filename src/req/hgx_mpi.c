@@ -251,7 +251,13 @@ static void hgx_greq_on_complete(struct hgx_request *r)
 static int hgx_greq_query(void *extra_state, MPI_Status *status)
 {
     struct hgx_greq *g = extra_state;
-    const hgx_status_t *st = &g->req->status;
+    /* MPI calls this after MPI_Grequest_complete; the lock (taken by
+     * hgx_greq_complete after the status was written) makes that order
+     * visible to this thread without relying on MPI's internals. */
+    pthread_mutex_lock(&g->p->mu);
+    hgx_status_t copy = g->req->status;
+    pthread_mutex_unlock(&g->p->mu);
+    const hgx_status_t *st = &copy;
     MPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)st->count);
     MPI_Status_set_cancelled(status, st->hgx_cancelled_ ? 1 : 0);
     status->MPI_SOURCE = st->source >= 0 ? st->source : g->source;
