@@ -84,6 +84,12 @@ for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
         done
     done
 done
+for t in tests/test_faults tests/test_load tests/netns-cut.sh; do
+    if ! grep -q "^PASS: $t" "$logdir/openmpi.check" 2>/dev/null; then
+        echo "hgx CI: $t did not pass in the openmpi build"
+        status=1
+    fi
+done
 if ! grep -q "^PASS: mpitests/test_hgx_mpi.sh" "$logdir/tsan.check" 2>/dev/null; then
     echo "hgx CI: mpitests/test_hgx_mpi.sh did not pass in the tsan build"
     status=1
