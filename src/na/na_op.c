@@ -3,9 +3,26 @@
  */
 #include "na_op.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Monotonic time of the last post or completion in this process: a reply or
+ * a next request is likely to be imminent only shortly after one. */
+static atomic_ullong na_last_activity_ns;
+
+static uint64_t na_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void na_activity_mark(uint64_t now)
+{
+    atomic_store_explicit(&na_last_activity_ns, now, memory_order_relaxed);
+}
 
 na_op_id_t *NA_Op_create(na_class_t *na_class, unsigned long flags)
 {
@@ -68,6 +85,7 @@ na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_
     op->info.type = type;
     atomic_fetch_add(&na_class->n_pending, 1);
     atomic_fetch_add(&context->n_pending, 1);
+    na_activity_mark(na_now_ns());
     return NA_SUCCESS;
 }
 
@@ -144,24 +162,18 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
     return count > 0 || max_count == 0 ? NA_SUCCESS : NA_TIMEOUT;
 }
 
-static uint64_t na_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* How long NA_Poll_wait keeps polling before it sleeps in the transport's
- * wait object: a reply due within a few microseconds is then caught without
- * paying for a sleep and a wake-up, while an idle process still sleeps.
- * HGX_NA_SPIN_US overrides the default. */
+/* How long after the last post or completion NA_Poll_wait keeps polling
+ * (yielding the CPU between polls) before it sleeps in the transport's wait
+ * object. A busy exchange then never pays for a sleep and a wake-up, while an
+ * idle process blocks at once: the window is anchored on activity, not on the
+ * call. HGX_NA_SPIN_US sets it (default 50 us, 0 = always sleep, max 100 ms). */
 static uint64_t na_spin_ns(void)
 {
     static atomic_llong spin_ns = -1;
     long long v = atomic_load(&spin_ns);
     if (v < 0) {
         const char *env = getenv("HGX_NA_SPIN_US");
-        long us = env ? strtol(env, NULL, 10) : 20;
+        long us = env ? strtol(env, NULL, 10) : 50;
         v = us < 0 ? 0 : (us > 100000 ? 100000 : us) * 1000LL;
         atomic_store(&spin_ns, v);
     }
@@ -201,22 +213,30 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
 
     uint64_t start = na_now_ns();
     uint64_t deadline = start + (uint64_t)timeout_ms * 1000000u;
-    uint64_t spin_end = start + na_spin_ns();
+    uint64_t spin_end =
+        atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) + na_spin_ns();
     for (;;) {
         ret = na_class->ops->poll(na_class, context, NULL);
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
         unsigned int count = atomic_load(&context->cq_count);
+        uint64_t now = na_now_ns();
         if (count > 0) {
+            na_activity_mark(now);
             if (count_p)
                 *count_p = count;
             return NA_SUCCESS;
         }
-        uint64_t now = na_now_ns();
         if (now >= deadline)
             break;
-        if ((na_class->progress_mode & NA_NO_BLOCK) || now < spin_end)
+        if (na_class->progress_mode & NA_NO_BLOCK)
             continue;
+        if (now < spin_end) {
+            /* The peer may share this CPU (fewer cores than processes): let it
+             * run, or the spin only delays the reply it waits for. */
+            sched_yield();
+            continue;
+        }
         /* Idle: sleep in the transport's wait object rather than spin. */
         ret = na_class->ops->poll_wait(
             na_class, context, (unsigned int)((deadline - now + 999999u) / 1000000u));

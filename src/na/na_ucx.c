@@ -59,9 +59,9 @@
 #define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
 #define UCX_CONNECT_MS 5000   /* lookup waits this long for the wire-up */
 #define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
-#define UCX_CANCEL_ESCALATE_MS 10000 /* a cancelled send/RMA still pending: drop the ep  \
-                                      */
-#define UCX_CANCEL_POLL_MS 100       /* poll_wait wakes up this often to escalate */
+/* A cancelled send/RMA still pending after this long: drop the ep. */
+#define UCX_CANCEL_ESCALATE_MS 10000
+#define UCX_CANCEL_POLL_MS 100 /* poll_wait wakes up this often to escalate */
 
 struct ucx_op;
 
@@ -222,6 +222,17 @@ static struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
         if (p->id == id && !p->failed)
             return p;
     return NULL;
+}
+
+/* The sender of a received message: its live peer, else the failed one. UCX
+ * may report the peer's disconnection before the last messages it sent. */
+static struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = ucx_peer_find(cls, id);
+    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
+        if (q->id == id)
+            p = q;
+    return p;
 }
 
 static struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str)
@@ -509,14 +520,17 @@ static void ucx_pending_resume(struct ucx_class *cls)
     }
 }
 
-/* Drive the worker until it has nothing left to do (bounded). */
-static unsigned ucx_progress(struct ucx_class *cls)
+/* Drive the worker until it has nothing left to do (bounded), or until the
+ * context has a completion to hand up: every extra pass costs a system call
+ * per TCP interface (UCX polls its sockets), and the caller polls again. */
+static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
 {
     unsigned total = 0, n;
     do {
         n = ucp_worker_progress(cls->worker);
         total += n;
-    } while (n && total < UCX_PROGRESS_MAX);
+    } while (n && total < UCX_PROGRESS_MAX &&
+             !(context && atomic_load(&context->cq_count)));
     ucx_pending_resume(cls);
     return total;
 }
@@ -525,9 +539,8 @@ static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context,
                             unsigned int *count_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
-    (void)context;
     pthread_mutex_lock(&cls->lock);
-    unsigned n = ucx_progress(cls);
+    unsigned n = ucx_progress(cls, context);
     if (cls->cancel_head)
         ucx_cancel_check(cls);
     pthread_mutex_unlock(&cls->lock);
@@ -609,6 +622,15 @@ static const char *ucx_tls(const char *proto)
     return NULL;
 }
 
+/* Our endpoints ask for peer-failure handling, and UCX 1.13's shared-memory
+ * transports only offer it when told to: without this, shm traffic silently
+ * goes over TCP loopback. The user's own UCX setting wins. */
+static bool ucx_mm_error_handling(const char *proto)
+{
+    return strcmp(proto, "tcp") != 0 && !getenv("UCX_MM_ERROR_HANDLING") &&
+           !getenv("UCX_POSIX_ERROR_HANDLING") && !getenv("UCX_SYSV_ERROR_HANDLING");
+}
+
 static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
 {
     ucp_config_t *config = NULL;
@@ -620,6 +642,12 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
     const char *tls = ucx_tls(proto);
     if (tls && (st = ucp_config_modify(config, "TLS", tls)) != UCS_OK) {
         HGX_LOG_ERROR(UCX, "cannot set UCX_TLS=%s: %s", tls, ucs_status_string(st));
+        ucp_config_release(config);
+        return NA_PROTOCOL_ERROR;
+    }
+    if (ucx_mm_error_handling(proto) &&
+        (st = ucp_config_modify(config, "MM_ERROR_HANDLING", "y")) != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot set UCX_MM_ERROR_HANDLING: %s", ucs_status_string(st));
         ucp_config_release(config);
         return NA_PROTOCOL_ERROR;
     }
@@ -941,7 +969,7 @@ static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *
         clock_gettime(CLOCK_MONOTONIC, &t0);
         p->connecting = true;
         while (!p->failed && p->connecting && ucx_ms_since(&t0) < UCX_CONNECT_MS)
-            ucx_progress(cls);
+            ucx_progress(cls, NULL);
     }
     if (p->failed) {
         HGX_LOG_ERROR(UCX, "cannot connect to %s", str);
@@ -1173,7 +1201,7 @@ static void ucx_recv_done(struct ucx_op *uop, ucs_status_t status,
     if (ret == NA_SUCCESS && uop->kind == UCX_OP_RECV_UNEXP) {
         struct ucx_class *cls = uop->cls;
         uint32_t id = (uint32_t)(info->sender_tag >> UCX_TAG_ID_SHIFT) & UCX_ID_MASK;
-        struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
+        struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find_sender(cls, id);
         struct na_cb_info_recv_unexpected *ri = &op->info.info.recv_unexpected;
         if (!p) {
             HGX_LOG_ERROR(UCX, "unexpected message from unknown peer id %08x", id);

@@ -1,35 +1,43 @@
 /*
  * hgx_request.c -- creating, starting, cancelling and freeing hgx requests,
- * their HG completion callbacks and their deadlines.
+ * their HG completion callbacks, their deadlines and per-context progress.
  */
 #include "hgx_request_private.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct hgx_timer_heap hgx_deadlines;
-static pthread_mutex_t hgx_deadlines_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static hgx_request_t hgx_request_alloc(enum hgx_req_kind kind, hg_context_t *ctx)
 {
-    hgx_request_t r = calloc(1, sizeof(*r));
+    struct hgx_ctx_state *cs = hgx_ctx_state_get(ctx);
+    hgx_request_t r = cs ? calloc(1, sizeof(*r)) : NULL;
     if (!r) {
         HGX_LOG_ERROR(REQ, "out of memory for a request");
         return NULL;
     }
     r->kind = kind;
     r->ctx = ctx;
+    r->cs = cs;
     r->timer.slot = HGX_TIMER_NONE;
     r->peer_rank = -1;
     return r;
 }
 
+static void hgx_deadline_clear(hgx_request_t r)
+{
+    pthread_mutex_lock(&r->cs->timer_mu);
+    hgx_timer_cancel(&r->cs->deadlines, &r->timer);
+    pthread_mutex_unlock(&r->cs->timer_mu);
+}
+
 static void hgx_request_destroy(hgx_request_t r)
 {
-    pthread_mutex_lock(&hgx_deadlines_lock);
-    hgx_timer_cancel(&hgx_deadlines, &r->timer);
-    pthread_mutex_unlock(&hgx_deadlines_lock);
+    hgx_deadline_clear(r);
+    if (r->ws) {
+        pthread_mutex_lock(&r->cs->mu);
+        hgx_waitset_drop(r);
+        pthread_mutex_unlock(&r->cs->mu);
+    }
     if (r->handle)
         HG_Destroy(r->handle);
     free(r);
@@ -38,17 +46,20 @@ static void hgx_request_destroy(hgx_request_t r)
 /* The one place where an active request becomes complete. */
 static void hgx_request_finish(hgx_request_t r, hg_return_t ret, hg_size_t count)
 {
-    pthread_mutex_lock(&hgx_deadlines_lock);
-    hgx_timer_cancel(&hgx_deadlines, &r->timer);
-    pthread_mutex_unlock(&hgx_deadlines_lock);
+    pthread_mutex_t *mu = &r->cs->mu; /* held already when run by hgx_progress */
+    hgx_deadline_clear(r);
+    pthread_mutex_lock(mu);
     r->status.hgx_cancelled_ = ret == HG_CANCELED;
     r->status.error = ret == HG_CANCELED && r->timed_out ? HG_TIMEOUT : ret;
     r->status.count = ret == HG_SUCCESS ? count : 0;
     r->state = HGX_REQ_COMPLETE;
+    if (r->ws)
+        hgx_waitset_completed(r);
     if (r->on_complete)
         r->on_complete(r);
     if (r->free_on_complete)
         hgx_request_destroy(r);
+    pthread_mutex_unlock(mu);
 }
 
 static hg_return_t hgx_rpc_cb(const struct hg_cb_info *info)
@@ -255,30 +266,32 @@ hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
         return HG_INVALID_ARG;
     }
     int rc = 0;
-    pthread_mutex_lock(&hgx_deadlines_lock);
+    struct hgx_ctx_state *cs = req->cs;
+    pthread_mutex_lock(&cs->timer_mu);
     if (timeout_ms == 0)
-        hgx_timer_cancel(&hgx_deadlines, &req->timer);
+        hgx_timer_cancel(&cs->deadlines, &req->timer);
     else
-        rc = hgx_timer_set(&hgx_deadlines, &req->timer,
+        rc = hgx_timer_set(&cs->deadlines, &req->timer,
                            hgx_now_ns() + (uint64_t)timeout_ms * 1000000u);
-    pthread_mutex_unlock(&hgx_deadlines_lock);
+    pthread_mutex_unlock(&cs->timer_mu);
     return rc == 0 ? HG_SUCCESS : HG_NOMEM;
 }
 
-/* Cancel every request whose deadline passed; returns ms to the next one. */
-static unsigned int hgx_deadlines_fire(unsigned int cap_ms)
+/* Cancel every request of cs whose deadline passed (cs->mu held, so none of
+ * them can complete meanwhile); returns ms to the next deadline, at most cap_ms. */
+static unsigned int hgx_deadlines_fire(struct hgx_ctx_state *cs, unsigned int cap_ms)
 {
     uint64_t now = hgx_now_ns();
     for (;;) {
-        pthread_mutex_lock(&hgx_deadlines_lock);
-        struct hgx_timer *t = hgx_timer_first(&hgx_deadlines);
+        pthread_mutex_lock(&cs->timer_mu);
+        struct hgx_timer *t = hgx_timer_first(&cs->deadlines);
         if (!t || t->deadline_ns > now) {
             uint64_t next = t ? (t->deadline_ns - now + 999999u) / 1000000u : cap_ms;
-            pthread_mutex_unlock(&hgx_deadlines_lock);
+            pthread_mutex_unlock(&cs->timer_mu);
             return next < cap_ms ? (unsigned int)next : cap_ms;
         }
-        hgx_timer_cancel(&hgx_deadlines, t);
-        pthread_mutex_unlock(&hgx_deadlines_lock);
+        hgx_timer_cancel(&cs->deadlines, t);
+        pthread_mutex_unlock(&cs->timer_mu);
         hgx_request_t r =
             (hgx_request_t)((char *)t - offsetof(struct hgx_request, timer));
         r->timed_out = true;
@@ -286,63 +299,74 @@ static unsigned int hgx_deadlines_fire(unsigned int cap_ms)
     }
 }
 
-/* Per-context progress locks: one thread at a time drives HG on a context
- * (the hgx_mpi progress thread and the application may both call
- * hgx_progress). Entries live until exit; a context re-created at the same
- * address reuses its entry. */
-struct hgx_ctx_lock {
-    hg_context_t *ctx;
-    pthread_mutex_t mu;
-    struct hgx_ctx_lock *next;
-};
-static struct hgx_ctx_lock *hgx_ctx_locks;
-static pthread_mutex_t hgx_ctx_locks_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t hgx_ctx_lock_fallback = PTHREAD_MUTEX_INITIALIZER;
+static struct hgx_ctx_state *hgx_ctx_states;
+static pthread_mutex_t hgx_ctx_states_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static pthread_mutex_t *hgx_ctx_mutex(hg_context_t *ctx)
+static struct hgx_ctx_state *hgx_ctx_state_new(hg_context_t *ctx)
 {
-    pthread_mutex_lock(&hgx_ctx_locks_lock);
-    struct hgx_ctx_lock *l = hgx_ctx_locks;
-    while (l && l->ctx != ctx)
-        l = l->next;
-    if (!l && (l = calloc(1, sizeof(*l))) != NULL) {
-        pthread_mutexattr_t attr;
-        pthread_mutexattr_init(&attr);
-        /* recursive: a handler run by HG_Trigger may itself wait on a request */
-        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        l->ctx = ctx;
-        pthread_mutex_init(&l->mu, &attr);
-        pthread_mutexattr_destroy(&attr);
-        l->next = hgx_ctx_locks;
-        hgx_ctx_locks = l;
+    struct hgx_ctx_state *cs = calloc(1, sizeof(*cs));
+    if (!cs)
+        return NULL;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    /* recursive: a handler run by HG_Trigger may itself wait on a request */
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&cs->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    pthread_mutex_init(&cs->timer_mu, NULL);
+    cs->ctx = ctx;
+    return cs;
+}
+
+struct hgx_ctx_state *hgx_ctx_state_get(hg_context_t *ctx)
+{
+    pthread_mutex_lock(&hgx_ctx_states_lock);
+    struct hgx_ctx_state *cs = hgx_ctx_states;
+    while (cs && cs->ctx != ctx)
+        cs = cs->next;
+    if (!cs && (cs = hgx_ctx_state_new(ctx)) != NULL) {
+        cs->next = hgx_ctx_states;
+        hgx_ctx_states = cs;
     }
-    pthread_mutex_unlock(&hgx_ctx_locks_lock);
-    return l ? &l->mu : &hgx_ctx_lock_fallback;
+    pthread_mutex_unlock(&hgx_ctx_states_lock);
+    if (!cs)
+        HGX_LOG_ERROR(REQ, "out of memory for the state of context %p", (void *)ctx);
+    return cs;
 }
 
 void hgx_ctx_lock(hg_context_t *ctx)
 {
-    pthread_mutex_lock(hgx_ctx_mutex(ctx));
+    struct hgx_ctx_state *cs = hgx_ctx_state_get(ctx);
+    if (cs)
+        pthread_mutex_lock(&cs->mu);
 }
 
 void hgx_ctx_unlock(hg_context_t *ctx)
 {
-    pthread_mutex_unlock(hgx_ctx_mutex(ctx));
+    struct hgx_ctx_state *cs = hgx_ctx_state_get(ctx);
+    if (cs)
+        pthread_mutex_unlock(&cs->mu);
+}
+
+void hgx_progress_cs(struct hgx_ctx_state *cs, unsigned int timeout_ms)
+{
+    unsigned int count = 0;
+    pthread_mutex_lock(&cs->mu);
+    timeout_ms = hgx_deadlines_fire(cs, timeout_ms);
+    HG_Trigger(cs->ctx, 0, UINT32_MAX, &count);
+    if (count == 0) {
+        HG_Progress(cs->ctx, timeout_ms);
+        HG_Trigger(cs->ctx, 0, UINT32_MAX, &count);
+        hgx_deadlines_fire(cs, 0);
+    }
+    pthread_mutex_unlock(&cs->mu);
 }
 
 void hgx_progress(hg_context_t *ctx, unsigned int timeout_ms)
 {
-    unsigned int count = 0;
-    pthread_mutex_t *mu = hgx_ctx_mutex(ctx);
-    pthread_mutex_lock(mu);
-    timeout_ms = hgx_deadlines_fire(timeout_ms);
-    HG_Trigger(ctx, 0, UINT32_MAX, &count);
-    if (count == 0) {
-        HG_Progress(ctx, timeout_ms);
-        HG_Trigger(ctx, 0, UINT32_MAX, &count);
-        hgx_deadlines_fire(0);
-    }
-    pthread_mutex_unlock(mu);
+    struct hgx_ctx_state *cs = hgx_ctx_state_get(ctx);
+    if (cs)
+        hgx_progress_cs(cs, timeout_ms);
 }
 
 void hgx_status_empty(hgx_status_t *status)

@@ -1,6 +1,11 @@
 /*
- * hgx_timer.h -- deadlines of hgx requests: a binary min-heap keyed by expiry
- * time, each entry knowing its heap slot so removal is O(log n) (private).
+ * hgx_timer.h -- deadlines of hgx requests (private).
+ *
+ * Timers armed in expiry order (the usual case: one timeout for all
+ * requests) go to the tail of a sorted list: O(1) to arm, cancel and find
+ * the first. Any other goes to a binary min-heap whose entries know their
+ * slot: O(log n) to arm and cancel. The earliest is the smaller of the two
+ * heads.
  */
 #ifndef HGX_TIMER_H
 #define HGX_TIMER_H
@@ -9,19 +14,29 @@
 #include <stdint.h>
 
 struct hgx_timer {
-    uint64_t deadline_ns; /* CLOCK_MONOTONIC */
-    size_t slot;          /* index in the heap, or HGX_TIMER_NONE */
+    uint64_t deadline_ns;          /* CLOCK_MONOTONIC */
+    size_t slot;                   /* heap index, HGX_TIMER_LIST or HGX_TIMER_NONE */
+    struct hgx_timer *prev, *next; /* on the sorted list */
 };
 
 #define HGX_TIMER_NONE ((size_t)-1)
+#define HGX_TIMER_LIST ((size_t)-2)
+
+/* Heap entries carry their key, so sifting reads one contiguous array and
+ * only writes the slot of each timer it moves. */
+struct hgx_timer_entry {
+    uint64_t deadline_ns;
+    struct hgx_timer *timer;
+};
 
 struct hgx_timer_heap {
-    struct hgx_timer **entries;
+    struct hgx_timer_entry *entries;
     size_t count, capacity;
+    struct hgx_timer *head, *tail; /* sorted list, earliest first */
 };
 
 uint64_t hgx_now_ns(void);
-/* Insert or move a timer; 0 on success, -1 when out of memory. */
+/* Arm or re-arm a timer; 0 on success, -1 when out of memory (t unarmed). */
 int hgx_timer_set(struct hgx_timer_heap *heap, struct hgx_timer *t, uint64_t deadline_ns);
 void hgx_timer_cancel(struct hgx_timer_heap *heap, struct hgx_timer *t);
 /* Earliest timer, or NULL. */
