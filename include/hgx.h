@@ -89,7 +89,8 @@ HG_PUBLIC hg_return_t hgx_startall(int count, hgx_request_t reqs[]);
 /**
  * Give an active request a deadline: when timeout_ms elapses before it
  * completes, it is cancelled and completes with status error HG_TIMEOUT and
- * the cancelled flag set. Deadlines are kept in a heap (O(log n)).
+ * the cancelled flag set. Deadlines are kept per context: O(1) when set in
+ * expiry order, O(log n) otherwise.
  * timeout_ms 0 removes the deadline.
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
