@@ -128,10 +128,22 @@ static int testsome(struct mpi_raw *m, int lo, int hi, struct raw_completion *ou
     return 0;
 }
 
+/* Narrow [*lo, *hi) to the slots still holding a request, so MPI_Testsome
+ * scans the requests in flight, not every slot used so far. */
+static void trim(const struct mpi_raw *m, int *lo, int *hi)
+{
+    while (*lo < *hi && m->req[*lo] == MPI_REQUEST_NULL)
+        (*lo)++;
+    while (*hi > *lo && m->req[*hi - 1] == MPI_REQUEST_NULL)
+        (*hi)--;
+}
+
 static int mpi_poll(void *t, struct raw_completion *out, int max)
 {
     struct mpi_raw *m = t;
     int k = 0;
+    trim(m, &m->lo, &m->hi);
+    trim(m, &m->slo, &m->shi);
     /* chunks no larger than the room left, as Testsome may complete them all */
     for (int lo = m->lo; lo < m->hi && k < max;) {
         int n = m->hi - lo < max - k ? m->hi - lo : max - k;
