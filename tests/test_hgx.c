@@ -374,6 +374,121 @@ static void test_many_deadlines(void **state)
     free(h);
 }
 
+/* Deadlines armed out of expiry order, re-armed and removed: none fires early,
+ * all that remain fire, a removed one lets the operation complete. */
+static void test_deadline_order(void **state)
+{
+    struct st *s = *state;
+    enum { N = 6 };
+    /* ms per request; request 3 is armed at 5 ms then moved to 60 ms, request 5
+     * is armed at 15 ms then removed. Request 0 stalls the server meanwhile. */
+    const unsigned int ms[N] = {40, 10, 30, 60, 20, 0};
+    hg_handle_t h[N];
+    hgx_stall_in_t in[N];
+    hgx_request_t r[N];
+    hgx_status_t st;
+    double t0 = test_now();
+    for (int i = 0; i < N; i++) {
+        h[i] = make(s, s->ids.stall);
+        in[i].ms = i == 0 ? 250 : 0;
+        assert_int_equal(hgx_iforward(h[i], &in[i], &r[i]), HG_SUCCESS);
+        unsigned int first = i == 3 ? 5 : i == 5 ? 15 : ms[i];
+        assert_int_equal(hgx_request_set_timeout(r[i], first), HG_SUCCESS);
+    }
+    assert_int_equal(hgx_request_set_timeout(r[3], ms[3]), HG_SUCCESS);
+    assert_int_equal(hgx_request_set_timeout(r[5], 0), HG_SUCCESS);
+    for (int k = 0; k < N; k++) {
+        int i, c;
+        assert_int_equal(hgx_waitany(N, r, &i, &st), HG_SUCCESS);
+        assert_true(i >= 0 && i < N);
+        double dt = test_now() - t0;
+        hgx_test_cancelled(&st, &c);
+        if (ms[i] == 0) {
+            assert_int_equal(c, 0);
+            assert_int_equal(st.error, HG_SUCCESS);
+        } else {
+            assert_int_equal(c, 1);
+            assert_int_equal(st.error, HG_TIMEOUT);
+            if (dt < ms[i] / 1000.0)
+                fail_msg("request %d: deadline %u ms fired after %.1f ms", i, ms[i],
+                         dt * 1e3);
+        }
+    }
+    for (int i = 0; i < N; i++)
+        HG_Destroy(h[i]);
+}
+
+/* One set over two contexts: completions of both reach the set. */
+static void test_two_contexts(void **state)
+{
+    struct st *s = *state;
+    enum { N = 8 };
+    hg_context_t *ctx2 = HG_Context_create(s->cls);
+    assert_non_null(ctx2);
+    hg_handle_t h[N];
+    hgx_add_in_t in[N];
+    hgx_request_t r[N];
+    hgx_status_t st[N];
+    for (int i = 0; i < N; i++)
+        assert_int_equal(HG_Create(i % 2 ? ctx2 : s->ctx, s->server, s->ids.add, &h[i]),
+                         HG_SUCCESS);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            in[i] = (hgx_add_in_t){i, 100 * round};
+            assert_int_equal(hgx_iforward(h[i], &in[i], &r[i]), HG_SUCCESS);
+            assert_int_equal(hgx_request_set_timeout(r[i], 30000), HG_SUCCESS);
+        }
+        if (round == 0) {
+            assert_int_equal(hgx_waitall(N, r, st), HG_SUCCESS);
+        } else {
+            int left = N, out, idx[N];
+            while (left > 0) {
+                if (round == 1) {
+                    assert_int_equal(hgx_waitsome(N, r, &out, idx, st), HG_SUCCESS);
+                } else {
+                    out = 1;
+                    assert_int_equal(hgx_waitany(N, r, &idx[0], &st[0]), HG_SUCCESS);
+                }
+                assert_true(out >= 1 && out <= left);
+                for (int k = 0; k < out; k++)
+                    assert_int_equal(st[k].error, HG_SUCCESS);
+                left -= out;
+            }
+        }
+        for (int i = 0; i < N; i++) {
+            hgx_add_out_t o;
+            assert_null(r[i]);
+            assert_int_equal(HG_Get_output(h[i], &o), HG_SUCCESS);
+            assert_int_equal(o.sum, i + 100 * round);
+            HG_Free_output(h[i], &o);
+        }
+    }
+    for (int i = 0; i < N; i++)
+        HG_Destroy(h[i]);
+    assert_int_equal(HG_Context_destroy(ctx2), HG_SUCCESS);
+}
+
+/* A request twice in one set is refused and left as it was. */
+static void test_duplicate_in_set(void **state)
+{
+    struct st *s = *state;
+    hg_handle_t h = make(s, s->ids.add);
+    hgx_add_in_t in = {2, 3};
+    hgx_request_t r[3];
+    hgx_status_t st;
+    int index, out, idx[3];
+    assert_int_equal(hgx_iforward(h, &in, &r[0]), HG_SUCCESS);
+    r[1] = HGX_REQUEST_NULL;
+    r[2] = r[0];
+    assert_int_equal(hgx_waitall(3, r, HGX_STATUSES_IGNORE), HG_INVALID_ARG);
+    assert_int_equal(hgx_waitsome(3, r, &out, idx, HGX_STATUSES_IGNORE), HG_INVALID_ARG);
+    assert_non_null(r[0]);
+    assert_int_equal(hgx_waitany(2, r, &index, &st), HG_SUCCESS);
+    assert_int_equal(index, 0);
+    assert_int_equal(st.error, HG_SUCCESS);
+    HG_Destroy(h);
+}
+
 int main(void)
 {
     const char *const *transports;
@@ -384,6 +499,8 @@ int main(void)
         cmocka_unit_test(test_families),          cmocka_unit_test(test_persistent),
         cmocka_unit_test(test_timeouts),          cmocka_unit_test(test_bulk_cancel_race),
         cmocka_unit_test(test_free_active),       cmocka_unit_test(test_many_deadlines),
+        cmocka_unit_test(test_deadline_order),    cmocka_unit_test(test_two_contexts),
+        cmocka_unit_test(test_duplicate_in_set),
     };
     for (size_t i = 0; i < n; i++) {
         char name[64];
