@@ -78,7 +78,7 @@
 #define OFI_RETRY_POLL_MS 1         /* progress often while posts wait to be retried */
 #define OFI_RETRY_TIMEOUT_MS 5000   /* then a refused post fails (peer unreachable) */
 #define OFI_RETRY_BLOCKED_MAX 16    /* refused peers tracked in one retry pass */
-#define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: drop the peer */
+#define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: cancel again */
 #define OFI_CANCEL_FORCE_MS 500     /* then complete it without the provider */
 #define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
 #define OFI_SLEEP_MAX_NS 1000000    /* idle back-off without a wait fd (shm) */
@@ -87,7 +87,8 @@
 #define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
 
 /* What to do with a canceled op the provider has not completed after
- * OFI_CANCEL_ESCALATE_MS (fi_cancel only stops receives). */
+ * OFI_CANCEL_ESCALATE_MS (fi_cancel only stops receives). NA_CANCELED is
+ * reported only when the op's data cannot land afterwards. */
 enum ofi_cancel_policy {
     /* sockets: fi_av_remove stops nothing and the provider keeps reading and
      * writing the op's buffers, so only its own completion is safe. */
@@ -96,9 +97,16 @@ enum ofi_cancel_policy {
      * pending and the op can be completed without it (fi_av_remove would
      * unmap the peer under that acknowledgment and crash). */
     OFI_CANCEL_FORCE,
-    /* tcp: fi_av_remove (with FI_AV_REMOVE_CLEANUP) closes rxm's connection,
-     * which stops the transfer and usually flushes the op; force it if not. */
-    OFI_CANCEL_DROP_PEER,
+    /* tcp: gets land in a plugin bounce buffer, copied to the caller's memory
+     * only on success, so a stuck get is completed without the provider; its
+     * late data can only reach the bounce buffer, freed with the last context.
+     * Dropping the connection instead is unsafe in 1.17: closing a tcp
+     * endpoint while a read response is partly received reports that read
+     * twice, the second time with a NULL context, and rxm dereferences it
+     * (and the partial data would already be in the caller's buffer). Sends
+     * and puts wait: their data may still reach the peer, and nothing local
+     * can recall it. */
+    OFI_CANCEL_FORCE_GETS,
 };
 
 /* Protocols offered and the provider behind each. */
@@ -113,7 +121,7 @@ struct ofi_proto {
 };
 
 static const struct ofi_proto ofi_protos[] = {
-    {"tcp", "tcp;ofi_rxm", NULL, false, OFI_CANCEL_DROP_PEER},
+    {"tcp", "tcp;ofi_rxm", NULL, false, OFI_CANCEL_FORCE_GETS},
     {"sockets", "sockets", NULL, false, OFI_CANCEL_WAIT},
     {"shm", "shm", "fi_shm://", true, OFI_CANCEL_FORCE},
 };
@@ -125,6 +133,7 @@ struct ofi_peer {
     _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
     atomic_int refs;          /* addresses and pending ops using it */
     atomic_int queued;        /* its ops in the retry queue */
+    atomic_int bounces;       /* bounced gets the provider may still serve */
     bool removed;             /* NA_Addr_set_remove: free once unreferenced */
     size_t len;
     unsigned char raw[];
@@ -151,6 +160,18 @@ struct ofi_mem_handle {
 };
 
 struct ofi_op;
+struct ofi_class;
+
+/* Provider-side buffer of a get (OFI_CANCEL_FORCE_GETS), shared by the op
+ * and the contexts of its parts; the last reference frees it. */
+struct ofi_bounce {
+    atomic_int refs;
+    struct ofi_class *cls;
+    struct ofi_peer *peer; /* referenced; its connection is kept meanwhile */
+    struct fid_mr *mr;     /* FI_MR_LOCAL providers */
+    size_t len;
+    unsigned char data[];
+};
 
 /* Context handed to libfabric with each provider operation. It lives in a
  * class pool, not in the op id: after a forced cancel the provider may still
@@ -159,6 +180,7 @@ struct ofi_op;
 struct ofi_ctx {
     struct fi_context2 fi;
     _Atomic(struct ofi_op *) op;
+    struct ofi_bounce *bounce; /* referenced while the provider may write it */
     struct ofi_ctx *next_free;
 };
 
@@ -205,7 +227,11 @@ struct ofi_op {
     size_t buf_size;
     void *desc;
     uint64_t tag, ignore;
-    struct fid_mr *tmp_mr; /* buffer registered for this op (FI_MR_LOCAL) */
+    struct fid_mr *tmp_mr;     /* buffer registered for this op (FI_MR_LOCAL) */
+    struct ofi_bounce *bounce; /* a bounced get's landing area */
+    const struct ofi_mem_handle *user_mh; /* where a bounced get is copied */
+    uint64_t user_off;
+    struct ofi_mem_handle bounce_mh; /* bounce buffer as a one-segment handle */
 
     /* Messages have one part; put/get one per provider operation. */
     struct ofi_rma_cursor cur; /* first byte of the next part to post */
@@ -752,14 +778,17 @@ static void ofi_addr_destroy(na_class_t *na_class, na_addr_t *addr)
 }
 
 /* Drop the address vector entry (and rxm's connection); a later use
- * re-inserts it, and the cache entry goes once nothing references it. */
+ * re-inserts it, and the cache entry goes once nothing references it.
+ * While a bounced get may still be served the drop waits for it (see
+ * OFI_CANCEL_FORCE_GETS). */
 static na_return_t ofi_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
 {
     struct ofi_class *cls = ofi_class(na_class);
     struct ofi_peer *peer = ofi_addr_peer(addr);
 
     pthread_mutex_lock(&cls->lock);
-    ofi_av_remove_locked(cls, peer);
+    if (atomic_load(&peer->bounces) == 0)
+        ofi_av_remove_locked(cls, peer);
     peer->removed = true;
     pthread_mutex_unlock(&cls->lock);
     return NA_SUCCESS;
@@ -901,9 +930,8 @@ static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hint
  * a user setting wins. */
 static void ofi_set_provider_defaults(void)
 {
-    /* Make fi_av_remove close rxm's connection to the peer: NA_Addr_set_remove
-     * asks for that, and cancel escalation relies on it to stop a transfer
-     * (and have it completed) rather than let it land after NA_CANCELED. */
+    /* Make fi_av_remove close rxm's connection to the peer, as
+     * NA_Addr_set_remove asks. */
     setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
     /* rxm lets tcp receive straight into the user's buffer; a message that
      * does not fit then makes tcp drop the connection. Bounce buffers keep a
@@ -1065,10 +1093,17 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
                   cls->iov_limit, cls->rma_iov_limit, max_msg, fi->tx_attr->inject_size);
 }
 
+static void ofi_bounce_put(struct ofi_bounce *b);
+
 static void ofi_class_free(struct ofi_class *cls)
 {
     if (cls->ep)
         fi_close(&cls->ep->fid);
+    /* Contexts of forced cancels the provider never completed. */
+    for (struct ofi_ctx_chunk *c = cls->ctx_chunks; c; c = c->next)
+        for (size_t i = 0; i < OFI_CTX_CHUNK; i++)
+            if (c->ctx[i].bounce)
+                ofi_bounce_put(c->ctx[i].bounce);
     if (cls->hdr_mr)
         fi_close(&cls->hdr_mr->fid);
     if (cls->av)
@@ -1548,6 +1583,7 @@ static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
         chunk->next = cls->ctx_chunks;
         cls->ctx_chunks = chunk;
         for (size_t i = 0; i < OFI_CTX_CHUNK; i++) {
+            chunk->ctx[i].bounce = NULL;
             chunk->ctx[i].next_free = cls->ctx_free;
             cls->ctx_free = &chunk->ctx[i];
         }
@@ -1556,15 +1592,84 @@ static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
     cls->ctx_free = ctx->next_free;
     pthread_mutex_unlock(&cls->ctx_lock);
     atomic_store(&ctx->op, oop);
+    ctx->bounce = oop->bounce;
+    if (ctx->bounce)
+        atomic_fetch_add(&ctx->bounce->refs, 1);
     return ctx;
 }
 
 static void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx)
 {
+    if (ctx->bounce) {
+        ofi_bounce_put(ctx->bounce);
+        ctx->bounce = NULL;
+    }
     pthread_mutex_lock(&cls->ctx_lock);
     ctx->next_free = cls->ctx_free;
     cls->ctx_free = ctx;
     pthread_mutex_unlock(&cls->ctx_lock);
+}
+
+static struct ofi_bounce *ofi_bounce_new(struct ofi_class *cls, struct ofi_peer *peer,
+                                         size_t len, na_return_t *ret)
+{
+    struct ofi_bounce *b = malloc(sizeof(*b) + len);
+    if (!b) {
+        HGX_LOG_ERROR(OFI, "out of memory for a %zu-byte get buffer", len);
+        *ret = NA_NOMEM;
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->cls = cls;
+    b->peer = peer;
+    b->mr = NULL;
+    b->len = len;
+    if (cls->mr_mode & FI_MR_LOCAL) {
+        b->mr = ofi_mr_open(cls, b->data, len, FI_READ, ret);
+        if (!b->mr) {
+            free(b);
+            return NULL;
+        }
+    }
+    ofi_peer_ref(peer);
+    atomic_fetch_add(&peer->bounces, 1);
+    return b;
+}
+
+/* The last reference also does an address removal deferred for it. */
+static void ofi_bounce_put(struct ofi_bounce *b)
+{
+    if (atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    struct ofi_class *cls = b->cls;
+    pthread_mutex_lock(&cls->lock);
+    if (atomic_fetch_sub(&b->peer->bounces, 1) == 1 && b->peer->removed)
+        ofi_av_remove_locked(cls, b->peer);
+    pthread_mutex_unlock(&cls->lock);
+    ofi_peer_put(cls, b->peer);
+    if (b->mr)
+        ofi_mr_close(b->mr);
+    free(b);
+}
+
+static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg,
+                     uint64_t *off);
+
+/* Copy a bounced get to where the caller asked for it. */
+static void ofi_bounce_copy_out(const struct ofi_op *oop)
+{
+    const struct ofi_mem_handle *mh = oop->user_mh;
+    const unsigned char *src = oop->bounce->data;
+    size_t left = oop->bounce->len, seg;
+    uint64_t off;
+
+    ofi_seek(mh, oop->user_off, &seg, &off);
+    for (; left > 0; seg++, off = 0) {
+        size_t n = mh->segs[seg].len - off < left ? mh->segs[seg].len - off : left;
+        memcpy((void *)(uintptr_t)(mh->segs[seg].addr + off), src, n);
+        src += n;
+        left -= n;
+    }
 }
 
 static inline bool ofi_op_is_rma(const struct ofi_op *oop)
@@ -1584,6 +1689,7 @@ static struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind,
         ofi_peer_ref(peer);
     oop->desc = NULL;
     oop->tmp_mr = NULL;
+    oop->bounce = NULL;
     oop->one_part = NULL;
     oop->parts = &oop->one_part;
     oop->nparts = 1;
@@ -1606,6 +1712,8 @@ static void ofi_op_release(struct ofi_class *cls, struct ofi_op *oop)
         free(oop->parts);
     if (oop->tmp_mr)
         ofi_mr_close(oop->tmp_mr);
+    if (oop->bounce)
+        ofi_bounce_put(oop->bounce);
     if (oop->peer)
         ofi_peer_put(cls, oop->peer);
 }
@@ -1630,6 +1738,8 @@ static void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t
         if (ret != NA_SUCCESS)
             ret = NA_CANCELED;
     }
+    if (oop->bounce && ret == NA_SUCCESS)
+        ofi_bounce_copy_out(oop);
     ofi_op_release(cls, oop);
     na_op_complete(op, ret);
 }
@@ -2306,7 +2416,22 @@ static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, enum ofi_op_kin
     }
     oop->cur = (struct ofi_rma_cursor){
         .local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
-    ofi_seek(oop->cur.local, local_offset, &oop->cur.lseg, &oop->cur.loff);
+    if (kind == OFI_OP_GET && cls->proto->cancel_policy == OFI_CANCEL_FORCE_GETS) {
+        oop->bounce = ofi_bounce_new(cls, oop->peer, size, &ret);
+        if (!oop->bounce)
+            goto error;
+        oop->user_mh = ofi_mh(local);
+        oop->user_off = local_offset;
+        oop->bounce_mh.nseg = 1;
+        oop->bounce_mh.segs = &oop->bounce_mh.one_seg;
+        oop->bounce_mh.one_seg = (struct ofi_seg){
+            .addr = (uint64_t)(uintptr_t)oop->bounce->data,
+            .len = size,
+            .desc = oop->bounce->mr ? fi_mr_desc(oop->bounce->mr) : NULL};
+        oop->cur.local = &oop->bounce_mh;
+    } else {
+        ofi_seek(oop->cur.local, local_offset, &oop->cur.lseg, &oop->cur.loff);
+    }
     ofi_seek(oop->cur.remote, remote_offset, &oop->cur.rseg, &oop->cur.roff);
     oop->nparts = ofi_rma_count_parts(cls, oop->cur);
     if (oop->nparts > 1) {
@@ -2381,21 +2506,24 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
 }
 
 /* First step for a canceled op still pending: cancel again (it may have been
- * posted after the first try) and, over tcp, drop its peer from the address
- * vector so that rxm closes the connection. */
+ * posted after the first try). */
 static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     oop->escalated = true;
-    if (oop->peer && cls->proto->cancel_policy == OFI_CANCEL_DROP_PEER) {
-        char str[128];
-        ofi_raw_addr_format(cls, oop->peer->raw, oop->peer->len, str, sizeof(str));
-        HGX_LOG_WARNING(OFI,
-                        "canceled operation to %s still pending after %d ms; dropping "
-                        "the peer's connection",
-                        str, OFI_CANCEL_ESCALATE_MS);
-        ofi_av_remove_locked(cls, oop->peer);
-    }
     ofi_cancel_contexts_locked(cls, oop);
+}
+
+/* Whether the policy lets a stuck canceled op complete without the provider. */
+static bool ofi_cancel_may_force(const struct ofi_class *cls, const struct ofi_op *oop)
+{
+    switch (cls->proto->cancel_policy) {
+    case OFI_CANCEL_FORCE:
+        return true;
+    case OFI_CANCEL_FORCE_GETS:
+        return oop->bounce != NULL;
+    default:
+        return false;
+    }
 }
 
 /* Second step (policies that allow it): claim the contexts the provider
@@ -2432,7 +2560,7 @@ static void ofi_cancel_check(struct ofi_class *cls)
             struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
             if (!oop->escalated && now >= oop->cancel_deadline_ms)
                 ofi_cancel_escalate_locked(cls, oop);
-            else if (oop->escalated && cls->proto->cancel_policy != OFI_CANCEL_WAIT &&
+            else if (oop->escalated && ofi_cancel_may_force(cls, oop) &&
                      now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;
