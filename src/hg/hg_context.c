@@ -206,6 +206,7 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
                       (long)atomic_load(&context->n_handles));
         return HG_BUSY;
     }
+    hg_handle_cache_drain(context);
     if (context->posts)
         posts_destroy(context);
     na_return_t na_ret = NA_Context_destroy(hg_class->na_class, context->na_context);

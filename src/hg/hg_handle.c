@@ -10,10 +10,78 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Target handles are recycled per context with their NA message buffers and
+ * op ids, so a server allocates nothing per RPC on the steady path. */
+#define HG_HANDLE_CACHE_MAX 64
+
+static hg_handle_t hg_handle_cache_take(hg_context_t *context)
+{
+    pthread_mutex_lock(&context->cq_lock);
+    hg_handle_t handle = context->handle_cache;
+    if (handle) {
+        context->handle_cache = handle->cache_next;
+        context->handle_cache_n--;
+        handle->cache_next = NULL;
+    }
+    pthread_mutex_unlock(&context->cq_lock);
+    return handle;
+}
+
+/* Free what a handle kept for reuse, and the handle. */
+static void hg_handle_free_na(na_class_t *na_class, hg_handle_t handle)
+{
+    NA_Msg_buf_free(na_class, handle->send_buf, handle->send_plugin);
+    NA_Msg_buf_free(na_class, handle->recv_buf, handle->recv_plugin);
+    NA_Msg_buf_free(na_class, handle->ack_buf, handle->ack_plugin);
+    if (handle->send_op)
+        NA_Op_destroy(na_class, handle->send_op);
+    if (handle->recv_op)
+        NA_Op_destroy(na_class, handle->recv_op);
+    if (handle->ack_op)
+        NA_Op_destroy(na_class, handle->ack_op);
+    free(handle);
+}
+
+/* Keep a released target handle for the next request; false when full. */
+static bool hg_handle_cache_put(hg_context_t *context, hg_handle_t handle)
+{
+    struct hg_handle keep = *handle;
+    memset(handle, 0, sizeof(*handle));
+    handle->send_buf = keep.send_buf;
+    handle->send_plugin = keep.send_plugin;
+    handle->send_size = keep.send_size;
+    handle->recv_buf = keep.recv_buf;
+    handle->recv_plugin = keep.recv_plugin;
+    handle->recv_size = keep.recv_size;
+    handle->ack_buf = keep.ack_buf;
+    handle->ack_plugin = keep.ack_plugin;
+    handle->send_op = keep.send_op;
+    handle->recv_op = keep.recv_op;
+    handle->ack_op = keep.ack_op;
+    pthread_mutex_lock(&context->cq_lock);
+    bool kept = context->handle_cache_n < HG_HANDLE_CACHE_MAX;
+    if (kept) {
+        handle->cache_next = context->handle_cache;
+        context->handle_cache = handle;
+        context->handle_cache_n++;
+    }
+    pthread_mutex_unlock(&context->cq_lock);
+    return kept;
+}
+
+void hg_handle_cache_drain(hg_context_t *context)
+{
+    hg_handle_t handle;
+    while ((handle = hg_handle_cache_take(context)) != NULL)
+        hg_handle_free_na(context->hg_class->na_class, handle);
+}
+
 hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
                             const struct hg_rpc_info *rpc, bool target)
 {
-    hg_handle_t handle = calloc(1, sizeof(*handle));
+    hg_handle_t handle = target ? hg_handle_cache_take(context) : NULL;
+    if (!handle)
+        handle = calloc(1, sizeof(*handle));
 
     if (!handle)
         return HG_HANDLE_NULL;
@@ -61,19 +129,12 @@ void hg_handle_release(hg_handle_t handle)
         handle->data_free(handle->data);
     hg_handle_clear_decode(handle);
     hg_handle_free_extra(handle);
-    NA_Msg_buf_free(na_class, handle->send_buf, handle->send_plugin);
-    NA_Msg_buf_free(na_class, handle->recv_buf, handle->recv_plugin);
-    NA_Msg_buf_free(na_class, handle->ack_buf, handle->ack_plugin);
-    if (handle->send_op)
-        NA_Op_destroy(na_class, handle->send_op);
-    if (handle->recv_op)
-        NA_Op_destroy(na_class, handle->recv_op);
-    if (handle->ack_op)
-        NA_Op_destroy(na_class, handle->ack_op);
     HG_Addr_free(context->hg_class, handle->info.addr);
+    bool reuse = handle->target && !handle->self_target;
     atomic_fetch_sub(&context->hg_class->n_handles, 1);
     atomic_fetch_sub(&context->n_handles, 1);
-    free(handle);
+    if (!reuse || !hg_handle_cache_put(context, handle))
+        hg_handle_free_na(na_class, handle);
 }
 
 hg_return_t hg_handle_alloc_send(hg_handle_t handle, bool unexpected)

@@ -61,14 +61,17 @@ struct hg_handle {
     bool self_target;   /* target end of a forward to self */
     hg_op_id_t pull_op; /* internal bulk pull in flight */
     struct hg_completion completion;
-    struct hg_handle *self_peer; /* other end of a forward to self */
+    struct hg_handle *self_peer;  /* other end of a forward to self */
+    struct hg_handle *cache_next; /* in the context's cache of released handles */
 };
 
 /* Allocate a handle with refcount 1 on context (addr gets a new reference). */
 hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
                             const struct hg_rpc_info *rpc, bool target);
-/* Drop one reference, freeing at 0. */
+/* Drop one reference; at 0 a target handle is kept for reuse, others freed. */
 void hg_handle_release(hg_handle_t handle);
+/* Free the released handles a context keeps for reuse. */
+void hg_handle_cache_drain(hg_context_t *context);
 
 /* Start an operation: takes a reference, sets callback/op, clears state. */
 void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback,

@@ -61,8 +61,10 @@ struct hg_context {
     unsigned int cq_count;
     struct hg_post *posts; /* array of hg_class->post_count entries */
     unsigned int n_posts;
-    atomic_long n_posted;  /* posts currently in NA */
-    atomic_long n_handles; /* live handles and bulk transfers on this context */
+    atomic_long n_posted;           /* posts currently in NA */
+    atomic_long n_handles;          /* live handles and bulk transfers on this context */
+    struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
+    unsigned int handle_cache_n;
     bool unposting;
     void *data;
     void (*data_free)(void *);
