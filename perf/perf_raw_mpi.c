@@ -4,6 +4,9 @@
  * MPI_Isend/MPI_Irecv on a private communicator, completions via MPI_Testsome.
  * Bulk has no RMA here: pull is a request answered with the data, push is
  * the data answered with an empty ack (what an MPI-only transport must do).
+ * Push data travels on a second communicator: MPI_ANY_TAG cannot exclude a
+ * tag, and the server's wildcard receives (posted first, PERF_RAW_MSG_MAX
+ * bytes) would otherwise match the data before its own receive is posted.
  */
 #include "config.h"
 #include "perf_raw.h"
@@ -56,7 +59,7 @@ void perf_mpi_finalize(void)
 }
 
 struct mpi_raw {
-    MPI_Comm comm;
+    MPI_Comm comm, data; /* data: push payloads, out of reach of wildcard receives */
     MPI_Request req[PERF_RAW_NSLOTS];
     int idx[PERF_RAW_NSLOTS];
     MPI_Status st[PERF_RAW_NSLOTS];
@@ -81,11 +84,16 @@ static void widen(struct mpi_raw *m, int slot)
     }
 }
 
+static MPI_Comm comm_of(const struct mpi_raw *m, uint64_t tag)
+{
+    return tag >> 16 == RAW_CMD_PUSHDATA ? m->data : m->comm;
+}
+
 static int mpi_send(void *t, int slot, const void *buf, size_t len, uint64_t tag)
 {
     struct mpi_raw *m = t;
     widen(m, slot);
-    return MPI_Isend(buf, (int)len, MPI_BYTE, peer_rank, (int)tag, m->comm,
+    return MPI_Isend(buf, (int)len, MPI_BYTE, peer_rank, (int)tag, comm_of(m, tag),
                      &m->req[slot]) == MPI_SUCCESS
                ? 0
                : -1;
@@ -96,7 +104,7 @@ static int mpi_recv(void *t, int slot, void *buf, size_t len, uint64_t tag, int 
     struct mpi_raw *m = t;
     widen(m, slot);
     return MPI_Irecv(buf, (int)len, MPI_BYTE, peer_rank, any ? MPI_ANY_TAG : (int)tag,
-                     m->comm, &m->req[slot]) == MPI_SUCCESS
+                     any ? m->comm : comm_of(m, tag), &m->req[slot]) == MPI_SUCCESS
                ? 0
                : -1;
 }
@@ -182,7 +190,8 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
     m->msg = calloc(PERF_RAW_SRV_RECVS + 2, PERF_RAW_MSG_MAX);
     m->big = malloc(m->big_size);
     int ret = -1;
-    if (m->msg && m->big && MPI_Comm_dup(MPI_COMM_WORLD, &m->comm) == MPI_SUCCESS) {
+    if (m->msg && m->big && MPI_Comm_dup(MPI_COMM_WORLD, &m->comm) == MPI_SUCCESS &&
+        MPI_Comm_dup(MPI_COMM_WORLD, &m->data) == MPI_SUCCESS) {
         memset(m->big, cfg->server ? 0x5a : 0xa5, m->big_size);
         struct raw_transport rt = {.t = m,
                                    .msg = m->msg,
@@ -195,6 +204,7 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
                                    .rma = NULL};
         ret = perf_raw_drive(cfg, &rt, res);
         perf_oob_sync(oob);
+        MPI_Comm_free(&m->data);
         MPI_Comm_free(&m->comm);
     }
     free(m->msg);

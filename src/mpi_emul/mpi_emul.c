@@ -1200,6 +1200,11 @@ static int ctrl_take_one(struct mpi_emul *e)
 
 int mpi_emul_progress(struct mpi_emul *e)
 {
+    return mpi_emul_progress_ex(e, true);
+}
+
+int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
+{
     if (e->closing)
         return 0;
     int n = 0;
@@ -1207,8 +1212,11 @@ int mpi_emul_progress(struct mpi_emul *e)
      *    only get RECEIVED, so a cancel found in the same batch (e.g. on resume
      *    after a stall) wins over its buffered request. */
     /* Some MPIs (MPICH) move only part of their shared-memory queue into the
-     * matching queue per probe: stop after 3 consecutive misses, not 1. */
-    for (int k = 0, misses = 0; k < CTRL_BATCH && misses < 3;) {
+     * matching queue per probe: once a packet was taken, stop after 3
+     * consecutive misses, not 1, so its cancel queued right behind it joins
+     * the batch. Before the first packet one miss ends it (nothing taken,
+     * nothing to complete; most passes carry no control packet at all). */
+    for (int k = 0, misses = 0; take_ctrl && k < CTRL_BATCH && misses < (k ? 3 : 1);) {
         int r = ctrl_take_one(e);
         if (r < 0)
             break;

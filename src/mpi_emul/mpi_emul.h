@@ -82,8 +82,9 @@ struct mpi_emul_counters {
     unsigned long late_replies; /* answers for timed-out / forgotten requests, dropped */
     unsigned long
         late_data_dropped; /* data chunks drained into scratch after a local cancel */
-    unsigned long partial_local;   /* timed-out get whose data had partly landed (target
-                                      stalled   mid-transfer; see docs/mpi-emul-cancel.md) */
+    /* timed-out get whose data had partly landed (target stalled mid-transfer;
+     * see docs/mpi-emul-cancel.md) */
+    unsigned long partial_local;
     unsigned long target_yes;      /* requests dropped by a target (answered CANCELYES) */
     unsigned long target_no;       /* cancels refused by a target (CANCELNO) */
     unsigned long tombstone_drops; /* requests dropped because a tombstone named them */
@@ -129,6 +130,9 @@ void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o);
  * the same batch), start received requests, run cancel timers. Call from the
  * NA progress loop; returns the number of events handled. */
 int mpi_emul_progress(struct mpi_emul *e);
+/* Same; take_ctrl false skips the control probes (the caller saw no message
+ * waiting on the communicator), the rest (starts, timers) still runs. */
+int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl);
 /* mpi+dynamic: e (one per connection) validates incoming requests against the
  * memory registry of owner (register/deregister go to owner only). owner must
  * outlive e. */

@@ -12,11 +12,13 @@
  *   2+S .. 2+2S-1             mpi_emul get data   (target -> origin)
  *   2+2S .. MPI_TAG_UB        expected messages: 2+2S + NA tag
  *
- * All nonblocking MPI requests live in one table tested with MPI_Testsome
- * from poll(); unexpected messages are taken with MPI_Improbe/MPI_Imrecv only
- * when an NA unexpected receive is posted, so earlier ones stay queued in MPI
- * (bounded by MPI's own unexpected-message resources). One class mutex
- * serializes every MPI call, so MPI_THREAD_SERIALIZED is enough.
+ * All nonblocking MPI requests live in one table tested from poll() (see
+ * mpi_reqtab.h); unexpected messages are taken with MPI_Improbe/MPI_Imrecv
+ * only when an NA unexpected receive is posted, so earlier ones stay queued
+ * in MPI (bounded by MPI's own unexpected-message resources). Each poll pass
+ * first asks MPI with one MPI_Iprobe whether any message waits at all, and
+ * probes per kind only then (probe_waiting). One class mutex serializes
+ * every MPI call, so MPI_THREAD_SERIALIZED is enough.
  */
 #include "na_mpi.h"
 #include "mpi_emul.h"
@@ -57,7 +59,12 @@ struct mpi_class {
     struct mpi_op *uq_head, *uq_tail; /* posted unexpected receives */
     struct mpi_op *eq_head;           /* posted expected receives (not yet in MPI) */
     unsigned long ncompleted;
-    _Atomic uint64_t last_activity_us; /* last completion seen by mpi_poll_wait */
+    _Atomic uint64_t last_activity_us; /* last post or progress event */
+    _Atomic uint64_t spin_until_us;    /* mpi_poll_wait polls without sleeping until */
+    bool waiting;             /* this pass: a message waits on comm (see probe_waiting) */
+    bool take_ctrl;           /* this pass: probe comm for mpi_emul control packets */
+    int front_src, front_tag; /* the waiting message MPI_Iprobe reported */
+    int ctrl_skips;           /* consecutive passes that skipped the control probe */
     /* mpi+dynamic only */
     bool dynamic, listening, published;
     int tag_bye;
@@ -76,6 +83,7 @@ struct dyn_conn {
     char *port; /* port we connected to (client side), else NULL */
     int id;
     bool is_self, dead;
+    bool waiting; /* this pass: a message waits on comm */
     struct dyn_conn *next;
 };
 
@@ -146,6 +154,36 @@ static na_return_t na_from_mpi(int rc)
     default:
         return NA_PROTOCOL_ERROR;
     }
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Polling windows of mpi_poll_wait. After posting a receive or a put/get (a
+ * reply or completion is awaited) the window outlasts the longest sleep of a
+ * peer that was active recently (MPI_SLEEP_BUSY_MAX_NS): were it shorter, two
+ * peers could keep missing each other, each one's message arriving while the
+ * other sleeps (a stable ~1 ms round trip). After a send or a progress event
+ * more traffic is likely close too, but nothing is owed. */
+#define MPI_POST_SPIN_US 2000
+#define MPI_EVENT_SPIN_US 500
+/* While MPI requests are outstanding (bulk chunks above all), MPI moves
+ * their data only from inside our MPI calls (a rendezvous copy, a pipeline
+ * fragment): a sleep there stalls the transfer itself. Keep polling as long
+ * as they progress, i.e. while the last event is this recent. */
+#define MPI_INFLIGHT_SPIN_US 20000
+
+/* A post or a progress event: traffic is likely close (see mpi_poll_wait). */
+static void mark_active(struct mpi_class *pc, uint64_t spin_us)
+{
+    uint64_t t = now_us();
+    atomic_store(&pc->last_activity_us, t);
+    if (atomic_load(&pc->spin_until_us) < t + spin_us)
+        atomic_store(&pc->spin_until_us, t + spin_us);
 }
 
 static void op_done(struct mpi_class *pc, na_op_id_t *op, na_return_t ret)
@@ -1112,6 +1150,7 @@ static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *b
         mo->bounce = NULL;
         return NA_ADDRNOTAVAIL;
     }
+    mark_active(pc, MPI_EVENT_SPIN_US);
     int rc = MPI_Isend(buf, (int)size, MPI_BYTE, dest, tag, comm, &mo->req);
     if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, send_done, op, 0) != 0) {
         MPI_Cancel(&mo->req);
@@ -1217,58 +1256,57 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     op_done(pc, op, ret);
 }
 
-/* Hand unexpected messages MPI holds on comm to posted NA receives. Lock held. */
+/* Hand the oldest unexpected message MPI holds on comm to the first posted NA
+ * receive. One per pass: probing again for a second one would delay the
+ * completion of the first (the next pass's MPI_Iprobe finds any other).
+ * Lock held. */
 static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_conn *conn)
 {
-    while (pc->uq_head) {
-        int flag = 0, count = 0;
-        MPI_Message msg;
-        MPI_Status st;
-        int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        if (!flag)
-            break;
-        struct mpi_op *mo = pc->uq_head;
-        pc->uq_head = mo->next;
-        if (!pc->uq_head)
-            pc->uq_tail = NULL;
-        mo->in_uq = false;
-        mo->next = NULL;
-        mo->conn = conn;
-        na_op_id_t *op = na_op_from_plugin(mo);
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        mo->bounce = malloc(count > 0 ? (size_t)count : 1);
-        if (!mo->bounce) {
-            char dummy[1];
-            MPI_Mrecv(dummy, 0, MPI_BYTE, &msg,
-                      MPI_STATUS_IGNORE); /* truncates, drops it */
-            op_done(pc, op, NA_NOMEM);
-            continue;
-        }
-        rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, &msg, &mo->req);
-        if (rc == MPI_SUCCESS &&
-            hgx_mreqtab_add(&pc->tab, mo->req, unexp_done, op, 0) != 0) {
-            rc = MPI_Wait(&mo->req, &st);
-            unexp_done(op, 0, rc, &st);
-            continue;
-        }
-        if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Imrecv", rc);
-            free(mo->bounce);
-            mo->bounce = NULL;
-            op_done(pc, op, na_from_mpi(rc));
-        }
+    int flag = 0, count = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    if (!pc->uq_head)
+        return MPI_SUCCESS;
+    int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
+    if (rc != MPI_SUCCESS || !flag)
+        return rc;
+    struct mpi_op *mo = pc->uq_head;
+    pc->uq_head = mo->next;
+    if (!pc->uq_head)
+        pc->uq_tail = NULL;
+    mo->in_uq = false;
+    mo->next = NULL;
+    mo->conn = conn;
+    na_op_id_t *op = na_op_from_plugin(mo);
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    mo->bounce = malloc(count > 0 ? (size_t)count : 1);
+    if (!mo->bounce) {
+        char dummy[1];
+        MPI_Mrecv(dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* truncates, drops it */
+        op_done(pc, op, NA_NOMEM);
+        return MPI_SUCCESS;
+    }
+    rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, &msg, &mo->req);
+    if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, unexp_done, op, 0) != 0) {
+        rc = MPI_Wait(&mo->req, &st);
+        unexp_done(op, 0, rc, &st);
+        return MPI_SUCCESS;
+    }
+    if (rc != MPI_SUCCESS) {
+        log_mpi("MPI_Imrecv", rc);
+        free(mo->bounce);
+        mo->bounce = NULL;
+        op_done(pc, op, na_from_mpi(rc));
     }
     return MPI_SUCCESS;
 }
 
 static int match_unexpected(struct mpi_class *pc)
 {
-    int rc = match_unexpected_on(pc, pc->comm, pc->self_conn);
+    int rc = pc->waiting ? match_unexpected_on(pc, pc->comm, pc->self_conn) : MPI_SUCCESS;
     for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS && pc->uq_head;
          k = k->next)
-        if (!k->dead)
+        if (!k->dead && k->waiting)
             rc = match_unexpected_on(pc, k->comm, k);
     return rc;
 }
@@ -1332,6 +1370,7 @@ static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context
         pthread_mutex_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
+    mark_active(pc, MPI_POST_SPIN_US);
     /* append: posting order is matching order, as for MPI receives */
     struct mpi_op **pp = &pc->eq_head;
     while (*pp)
@@ -1339,6 +1378,17 @@ static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context
     *pp = mo;
     pthread_mutex_unlock(&pc->lock);
     return NA_SUCCESS;
+}
+
+/* Whether the last probe_waiting() saw a message waiting on comm. */
+static bool comm_waiting(const struct mpi_class *pc, MPI_Comm comm)
+{
+    if (comm == pc->comm)
+        return pc->waiting;
+    for (const struct dyn_conn *k = pc->conns; k; k = k->next)
+        if (k->comm == comm)
+            return k->waiting;
+    return false;
 }
 
 static int match_expected(struct mpi_class *pc)
@@ -1349,7 +1399,7 @@ static int match_expected(struct mpi_class *pc)
         int flag = 0, count = 0;
         MPI_Message msg;
         MPI_Status st;
-        int rc = mo->comm == MPI_COMM_NULL
+        int rc = mo->comm == MPI_COMM_NULL || !comm_waiting(pc, mo->comm)
                      ? MPI_SUCCESS
                      : MPI_Improbe(mo->src, mo->tag, mo->comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS)
@@ -1530,6 +1580,7 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
     struct mpi_op *mo = na_op_plugin(op);
     struct mpi_mem *rm = (struct mpi_mem *)remote;
     int rank = ((struct mpi_addr *)remote_addr)->rank;
+    mark_active(pc, MPI_POST_SPIN_US);
     if (pc->dynamic) {
         /* the owner field names a rank in the owner's own job; route by connection */
         struct dyn_conn *k = ((struct mpi_addr *)remote_addr)->conn;
@@ -1601,99 +1652,178 @@ static na_return_t mpi_get(na_class_t *na_class, na_context_t *context, na_op_id
 
 /*------------------------------------------------------------ progress */
 
-static na_return_t poll_locked(struct mpi_class *pc)
+/* Whether this pass takes the waiting message MPI_Iprobe reported on
+ * pc->comm: an unexpected one with an NA receive posted, or an expected one
+ * with its NA receive posted. */
+static bool front_taken(const struct mpi_class *pc)
 {
+    if (pc->front_tag == TAG_UNEXP)
+        return pc->uq_head != NULL;
+    if (pc->front_tag < TAG_EXP_BASE || pc->front_tag > TAG_EXP_BASE + (int)pc->max_tag)
+        return false;
+    for (const struct mpi_op *mo = pc->eq_head; mo; mo = mo->next)
+        if (mo->comm == pc->comm && mo->tag == pc->front_tag && mo->src == pc->front_src)
+            return true;
+    return false;
+}
+
+#define MAX_CTRL_SKIPS 8
+
+/*
+ * One MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) per communicator tells whether
+ * any message waits that no posted MPI receive took (unexpected, expected,
+ * control or BYE). Only then do the per-kind probes run: a pass that finds
+ * nothing costs one MPI call instead of one per kind (three for control
+ * packets) and per posted expected receive. The control probe is skipped too
+ * when the reported message is an RPC message this pass takes: whatever
+ * waits behind it shows up in the next pass's MPI_Iprobe (and at most
+ * MAX_CTRL_SKIPS passes in a row skip it, so a stream of RPC messages from
+ * other ranks cannot starve control packets). Lock held.
+ */
+static int probe_waiting(struct mpi_class *pc)
+{
+    int flag = 0;
+    MPI_Status st;
+    int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, pc->comm, &flag, &st);
+    pc->waiting = flag != 0;
+    pc->take_ctrl = false;
+    if (pc->waiting) {
+        pc->front_src = st.MPI_SOURCE;
+        pc->front_tag = st.MPI_TAG;
+        pc->take_ctrl = pc->front_tag == TAG_CTRL || !front_taken(pc) ||
+                        ++pc->ctrl_skips > MAX_CTRL_SKIPS;
+        if (pc->take_ctrl)
+            pc->ctrl_skips = 0;
+    }
+    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
+        flag = 0;
+        if (!k->dead)
+            rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, k->comm, &flag,
+                            MPI_STATUS_IGNORE);
+        k->waiting = flag != 0;
+    }
+    return rc;
+}
+
+/* Returns the number of progress events (messages matched, MPI requests
+ * completed, emulation packets and timers, connections), < 0 on error. */
+static int poll_locked(struct mpi_class *pc)
+{
+    int events = 0;
+    unsigned long before = pc->ncompleted;
     for (int round = 0; round < 16; round++) {
-        int rc = match_unexpected(pc);
+        int rc = probe_waiting(pc);
+        if (rc == MPI_SUCCESS)
+            rc = match_unexpected(pc);
         if (rc == MPI_SUCCESS)
             rc = match_expected(pc);
         if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Improbe", rc);
-            return NA_PROTOCOL_ERROR;
+            log_mpi("MPI_Iprobe/MPI_Improbe", rc);
+            return -1;
         }
         int ndone = 0;
         rc = hgx_mreqtab_poll(&pc->tab, &ndone);
         if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Testsome", rc);
-            return NA_PROTOCOL_ERROR;
+            log_mpi("MPI_Test", rc);
+            return -1;
         }
         /* put/get emulation: control packets (cancels first), cancel timers */
-        ndone += mpi_emul_progress(pc->emul);
+        ndone += mpi_emul_progress_ex(pc->emul, pc->take_ctrl);
         if (pc->dynamic) {
             ndone += dyn_take_accepted(pc);
             for (struct dyn_conn *k = pc->conns; k; k = k->next)
                 if (!k->dead) {
-                    ndone += mpi_emul_progress(k->emul);
-                    ndone += dyn_check_bye(pc, k);
+                    ndone += mpi_emul_progress_ex(k->emul, k->waiting);
+                    if (k->waiting)
+                        ndone += dyn_check_bye(pc, k);
                 }
         }
-        if (ndone == 0)
+        events += ndone; /* not pc->waiting: a message nobody takes stays waiting */
+        /* An NA completion ends the pass at once: its callback is on the
+         * critical path, one more round would only delay it. */
+        if (ndone == 0 || pc->ncompleted != before)
             break;
     }
-    return NA_SUCCESS;
+    return events;
+}
+
+/* One progress pass; *n = NA operations completed, *inflight = MPI requests
+ * still outstanding. Any event (also a bulk chunk or a control packet served
+ * for a peer) marks the class active. */
+static na_return_t poll_once(struct mpi_class *pc, unsigned long *n, bool *inflight)
+{
+    pthread_mutex_lock(&pc->lock);
+    unsigned long before = pc->ncompleted;
+    int events = poll_locked(pc);
+    *n = pc->ncompleted - before;
+    *inflight = pc->tab.n > 0;
+    pthread_mutex_unlock(&pc->lock);
+    if (events > 0 || *n > 0)
+        mark_active(pc, MPI_EVENT_SPIN_US);
+    return events < 0 ? NA_PROTOCOL_ERROR : NA_SUCCESS;
 }
 
 static na_return_t mpi_poll(na_class_t *na_class, na_context_t *context,
                             unsigned int *count_p)
 {
     (void)context;
-    struct mpi_class *pc = PC(na_class);
-    pthread_mutex_lock(&pc->lock);
-    unsigned long before = pc->ncompleted;
-    na_return_t ret = poll_locked(pc);
-    unsigned long n = pc->ncompleted - before;
-    pthread_mutex_unlock(&pc->lock);
+    unsigned long n = 0;
+    bool inflight;
+    na_return_t ret = poll_once(PC(na_class), &n, &inflight);
     if (count_p)
         *count_p = (unsigned int)n;
     return ret != NA_SUCCESS ? ret : n ? NA_SUCCESS : NA_TIMEOUT;
 }
 
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /*
  * MPI offers no wait object (no fd, no blocking "wait for anything" across
- * arbitrary requests and probes), so this is NOT a true block. Right after
- * traffic (a completion within MPI_BUSY_WINDOW_US) it polls for
- * MPI_SPIN_US, yielding the CPU between polls, since a reply is likely close;
- * otherwise, and after that, it sleeps with exponential backoff from 20 us up
- * to 1 ms between polls. An idle process thus costs one poll per millisecond,
- * and the added latency after an idle period is at most ~1 ms.
+ * arbitrary requests and probes), so this is NOT a true block. Within the
+ * polling window of the last activity of the class (a post, or any progress
+ * event: a peer's bulk chunk or control packet served here counts, not only
+ * an NA completion; see mark_active), or while MPI requests are in flight and
+ * progressing, it polls, yielding the CPU between polls. Past it, it sleeps
+ * between polls for half the time idle so far, at most 1 ms while the last
+ * activity is under MPI_IDLE_US old, then at most 4 ms: a wake-up costs
+ * ~25 us of CPU in a VM, so an idle process stays around 1% of a core, and a
+ * request after a long idle period waits at most ~4 ms. The sleep depends
+ * only on the idle time, so it does not restart short at every call.
  */
-#define MPI_SPIN_US 500
-#define MPI_BUSY_WINDOW_US 20000
+#define MPI_IDLE_US 100000
+#define MPI_SLEEP_BUSY_MAX_NS 1000000L
+#define MPI_SLEEP_IDLE_MAX_NS 4000000L
+
+static long idle_sleep_ns(uint64_t idle_us)
+{
+    long cap = idle_us < MPI_IDLE_US ? MPI_SLEEP_BUSY_MAX_NS : MPI_SLEEP_IDLE_MAX_NS;
+    uint64_t half_ns = idle_us * 500u;
+    return half_ns < (uint64_t)cap ? (long)half_ns : cap;
+}
+
 static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
                                  unsigned int timeout_ms)
 {
     struct mpi_class *pc = PC(na_class);
-    uint64_t start = now_us(), deadline = start + (uint64_t)timeout_ms * 1000u;
-    bool busy = start - atomic_load(&pc->last_activity_us) < MPI_BUSY_WINDOW_US;
-    long sleep_ns = 20000;
+    uint64_t deadline = now_us() + (uint64_t)timeout_ms * 1000u;
     for (;;) {
-        unsigned int n = 0;
-        na_return_t ret = mpi_poll(na_class, context, &n);
-        if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
+        unsigned long n = 0;
+        bool inflight;
+        na_return_t ret = poll_once(pc, &n, &inflight);
+        if (ret != NA_SUCCESS)
             return ret;
-        uint64_t t = now_us();
-        if (n > 0 || atomic_load(&context->cq_count) > 0) {
-            atomic_store(&pc->last_activity_us, t);
+        if (n > 0 || atomic_load(&context->cq_count) > 0)
             return NA_SUCCESS;
-        }
+        uint64_t t = now_us(), last = atomic_load(&pc->last_activity_us);
         if (t >= deadline)
             return NA_TIMEOUT;
-        if (busy && t - start < MPI_SPIN_US) {
+        if (t < atomic_load(&pc->spin_until_us) ||
+            (inflight && t < last + MPI_INFLIGHT_SPIN_US)) {
             sched_yield();
             continue;
         }
+        long ns = idle_sleep_ns(t > last ? t - last : 0);
         long max_ns = (long)(deadline - t) * 1000;
-        struct timespec ts = {0, sleep_ns < max_ns ? sleep_ns : max_ns};
+        struct timespec ts = {0, ns < max_ns ? ns : max_ns};
         nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000)
-            sleep_ns = sleep_ns * 2 > 1000000 ? 1000000 : sleep_ns * 2;
     }
 }
 
