@@ -5,6 +5,7 @@
 #include "hg_handle.h"
 #include "hg_header.h"
 
+#include "hg_proc_private.h"
 #include "mercury_proc.h"
 
 #include <stdlib.h>
@@ -189,16 +190,15 @@ void hgx_test_corrupt_next_header(hg_class_t *hg_class)
 hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
                              void *payload, size_t room, size_t *size_p)
 {
-    hg_proc_t proc = HG_PROC_NULL;
+    struct hg_proc proc_area;
+    hg_proc_t proc = &proc_area;
     hg_return_t ret;
 
     *size_p = 0;
     hg_handle_free_extra(handle);
     if (!proc_cb)
         return HG_SUCCESS;
-    ret = hg_proc_create(handle->info.hg_class, HG_NOHASH, &proc);
-    if (ret != HG_SUCCESS)
-        return ret;
+    hg_proc_init(proc, handle->info.hg_class, HG_NOHASH);
     hg_proc_set_handle(proc, handle);
     ret = hg_proc_reset(proc, payload, room, HG_ENCODE);
     if (ret == HG_SUCCESS)
@@ -222,7 +222,7 @@ hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *str
     if (ret != HG_SUCCESS)
         HGX_LOG_ERROR(HG, "could not encode RPC %#llx: %s",
                       (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
-    hg_proc_free(proc);
+    hg_proc_fini(proc);
     return ret;
 }
 
@@ -459,16 +459,15 @@ hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id)
 static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
                             hg_proc_op_t op)
 {
-    hg_proc_t proc = HG_PROC_NULL;
+    struct hg_proc proc_area;
+    hg_proc_t proc = &proc_area;
     hg_return_t ret;
 
     if (!proc_cb)
         return HG_SUCCESS;
     if (op == HG_DECODE && !handle->has_decode)
         return HG_NOENTRY;
-    ret = hg_proc_create(handle->info.hg_class, HG_NOHASH, &proc);
-    if (ret != HG_SUCCESS)
-        return ret;
+    hg_proc_init(proc, handle->info.hg_class, HG_NOHASH);
     hg_proc_set_handle(proc, handle);
     if (op == HG_DECODE)
         ret = hg_proc_reset(proc, (void *)(uintptr_t)handle->decode_buf,
@@ -479,7 +478,7 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
         ret = proc_cb(proc, struct_ptr);
     if (ret == HG_SUCCESS)
         ret = hg_proc_flush(proc);
-    hg_proc_free(proc);
+    hg_proc_fini(proc);
     if (ret != HG_SUCCESS)
         HGX_LOG_ERROR(HG, "could not %s payload of RPC %#llx: %s",
                       op == HG_DECODE ? "decode" : "free",

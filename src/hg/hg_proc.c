@@ -23,16 +23,23 @@ hg_return_t hg_proc_create_internal(hg_proc_hash_t hash, hg_proc_t *proc_p)
                       (int)hash);
         return HG_INVALID_ARG;
     }
-    proc = calloc(1, sizeof(*proc));
+    proc = malloc(sizeof(*proc));
     if (proc == NULL) {
         HGX_LOG_ERROR(PROC, "could not allocate proc");
         return HG_NOMEM;
     }
+    hg_proc_init(proc, NULL, hash);
+    *proc_p = proc;
+    return HG_SUCCESS;
+}
+
+void hg_proc_init(struct hg_proc *proc, hg_class_t *hg_class, hg_proc_hash_t hash)
+{
+    memset(proc, 0, sizeof(*proc));
     proc->hash = hash;
     proc->op = HG_ENCODE;
     proc->current_buf = &proc->proc_buf;
-    *proc_p = proc;
-    return HG_SUCCESS;
+    proc->hg_class = hg_class;
 }
 
 hg_return_t hg_proc_create(hg_class_t *hg_class, hg_proc_hash_t hash, hg_proc_t *proc_p)
@@ -68,11 +75,16 @@ static void hg_proc_drop_extra(struct hg_proc *proc)
     proc->extra_buf = (struct hg_proc_buf){0};
 }
 
+void hg_proc_fini(struct hg_proc *proc)
+{
+    hg_proc_drop_extra(proc);
+}
+
 hg_return_t hg_proc_free(hg_proc_t proc)
 {
     if (proc == HG_PROC_NULL)
         return HG_SUCCESS;
-    hg_proc_drop_extra(proc);
+    hg_proc_fini(proc);
     free(proc);
     return HG_SUCCESS;
 }

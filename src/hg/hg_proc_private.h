@@ -47,6 +47,14 @@ struct hg_proc {
 hg_return_t hg_proc_create_internal(hg_proc_hash_t hash, hg_proc_t *proc);
 
 /**
+ * Set up a processor the caller provides (e.g. on its stack, so that encoding
+ * and decoding an RPC allocate nothing); hg_proc_fini() releases what it
+ * acquired, hg_proc_free() must not be called on it.
+ */
+void hg_proc_init(struct hg_proc *proc, hg_class_t *hg_class, hg_proc_hash_t hash);
+void hg_proc_fini(struct hg_proc *proc);
+
+/**
  * \param proc [IN]  processor (not NULL)
  * \return bytes hg_proc_checksum_get() writes: 0 (HG_NOHASH), 2, 4 or 8
  */
