@@ -26,6 +26,8 @@ struct ucx_raw {
     struct raw_completion *q;
     unsigned qhead, qtail; /* ring of PERF_RAW_NSLOTS * 2 */
     int rma_pending;
+    int posting;     /* inside ucp_tag_recv_nbx: its request is not ours yet */
+    int done_inline; /* that receive completed during its own posting */
 };
 
 #define QSIZE (PERF_RAW_NSLOTS * 2u)
@@ -55,7 +57,10 @@ static void recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_
         push(g_ucx, slot, RAW_EV_CANCELLED, 0, 0);
     else
         push(g_ucx, slot, RAW_EV_RECV, info->sender_tag, info->length);
-    ucp_request_free(request);
+    if (g_ucx->posting)
+        g_ucx->done_inline = 1; /* the poster frees the request it gets back */
+    else
+        ucp_request_free(request);
 }
 
 static void rma_cb(void *request, ucs_status_t status, void *user_data)
@@ -86,25 +91,29 @@ static int ucx_send(void *t, int slot, const void *buf, size_t len, uint64_t tag
     return 0;
 }
 
+/* NO_IMM_CMPL: UCX 1.13 leaves recv_info unwritten when a receive matches an
+ * already-arrived message at once (the sender tag would be stack garbage), so
+ * every receive reports through the callback. */
 static int ucx_recv(void *t, int slot, void *buf, size_t len, uint64_t tag, int any)
 {
     struct ucx_raw *u = t;
-    ucp_tag_recv_info_t info;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                              UCP_OP_ATTR_FIELD_USER_DATA |
-                                             UCP_OP_ATTR_FIELD_RECV_INFO,
+                                             UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
                              .cb.recv = recv_cb,
-                             .user_data = (void *)(intptr_t)slot,
-                             .recv_info.tag_info = &info};
+                             .user_data = (void *)(intptr_t)slot};
+    u->posting = 1;
+    u->done_inline = 0;
     ucs_status_ptr_t sp =
         ucp_tag_recv_nbx(u->worker, buf, len, tag, any ? 0 : ~(ucp_tag_t)0, &p);
+    u->posting = 0;
     if (UCS_PTR_IS_ERR(sp)) {
         fprintf(stderr, "hgx-perf raw ucx: recv: %s\n",
                 ucs_status_string(UCS_PTR_STATUS(sp)));
         return -1;
     }
-    if (sp == NULL)
-        push(u, slot, RAW_EV_RECV, info.sender_tag, info.length);
+    if (u->done_inline)
+        ucp_request_free(sp);
     else
         u->req[slot] = sp;
     return 0;

@@ -99,6 +99,7 @@ struct ucx_class {
     struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
     unsigned escalate_ms;
     long closing; /* forced ep closes not finished yet */
+    long queued;  /* sends in the peers' resource queues */
 };
 
 struct ucx_segment {
@@ -154,6 +155,13 @@ long na_ucx_pending_count(void);
 long na_ucx_pending_count(void)
 {
     return atomic_load(&ucx_pending_total);
+}
+
+/* Count sends entering (n > 0) or leaving a peer's resource queue. */
+static void ucx_queued_add(struct ucx_class *cls, long n)
+{
+    cls->queued += n;
+    atomic_fetch_add(&ucx_pending_total, n);
 }
 
 static struct ucx_class *ucx_cls(const na_class_t *na_class)
@@ -256,7 +264,7 @@ static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
     while (p->pend_head) {
         struct ucx_op *uop = p->pend_head;
         p->pend_head = uop->pend_next;
-        atomic_fetch_sub(&ucx_pending_total, 1);
+        ucx_queued_add(p->cls, -1);
         na_op_complete(na_op_from_plugin(uop), ret);
     }
     p->pend_tail = NULL;
@@ -513,7 +521,7 @@ static void ucx_pending_resume(struct ucx_class *cls)
             p->pend_head = uop->pend_next;
             if (!p->pend_head)
                 p->pend_tail = NULL;
-            atomic_fetch_sub(&ucx_pending_total, 1);
+            ucx_queued_add(cls, -1);
             if (UCS_STATUS_IS_ERR(st))
                 na_op_complete(na_op_from_plugin(uop), ucx_status_to_na(st));
         }
@@ -531,7 +539,8 @@ static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
         total += n;
     } while (n && total < UCX_PROGRESS_MAX &&
              !(context && atomic_load(&context->cq_count)));
-    ucx_pending_resume(cls);
+    if (cls->queued)
+        ucx_pending_resume(cls);
     return total;
 }
 
@@ -631,6 +640,30 @@ static bool ucx_mm_error_handling(const char *proto)
            !getenv("UCX_POSIX_ERROR_HANDLING") && !getenv("UCX_SYSV_ERROR_HANDLING");
 }
 
+/* shm keeps tcp in UCX_TLS only for the listener's wire-up, but UCX then
+ * picks tcp as the high-bandwidth RMA lanes of every shm endpoint (cma offers
+ * no peer-failure handling), and an endpoint's lanes keep their interfaces
+ * polled: an epoll_wait per TCP device in every worker progress. Without
+ * rendezvous lanes the endpoint is shared memory only; messages (<= 4 KiB) are
+ * eager and put/get run over shared-memory active messages. The CM connection
+ * still reports a dead peer. The user's own UCX setting wins. */
+static bool ucx_no_rndv_lanes(const char *proto)
+{
+    return strcmp(proto, "shm") == 0 && !getenv("UCX_MAX_RNDV_RAILS");
+}
+
+static na_return_t ucx_config_set(ucp_config_t *config, const char *name,
+                                  const char *value)
+{
+    ucs_status_t st = ucp_config_modify(config, name, value);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot set UCX_%s=%s: %s", name, value,
+                      ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    return NA_SUCCESS;
+}
+
 static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
 {
     ucp_config_t *config = NULL;
@@ -640,16 +673,16 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
         return NA_PROTOCOL_ERROR;
     }
     const char *tls = ucx_tls(proto);
-    if (tls && (st = ucp_config_modify(config, "TLS", tls)) != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "cannot set UCX_TLS=%s: %s", tls, ucs_status_string(st));
+    na_return_t ret = NA_SUCCESS;
+    if (tls)
+        ret = ucx_config_set(config, "TLS", tls);
+    if (ret == NA_SUCCESS && ucx_mm_error_handling(proto))
+        ret = ucx_config_set(config, "MM_ERROR_HANDLING", "y");
+    if (ret == NA_SUCCESS && ucx_no_rndv_lanes(proto))
+        ret = ucx_config_set(config, "MAX_RNDV_RAILS", "0");
+    if (ret != NA_SUCCESS) {
         ucp_config_release(config);
-        return NA_PROTOCOL_ERROR;
-    }
-    if (ucx_mm_error_handling(proto) &&
-        (st = ucp_config_modify(config, "MM_ERROR_HANDLING", "y")) != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "cannot set UCX_MM_ERROR_HANDLING: %s", ucs_status_string(st));
-        ucp_config_release(config);
-        return NA_PROTOCOL_ERROR;
+        return ret;
     }
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
                            .features =
@@ -1155,7 +1188,7 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
             else
                 p->pend_head = uop;
             p->pend_tail = uop;
-            atomic_fetch_add(&ucx_pending_total, 1);
+            ucx_queued_add(cls, 1);
         } else if (UCS_STATUS_IS_ERR(st)) {
             HGX_LOG_ERROR(UCX, "send to %s failed: %s", p->str, ucs_status_string(st));
             ret = ucx_status_to_na(st);
@@ -1720,7 +1753,7 @@ static bool ucx_pending_remove(struct ucx_op *uop)
             p->pend_head = q->pend_next;
         if (p->pend_tail == q)
             p->pend_tail = prev;
-        atomic_fetch_sub(&ucx_pending_total, 1);
+        ucx_queued_add(p->cls, -1);
         return true;
     }
     return false;
