@@ -723,12 +723,7 @@ static void test_many_in_flight(void **state)
     static struct fwd_state st[IN_FLIGHT];
     static sum_in_t in[IN_FLIGHT];
     int done = 0;
-    /* Known bug (issue 2 note): ofi+shm loses some of 1000 concurrent RPCs
-     * when the machine is loaded; it is exercised with fewer until fixed. */
-    const int n = strcmp(g.info, "ofi+shm") == 0 ? 256 : IN_FLIGHT;
-    if (n != IN_FLIGHT)
-        print_message("# %s: %d RPCs in flight instead of %d (known loss under load)\n",
-                      g.info, n, IN_FLIGHT);
+    const int n = IN_FLIGHT;
 
     for (int i = 0; i < n; i++) {
         in[i] = (sum_in_t){.a = i, .b = 0, .name = "n", .flag = HG_FALSE, .c = 0, .d = 0};

@@ -349,10 +349,7 @@ static void test_free_active(void **state)
 static void test_many_deadlines(void **state)
 {
     struct st *s = *state;
-    /* ofi+shm: see the in-flight limit in test_hg.c (known loss under load). */
-    const int N = strcmp(s->info, "ofi+shm") == 0 ? 256 : 1000;
-    if (N != 1000)
-        print_message("# %s: %d requests with deadlines instead of 1000\n", s->info, N);
+    const int N = 1000;
     hg_handle_t *h = calloc(N, sizeof(*h));
     hgx_request_t *r = calloc(N, sizeof(*r));
     hgx_add_in_t in = {1, 2};

@@ -480,6 +480,87 @@ static void test_self(void **state)
     assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
 }
 
+/* Many more unexpected messages than posted receives, with tags spread over
+ * all 32 bits: each arrives exactly once with its tag. shm 1.17 lost the
+ * messages it held unmatched when receives ignored the tag bits. */
+static void test_unexpected_backlog(void **state)
+{
+    struct na_test_state *st = *state;
+    enum { N = 2000, P = 4 };
+    na_class_t *cls = NA_Initialize(st->info, true);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    na_addr_t *self = NULL;
+    assert_int_equal(NA_Addr_self(cls, &self), NA_SUCCESS);
+    size_t h = NA_Msg_get_unexpected_header_size(cls), len = h + sizeof(uint32_t);
+    char *out = malloc(N * len), *in = malloc(P * len);
+    na_op_id_t **sops = calloc(N, sizeof(*sops));
+    struct na_test_done *sent = calloc(N, sizeof(*sent));
+    struct na_test_done got[P] = {0};
+    na_op_id_t *rops[P];
+    unsigned char *seen = calloc(N, 1);
+
+    for (uint32_t i = 0; i < N; i++) {
+        char *msg = out + i * len;
+        NA_Msg_init_unexpected(cls, msg, len);
+        memcpy(msg + h, &i, sizeof(i));
+        sops[i] = NA_Op_create(cls, NA_OP_SINGLE);
+        assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &sent[i], msg, len,
+                                                NULL, self, 0, i * 2654435761u, sops[i]),
+                         NA_SUCCESS);
+    }
+    for (int k = 0; k < P; k++) {
+        rops[k] = NA_Op_create(cls, NA_OP_SINGLE);
+        assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &got[k],
+                                                in + k * len, len, NULL, rops[k]),
+                         NA_SUCCESS);
+    }
+    int received = 0;
+    double deadline = test_now() + 60;
+    while (received < N && test_now() < deadline) {
+        unsigned int count = 0;
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 256, &count);
+        for (int k = 0; k < P; k++) {
+            if (!got[k].count)
+                continue;
+            uint32_t i;
+            assert_int_equal(got[k].ret, NA_SUCCESS);
+            assert_int_equal(got[k].size, len);
+            memcpy(&i, in + k * len + h, sizeof(i));
+            assert_true(i < N && !seen[i]);
+            assert_int_equal(got[k].tag, i * 2654435761u);
+            seen[i] = 1;
+            received++;
+            NA_Addr_free(cls, got[k].source);
+            got[k] = (struct na_test_done){0};
+            assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &got[k],
+                                                    in + k * len, len, NULL, rops[k]),
+                             NA_SUCCESS);
+        }
+    }
+    assert_int_equal(received, N);
+    for (int i = 0; i < N; i++) {
+        assert_true(na_test_wait(cls, ctx, &sent[i], 1, 10000));
+        assert_int_equal(sent[i].ret, NA_SUCCESS);
+        NA_Op_destroy(cls, sops[i]);
+    }
+    for (int k = 0; k < P; k++) {
+        NA_Cancel(cls, ctx, rops[k]);
+        assert_true(na_test_wait(cls, ctx, &got[k], 1, 10000));
+        assert_int_equal(got[k].ret, NA_CANCELED);
+        NA_Op_destroy(cls, rops[k]);
+    }
+    free(seen);
+    free(sent);
+    free(sops);
+    free(in);
+    free(out);
+    NA_Addr_free(cls, self);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
 /* Address strings and descriptors: round trips and malformed input. */
 static void test_addresses(void **state)
 {
@@ -579,7 +660,7 @@ int main(void)
         cmocka_unit_test(test_recv_too_small), cmocka_unit_test(test_rma_contiguous),
         cmocka_unit_test(test_rma_segmented),  cmocka_unit_test(test_rma_refused),
         cmocka_unit_test(test_cancel_recv),    cmocka_unit_test(test_cancel_inflight),
-        cmocka_unit_test(test_self),
+        cmocka_unit_test(test_self),           cmocka_unit_test(test_unexpected_backlog),
     };
     for (size_t i = 0; i < n; i++) {
         char name[64];

@@ -8,14 +8,21 @@
  *
  *   bit 63      unexpected message
  *   bits 32..39 id of the receiving context
- *   bits 0..31  the NA tag
+ *   bits 0..31  the NA tag of an expected message (0 in unexpected ones)
  *
- * Unexpected receives ignore the NA tag bits so they match any unexpected
- * message for their context; expected receives are directed at their source
- * and match the tag exactly. An unexpected message starts with a fixed-size
- * header carrying the sender's raw address, so a receiver can answer a peer it
- * has never seen. Raw addresses are cached (peer table) so each peer uses one
- * address vector entry.
+ * An unexpected message carries its NA tag as remote CQ data instead, so
+ * every receive matches its tag exactly (ignore mask 0): unexpected receives
+ * take any unexpected message for their context, expected receives are
+ * directed at their source. shm 1.17 matches a new receive against its queued
+ * unmatched messages with the ignore mask left in each queued entry's slot by
+ * the receive that last used it, not with the new receive's mask; with
+ * wildcard receives those messages were never matched (lost) as soon as more
+ * arrived than receives were posted. With every mask 0 the match is exact.
+ *
+ * An unexpected message starts with a fixed-size header carrying the
+ * sender's raw address, so a receiver can answer a peer it has never seen.
+ * Raw addresses are cached (peer table) so each peer uses one address vector
+ * entry.
  *
  * Memory handles register each segment separately (tcp allows one iov per
  * registration), so a handle has one key per segment. Put/get walk both
@@ -63,7 +70,7 @@
 #define OFI_RAW_ADDR_MAX 60 /* sockaddr_in6 and shm names fit */
 #define OFI_HDR_SIZE 64     /* magic, version, u16 length, raw address */
 #define OFI_HDR_MAGIC 0xa7
-#define OFI_HDR_VERSION 1
+#define OFI_HDR_VERSION 2 /* 2: the NA tag of unexpected messages in CQ data */
 
 #define OFI_MAX_SEGMENTS 1024 /* per memory handle */
 #define OFI_IOV_MAX 16 /* iovs per provider RMA operation (also capped by provider) */
@@ -117,13 +124,20 @@ struct ofi_proto {
     /* shm 1.17 deadlocks in fi_trecv directed at a peer whose message above
      * the inject size waits in the unexpected queue: stay at or below it. */
     bool msg_max_inject;
+    /* shm 1.17 refuses a receive with ENOMEM, not EAGAIN, while all its rx_size
+     * (1024) receive entries are taken: posted receives and the unexpected
+     * messages it holds share them and free them when matched. Past that
+     * bound nothing is lost: new messages wait in the receiver's command queue,
+     * senders are refused (EAGAIN) once it holds rx_size, and refused posts
+     * wait in our retry queue (OFI_RETRY_TIMEOUT_MS each). */
+    bool recv_full_nomem;
     enum ofi_cancel_policy cancel_policy;
 };
 
 static const struct ofi_proto ofi_protos[] = {
-    {"tcp", "tcp;ofi_rxm", NULL, false, OFI_CANCEL_FORCE_GETS},
-    {"sockets", "sockets", NULL, false, OFI_CANCEL_WAIT},
-    {"shm", "shm", "fi_shm://", true, OFI_CANCEL_FORCE},
+    {"tcp", "tcp;ofi_rxm", NULL, false, false, OFI_CANCEL_FORCE_GETS},
+    {"sockets", "sockets", NULL, false, false, OFI_CANCEL_WAIT},
+    {"shm", "shm", "fi_shm://", true, true, OFI_CANCEL_FORCE},
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
@@ -226,7 +240,7 @@ struct ofi_op {
     void *buf; /* message buffer, kept for retries, headers and reposts */
     size_t buf_size;
     void *desc;
-    uint64_t tag, ignore;
+    uint64_t tag;              /* NA tag in bits 0..31, sent as CQ data if unexpected */
     struct fid_mr *tmp_mr;     /* buffer registered for this op (FI_MR_LOCAL) */
     struct ofi_bounce *bounce; /* a bounced get's landing area */
     const struct ofi_mem_handle *user_mh; /* where a bounced get is copied */
@@ -892,6 +906,7 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto)
     hints->caps = FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
                   FI_REMOTE_WRITE | FI_DIRECTED_RECV;
     hints->mode = FI_CONTEXT | FI_CONTEXT2; /* each posted op has its own fi_context2 */
+    hints->domain_attr->cq_data_size = sizeof(na_tag_t); /* unexpected messages' tags */
     hints->domain_attr->threading = FI_THREAD_SAFE;
     /* Every registration mode we can honor; the provider keeps what it needs. */
     hints->domain_attr->mr_mode =
@@ -1890,8 +1905,16 @@ static ssize_t ofi_post_send(struct ofi_class *cls, struct ofi_op *oop,
          .iov_len = oop->buf_size - OFI_HDR_SIZE},
     };
     void *desc[2] = {cls->hdr_desc, oop->desc};
-    size_t count = oop->buf_size > OFI_HDR_SIZE ? 2 : 1;
-    return fi_tsendv(cls->ep, iov, desc, count, oop->fi_addr, oop->tag, ctx);
+    const struct fi_msg_tagged msg = {
+        .msg_iov = iov,
+        .desc = desc,
+        .iov_count = oop->buf_size > OFI_HDR_SIZE ? 2 : 1,
+        .addr = oop->fi_addr,
+        .tag = oop->tag & ~OFI_TAG_NA_MASK,
+        .context = ctx,
+        .data = oop->tag & OFI_TAG_NA_MASK,
+    };
+    return fi_tsendmsg(cls->ep, &msg, FI_COMPLETION | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
@@ -1901,9 +1924,11 @@ static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
     case OFI_OP_SEND:
     case OFI_OP_SEND_UNEXPECTED:
         return ofi_post_send(cls, oop, ctx);
-    case OFI_OP_RECV:
-        return fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr,
-                        oop->tag, oop->ignore, ctx);
+    case OFI_OP_RECV: {
+        ssize_t rc = fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr,
+                              oop->tag, 0, ctx);
+        return rc == -FI_ENOMEM && cls->proto->recv_full_nomem ? -FI_EAGAIN : rc;
+    }
     default:
         return ofi_post_rma_part(cls, oop, ctx);
     }
@@ -2127,7 +2152,7 @@ static bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf,
 /* An unexpected message arrived: find its sender from the header. A bad
  * header (or an address we cannot insert) drops the message and reposts. */
 static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *oop,
-                                         size_t len, uint64_t tag)
+                                         size_t len, uint64_t data)
 {
     na_op_id_t *op = na_op_from_plugin(oop);
     unsigned char raw[OFI_RAW_ADDR_MAX];
@@ -2140,7 +2165,7 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
             ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
             op->info.info.recv_unexpected.actual_buf_size = len;
             op->info.info.recv_unexpected.source = source;
-            op->info.info.recv_unexpected.tag = (na_tag_t)(tag & OFI_TAG_NA_MASK);
+            op->info.info.recv_unexpected.tag = (na_tag_t)(data & OFI_TAG_NA_MASK);
             ofi_op_finish(cls, oop, NA_SUCCESS);
             return;
         }
@@ -2162,7 +2187,7 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
 }
 
 static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret,
-                         size_t len, uint64_t tag)
+                         size_t len, uint64_t data)
 {
     struct ofi_op *oop = atomic_exchange(&ctx->op, NULL);
 
@@ -2175,7 +2200,7 @@ static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t
     if (ofi_op_is_rma(oop))
         ofi_part_done(cls, oop, ret);
     else if (op->info.type == NA_CB_RECV_UNEXPECTED && ret == NA_SUCCESS)
-        ofi_complete_recv_unexpected(cls, oop, len, tag);
+        ofi_complete_recv_unexpected(cls, oop, len, data);
     else {
         if (op->info.type == NA_CB_RECV_EXPECTED)
             op->info.info.recv_expected.actual_buf_size = ret == NA_SUCCESS ? len : 0;
@@ -2213,7 +2238,7 @@ static void ofi_cq_read_error(struct ofi_class *cls)
         HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
                       fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
     }
-    ofi_complete(cls, err.op_context, ret, err.len, err.tag);
+    ofi_complete(cls, err.op_context, ret, err.len, err.data);
 }
 
 /* Process what the CQ holds, in bounded batches; returns completions seen. */
@@ -2237,7 +2262,7 @@ static unsigned int ofi_cq_drain(struct ofi_class *cls)
         }
         for (ssize_t i = 0; i < n; i++)
             ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len,
-                         entries[i].tag);
+                         entries[i].data);
         count += (unsigned int)n;
         if (n < OFI_CQ_BATCH)
             break;
@@ -2307,15 +2332,13 @@ static na_return_t ofi_msg_desc(struct ofi_class *cls, struct ofi_op *oop,
 
 /* Fill in a message op (peer already set) and submit it. */
 static na_return_t ofi_msg_submit(struct ofi_class *cls, struct ofi_op *oop, void *buf,
-                                  size_t buf_size, void *plugin_data, uint64_t tag,
-                                  uint64_t ignore)
+                                  size_t buf_size, void *plugin_data, uint64_t tag)
 {
     na_return_t ret = NA_SUCCESS;
 
     oop->buf = buf;
     oop->buf_size = buf_size;
     oop->tag = tag;
-    oop->ignore = ignore;
     oop->fi_addr = FI_ADDR_UNSPEC;
     if (oop->peer)
         ret = ofi_peer_fi_addr(cls, oop->peer, &oop->fi_addr);
@@ -2341,7 +2364,7 @@ static na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *c
     (void)context;
     /* The buffer is only read; it is kept non-const to share the op field. */
     return ofi_msg_submit(ofi_class(na_class), oop, (void *)(uintptr_t)buf, buf_size,
-                          plugin_data, OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag), 0);
+                          plugin_data, OFI_TAG_UNEXPECTED | ofi_tag(dest_id, tag));
 }
 
 static na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
@@ -2353,7 +2376,7 @@ static na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *con
 
     (void)context;
     return ofi_msg_submit(ofi_class(na_class), oop, (void *)(uintptr_t)buf, buf_size,
-                          plugin_data, ofi_tag(dest_id, tag), 0);
+                          plugin_data, ofi_tag(dest_id, tag));
 }
 
 static na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
@@ -2363,7 +2386,7 @@ static na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *c
     struct ofi_op *oop = ofi_op_start(op, OFI_OP_RECV, NULL);
 
     return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
-                          OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0), OFI_TAG_NA_MASK);
+                          OFI_TAG_UNEXPECTED | ofi_tag(context->id, 0));
 }
 
 static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
@@ -2375,7 +2398,7 @@ static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *con
 
     (void)source_id; /* one endpoint per class: the sender's context is not visible */
     return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
-                          ofi_tag(context->id, tag), 0);
+                          ofi_tag(context->id, tag));
 }
 
 /* ---------------------------------------------------------------------------
