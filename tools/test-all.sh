@@ -109,5 +109,5 @@ sum_of() {
     cat "$logdir"/*.check "$logdir/valgrind.log" 2>/dev/null |
         awk -v tag="$1" 'index($0, "[  " tag "  ] ") == 1 && $5 ~ /^test/ {n += $4} END {print n + 0}'
 }
-echo "hgx CI: $(sum_of PASSED) passed, $(sum_of FAILED) failed"
+echo "summary: $(sum_of PASSED) passed, $(sum_of FAILED) failed"
 exit $status
