@@ -226,7 +226,15 @@ NA_PUBLIC na_return_t NA_Msg_recv_unexpected(na_class_t *na_class, na_context_t 
                                              size_t buf_size, void *plugin_data,
                                              na_op_id_t *op_id);
 
-/** Multi-receive is not supported by hgx plugins: NA_OPNOTSUPPORTED. */
+/**
+ * Post a multi-receive buffer for unexpected messages. Multi-receive is one of
+ * Mercury's optional NA features: a caller checks
+ * NA_Has_opt_feature(class, NA_OPT_MULTI_RECV) first and posts single receives
+ * (NA_Msg_recv_unexpected) when it is absent, as HG does. No hgx plugin offers
+ * it (libfabric 1.17's shm and rxm/tcp, UCX tag matching and MPI all deliver one
+ * message per posted receive), so NA_Has_opt_feature() says false for it.
+ * \return NA_OPNOTSUPPORTED, with a log line
+ */
 NA_PUBLIC na_return_t NA_Msg_multi_recv_unexpected(na_class_t *na_class,
                                                    na_context_t *context,
                                                    na_cb_t callback, void *arg, void *buf,

@@ -411,6 +411,31 @@ static void test_cancel_inflight(void **state)
 }
 
 /* Messages and put/get addressed to oneself. */
+/* Optional features: none is advertised, and what depends on one refuses
+ * cleanly instead of half working. */
+static void test_optional_features(void **state)
+{
+    struct na_test_state *st = *state;
+    char buf[256];
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+
+    assert_false(NA_Has_opt_feature(st->cls, NA_OPT_MULTI_RECV));
+    assert_true(NA_Has_opt_feature(st->cls, 0));
+    assert_null(NA_Op_create(st->cls, NA_OP_MULTI));
+    assert_int_equal(NA_Msg_multi_recv_unexpected(st->cls, st->ctx, na_test_cb, NULL, buf,
+                                                  sizeof(buf), NULL, op),
+                     NA_OPNOTSUPPORTED);
+    /* the op id was not consumed: a normal receive can use it */
+    struct na_test_done done = {0};
+    assert_int_equal(NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf,
+                                            sizeof(buf), NULL, op),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 10000));
+    assert_int_equal(done.ret, NA_CANCELED);
+    NA_Op_destroy(st->cls, op);
+}
+
 static void test_self(void **state)
 {
     struct na_test_state *st = *state;
@@ -655,12 +680,19 @@ int main(void)
     size_t n = test_transports(&transports);
     int failed = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_info),       cmocka_unit_test(test_addresses),
-        cmocka_unit_test(test_msg_sizes),      cmocka_unit_test(test_msg_too_big),
-        cmocka_unit_test(test_recv_too_small), cmocka_unit_test(test_rma_contiguous),
-        cmocka_unit_test(test_rma_segmented),  cmocka_unit_test(test_rma_refused),
-        cmocka_unit_test(test_cancel_recv),    cmocka_unit_test(test_cancel_inflight),
-        cmocka_unit_test(test_self),           cmocka_unit_test(test_unexpected_backlog),
+        cmocka_unit_test(test_bad_info),
+        cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_msg_sizes),
+        cmocka_unit_test(test_msg_too_big),
+        cmocka_unit_test(test_recv_too_small),
+        cmocka_unit_test(test_rma_contiguous),
+        cmocka_unit_test(test_rma_segmented),
+        cmocka_unit_test(test_rma_refused),
+        cmocka_unit_test(test_cancel_recv),
+        cmocka_unit_test(test_cancel_inflight),
+        cmocka_unit_test(test_self),
+        cmocka_unit_test(test_unexpected_backlog),
+        cmocka_unit_test(test_optional_features),
     };
     for (size_t i = 0; i < n; i++) {
         char name[64];
