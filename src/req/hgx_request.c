@@ -320,6 +320,11 @@ static struct hgx_ctx_state *hgx_ctx_state_new(hg_context_t *ctx)
 
 struct hgx_ctx_state *hgx_ctx_state_get(hg_context_t *ctx)
 {
+    /* Every request creation looks its context up: remember the last one per
+     * thread (entries are never freed, so the pointer stays valid). */
+    static _Thread_local struct hgx_ctx_state *last;
+    if (last && last->ctx == ctx)
+        return last;
     pthread_mutex_lock(&hgx_ctx_states_lock);
     struct hgx_ctx_state *cs = hgx_ctx_states;
     while (cs && cs->ctx != ctx)
@@ -331,6 +336,7 @@ struct hgx_ctx_state *hgx_ctx_state_get(hg_context_t *ctx)
     pthread_mutex_unlock(&hgx_ctx_states_lock);
     if (!cs)
         HGX_LOG_ERROR(REQ, "out of memory for the state of context %p", (void *)ctx);
+    last = cs;
     return cs;
 }
 
