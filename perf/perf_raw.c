@@ -3,8 +3,8 @@
  * outstanding batches, cancels, RMA) over a struct raw_transport.
  */
 #include "perf_raw.h"
+#include "hgx_spin.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +32,7 @@ static int pump(struct raw_transport *rt, long *nrecv, long *ncancel, int *rma_d
     if (n < 0)
         return -1;
     if (n == 0)
-        sched_yield(); /* 2 cores, 2 spinning processes: let the peer run */
+        hgx_spin_pause(); /* 2 cores, 2 spinning processes: let the peer run */
     for (int i = 0; i < n; i++) {
         switch (c[i].ev) {
         case RAW_EV_SEND:
@@ -75,7 +75,7 @@ static int serve(struct raw_transport *rt)
         if (n < 0)
             return -1;
         if (n == 0)
-            sched_yield();
+            hgx_spin_pause();
         for (int i = 0; i < n && !ret; i++) {
             if (c[i].ev != RAW_EV_RECV)
                 continue;

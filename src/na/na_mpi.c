@@ -24,9 +24,9 @@
 #include "mpi_emul.h"
 #include "mpi_reqtab.h"
 #include "na_plugin.h"
+#include "hgx_spin.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +42,13 @@
 
 #define UNEXP_MAGIC 0x48554e58u /* "HUNX" */
 #define UNEXP_HDR_SIZE 8
-#define DEFAULT_MSG_SIZE 4096
+#define DEFAULT_MSG_SIZE 8192
+/* A matched message this small is received with the blocking MPI_Mrecv: it
+ * is below the eager limit of every MPI transport we know (Open MPI's
+ * shared memory BTL has the lowest, 4 KiB), so its data has arrived with the
+ * match and MPI_Mrecv returns at once, where MPI_Imrecv would cost a request
+ * and an MPI_Test in a later pass. Larger ones use MPI_Imrecv. */
+#define MRECV_MAX 4096
 
 struct dyn_conn;
 struct dyn_acceptor;
@@ -64,6 +70,7 @@ struct mpi_class {
     bool waiting;             /* this pass: a message waits on comm (see probe_waiting) */
     bool take_ctrl;           /* this pass: probe comm for mpi_emul control packets */
     int front_src, front_tag; /* the waiting message MPI_Iprobe reported */
+    char small[MRECV_MAX];    /* unexpected messages received with MPI_Mrecv */
     int ctrl_skips;           /* consecutive passes that skipped the control probe */
     /* mpi+dynamic only */
     bool dynamic, listening, published;
@@ -1214,12 +1221,11 @@ static na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *conte
     return NA_SUCCESS;
 }
 
-static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+/* Check an unexpected message received into data (header first) and hand
+ * it to its NA receive. */
+static void unexp_finish(na_op_id_t *op, const char *data, int err, const MPI_Status *st)
 {
-    (void)aux;
-    na_op_id_t *op = obj;
     struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_class *pc = PC(mo->na_class);
     na_return_t ret = NA_SUCCESS;
     int count = 0;
     uint32_t hdr[2] = {0, 0};
@@ -1229,7 +1235,7 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     } else {
         MPI_Get_count(st, MPI_BYTE, &count);
         if (count >= UNEXP_HDR_SIZE)
-            memcpy(hdr, mo->bounce, sizeof(hdr));
+            memcpy(hdr, data, sizeof(hdr));
         if (count < UNEXP_HDR_SIZE || hdr[0] != UNEXP_MAGIC) {
             HGX_LOG_ERROR(
                 MPI, "dropped a malformed unexpected message (%d bytes) from rank %d",
@@ -1242,8 +1248,7 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
                           (size_t)count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
             ret = NA_MSGSIZE;
         } else {
-            memcpy(mo->buf, (char *)mo->bounce + UNEXP_HDR_SIZE,
-                   (size_t)count - UNEXP_HDR_SIZE);
+            memcpy(mo->buf, data + UNEXP_HDR_SIZE, (size_t)count - UNEXP_HDR_SIZE);
             ret = addr_new(mo->na_class, mo->conn, st->MPI_SOURCE,
                            &op->info.info.recv_unexpected.source);
             op->info.info.recv_unexpected.actual_buf_size =
@@ -1251,9 +1256,18 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
             op->info.info.recv_unexpected.tag = hdr[1];
         }
     }
-    free(mo->bounce);
+    op_done(PC(mo->na_class), op, ret);
+}
+
+static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+{
+    (void)aux;
+    na_op_id_t *op = obj;
+    struct mpi_op *mo = na_op_plugin(op);
+    void *bounce = mo->bounce;
     mo->bounce = NULL;
-    op_done(pc, op, ret);
+    unexp_finish(op, bounce, err, st);
+    free(bounce);
 }
 
 /* Hand the oldest unexpected message MPI holds on comm to the first posted NA
@@ -1279,7 +1293,12 @@ static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_c
     mo->conn = conn;
     na_op_id_t *op = na_op_from_plugin(mo);
     MPI_Get_count(&st, MPI_BYTE, &count);
-    mo->bounce = malloc(count > 0 ? (size_t)count : 1);
+    if (count <= MRECV_MAX) {
+        rc = MPI_Mrecv(pc->small, count, MPI_BYTE, &msg, &st);
+        unexp_finish(op, pc->small, rc, &st);
+        return MPI_SUCCESS;
+    }
+    mo->bounce = malloc((size_t)count);
     if (!mo->bounce) {
         char dummy[1];
         MPI_Mrecv(dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* truncates, drops it */
@@ -1423,6 +1442,11 @@ static int match_expected(struct mpi_class *pc)
                           "%zu-byte buffer: dropped",
                           count, mo->src, mo->buf_size);
             op_done(pc, op, NA_MSGSIZE);
+            continue;
+        }
+        if (count <= MRECV_MAX) {
+            rc = MPI_Mrecv(mo->buf, count, MPI_BYTE, &msg, &st);
+            recv_exp_done(op, 0, rc, &st);
             continue;
         }
         rc = MPI_Imrecv(mo->buf, count, MPI_BYTE, &msg, &mo->req);
@@ -1781,7 +1805,7 @@ static na_return_t mpi_poll(na_class_t *na_class, na_context_t *context,
  * polling window of the last activity of the class (a post, or any progress
  * event: a peer's bulk chunk or control packet served here counts, not only
  * an NA completion; see mark_active), or while MPI requests are in flight and
- * progressing, it polls, yielding the CPU between polls. Past it, it sleeps
+ * progressing, it polls (hgx_spin_pause between polls). Past it, it sleeps
  * between polls for half the time idle so far, at most 1 ms while the last
  * activity is under MPI_IDLE_US old, then at most 4 ms: a wake-up costs
  * ~25 us of CPU in a VM, so an idle process stays around 1% of a core, and a
@@ -1817,7 +1841,7 @@ static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
             return NA_TIMEOUT;
         if (t < atomic_load(&pc->spin_until_us) ||
             (inflight && t < last + MPI_INFLIGHT_SPIN_US)) {
-            sched_yield();
+            hgx_spin_pause();
             continue;
         }
         long ns = idle_sleep_ns(t > last ? t - last : 0);

@@ -2,8 +2,8 @@
  * na_op.c -- op ids, completion queues, progress, trigger and cancel of the NA core.
  */
 #include "na_op.h"
+#include "hgx_spin.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -234,7 +234,7 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
         if (now < spin_end) {
             /* The peer may share this CPU (fewer cores than processes): let it
              * run, or the spin only delays the reply it waits for. */
-            sched_yield();
+            hgx_spin_pause();
             continue;
         }
         /* Idle: sleep in the transport's wait object rather than spin. */
