@@ -36,7 +36,6 @@ static void result(const char *name, int ok, const char *why)
     fflush(stdout);
 }
 
-
 static int wait_for(struct done *d, double timeout_s)
 {
     double end = mpitest_now() + timeout_s;
@@ -128,7 +127,8 @@ static int server(const char *addrfile, int nclients)
             byes++;
             out[0] = 1;
         }
-        NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, out, olen, NULL, d.src, 0, d.tag, sop);
+        NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, out, olen, NULL, d.src, 0, d.tag,
+                             sop);
         int ok = wait_for(&s, 30) && s.ret == NA_SUCCESS;
         if (!ok)
             result("reply to the unexpected source", 0, NA_Error_to_string(s.ret));
@@ -153,10 +153,11 @@ static na_return_t rpc(na_addr_t *srv, const unsigned char *msg, size_t len,
 {
     struct done s = {0}, r = {0};
     na_op_id_t *sop = NA_Op_create(cls, 0), *rop = NA_Op_create(cls, 0);
-    na_return_t ret =
-        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, rsize, NULL, srv, 0, tag, rop);
+    na_return_t ret = NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, rsize, NULL,
+                                           srv, 0, tag, rop);
     if (ret == NA_SUCCESS)
-        ret = NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, len, NULL, srv, 0, tag, sop);
+        ret = NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, len, NULL, srv, 0,
+                                     tag, sop);
     if (ret == NA_SUCCESS)
         ret = !wait_for(&s, 30) ? NA_TIMEOUT : s.ret;
     if (ret == NA_SUCCESS)
@@ -188,7 +189,8 @@ static int client(const char *addr, int id)
     double t0 = mpitest_now();
     na_return_t r = NA_Addr_lookup(cls, addr, &srv);
     char why[256];
-    snprintf(why, sizeof(why), "%s after %.1f s", NA_Error_to_string(r), mpitest_now() - t0);
+    snprintf(why, sizeof(why), "%s after %.1f s", NA_Error_to_string(r),
+             mpitest_now() - t0);
     result("NA_Addr_lookup connects", r == NA_SUCCESS, why);
     if (r != NA_SUCCESS)
         return 1;
@@ -266,6 +268,20 @@ static int bogus(void)
     return 0;
 }
 
+/* The application's error handlers (fatal by default, never set here) must
+ * be as they were: hgx may change them only around its own port and name
+ * calls. */
+static void check_app_errhandlers(void)
+{
+    MPI_Errhandler w = MPI_ERRHANDLER_NULL, s = MPI_ERRHANDLER_NULL;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &w);
+    MPI_Comm_get_errhandler(MPI_COMM_SELF, &s);
+    result("MPI_COMM_WORLD and MPI_COMM_SELF keep MPI_ERRORS_ARE_FATAL",
+           w == MPI_ERRORS_ARE_FATAL && s == MPI_ERRORS_ARE_FATAL, "");
+    MPI_Errhandler_free(&w);
+    MPI_Errhandler_free(&s);
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -290,6 +306,7 @@ int main(int argc, char **argv)
                NA_Error_to_string(r));
         if (cls)
             NA_Finalize(cls);
+        check_app_errhandlers();
         MPI_Finalize();
         printf("[  PASSED  ] %d [  FAILED  ] %d\n", passes, failures);
         return failures ? 1 : 0;
@@ -310,8 +327,10 @@ int main(int argc, char **argv)
         bogus();
     else
         result("arguments", 0, "bad role or arguments");
+    check_app_errhandlers();
     NA_Context_destroy(cls, ctx);
     result("NA_Finalize", NA_Finalize(cls) == NA_SUCCESS, "");
+    check_app_errhandlers();
     MPI_Finalize();
     printf("[  PASSED  ] %d [  FAILED  ] %d (%s)\n", passes, failures, role);
     return failures ? 1 : 0;

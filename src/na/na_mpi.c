@@ -83,7 +83,7 @@ struct mpi_class {
 };
 
 /* mpi+dynamic: one connection = a 1-to-1 intercommunicator (both sides use
- * MPI_COMM_SELF), the peer is rank 0 of its remote group. */
+ * their dyn_self), the peer is rank 0 of its remote group. */
 struct dyn_conn {
     MPI_Comm comm; /* MPI_COMM_NULL once disconnected */
     struct mpi_emul *emul;
@@ -210,7 +210,7 @@ static bool mpi_check_protocol(const char *protocol_name)
  *
  * A listener opens a port (MPI_Open_port) and, when a name server answers,
  * publishes it under a service name (env HGX_MPI_SERVICE, default "hgx").
- * MPI_Comm_accept blocks, so an acceptor thread loops on it (on MPI_COMM_SELF)
+ * MPI_Comm_accept blocks, so an acceptor thread loops on it (on dyn_self)
  * and hands each new intercommunicator to the progress loop under a lock;
  * this needs MPI_THREAD_MULTIPLE, checked at init. A lookup of
  * "mpi+dynamic://PORT" (port percent-escaped) or "mpi+dynamic://NAME"
@@ -247,11 +247,76 @@ static const char *mpi_library_name(char *buf, size_t n)
     return buf;
 }
 
+/*
+ * MPI_Open_port, MPI_Close_port and the name service act on no communicator:
+ * MPI-3 libraries raise their errors on MPI_COMM_WORLD, MPI-4 ones on
+ * MPI_COMM_SELF, and those handlers are the application's (fatal by
+ * default). So each such call runs with MPI_ERRORS_RETURN on both, and the
+ * application's handlers are put back right after it; calls in several
+ * threads at once share one window (counted). A lookup abandoned in its
+ * helper thread (see dyn_connect) keeps the window open until MPI_Lookup_name
+ * returns. Accept and connect run on dyn_self, a private dup of MPI_COMM_SELF
+ * with MPI_ERRORS_RETURN, so the acceptor blocked in MPI_Comm_accept for the
+ * life of a listener changes nothing of the application's.
+ */
+static pthread_mutex_t dyn_eh_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dyn_eh_depth;
+static MPI_Errhandler dyn_eh_world, dyn_eh_self;
+static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
+                                             acceptor may still use it */
+
+static void dyn_eh_enter(void)
+{
+    pthread_mutex_lock(&dyn_eh_lock);
+    if (dyn_eh_depth++ == 0) {
+        MPI_Comm_get_errhandler(MPI_COMM_WORLD, &dyn_eh_world);
+        MPI_Comm_get_errhandler(MPI_COMM_SELF, &dyn_eh_self);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    }
+    pthread_mutex_unlock(&dyn_eh_lock);
+}
+
+static void dyn_eh_leave(void)
+{
+    pthread_mutex_lock(&dyn_eh_lock);
+    if (--dyn_eh_depth == 0) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, dyn_eh_world);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, dyn_eh_self);
+        MPI_Errhandler_free(&dyn_eh_world);
+        MPI_Errhandler_free(&dyn_eh_self);
+    }
+    pthread_mutex_unlock(&dyn_eh_lock);
+}
+
+static int dyn_close_port(const char *port)
+{
+    dyn_eh_enter();
+    int rc = MPI_Close_port(port);
+    dyn_eh_leave();
+    return rc;
+}
+
+/* The communicator accept and connect run on (created once per process). */
+static int dyn_self_comm(void)
+{
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&dyn_eh_lock);
+    if (dyn_self == MPI_COMM_NULL) {
+        rc = MPI_Comm_dup(MPI_COMM_SELF, &dyn_self);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Comm_set_errhandler(dyn_self, MPI_ERRORS_RETURN);
+    }
+    pthread_mutex_unlock(&dyn_eh_lock);
+    return rc;
+}
+
 /* Open a port; on failure log the real cause (MPICH ch4:ucx has no MPI_Open_port). */
 static na_return_t dyn_open_port(char *port, const char *why)
 {
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    dyn_eh_enter();
     int rc = MPI_Open_port(MPI_INFO_NULL, port);
+    dyn_eh_leave();
     if (rc != MPI_SUCCESS) {
         char lib[128], es[MPI_MAX_ERROR_STRING];
         int len = 0;
@@ -347,7 +412,7 @@ static void *acceptor_main(void *arg)
         if (closing)
             break;
         MPI_Comm c = MPI_COMM_NULL;
-        int rc = MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &c);
+        int rc = MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, dyn_self, &c);
         pthread_mutex_lock(&a->mu);
         a->in_accept = false;
         if (a->closing) { /* the class is gone: the connection is never used */
@@ -409,14 +474,16 @@ static void *connector_main(void *arg)
     const char *failed = NULL;
     MPI_Comm c = MPI_COMM_NULL;
     if (k->is_name) {
+        dyn_eh_enter();
         rc = MPI_Lookup_name(k->target, MPI_INFO_NULL, k->port);
+        dyn_eh_leave();
         if (rc != MPI_SUCCESS)
             failed = "MPI_Lookup_name";
     } else {
         snprintf(k->port, sizeof(k->port), "%s", k->target);
     }
     if (rc == MPI_SUCCESS) {
-        rc = MPI_Comm_connect(k->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &c);
+        rc = MPI_Comm_connect(k->port, MPI_INFO_NULL, 0, dyn_self, &c);
         if (rc != MPI_SUCCESS)
             failed = "MPI_Comm_connect";
     }
@@ -591,7 +658,9 @@ static na_return_t dyn_listen(struct mpi_class *pc)
     pc->acc = a;
     const char *svc = getenv("HGX_MPI_SERVICE");
     snprintf(pc->service, sizeof(pc->service), "%s", svc && *svc ? svc : "hgx");
+    dyn_eh_enter();
     int rc = MPI_Publish_name(pc->service, MPI_INFO_NULL, pc->port);
+    dyn_eh_leave();
     if (rc == MPI_SUCCESS) {
         pc->published = true;
         HGX_LOG_DEBUG(MPI, "mpi+dynamic: published service \"%s\"", pc->service);
@@ -624,12 +693,14 @@ static void dyn_finalize(struct mpi_class *pc)
         pc->acc = NULL;
     }
     if (pc->published) {
+        dyn_eh_enter();
         int rc = MPI_Unpublish_name(pc->service, MPI_INFO_NULL, pc->port);
+        dyn_eh_leave();
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Unpublish_name", rc);
     }
     if (pc->listening) {
-        int rc = MPI_Close_port(pc->port);
+        int rc = dyn_close_port(pc->port);
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Close_port", rc);
     }
@@ -705,13 +776,19 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
             ret = NA_PROTONOSUPPORT;
             goto undo_init;
         }
+        rc = dyn_self_comm();
+        if (rc != MPI_SUCCESS) {
+            log_mpi("MPI_Comm_dup(MPI_COMM_SELF)", rc);
+            ret = na_from_mpi(rc);
+            goto undo_init;
+        }
         /* Probe (and, for a listener, keep) a port: fails clearly where the MPI
          * library has no dynamic process support. */
         ret = dyn_open_port(port, "mpi+dynamic");
         if (ret != NA_SUCCESS)
             goto undo_init;
         if (!listen) {
-            MPI_Close_port(port);
+            dyn_close_port(port);
             port[0] = '\0';
         }
         base = MPI_COMM_SELF;
@@ -789,7 +866,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
             port[0] = '\0'; /* owned by the class now */
             ret = dyn_listen(pc);
             if (ret != NA_SUCCESS) {
-                MPI_Close_port(pc->port);
+                dyn_close_port(pc->port);
                 free(pc->self_conn);
                 mpi_emul_close(pc->emul);
                 hgx_mreqtab_destroy(&pc->tab, 100);
@@ -811,7 +888,7 @@ free_pc:
     free(pc);
 undo_init:
     if (port[0])
-        MPI_Close_port(port);
+        dyn_close_port(port);
     if (we_init) {
         pthread_mutex_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0)
@@ -953,7 +1030,7 @@ static na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name,
         if (strncmp(p, "dynamic://", 10) == 0) {
             char port[MPI_MAX_PORT_NAME];
             if (dyn_open_port(port, "looking up an mpi+dynamic address") == NA_SUCCESS) {
-                MPI_Close_port(port);
+                dyn_close_port(port);
                 HGX_LOG_ERROR(MPI,
                               "address \"%s\" needs a class initialized with mpi+dynamic "
                               "(this one is mpi+static)",
