@@ -286,7 +286,7 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
 
     if (!context)
         return HG_INVALID_ARG;
-    uint64_t deadline = now_ms() + timeout;
+    uint64_t deadline = timeout ? now_ms() + timeout : 0;
     while (count < max_count) {
         pthread_mutex_lock(&context->cq_lock);
         struct hg_completion *c = completion_pop(context);

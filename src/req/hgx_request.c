@@ -4,6 +4,7 @@
  */
 #include "hgx_request_private.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,11 +24,23 @@ static hgx_request_t hgx_request_alloc(enum hgx_req_kind kind, hg_context_t *ctx
     return r;
 }
 
+/* Under timer_mu, after any change to the deadlines of cs. */
+static void hgx_deadlines_note(struct hgx_ctx_state *cs)
+{
+    atomic_store(&cs->any_deadline, hgx_timer_first(&cs->deadlines) != NULL);
+}
+
+/* Disarm r's deadline. Most requests never have one: then no lock is taken
+ * (see hgx_request_set_timeout for why a racing deadline cannot be missed). */
 static void hgx_deadline_clear(hgx_request_t r)
 {
-    pthread_mutex_lock(&r->cs->timer_mu);
-    hgx_timer_cancel(&r->cs->deadlines, &r->timer);
-    pthread_mutex_unlock(&r->cs->timer_mu);
+    struct hgx_ctx_state *cs = r->cs;
+    if (!atomic_load(&cs->any_deadline))
+        return;
+    pthread_mutex_lock(&cs->timer_mu);
+    hgx_timer_cancel(&cs->deadlines, &r->timer);
+    hgx_deadlines_note(cs);
+    pthread_mutex_unlock(&cs->timer_mu);
 }
 
 static void hgx_request_destroy(hgx_request_t r)
@@ -47,12 +60,12 @@ static void hgx_request_destroy(hgx_request_t r)
 static void hgx_request_finish(hgx_request_t r, hg_return_t ret, hg_size_t count)
 {
     pthread_mutex_t *mu = &r->cs->mu; /* held already when run by hgx_progress */
-    hgx_deadline_clear(r);
     pthread_mutex_lock(mu);
     r->status.hgx_cancelled_ = ret == HG_CANCELED;
     r->status.error = ret == HG_CANCELED && r->timed_out ? HG_TIMEOUT : ret;
     r->status.count = ret == HG_SUCCESS ? count : 0;
     r->state = HGX_REQ_COMPLETE;
+    hgx_deadline_clear(r); /* after the state: pairs with hgx_request_set_timeout */
     if (r->ws)
         hgx_waitset_completed(r);
     if (r->on_complete)
@@ -76,12 +89,22 @@ static hg_return_t hgx_bulk_cb(const struct hg_cb_info *info)
     return HG_SUCCESS;
 }
 
-/* MPI rank of an mpi+ peer ("mpi+static://RANK"), else -1; computed once per request. */
-static int hgx_addr_rank(hg_class_t *cls, hg_addr_t addr)
+/* MPI rank of an mpi+ peer ("mpi+static://RANK"), else -1; computed once per
+ * request, and only over MPI: formatting the address costs as much as a
+ * quarter of a small shared-memory RPC. */
+static int hgx_addr_rank(struct hgx_ctx_state *cs, hg_class_t *cls, hg_addr_t addr)
 {
+    if (!cls || !addr)
+        return -1;
+    if (cs->over_mpi < 0) {
+        const char *name = HG_Class_get_name(cls);
+        cs->over_mpi = name && strcmp(name, "mpi") == 0;
+    }
+    if (!cs->over_mpi)
+        return -1;
     char buf[256];
     hg_size_t size = sizeof(buf);
-    if (!cls || !addr || HG_Addr_to_string(cls, buf, &size, addr) != HG_SUCCESS)
+    if (HG_Addr_to_string(cls, buf, &size, addr) != HG_SUCCESS)
         return -1;
     buf[sizeof(buf) - 1] = '\0';
     const char *s = strstr(buf, "://");
@@ -135,7 +158,7 @@ static hg_return_t hgx_handle_request(hg_handle_t h, void *in, bool persistent,
         return ret;
     }
     r->handle = h;
-    r->peer_rank = hgx_addr_rank(info->hg_class, info->addr);
+    r->peer_rank = hgx_addr_rank(r->cs, info->hg_class, info->addr);
     r->in_struct = in;
     r->persistent = persistent;
     *req = r;
@@ -194,7 +217,7 @@ hg_return_t hgx_ibulk_transfer(hg_context_t *ctx, hg_bulk_op_t op, hg_addr_t ori
         return HG_NOMEM;
     r->bulk_size = size;
     r->bulk_dir = op;
-    r->peer_rank = hgx_addr_rank(HG_Context_get_class(ctx), origin_addr);
+    r->peer_rank = hgx_addr_rank(r->cs, HG_Context_get_class(ctx), origin_addr);
     hgx_status_prepare(r, (int)op);
     r->state = HGX_REQ_ACTIVE;
     hg_return_t ret =
@@ -268,19 +291,31 @@ hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
     int rc = 0;
     struct hgx_ctx_state *cs = req->cs;
     pthread_mutex_lock(&cs->timer_mu);
-    if (timeout_ms == 0)
+    /* Flag first, state second; the completing side stores the state first
+     * and reads the flag second (both sequentially consistent): either it
+     * sees the flag and disarms under timer_mu after us, or we see it
+     * complete and arm nothing. */
+    atomic_store(&cs->any_deadline, true);
+    if (req->state != HGX_REQ_ACTIVE)
+        rc = -2;
+    else if (timeout_ms == 0)
         hgx_timer_cancel(&cs->deadlines, &req->timer);
     else
         rc = hgx_timer_set(&cs->deadlines, &req->timer,
                            hgx_now_ns() + (uint64_t)timeout_ms * 1000000u);
+    hgx_deadlines_note(cs);
     pthread_mutex_unlock(&cs->timer_mu);
-    return rc == 0 ? HG_SUCCESS : HG_NOMEM;
+    if (rc == -2)
+        HGX_LOG_ERROR(REQ, "a deadline needs an active request (this one completed)");
+    return rc == 0 ? HG_SUCCESS : rc == -2 ? HG_INVALID_ARG : HG_NOMEM;
 }
 
 /* Cancel every request of cs whose deadline passed (cs->mu held, so none of
  * them can complete meanwhile); returns ms to the next deadline, at most cap_ms. */
 static unsigned int hgx_deadlines_fire(struct hgx_ctx_state *cs, unsigned int cap_ms)
 {
+    if (!atomic_load(&cs->any_deadline))
+        return cap_ms;
     uint64_t now = hgx_now_ns();
     for (;;) {
         pthread_mutex_lock(&cs->timer_mu);
@@ -291,6 +326,7 @@ static unsigned int hgx_deadlines_fire(struct hgx_ctx_state *cs, unsigned int ca
             return next < cap_ms ? (unsigned int)next : cap_ms;
         }
         hgx_timer_cancel(&cs->deadlines, t);
+        hgx_deadlines_note(cs);
         pthread_mutex_unlock(&cs->timer_mu);
         hgx_request_t r =
             (hgx_request_t)((char *)t - offsetof(struct hgx_request, timer));
@@ -315,6 +351,7 @@ static struct hgx_ctx_state *hgx_ctx_state_new(hg_context_t *ctx)
     pthread_mutexattr_destroy(&attr);
     pthread_mutex_init(&cs->timer_mu, NULL);
     cs->ctx = ctx;
+    cs->over_mpi = -1;
     return cs;
 }
 

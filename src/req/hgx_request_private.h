@@ -30,6 +30,8 @@ struct hgx_ctx_state {
     pthread_mutex_t mu;       /* progress lock (recursive); HG callbacks run under it */
     pthread_mutex_t timer_mu; /* deadlines; taken after mu, never before */
     struct hgx_timer_heap deadlines;
+    _Atomic bool any_deadline; /* some request of cs has a deadline armed */
+    int over_mpi;              /* the class is mpi+ (peers have ranks); -1 until known */
     struct hgx_ctx_state *next;
 };
 

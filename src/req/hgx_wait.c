@@ -304,6 +304,24 @@ hg_return_t hgx_testall(int count, hgx_request_t reqs[], int *flag,
     return HG_SUCCESS;
 }
 
+/* The lowest index of a request complete already and in no other call's
+ * waitset, or -1. Taking it needs no waitset: a refill loop (waitany, start
+ * one, waitany, ...) mostly finds one, and registering every request of the
+ * array at each call cost it a lock round per request. */
+static int hgx_first_done(int count, hgx_request_t reqs[])
+{
+    for (int i = 0; i < count; i++) {
+        hgx_request_t r = reqs[i];
+        if (!hgx_done(r))
+            continue;
+        pthread_mutex_lock(&r->cs->mu); /* its completion callback has returned */
+        bool free_to_take = r->ws == NULL;
+        pthread_mutex_unlock(&r->cs->mu);
+        return free_to_take ? i : -1;
+    }
+    return -1;
+}
+
 /* Shared by waitany (block) and testany (one progress pass). */
 static hg_return_t hgx_any(int count, hgx_request_t reqs[], int *index, int *flag,
                            hgx_status_t *status, bool block)
@@ -311,6 +329,14 @@ static hg_return_t hgx_any(int count, hgx_request_t reqs[], int *index, int *fla
     struct hgx_waitset ws;
     if (!hgx_args_ok(count, reqs) || !index)
         return HG_INVALID_ARG;
+    int first = hgx_first_done(count, reqs);
+    if (first >= 0) {
+        *index = first;
+        if (flag)
+            *flag = 1;
+        hgx_request_retire(&reqs[first], status);
+        return HG_SUCCESS;
+    }
     int active = hgx_ws_register(&ws, count, reqs, true);
     if (active < 0)
         return HG_INVALID_ARG;
@@ -340,6 +366,11 @@ hg_return_t hgx_testany(int count, hgx_request_t reqs[], int *index, int *flag,
 
 hg_return_t hgx_waitany(int count, hgx_request_t reqs[], int *index, hgx_status_t *status)
 {
+    /* One active request: hgx_wait's loop, without a waitset. */
+    if (count == 1 && reqs && index && !hgx_request_is_idle(reqs[0])) {
+        *index = 0;
+        return hgx_wait(&reqs[0], status);
+    }
     return hgx_any(count, reqs, index, NULL, status, true);
 }
 
