@@ -66,7 +66,11 @@
 #define OFI_TAG_CTX_SHIFT 32
 #define OFI_TAG_NA_MASK UINT64_C(0xffffffff)
 
-#define OFI_MSG_SIZE_DEFAULT 4096
+/* 8 KiB: a 4 KiB RPC payload and its headers fit one message (capped to
+ * what the provider allows, see ofi_set_limits). */
+#define OFI_MSG_SIZE_DEFAULT 8192
+/* msg_max_inject providers: smallest inject size still worth capping to. */
+#define OFI_MSG_SIZE_MIN_INJECT 4096
 #define OFI_RAW_ADDR_MAX 60 /* sockaddr_in6 and shm names fit */
 #define OFI_HDR_SIZE 64     /* magic, version, u16 length, raw address */
 #define OFI_HDR_MAGIC 0xa7
@@ -1075,8 +1079,9 @@ static size_t ofi_size_limit(size_t requested, size_t provider_max, const char *
     if (size < OFI_HDR_SIZE)
         size = OFI_HDR_SIZE;
     if (size > provider_max) {
-        HGX_LOG_WARNING(OFI, "%s size %zu capped to the provider's %zu", what, size,
-                        provider_max);
+        if (requested)
+            HGX_LOG_WARNING(OFI, "%s size %zu capped to the provider's %zu", what, size,
+                            provider_max);
         size = provider_max;
     }
     return size;
@@ -1088,7 +1093,8 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
     size_t max_msg = fi->ep_attr->max_msg_size;
 
     cls->max_msg_size = max_msg;
-    if (cls->proto->msg_max_inject && fi->tx_attr->inject_size >= OFI_MSG_SIZE_DEFAULT &&
+    if (cls->proto->msg_max_inject &&
+        fi->tx_attr->inject_size >= OFI_MSG_SIZE_MIN_INJECT &&
         fi->tx_attr->inject_size < max_msg)
         max_msg = fi->tx_attr->inject_size;
     cls->iov_limit =
