@@ -14,7 +14,9 @@
 #include "perf.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,13 +153,39 @@ int perf_oob_sync(struct perf_oob *o)
     return perf_oob_send(o, &c, 1) || perf_oob_recv(o, &d, 1) ? -1 : 0;
 }
 
+/* ------------------------------------------------------------ binding */
+
+/* The first two CPUs this process may run on; false if it has fewer. Where
+ * the two processes land otherwise depends on the scheduler from run to run
+ * (sharing one CPU made small round trips 3x slower, hgx and raw alike). */
+static bool two_cpus(int cpus[2])
+{
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return false;
+    for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    return n == 2;
+}
+
+static void bind_cpu(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        perror("hgx-perf: sched_setaffinity");
+}
+
 /* ------------------------------------------------------------ options */
 
 static void usage(FILE *f)
 {
     fputs("usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
           "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
-          "                [--sizes A-B] [--iters N] [--csv FILE] [--quiet]\n"
+          "                [--sizes A-B] [--iters N] [--csv FILE] [--quiet] [--no-bind]\n"
           "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
           "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
           "4096-64M)\n"
@@ -165,7 +193,8 @@ static void usage(FILE *f)
           "  scale: per-op cost with 10..10000 outstanding (hgx deadlines set)\n"
           "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np "
           "2.\n"
-          "  Sizes take K/M suffixes.\n",
+          "  Sizes take K/M suffixes. OFI/UCX: server and client are bound to two\n"
+          "  different CPUs (as mpirun --bind-to core) unless --no-bind.\n",
           f);
 }
 
@@ -223,6 +252,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->hg_only = 1;
         else if (!strcmp(o, "--quiet"))
             cfg->quiet = 1;
+        else if (!strcmp(o, "--no-bind"))
+            cfg->no_bind = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             exit(0);
@@ -405,6 +436,8 @@ int main(int argc, char **argv)
 #endif
     }
 
+    int cpus[2];
+    bool bind = !cfg.no_bind && two_cpus(cpus);
     /* fork the server before any transport is initialized */
     int c2s[2], s2c[2];
     if (pipe(c2s) || pipe(s2c)) {
@@ -423,8 +456,12 @@ int main(int argc, char **argv)
         oob.rfd = c2s[0];
         oob.wfd = s2c[1];
         cfg.server = 1;
+        if (bind)
+            bind_cpu(cpus[0]);
         _exit(run_both(&cfg, &oob, &res));
     }
+    if (bind)
+        bind_cpu(cpus[1]);
     close(c2s[0]);
     close(s2c[1]);
     oob.rfd = s2c[0];

@@ -25,8 +25,9 @@ struct perf_config {
     int nsizes;
     int iters;
     const char *csv;
-    int server; /* this process is the server */
-    int quiet;  /* no progress line */
+    int server;  /* this process is the server */
+    int quiet;   /* no progress line */
+    int no_bind; /* OFI/UCX: leave the two processes unbound */
 };
 
 /* Out-of-band channel (pipes, or MPI point-to-point on MPI_COMM_WORLD). */

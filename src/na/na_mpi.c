@@ -1236,6 +1236,17 @@ static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *b
     }
     mark_active(pc, MPI_EVENT_SPIN_US);
     int rc = MPI_Isend(buf, (int)size, MPI_BYTE, dest, tag, comm, &mo->req);
+    if (rc == MPI_SUCCESS && size <= MRECV_MAX) {
+        /* Eager: usually done at once, and then no later pass has to test it. */
+        int flag = 0;
+        MPI_Status st;
+        rc = MPI_Test(&mo->req, &flag, &st);
+        if (rc != MPI_SUCCESS || flag) {
+            send_done(op, 0, rc, &st);
+            pthread_mutex_unlock(&pc->lock);
+            return NA_SUCCESS;
+        }
+    }
     if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, send_done, op, 0) != 0) {
         MPI_Cancel(&mo->req);
         MPI_Wait(&mo->req, MPI_STATUS_IGNORE);

@@ -29,6 +29,21 @@
  * (ucp_get_req_handler: "unexpected error") when an endpoint is force-closed
  * while that peer still serves an emulated get on it, so escalation is kept
  * for peers that are really gone, not for transfers that are merely slow.
+ *
+ * Send window (seed 003): UCP never reports "no resources" to its user; it
+ * queues internally, and every send it cannot finish at once holds a UCP
+ * request (and, for rendezvous, the user's buffer) until it completes. So the
+ * plugin bounds the sends holding a request, per peer endpoint, to
+ * HGX_UCX_SEND_WINDOW (default 256, at most 1048576, read at class init). A
+ * send over the window, or behind a queued one, waits in the peer's queue
+ * without touching UCX and is posted, in order, by the progress call that
+ * follows a completion. Sends leave the queue only posted, cancelled
+ * (NA_CANCELED) or failed with their peer. A non-empty queue implies a full
+ * window, so some send is in flight and its completion wakes the worker: the
+ * queue never stalls and never spins. The default costs no throughput:
+ * messages are at most 8 KiB, a send holds a request only once the
+ * transport's own buffers (socket, shared-memory FIFO) are full, and 256 of
+ * them (2 MiB) keep the link busy until the next progress refills the window.
  */
 #include "na_plugin.h"
 
@@ -48,7 +63,10 @@
 
 #include <ucp/api/ucp.h>
 
-#define UCX_MSG_SIZE_MAX 4096
+#define UCX_MSG_SIZE_MAX 8192
+#define UCX_RNDV_THRESH                                                                  \
+    "16384" /* above UCX_MSG_SIZE_MAX + UCP headers */ /* a 4 KiB RPC payload and its    \
+                                                          headers fit one message */
 #define UCX_TAG_UNEXP (1ULL << 63)
 #define UCX_TAG_ID_SHIFT 32
 #define UCX_ID_MASK 0x7fffffffu
@@ -62,6 +80,8 @@
 /* A cancelled send/RMA still pending after this long: drop the ep. */
 #define UCX_CANCEL_ESCALATE_MS 10000
 #define UCX_CANCEL_POLL_MS 100 /* poll_wait wakes up this often to escalate */
+#define UCX_SEND_WINDOW 256    /* sends holding a UCX request, per peer */
+#define UCX_SEND_WINDOW_MAX 1048576
 
 struct ucx_op;
 
@@ -72,9 +92,10 @@ struct ucx_peer {
     uint32_t id;
     bool self;
     bool failed;
-    bool connecting; /* wire-up flush not finished */
-    bool outgoing;   /* we connected (lookup): can reconnect to sin */
-    uint32_t gen;    /* bumped whenever ep is dropped or replaced */
+    bool connecting;   /* wire-up flush not finished */
+    bool outgoing;     /* we connected (lookup): can reconnect to sin */
+    uint32_t gen;      /* bumped whenever ep is dropped or replaced */
+    unsigned inflight; /* sends on this gen's ep holding a UCX request */
     struct sockaddr_in sin;
     char str[UCX_ADDR_STR_MAX];           /* "ucx+proto://IP:PORT" */
     struct ucx_op *pend_head, *pend_tail; /* sends waiting for resources, in order */
@@ -98,8 +119,9 @@ struct ucx_class {
     struct ucx_peer *self;
     struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
     unsigned escalate_ms;
-    long closing; /* forced ep closes not finished yet */
-    long queued;  /* sends in the peers' resource queues */
+    long closing;         /* forced ep closes not finished yet */
+    long queued;          /* sends in the peers' resource queues */
+    unsigned send_window; /* bound on a peer's inflight sends */
 };
 
 struct ucx_segment {
@@ -259,6 +281,14 @@ static struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const c
     return p;
 }
 
+/* p's ep is being dropped or replaced. Its sends in flight end with it and
+ * hold no slot of the window of the next ep. */
+static void ucx_peer_new_gen(struct ucx_peer *p)
+{
+    p->gen++;
+    p->inflight = 0;
+}
+
 static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
 {
     while (p->pend_head) {
@@ -347,7 +377,7 @@ static void ucx_ep_drop(struct ucx_class *cls, struct ucx_peer *p)
 {
     ucp_ep_h ep = p->ep;
     p->ep = NULL;
-    p->gen++; /* before the close: completions it triggers see the new gen */
+    ucx_peer_new_gen(p); /* before the close: completions it triggers see the new gen */
     if (!p->outgoing)
         p->failed = true;
     ucx_pending_fail(p, NA_HOSTUNREACH);
@@ -450,7 +480,7 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
     ucp_ep_h old = p->ep;
     p->ep = ep;
     if (reused) {
-        p->gen++;
+        ucx_peer_new_gen(p);
         p->failed = false;
         snprintf(p->str, sizeof(p->str), "%s", str);
         ucx_pending_fail(p, NA_HOSTUNREACH); /* queued for the old connection */
@@ -465,15 +495,18 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
 static void ucx_send_cb(void *request, ucs_status_t status, void *user_data);
 static void ucx_cancel_check(struct ucx_class *cls);
 
-/* Post one send; NO_RESOURCE is returned for the caller to queue it. */
+/* Post one send; NO_RESOURCE (window full, UCX not called) is returned for
+ * the caller to queue it. */
 static ucs_status_t ucx_send_post(struct ucx_op *uop)
 {
+    struct ucx_peer *p = uop->peer;
+    if (p->inflight >= p->cls->send_window)
+        return UCS_ERR_NO_RESOURCE;
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA,
                                  .cb.send = ucx_send_cb,
                                  .user_data = uop};
-    ucs_status_ptr_t sp =
-        ucp_tag_send_nbx(uop->peer->ep, uop->buf, uop->len, uop->tag, &param);
+    ucs_status_ptr_t sp = ucp_tag_send_nbx(p->ep, uop->buf, uop->len, uop->tag, &param);
     if (sp == NULL) {
         /* Done already (bcopy): no request, complete now. */
         /* Sent already: a cancel requested meanwhile lost, report the truth. */
@@ -483,7 +516,17 @@ static ucs_status_t ucx_send_post(struct ucx_op *uop)
     if (UCS_PTR_IS_ERR(sp))
         return UCS_PTR_STATUS(sp);
     uop->inflight = true;
+    p->inflight++;
     return UCS_INPROGRESS;
+}
+
+/* A send's UCX request ended (its callback runs once): free its window slot,
+ * unless its ep was dropped or replaced since (that ep's count was reset). */
+static void ucx_window_release(struct ucx_op *uop)
+{
+    uop->inflight = false;
+    if (uop->gen == uop->peer->gen)
+        uop->peer->inflight--;
 }
 
 /* Outcome of a send/RMA that ended with an error: stopped by its cancel, or
@@ -501,7 +544,7 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
 {
     struct ucx_op *uop = user_data;
     na_return_t ret = ucx_status_to_na(status);
-    uop->inflight = false;
+    ucx_window_release(uop);
     ucx_cancel_unlist(uop);
     if (ret != NA_SUCCESS)
         ret = ucx_failed_ret(uop, ret);
@@ -509,7 +552,7 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
     na_op_complete(na_op_from_plugin(uop), ret);
 }
 
-/* Resume queued sends of every peer, in order, until resources run out. */
+/* Resume queued sends of every peer, in order, until its window is full. */
 static void ucx_pending_resume(struct ucx_class *cls)
 {
     for (struct ucx_peer *p = cls->peers; p; p = p->next) {
@@ -530,7 +573,8 @@ static void ucx_pending_resume(struct ucx_class *cls)
 
 /* Drive the worker until it has nothing left to do (bounded), or until the
  * context has a completion to hand up: every extra pass costs a system call
- * per TCP interface (UCX polls its sockets), and the caller polls again. */
+ * per TCP interface (UCX polls its sockets), and the caller polls again.
+ * Send completions free window slots here: refill them from the queues. */
 static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
 {
     unsigned total = 0, n;
@@ -644,7 +688,7 @@ static bool ucx_mm_error_handling(const char *proto)
  * picks tcp as the high-bandwidth RMA lanes of every shm endpoint (cma offers
  * no peer-failure handling), and an endpoint's lanes keep their interfaces
  * polled: an epoll_wait per TCP device in every worker progress. Without
- * rendezvous lanes the endpoint is shared memory only; messages (<= 4 KiB) are
+ * rendezvous lanes the endpoint is shared memory only; messages (<= 8 KiB) are
  * eager and put/get run over shared-memory active messages. The CM connection
  * still reports a dead peer. The user's own UCX setting wins. */
 static bool ucx_no_rndv_lanes(const char *proto)
@@ -680,6 +724,11 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
         ret = ucx_config_set(config, "MM_ERROR_HANDLING", "y");
     if (ret == NA_SUCCESS && ucx_no_rndv_lanes(proto))
         ret = ucx_config_set(config, "MAX_RNDV_RAILS", "0");
+    /* Messages (at most UCX_MSG_SIZE_MAX) stay eager: a rendezvous message
+     * holds its sender until the receiver fetches it, so a slow or dropped
+     * peer would keep sends (and their window slots) in flight. */
+    if (ret == NA_SUCCESS && !getenv("UCX_RNDV_THRESH"))
+        ret = ucx_config_set(config, "RNDV_THRESH", UCX_RNDV_THRESH);
     if (ret != NA_SUCCESS) {
         ucp_config_release(config);
         return ret;
@@ -842,6 +891,25 @@ static void ucx_class_free(struct ucx_class *cls)
     free(cls);
 }
 
+/* HGX_UCX_SEND_WINDOW: a positive integer up to UCX_SEND_WINDOW_MAX. */
+static unsigned ucx_env_send_window(void)
+{
+    const char *env = getenv("HGX_UCX_SEND_WINDOW");
+    if (!env || !*env)
+        return UCX_SEND_WINDOW;
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(env, &end, 10);
+    if (*env < '0' || *env > '9' || *end != '\0' || errno || v == 0 ||
+        v > UCX_SEND_WINDOW_MAX) {
+        HGX_LOG_ERROR(UCX,
+                      "HGX_UCX_SEND_WINDOW=\"%s\" is not an integer in 1..%d; using %d",
+                      env, UCX_SEND_WINDOW_MAX, UCX_SEND_WINDOW);
+        return UCX_SEND_WINDOW;
+    }
+    return (unsigned)v;
+}
+
 static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info,
                                   bool listen)
 {
@@ -854,6 +922,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_init(&cls->lock, NULL);
     cls->efd = -1;
     cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
+    cls->send_window = ucx_env_send_window();
     const char *env = getenv("HGX_UCX_CANCEL_ESCALATE_MS");
     if (env && *env) {
         char *end = NULL;
