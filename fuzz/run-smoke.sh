@@ -55,7 +55,7 @@ if have HGX_HAVE_OFI; then INC="$INC $(pc --cflags libfabric)"; LIBS="$LIBS $(pc
 if have HGX_HAVE_UCX; then INC="$INC $(pc --cflags ucx)"; LIBS="$LIBS $(pclibs ucx '-lucp -luct -lucs')"; fi
 
 # ---- the library (non-MPI part), instrumented -------------------------------
-libsrc="src/util/hgx_log.c src/na/na.c src/na/na_op.c src/na/na_info.c
+libsrc="src/util/hgx_log.c src/util/hgx_spin.c src/na/na.c src/na/na_op.c src/na/na_info.c
   src/hg/hg_proc.c src/hg/hg_proc_types.c src/hg/hg_proc_string.c src/hg/hg_crc64.c
   src/hg/hg_header.c src/hg/hg_rpc_map.c src/hg/hg_class.c src/hg/hg_register.c
   src/hg/hg_addr.c src/hg/hg_context.c src/hg/hg_handle.c src/hg/hg_origin.c
