@@ -294,6 +294,21 @@ static void test_rma_refused(void **state)
 
 /* Cancel a posted expected receive: callback once with NA_CANCELED, op reusable,
  * and NA_Finalize refuses while it is pending. */
+/* Post an unexpected receive on op and cancel it: it must end NA_CANCELED,
+ * its callback run exactly once. */
+static void recv_unexpected_cancelled(struct na_test_state *st, na_op_id_t *op, char *buf,
+                                      size_t size)
+{
+    struct na_test_done done = {0};
+    assert_int_equal(
+        NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf, size, NULL, op),
+        NA_SUCCESS);
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 10000));
+    assert_int_equal(done.ret, NA_CANCELED);
+    assert_int_equal(done.count, 1);
+}
+
 static void test_cancel_recv(void **state)
 {
     struct na_test_state *st = *state;
@@ -316,14 +331,7 @@ static void test_cancel_recv(void **state)
     NA_Trigger(st->ctx, 16, NULL);
     assert_int_equal(done.count, 1);
     /* Reuse the op id for an unexpected receive and cancel that too. */
-    done = (struct na_test_done){0};
-    assert_int_equal(NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf,
-                                            sizeof(buf), NULL, op),
-                     NA_SUCCESS);
-    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
-    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 5000));
-    assert_int_equal(done.ret, NA_CANCELED);
-    assert_int_equal(done.count, 1);
+    recv_unexpected_cancelled(st, op, buf, sizeof(buf));
     NA_Op_destroy(st->cls, op);
 }
 
@@ -426,13 +434,7 @@ static void test_optional_features(void **state)
                                                   sizeof(buf), NULL, op),
                      NA_OPNOTSUPPORTED);
     /* the op id was not consumed: a normal receive can use it */
-    struct na_test_done done = {0};
-    assert_int_equal(NA_Msg_recv_unexpected(st->cls, st->ctx, na_test_cb, &done, buf,
-                                            sizeof(buf), NULL, op),
-                     NA_SUCCESS);
-    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
-    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 10000));
-    assert_int_equal(done.ret, NA_CANCELED);
+    recv_unexpected_cancelled(st, op, buf, sizeof(buf));
     NA_Op_destroy(st->cls, op);
 }
 

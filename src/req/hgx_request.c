@@ -94,13 +94,7 @@ static hg_return_t hgx_bulk_cb(const struct hg_cb_info *info)
  * quarter of a small shared-memory RPC. */
 static int hgx_addr_rank(struct hgx_ctx_state *cs, hg_class_t *cls, hg_addr_t addr)
 {
-    if (!cls || !addr)
-        return -1;
-    if (cs->over_mpi < 0) {
-        const char *name = HG_Class_get_name(cls);
-        cs->over_mpi = name && strcmp(name, "mpi") == 0;
-    }
-    if (!cs->over_mpi)
+    if (!cls || !addr || !cs->over_mpi)
         return -1;
     char buf[256];
     hg_size_t size = sizeof(buf);
@@ -284,10 +278,6 @@ hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
 {
     if (!req)
         return HG_INVALID_ARG;
-    if (req->state != HGX_REQ_ACTIVE) {
-        HGX_LOG_ERROR(REQ, "a deadline needs an active request");
-        return HG_INVALID_ARG;
-    }
     int rc = 0;
     struct hgx_ctx_state *cs = req->cs;
     pthread_mutex_lock(&cs->timer_mu);
@@ -306,7 +296,7 @@ hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
     hgx_deadlines_note(cs);
     pthread_mutex_unlock(&cs->timer_mu);
     if (rc == -2)
-        HGX_LOG_ERROR(REQ, "a deadline needs an active request (this one completed)");
+        HGX_LOG_ERROR(REQ, "a deadline needs an active request");
     return rc == 0 ? HG_SUCCESS : rc == -2 ? HG_INVALID_ARG : HG_NOMEM;
 }
 
@@ -351,7 +341,8 @@ static struct hgx_ctx_state *hgx_ctx_state_new(hg_context_t *ctx)
     pthread_mutexattr_destroy(&attr);
     pthread_mutex_init(&cs->timer_mu, NULL);
     cs->ctx = ctx;
-    cs->over_mpi = -1;
+    const char *name = HG_Class_get_name(HG_Context_get_class(ctx));
+    cs->over_mpi = name && strcmp(name, "mpi") == 0;
     return cs;
 }
 

@@ -31,7 +31,7 @@ struct hgx_ctx_state {
     pthread_mutex_t timer_mu; /* deadlines; taken after mu, never before */
     struct hgx_timer_heap deadlines;
     _Atomic bool any_deadline; /* some request of cs has a deadline armed */
-    int over_mpi;              /* the class is mpi+ (peers have ranks); -1 until known */
+    bool over_mpi;             /* the class is mpi+ (peers have ranks) */
     struct hgx_ctx_state *next;
 };
 
