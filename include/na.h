@@ -328,7 +328,8 @@ NA_PUBLIC na_return_t NA_Get(na_class_t *na_class, na_context_t *context,
                              na_addr_t *remote_addr, uint8_t remote_id,
                              na_op_id_t *op_id);
 
-/** File descriptor that becomes readable when the context has work, or -1. */
+/** File descriptor that becomes readable when the context has work, or -1
+ * (no wait object: the transport has none, or the class is NA_NO_BLOCK). */
 NA_PUBLIC int NA_Poll_get_fd(na_class_t *na_class, na_context_t *context);
 
 /** True if it is safe to block on the fd of NA_Poll_get_fd(). */

@@ -183,19 +183,24 @@ static void bind_cpu(int cpu)
 
 static void usage(FILE *f)
 {
-    fputs("usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
-          "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
-          "                [--sizes A-B] [--iters N] [--csv FILE] [--quiet] [--no-bind]\n"
-          "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
-          "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
-          "4096-64M)\n"
-          "  cancel: cancel latency and a 10000-op cancel storm\n"
-          "  scale: per-op cost with 10..10000 outstanding (hgx deadlines set)\n"
-          "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np "
-          "2.\n"
-          "  Sizes take K/M suffixes. OFI/UCX: server and client are bound to two\n"
-          "  different CPUs (as mpirun --bind-to core) unless --no-bind.\n",
-          f);
+    fputs(
+        "usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
+        "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
+        "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
+        "                [--no-bind] [--no-block]\n"
+        "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
+        "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
+        "4096-64M)\n"
+        "  cancel: cancel latency and a 10000-op cancel storm\n"
+        "  scale: per-op cost with 10..10000 outstanding (hgx deadlines set)\n"
+        "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np "
+        "2.\n"
+        "  Sizes take K/M suffixes. OFI/UCX: server and client are bound to two\n"
+        "  different CPUs (as mpirun --bind-to core) unless --no-bind.\n"
+        "  --repeat N: N runs of raw then hgx; medians of the values, and of the\n"
+        "  per-run ratios. --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw\n"
+        "  loops, no wait object (an idle server then uses a whole CPU).\n",
+        f);
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -254,6 +259,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->quiet = 1;
         else if (!strcmp(o, "--no-bind"))
             cfg->no_bind = 1;
+        else if (!strcmp(o, "--no-block"))
+            cfg->no_block = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             exit(0);
@@ -266,6 +273,10 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
         else if (v && !strcmp(o, "--iters")) {
             cfg->iters = atoi(v), i++;
             if (cfg->iters <= 0)
+                return -1;
+        } else if (v && !strcmp(o, "--repeat")) {
+            cfg->repeat = atoi(v), i++;
+            if (cfg->repeat <= 0 || cfg->repeat > PERF_MAX_REPEAT)
                 return -1;
         } else if (v && !strcmp(o, "--mode")) {
             int m;
@@ -288,6 +299,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     cfg->proto = strchr(cfg->transport, '+') + 1;
     if (cfg->kind != PERF_MPI && strcmp(cfg->proto, "tcp") && strcmp(cfg->proto, "shm"))
         return -1;
+    if (!cfg->repeat)
+        cfg->repeat = 1;
     if (!cfg->iters)
         cfg->iters = cfg->mode == PERF_LAT      ? 2000
                      : cfg->mode == PERF_BW     ? 200
@@ -330,11 +343,14 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
             rows[nrows++] = &r->raw[i];
 
-    printf("# hgx-perf: transport %s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
-           "point), "
-           "values in %s\n",
-           cfg->transport, mode_names[cfg->mode], cfg->sizes[0],
-           cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
+    printf("# hgx-perf: transport %s%s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
+           "point), values in %s",
+           cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
+           mode_names[cfg->mode], cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters,
+           mode_units[cfg->mode]);
+    if (cfg->repeat > 1)
+        printf(", medians of %d runs (hgx/raw: median per-run ratio)", cfg->repeat);
+    printf("\n");
     printf("%-16s %10s %9s %12s %12s %8s\n", "test",
            cfg->mode == PERF_LAT || cfg->mode == PERF_BW ? "bytes" : "n", "iters", "hgx",
            "raw", "hgx/raw");
@@ -353,7 +369,8 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         fmt_val(hv, sizeof(hv), h);
         fmt_val(wv, sizeof(wv), w);
         if (h && w && w->value > 0)
-            snprintf(ratio, sizeof(ratio), "%.2f", h->value / w->value);
+            snprintf(ratio, sizeof(ratio), "%.2f",
+                     h->ratio > 0 ? h->ratio : h->value / w->value);
         printf("%-16s %10zu %9ld %12s %12s %8s\n", rows[i]->what, rows[i]->param,
                rows[i]->iters, hv, wv, ratio);
         if (csv)
@@ -398,6 +415,60 @@ static int run_both(const struct perf_config *cfg, struct perf_oob *oob,
     return ret;
 }
 
+/* Median over the runs of each value of run 0 (rows missing from a run are
+ * left out of that row's median); for hgx rows also the median of the
+ * per-run hgx/raw ratios: the machine drifts between runs (a tcp round trip
+ * moves by 20%), and within one run it moves raw and hgx alike. */
+static void merge_runs(const struct perf_results *runs, int nruns,
+                       struct perf_results *out)
+{
+    double v[PERF_MAX_REPEAT], q[PERF_MAX_REPEAT], cpu[PERF_MAX_REPEAT];
+    int ncpu = 0;
+    *out = runs[0];
+    for (int side = 0; side < 2; side++) {
+        struct perf_point *pts = side ? out->raw : out->hg;
+        int npts = side ? out->nraw : out->nhg;
+        for (int i = 0; i < npts; i++) {
+            long nv = 0, nq = 0;
+            for (int k = 0; k < nruns; k++) {
+                const struct perf_point *p =
+                    find(side ? runs[k].raw : runs[k].hg,
+                         side ? runs[k].nraw : runs[k].nhg, pts[i].what, pts[i].param);
+                const struct perf_point *w =
+                    find(runs[k].raw, runs[k].nraw, pts[i].what, pts[i].param);
+                if (!p)
+                    continue;
+                v[nv++] = p->value;
+                if (!side && w && w->value > 0)
+                    q[nq++] = p->value / w->value;
+            }
+            pts[i].value = perf_median(v, nv);
+            pts[i].ratio = nq ? perf_median(q, nq) : 0;
+        }
+    }
+    for (int k = 0; k < nruns; k++)
+        if (runs[k].idle_cpu_pct >= 0)
+            cpu[ncpu++] = runs[k].idle_cpu_pct;
+    out->idle_cpu_pct = ncpu ? perf_median(cpu, ncpu) : -1;
+}
+
+/* cfg->repeat runs of raw then hgx, each with its own transport setup. */
+static int run_repeated(const struct perf_config *cfg, struct perf_oob *oob,
+                        struct perf_results *res)
+{
+    static struct perf_results runs[PERF_MAX_REPEAT];
+    if (cfg->repeat <= 1)
+        return run_both(cfg, oob, res);
+    for (int k = 0; k < cfg->repeat; k++) {
+        runs[k] = (struct perf_results){.idle_cpu_pct = -1};
+        perf_progress(cfg, "run %d of %d", k + 1, cfg->repeat);
+        if (run_both(cfg, oob, &runs[k]))
+            return 1;
+    }
+    merge_runs(runs, cfg->repeat, res);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct perf_config cfg;
@@ -425,7 +496,7 @@ int main(int argc, char **argv)
         }
         cfg.server = rank == 0;
         perf_mpi_oob(&oob);
-        ret = run_both(&cfg, &oob, &res);
+        ret = run_repeated(&cfg, &oob, &res);
         if (!cfg.server && !ret)
             report(&cfg, &res);
         perf_mpi_finalize();
@@ -458,7 +529,7 @@ int main(int argc, char **argv)
         cfg.server = 1;
         if (bind)
             bind_cpu(cpus[0]);
-        _exit(run_both(&cfg, &oob, &res));
+        _exit(run_repeated(&cfg, &oob, &res));
     }
     if (bind)
         bind_cpu(cpus[1]);
@@ -467,7 +538,7 @@ int main(int argc, char **argv)
     oob.rfd = s2c[0];
     oob.wfd = c2s[1];
     signal(SIGPIPE, SIG_IGN);
-    ret = run_both(&cfg, &oob, &res);
+    ret = run_repeated(&cfg, &oob, &res);
     if (!cfg.quiet && isatty(STDERR_FILENO))
         fputs("\r\033[K", stderr);
     close(oob.wfd);

@@ -13,6 +13,7 @@ enum perf_mode { PERF_LAT, PERF_RATE, PERF_BW, PERF_CANCEL, PERF_SCALE };
 enum perf_kind { PERF_OFI, PERF_UCX, PERF_MPI };
 
 #define PERF_MAX_POINTS 32
+#define PERF_MAX_REPEAT 15
 
 struct perf_config {
     const char *transport; /* "ofi+tcp", ... */
@@ -25,9 +26,11 @@ struct perf_config {
     int nsizes;
     int iters;
     const char *csv;
-    int server;  /* this process is the server */
-    int quiet;   /* no progress line */
-    int no_bind; /* OFI/UCX: leave the two processes unbound */
+    int server;   /* this process is the server */
+    int quiet;    /* no progress line */
+    int no_bind;  /* OFI/UCX: leave the two processes unbound */
+    int no_block; /* hgx busy-polls (NA_NO_BLOCK): no wait object, never sleeps */
+    int repeat;   /* runs of raw + hgx; medians reported */
 };
 
 /* Out-of-band channel (pipes, or MPI point-to-point on MPI_COMM_WORLD). */
@@ -57,6 +60,7 @@ struct perf_point {
     size_t param;  /* size in bytes, in-flight count or outstanding count */
     long iters;    /* operations timed */
     double value;  /* us per op, or ops/s, or MiB/s */
+    double ratio;  /* hgx/raw, median of the per-run ratios; 0: value / raw value */
     int have;      /* value measured */
 };
 

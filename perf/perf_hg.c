@@ -559,7 +559,11 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
                 struct perf_results *res)
 {
     struct perf_ids ids;
-    hg_class_t *cls = HG_Init(info_string(cfg), cfg->server ? HG_TRUE : HG_FALSE);
+    struct hg_init_info init = HG_INIT_INFO_INITIALIZER;
+    if (cfg->no_block)
+        init.na_init_info.progress_mode = NA_NO_BLOCK;
+    hg_class_t *cls =
+        HG_Init_opt(info_string(cfg), cfg->server ? HG_TRUE : HG_FALSE, &init);
     hg_context_t *ctx = cls ? HG_Context_create(cls) : NULL;
     char addr[256] = "";
     size_t alen = 0;
@@ -578,6 +582,7 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
         perf_oob_send_blob(oob, addr, strlen(addr) + 1);
         if (!addr[0])
             goto out;
+        srv = (struct srv_state){0}; /* a fresh run (--repeat) */
         register_rpcs(cls, &ids, 1);
         perf_oob_sync(oob); /* RPCs registered before the client forwards */
         double idle_since = perf_now();

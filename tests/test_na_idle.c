@@ -1,6 +1,8 @@
 /*
  * test_na_idle.c -- an idle listener must sleep in the transport's wait object:
  * CPU time under 5% of wall time while it waits 2 s for a message that never comes.
+ * An NA_NO_BLOCK class does the opposite: no wait fd, progress busy-polls, and
+ * messages still flow.
  */
 #include "na_test_proto.h"
 
@@ -52,18 +54,74 @@ static void test_idle(void **state)
     assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
 }
 
+/* NA_NO_BLOCK: no wait fd, NA_Progress spins through its timeout (CPU close
+ * to wall time), and a message to ourselves still arrives. */
+static void test_no_block(void **state)
+{
+    const char *info = *state;
+    struct na_init_info opt = NA_INIT_INFO_INITIALIZER;
+    opt.progress_mode = NA_NO_BLOCK;
+    na_class_t *cls = NA_Initialize_opt(info, true, &opt);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    assert_non_null(ctx);
+    assert_int_equal(NA_Poll_get_fd(cls, ctx), -1);
+
+    double c0 = cpu_seconds(), t0 = test_now();
+    assert_int_equal(NA_Progress(cls, ctx, 200), NA_TIMEOUT);
+    double cpu = cpu_seconds() - c0, wall = test_now() - t0;
+    print_message("# NA_NO_BLOCK %s: %.3f s CPU over %.3f s wall\n", info, cpu, wall);
+    assert_true(wall >= 0.19);
+    assert_true(cpu > 0.2 * wall); /* a sleeping wait stays under 5% */
+
+    size_t size = NA_Msg_get_max_unexpected_size(cls);
+    void *pd = NULL;
+    char *rbuf = calloc(1, size), *sbuf = NA_Msg_buf_alloc(cls, size, 0, &pd);
+    assert_non_null(rbuf);
+    assert_non_null(sbuf);
+    NA_Msg_init_unexpected(cls, sbuf, size);
+    size_t hdr = NA_Msg_get_unexpected_header_size(cls);
+    snprintf(sbuf + hdr, size - hdr, "no-block %s", info);
+    na_addr_t *self = NULL;
+    assert_int_equal(NA_Addr_self(cls, &self), NA_SUCCESS);
+    na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE),
+               *sop = NA_Op_create(cls, NA_OP_SINGLE);
+    struct na_test_done done = {0};
+    assert_int_equal(
+        NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &done, rbuf, size, NULL, rop),
+        NA_SUCCESS);
+    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &done, sbuf, size, pd,
+                                            self, 0, 42, sop),
+                     NA_SUCCESS);
+    assert_true(na_test_wait(cls, ctx, &done, 2, 10000));
+    assert_int_equal(done.ret, NA_SUCCESS);
+    assert_string_equal(rbuf + hdr, sbuf + hdr);
+    if (done.source)
+        NA_Addr_free(cls, done.source);
+    NA_Addr_free(cls, self);
+    NA_Op_destroy(cls, rop);
+    NA_Op_destroy(cls, sop);
+    NA_Msg_buf_free(cls, sbuf, pd);
+    free(rbuf);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
 int main(void)
 {
     const char *const *transports;
     size_t n = test_transports(&transports);
-    struct CMUnitTest *tests = calloc(n, sizeof(*tests));
-    char(*names)[64] = calloc(n, 64);
+    struct CMUnitTest *tests = calloc(2 * n, sizeof(*tests));
+    char(*names)[64] = calloc(2 * n, 64);
     for (size_t i = 0; i < n; i++) {
-        snprintf(names[i], 64, "idle_cpu/%s", transports[i]);
-        tests[i] =
-            (struct CMUnitTest){names[i], test_idle, NULL, NULL, (void *)transports[i]};
+        snprintf(names[2 * i], 64, "idle_cpu/%s", transports[i]);
+        snprintf(names[2 * i + 1], 64, "no_block/%s", transports[i]);
+        tests[2 * i] = (struct CMUnitTest){names[2 * i], test_idle, NULL, NULL,
+                                           (void *)transports[i]};
+        tests[2 * i + 1] = (struct CMUnitTest){names[2 * i + 1], test_no_block, NULL,
+                                               NULL, (void *)transports[i]};
     }
-    int failed = _cmocka_run_group_tests("na_idle", tests, n, NULL, NULL);
+    int failed = _cmocka_run_group_tests("na_idle", tests, 2 * n, NULL, NULL);
     free(tests);
     free(names);
     return failed ? 1 : 0;

@@ -258,6 +258,10 @@ int NA_Poll_get_fd(na_class_t *na_class, na_context_t *context)
 {
     if (na_progress_check(na_class, context) != NA_SUCCESS || !na_class->ops->poll_get_fd)
         return -1;
+    if (na_class->progress_mode & NA_NO_BLOCK) {
+        HGX_LOG_DEBUG(NA, "NA_NO_BLOCK class: no wait fd");
+        return -1;
+    }
     return na_class->ops->poll_get_fd(na_class, context);
 }
 
