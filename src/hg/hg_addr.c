@@ -31,6 +31,39 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr)
     return addr;
 }
 
+/*
+ * Requests from one peer come with the same NA address object when the
+ * plugin keeps one per peer (na_addr_init_owned): the context keeps the last
+ * source wrapped, and a request from the same peer reuses it instead of
+ * allocating and freeing a wrapper. The cached wrapper holds its NA address,
+ * so no other address can reuse that pointer while it is compared. Taken out
+ * and put back with atomic exchanges: triggers on other threads stay safe.
+ */
+hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
+{
+    hg_class_t *hg_class = context->hg_class;
+    hg_addr_t last = atomic_exchange(&context->last_source, HG_ADDR_NULL);
+    hg_addr_t addr;
+
+    if (last && last->na_addr == source) {
+        NA_Addr_free(hg_class->na_class, source); /* the cached wrapper holds one */
+        addr = last;
+    } else {
+        HG_Addr_free(hg_class, last);
+        addr = hg_addr_wrap(hg_class, source);
+        if (!addr)
+            return HG_ADDR_NULL;
+    }
+    atomic_fetch_add(&addr->refcount, 1); /* the caller's; the cache keeps the other */
+    HG_Addr_free(hg_class, atomic_exchange(&context->last_source, addr));
+    return addr;
+}
+
+void hg_addr_source_forget(hg_context_t *context)
+{
+    HG_Addr_free(context->hg_class, atomic_exchange(&context->last_source, HG_ADDR_NULL));
+}
+
 static void lookup_run(struct hg_completion *completion)
 {
     struct hg_lookup_op *op = (struct hg_lookup_op *)completion;

@@ -37,10 +37,12 @@ hg_return_t hg_ret_from_na(na_return_t ret)
     case NA_##a:                                                                         \
         return HG_##a;
         X(SUCCESS)
-        X(PERMISSION) X(NOENTRY) X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS) X(FAULT) X(BUSY)
-            X(EXIST) X(NODEV) X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW) X(MSGSIZE)
-                X(PROTONOSUPPORT) X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL)
-                    X(HOSTUNREACH) X(TIMEOUT) X(CANCELED) X(IO_ERROR)
+        X(PERMISSION)
+        X(NOENTRY)
+        X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS) X(FAULT) X(BUSY) X(EXIST) X(NODEV)
+            X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW) X(MSGSIZE) X(PROTONOSUPPORT)
+                X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL) X(HOSTUNREACH) X(TIMEOUT)
+                    X(CANCELED) X(IO_ERROR)
 #undef X
                         default : return HG_NA_ERROR;
     }

@@ -35,8 +35,10 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
     else
         context->cq_head = completion;
     context->cq_tail = completion;
-    context->cq_count++;
-    pthread_cond_signal(&context->cq_cond);
+    atomic_store_explicit(&context->cq_count, context->cq_count + 1,
+                          memory_order_release);
+    if (context->cq_waiters)
+        pthread_cond_signal(&context->cq_cond);
     pthread_mutex_unlock(&context->cq_lock);
 }
 
@@ -48,17 +50,16 @@ static struct hg_completion *completion_pop(hg_context_t *context)
         context->cq_head = c->next;
         if (!context->cq_head)
             context->cq_tail = NULL;
-        context->cq_count--;
+        atomic_store_explicit(&context->cq_count, context->cq_count - 1,
+                              memory_order_relaxed);
     }
     return c;
 }
 
+/* Without the lock: a push racing with this read is seen by the next one. */
 static unsigned int completion_count(hg_context_t *context)
 {
-    pthread_mutex_lock(&context->cq_lock);
-    unsigned int n = context->cq_count;
-    pthread_mutex_unlock(&context->cq_lock);
-    return n;
+    return atomic_load_explicit(&context->cq_count, memory_order_acquire);
 }
 
 static void post_cb(const struct na_cb_info *info);
@@ -219,6 +220,7 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
         }
         return hg_ret_from_na(na_ret);
     }
+    hg_addr_source_forget(context);
     if (context->data_free)
         context->data_free(context->data);
     pthread_cond_destroy(&context->cq_cond);
@@ -288,6 +290,8 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
         return HG_INVALID_ARG;
     uint64_t deadline = timeout ? now_ms() + timeout : 0;
     while (count < max_count) {
+        if (timeout == 0 && completion_count(context) == 0)
+            break;
         pthread_mutex_lock(&context->cq_lock);
         struct hg_completion *c = completion_pop(context);
         if (!c && count == 0 && timeout > 0) {
@@ -302,8 +306,10 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
                 ts.tv_nsec -= 1000000000L;
             }
             int rc = 0;
+            context->cq_waiters++;
             while (!context->cq_head && rc != ETIMEDOUT)
                 rc = pthread_cond_timedwait(&context->cq_cond, &context->cq_lock, &ts);
+            context->cq_waiters--;
             c = completion_pop(context);
         }
         pthread_mutex_unlock(&context->cq_lock);

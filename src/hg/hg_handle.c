@@ -34,6 +34,7 @@ static void hg_handle_free_na(na_class_t *na_class, hg_handle_t handle)
     NA_Msg_buf_free(na_class, handle->send_buf, handle->send_plugin);
     NA_Msg_buf_free(na_class, handle->recv_buf, handle->recv_plugin);
     NA_Msg_buf_free(na_class, handle->ack_buf, handle->ack_plugin);
+    free(handle->in_copy);
     if (handle->send_op)
         NA_Op_destroy(na_class, handle->send_op);
     if (handle->recv_op)
@@ -59,6 +60,8 @@ static bool hg_handle_cache_put(hg_context_t *context, hg_handle_t handle)
     handle->send_op = keep.send_op;
     handle->recv_op = keep.recv_op;
     handle->ack_op = keep.ack_op;
+    handle->in_copy = keep.in_copy;
+    handle->in_copy_cap = keep.in_copy_cap;
     pthread_mutex_lock(&context->cq_lock);
     bool kept = context->handle_cache_n < HG_HANDLE_CACHE_MAX;
     if (kept) {

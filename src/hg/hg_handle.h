@@ -43,6 +43,8 @@ struct hg_handle {
     size_t decode_size;
     void *decode_owned; /* malloc'd buffer behind decode_buf, or NULL */
     bool has_decode;
+    void *in_copy; /* target: copy of a request's input, kept with a cached handle */
+    size_t in_copy_cap;
 
     /* Encoded payload too large for a message, exposed to the peer. */
     void *extra_buf;

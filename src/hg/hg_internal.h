@@ -58,12 +58,14 @@ struct hg_context {
     pthread_mutex_t cq_lock;
     pthread_cond_t cq_cond;
     struct hg_completion *cq_head, *cq_tail;
-    unsigned int cq_count;
-    struct hg_post *posts; /* array of hg_class->post_count entries */
+    atomic_uint cq_count;    /* written under cq_lock, read without it */
+    unsigned int cq_waiters; /* HG_Trigger calls waiting on cq_cond (cq_lock) */
+    struct hg_post *posts;   /* array of hg_class->post_count entries */
     unsigned int n_posts;
     atomic_long n_posted;           /* posts currently in NA */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
+    _Atomic(hg_addr_t) last_source; /* source of the last request (one reference) */
     unsigned int handle_cache_n;
     bool unposting;
     void *data;
@@ -82,6 +84,10 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
 
 /* Wrap an NA address (ownership of the NA reference moves to the result). */
 hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr);
+/* The HG address of a request's NA source (consumed): a new reference. */
+hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source);
+/* Drop the context's cached source address. */
+void hg_addr_source_forget(hg_context_t *context);
 
 /* Internal bulk transfer: done() runs from progress (not from HG_Trigger). */
 typedef void (*hg_bulk_done_cb_t)(void *arg, hg_return_t ret);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Smallest input copy a target handle keeps (most inputs fit). */
+#define HG_IN_COPY_MIN 256
+
 static void rpc_run(struct hg_completion *completion)
 {
     hg_handle_t handle =
@@ -85,7 +88,7 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     struct hg_rpc_info rpc = e ? e->info : (struct hg_rpc_info){.id = hdr.rpc_id};
     pthread_mutex_unlock(&hg_class->lock);
 
-    hg_addr_t addr = hg_addr_wrap(hg_class, source);
+    hg_addr_t addr = hg_addr_of_source(context, source);
     source = NULL;
     if (!addr)
         goto drop;
@@ -111,13 +114,21 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
             input_ready(handle, ret);
         return;
     }
-    handle->decode_owned = malloc(hdr.payload_size ? hdr.payload_size : 1);
-    if (!handle->decode_owned) {
-        respond_error(handle, HG_NOMEM);
-        return;
+    /* The input leaves the receive buffer (reposted at once) for a copy the
+     * handle keeps across reuse: no allocation per request on the steady path. */
+    if (handle->in_copy_cap < hdr.payload_size || !handle->in_copy) {
+        size_t cap =
+            hdr.payload_size > HG_IN_COPY_MIN ? hdr.payload_size : HG_IN_COPY_MIN;
+        void *copy = realloc(handle->in_copy, cap);
+        if (!copy) {
+            respond_error(handle, HG_NOMEM);
+            return;
+        }
+        handle->in_copy = copy;
+        handle->in_copy_cap = cap;
     }
-    memcpy(handle->decode_owned, payload, hdr.payload_size);
-    handle->decode_buf = handle->decode_owned;
+    memcpy(handle->in_copy, payload, hdr.payload_size);
+    handle->decode_buf = handle->in_copy;
     handle->decode_size = hdr.payload_size;
     handle->has_decode = true;
     input_ready(handle, HG_SUCCESS);

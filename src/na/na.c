@@ -325,6 +325,12 @@ void na_addr_init(na_class_t *na_class, na_addr_t *addr)
     atomic_fetch_add(&na_class->n_addrs, 1);
 }
 
+void na_addr_init_owned(na_class_t *na_class, na_addr_t *addr)
+{
+    atomic_init(&addr->refcount, 1);
+    addr->na_class = na_class;
+}
+
 static bool na_addr_valid(na_class_t *na_class, na_addr_t *addr)
 {
     if (!addr || addr->na_class != na_class) {

@@ -122,6 +122,10 @@ unsigned int NA_Context_get_completion_count(const na_context_t *context)
 
 static na_op_id_t *na_cq_pop(na_context_t *context)
 {
+    /* Most calls find the queue empty: no lock for them. A completion being
+     * queued concurrently is found by the next call. */
+    if (atomic_load_explicit(&context->cq_count, memory_order_acquire) == 0)
+        return NULL;
     pthread_mutex_lock(&context->cq_lock);
     na_op_id_t *op = context->cq_head;
     if (op) {

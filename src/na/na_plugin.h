@@ -208,6 +208,16 @@ void na_op_complete(na_op_id_t *op, na_return_t ret);
 
 /* Initialize the common head of a new plugin address (refcount 1). */
 void na_addr_init(na_class_t *na_class, na_addr_t *addr);
+/* Initialize an address the plugin keeps for a peer's lifetime, holding one
+ * reference itself (not counted as a user's address): hand out na_addr_ref()
+ * of it instead of a new address per message, so the same peer always gives
+ * the same pointer and nothing is allocated per receive. */
+void na_addr_init_owned(na_class_t *na_class, na_addr_t *addr);
+static inline na_addr_t *na_addr_ref(na_addr_t *addr)
+{
+    atomic_fetch_add_explicit(&addr->refcount, 1, memory_order_relaxed);
+    return addr;
+}
 
 /* Plugin tables built into this library (NULL-terminated). */
 extern const struct na_ops *const na_plugin_table[];

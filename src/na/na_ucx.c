@@ -99,16 +99,12 @@ struct ucx_peer {
     struct sockaddr_in sin;
     char str[UCX_ADDR_STR_MAX];           /* "ucx+proto://IP:PORT" */
     struct ucx_op *pend_head, *pend_tail; /* sends waiting for resources, in order */
-};
-
-/* What an na_addr_t is: a handle on a peer (peers outlive handles). */
-struct ucx_addr {
-    struct na_addr head;
-    struct ucx_peer *peer;
+    struct na_addr addr; /* the peer's address: every lookup / source is a reference */
 };
 
 struct ucx_class {
     pthread_mutex_t lock; /* the worker runs serialized: every UCP call holds it */
+    na_class_t *na_class;
     ucp_context_h context;
     ucp_worker_h worker;
     ucp_listener_h listener;
@@ -198,7 +194,7 @@ static struct ucx_op *ucx_op(na_op_id_t *op)
 
 static struct ucx_peer *ucx_peer_of(na_addr_t *addr)
 {
-    return ((struct ucx_addr *)addr)->peer;
+    return (struct ucx_peer *)((char *)addr - offsetof(struct ucx_peer, addr));
 }
 
 static na_return_t ucx_status_to_na(ucs_status_t status)
@@ -272,6 +268,7 @@ static struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const c
         return NULL;
     p->cls = cls;
     p->id = id;
+    na_addr_init_owned(cls->na_class, &p->addr);
     snprintf(p->str, sizeof(p->str), "%s", str);
     /* Appended: an id seen twice resolves to the first (our own outgoing) ep. */
     struct ucx_peer **tail = &cls->peers;
@@ -920,6 +917,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     if (!cls)
         return NA_NOMEM;
     pthread_mutex_init(&cls->lock, NULL);
+    cls->na_class = na_class;
     cls->efd = -1;
     cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
     cls->send_window = ucx_env_send_window();
@@ -990,12 +988,8 @@ static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *conte
 static na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p,
                                 na_addr_t **addr_p)
 {
-    struct ucx_addr *a = malloc(sizeof(*a));
-    if (!a)
-        return NA_NOMEM;
-    na_addr_init(na_class, &a->head);
-    a->peer = p;
-    *addr_p = &a->head;
+    (void)na_class;
+    *addr_p = na_addr_ref(&p->addr);
     return NA_SUCCESS;
 }
 
@@ -1109,10 +1103,11 @@ static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
     return ret;
 }
 
+/* Never reached: the peer holds a reference to its address until finalize. */
 static void ucx_addr_destroy(na_class_t *na_class, na_addr_t *addr)
 {
     (void)na_class;
-    free(addr); /* the peer stays cached in the class until finalize */
+    (void)addr;
 }
 
 /* Forget the connection: the next lookup connects again. */
