@@ -32,20 +32,18 @@ const char *HG_Error_to_string(hg_return_t errnum)
 
 hg_return_t hg_ret_from_na(na_return_t ret)
 {
+    /* The NA and HG codes share their names. */
+    // clang-format off
     switch (ret) {
-#define X(a)                                                                             \
-    case NA_##a:                                                                         \
-        return HG_##a;
-        X(SUCCESS)
-        X(PERMISSION)
-        X(NOENTRY)
-        X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS) X(FAULT) X(BUSY) X(EXIST) X(NODEV)
-            X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW) X(MSGSIZE) X(PROTONOSUPPORT)
-                X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL) X(HOSTUNREACH) X(TIMEOUT)
-                    X(CANCELED) X(IO_ERROR)
+#define X(a) case NA_##a: return HG_##a;
+    X(SUCCESS) X(PERMISSION) X(NOENTRY) X(INTERRUPT) X(AGAIN) X(NOMEM) X(ACCESS)
+    X(FAULT) X(BUSY) X(EXIST) X(NODEV) X(INVALID_ARG) X(PROTOCOL_ERROR) X(OVERFLOW)
+    X(MSGSIZE) X(PROTONOSUPPORT) X(OPNOTSUPPORTED) X(ADDRINUSE) X(ADDRNOTAVAIL)
+    X(HOSTUNREACH) X(TIMEOUT) X(CANCELED) X(IO_ERROR)
 #undef X
-                        default : return HG_NA_ERROR;
+    default: return HG_NA_ERROR;
     }
+    // clang-format on
 }
 
 void HG_Set_log_level(const char *level)

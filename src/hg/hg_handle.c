@@ -373,12 +373,15 @@ hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id,
     pthread_mutex_lock(&hg_class->lock);
     struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
     struct hg_rpc_info rpc = e ? e->info : (struct hg_rpc_info){0};
+    unsigned int gen = atomic_load(&hg_class->rpc_gen);
     pthread_mutex_unlock(&hg_class->lock);
     if (!e) {
         HGX_LOG_ERROR(HG, "RPC id %#llx is not registered", (unsigned long long)id);
         return HG_NOENTRY;
     }
     *handle_p = hg_handle_alloc(context, addr, &rpc, false);
+    if (*handle_p)
+        (*handle_p)->rpc_gen = gen;
     return *handle_p ? HG_SUCCESS : HG_NOMEM;
 }
 
@@ -402,6 +405,7 @@ hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id)
         struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
         if (e)
             handle->rpc = e->info;
+        handle->rpc_gen = atomic_load(&hg_class->rpc_gen);
         pthread_mutex_unlock(&hg_class->lock);
         if (!e)
             return HG_NOENTRY;

@@ -25,6 +25,7 @@ struct hg_handle {
     void *data;
     void (*data_free)(void *);
     struct hg_rpc_info rpc; /* snapshot of the registration */
+    unsigned int rpc_gen;   /* hg_class->rpc_gen when it was taken */
     bool target;            /* created for a received request */
 
     /* NA message buffers, allocated on first use. Origin: send = request

@@ -38,7 +38,8 @@ struct hg_class {
     na_tag_t max_tag;
     atomic_uint cookie_next; /* source of response tags */
     struct hg_rpc_map *rpc_map;
-    pthread_mutex_t lock;        /* guards rpc_map and local_bulks */
+    atomic_uint rpc_gen;  /* bumped (under lock) by every change of a registration */
+    pthread_mutex_t lock; /* guards rpc_map and local_bulks */
     struct hg_bulk *local_bulks; /* live local bulk handles, for self transfers */
     atomic_ullong bulk_id_next;
     void *data;

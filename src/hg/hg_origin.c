@@ -157,12 +157,16 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     hg_class_t *hg_class = handle->info.hg_class;
     hg_context_t *context = handle->info.context;
 
-    /* Pick up a later HG_Registered_disable_response(). */
-    pthread_mutex_lock(&hg_class->lock);
-    struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, handle->rpc.id);
-    if (e)
-        handle->rpc = e->info;
-    pthread_mutex_unlock(&hg_class->lock);
+    /* Pick up a later HG_Registered_disable_response() or re-registration;
+     * the generation says whether the registry changed since the snapshot. */
+    if (atomic_load(&hg_class->rpc_gen) != handle->rpc_gen) {
+        pthread_mutex_lock(&hg_class->lock);
+        struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, handle->rpc.id);
+        if (e)
+            handle->rpc = e->info;
+        handle->rpc_gen = atomic_load(&hg_class->rpc_gen);
+        pthread_mutex_unlock(&hg_class->lock);
+    }
     hg_handle_clear_decode(handle);
 
     if (handle->info.addr->is_self)

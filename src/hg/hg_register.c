@@ -36,6 +36,7 @@ hg_return_t HG_Register(hg_class_t *hg_class, hg_id_t id, hg_proc_cb_t in_proc_c
     pthread_mutex_lock(&hg_class->lock);
     struct hg_rpc_entry *e =
         hg_rpc_map_set(hg_class->rpc_map, id, in_proc_cb, out_proc_cb, rpc_cb);
+    atomic_fetch_add(&hg_class->rpc_gen, 1);
     pthread_mutex_unlock(&hg_class->lock);
     if (!e) {
         HGX_LOG_ERROR(HG, "out of memory registering RPC %#llx", (unsigned long long)id);
@@ -50,6 +51,7 @@ hg_return_t HG_Deregister(hg_class_t *hg_class, hg_id_t id)
         return HG_INVALID_ARG;
     pthread_mutex_lock(&hg_class->lock);
     bool found = hg_rpc_map_remove(hg_class->rpc_map, id);
+    atomic_fetch_add(&hg_class->rpc_gen, 1);
     pthread_mutex_unlock(&hg_class->lock);
     return found ? HG_SUCCESS : HG_NOENTRY;
 }
@@ -118,6 +120,7 @@ hg_return_t HG_Registered_disable_response(hg_class_t *hg_class, hg_id_t id,
     struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
     if (e)
         e->info.no_response = disable;
+    atomic_fetch_add(&hg_class->rpc_gen, 1);
     pthread_mutex_unlock(&hg_class->lock);
     return e ? HG_SUCCESS : HG_NOENTRY;
 }
