@@ -39,7 +39,6 @@ static void result(const char *name, int ok, const char *why)
     fflush(stdout);
 }
 
-
 /* Progress until d completes or timeout_s passes; 0 on timeout. */
 static int wait_for(struct done *d, double timeout_s)
 {
@@ -129,8 +128,8 @@ static void server(void)
                 out[i] = (unsigned char)~in[i];
             out[0] = in[0];
             struct done s = {0};
-            NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, out, r.size, NULL, r.src, 0, r.tag,
-                                 sop);
+            NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, out, r.size, NULL, r.src, 0,
+                                 r.tag, sop);
             wait_for(&s, 10);
             if (in[0] == CMD_ECHO) {
                 /* the client also sent an application message on MPI_COMM_WORLD tag 0 */
@@ -145,7 +144,8 @@ static void server(void)
             unsigned ms;
             memcpy(&ms, in + 1, sizeof(ms));
             struct done s = {0};
-            NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, in, 1, NULL, r.src, 0, r.tag, sop);
+            NA_Msg_send_expected(cls, ctx, mpitest_cb, &s, in, 1, NULL, r.src, 0, r.tag,
+                                 sop);
             /* no NA progress while asleep (progressing for the ack could already
              * serve the client's get): requests pile up in MPI */
             usleep(ms * 1000u);
@@ -201,8 +201,8 @@ static na_return_t rma(int put, na_mem_handle_t *local, size_t loff,
                        na_mem_handle_t *remote, size_t roff, size_t size)
 {
     struct done d = {0};
-    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, mpitest_cb, &d, local, loff, remote, roff,
-                                              size, srv, 0, op2);
+    na_return_t ret = (put ? NA_Put : NA_Get)(cls, ctx, mpitest_cb, &d, local, loff,
+                                              remote, roff, size, srv, 0, op2);
     if (ret != NA_SUCCESS)
         return ret;
     if (!wait_for(&d, 30))
@@ -246,10 +246,10 @@ static void client(void)
         fill(msg, sizeof(msg), c);
         msg[0] = CMD_ECHO;
         struct done r = {0}, s = {0};
-        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, sizeof(reply), NULL, srv, 0, 7 + c,
-                             op2);
-        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, sizeof(msg), NULL, srv, 0, 7 + c,
-                               op1);
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, sizeof(reply), NULL, srv, 0,
+                             7 + c, op2);
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, sizeof(msg), NULL, srv, 0,
+                               7 + c, op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0,
                  MPI_COMM_WORLD); /* tag 0: also our unexpected MPI tag */
@@ -269,14 +269,56 @@ static void client(void)
         struct done r = {0}, s = {0};
         NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, sizeof(reply), NULL, srv, 0,
                              500 + c, op2);
-        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, sizeof(msg), NULL, srv, 0, 500 + c,
-                               op1);
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, msg, sizeof(msg), NULL, srv, 0,
+                               500 + c, op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
         wait_for(&s, 10);
         wait_for(&r, 10);
         result("oversized expected message reported NA_MSGSIZE", r.ret == NA_MSGSIZE,
                NA_Error_to_string(r.ret));
+    }
+
+    /* expected messages that arrive (and are claimed by progress) before their
+     * receives are posted: per tag in sending order, small and large */
+    {
+        enum { NMSG = 5 };
+        static const size_t sizes[NMSG] = {16, 6000, 1, 5000, 32};
+        static const na_tag_t tags[NMSG] = {900, 900, 901, 900, 901};
+        static unsigned char out[NMSG][6000], in[NMSG][6000];
+        na_addr_t *self;
+        NA_Addr_self(cls, &self);
+        na_op_id_t *sops[NMSG];
+        struct done s[NMSG] = {{0}}, r[NMSG] = {{0}};
+        int ok = 1;
+        for (int i = 0; i < NMSG; i++) {
+            fill(out[i], sizes[i], (unsigned)(i + 40));
+            sops[i] = NA_Op_create(cls, 0);
+            ok &= NA_Msg_send_expected(cls, ctx, mpitest_cb, &s[i], out[i], sizes[i],
+                                       NULL, self, 0, tags[i], sops[i]) == NA_SUCCESS;
+        }
+        for (int k = 0; k < 20; k++) { /* large sends complete only once received */
+            NA_Progress(cls, ctx, 1);
+            NA_Trigger(ctx, 64, NULL);
+        }
+        /* tag 901 first, then tag 900: each tag's messages in their sending order */
+        static const int order[NMSG] = {2, 4, 0, 1, 3};
+        for (int j = 0; j < NMSG; j++) {
+            int i = order[j];
+            ok &= NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r[i], in[j], sizeof(in[j]),
+                                       NULL, self, 0, tags[i], op2) == NA_SUCCESS &&
+                  wait_for(&r[i], 10) && r[i].ret == NA_SUCCESS &&
+                  r[i].size == sizes[i] && !memcmp(in[j], out[i], sizes[i]);
+        }
+        for (int i = 0; i < NMSG; i++) {
+            ok &= wait_for(&s[i], 10) && s[i].ret == NA_SUCCESS;
+            NA_Op_destroy(cls, sops[i]);
+        }
+        NA_Addr_free(cls, self);
+        result(
+            "expected messages received before their receives were posted: per-tag order "
+            "and data",
+            ok, "");
     }
 
     na_mem_handle_t *rrw, *rro, *rseg, *lbig, *lget, *lseg;
@@ -390,7 +432,8 @@ static void client(void)
     {
         unsigned char buf[64];
         struct done r = {0};
-        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, buf, sizeof(buf), NULL, srv, 0, 9999, op2);
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, buf, sizeof(buf), NULL, srv, 0,
+                             9999, op2);
         NA_Progress(cls, ctx, 1);
         NA_Cancel(cls, ctx, op2);
         int ok = wait_for(&r, 5);
@@ -409,8 +452,8 @@ static void client(void)
         unsigned ms = 1500;
         unsigned char ack[8];
         struct done sa = {0};
-        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &sa, ack, sizeof(ack), NULL, srv, 0, 4000 + c,
-                             op2);
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &sa, ack, sizeof(ack), NULL, srv, 0,
+                             4000 + c, op2);
         send_cmd(CMD_STALL, &ms, sizeof(ms), 4000 + c);
         wait_for(&sa, 10); /* the server is now asleep */
         memset(back, 0xEE, BIG);
@@ -440,7 +483,8 @@ static void client(void)
                              3000 + c, op2);
         unsigned char e8[8] = {CMD_ECHO};
         struct done s = {0};
-        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, e8, 8, NULL, srv, 0, 3000 + c, op1);
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, e8, 8, NULL, srv, 0, 3000 + c,
+                               op1);
         int v = 1000 + rank;
         MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
         wait_for(&s, 10);
@@ -468,10 +512,10 @@ static void client(void)
         double t0 = mpitest_now();
         for (int i = 0; i < PINGS; i++) {
             struct done r = {0}, s = {0};
-            NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, rbuf, sizeof(rbuf), NULL, srv, 0, 77,
-                                 op2);
-            NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, pbuf, sizeof(pbuf), NULL, srv, 0, 77,
-                                   op1);
+            NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, rbuf, sizeof(rbuf), NULL, srv,
+                                 0, 77, op2);
+            NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, pbuf, sizeof(pbuf), NULL,
+                                   srv, 0, 77, op1);
             while (!r.flag || !s.flag) {
                 NA_Progress(cls, ctx, 100);
                 NA_Trigger(ctx, 64, NULL);

@@ -16,7 +16,6 @@
 #define TBUCKETS 1024  /* target index buckets, keyed by (origin, request id) */
 #define NTOMB 64       /* tombstones kept (oldest overwritten) */
 #define TOMB_LIFE_US 10000000ull
-#define CTRL_MAX_OVERSIZE (1 << 20)
 
 /* Control packet (untrusted on receipt; exactly this size). */
 #define CTRL_MAGIC 0x48434d45u /* "HCME" */
@@ -167,7 +166,8 @@ struct tomb {
 };
 
 struct mpi_emul {
-    MPI_Comm comm;
+    MPI_Comm comm;  /* control packets */
+    MPI_Comm dcomm; /* data chunks (comm unless mpi_emul_set_data_comm) */
     int rank, size;
     struct hgx_mreqtab *tab;
     int tag_ctrl, tag_put, tag_get;
@@ -186,6 +186,7 @@ struct mpi_emul {
     struct tomb tombs[NTOMB];
     unsigned ntombs, tomb_next;
     bool closing;
+    bool batch_open; /* the caller took this batch's first control packet */
     struct mpi_emul_stats stats;
 };
 
@@ -419,8 +420,8 @@ static void drain_post(struct drain *d)
         drain_finish(d);
         return;
     }
-    int rc = MPI_Irecv(d->scratch, (int)MPI_EMUL_CHUNK, MPI_BYTE, d->src, d->tag, e->comm,
-                       &d->req);
+    int rc = MPI_Irecv(d->scratch, (int)MPI_EMUL_CHUNK, MPI_BYTE, d->src, d->tag,
+                       e->dcomm, &d->req);
     if (rc != MPI_SUCCESS) {
         mpi_err_log("MPI_Irecv (drain)", rc);
         drain_finish(d);
@@ -601,7 +602,7 @@ static void put_post_data(struct mpi_emul_oreq *o)
         int rc = mem_chunk(&o->local, o->local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
                            chunk_len(o->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
-            rc = MPI_Isend(ptr, count, dt, o->peer, e->tag_put + (int)o->id, e->comm,
+            rc = MPI_Isend(ptr, count, dt, o->peer, e->tag_put + (int)o->id, e->dcomm,
                            &o->creqs[i]);
             type_release(&dt);
         }
@@ -785,7 +786,7 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
             rc = mem_chunk(local, local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
                            chunk_len(size, i), &ptr, &count, &dt);
             if (rc == MPI_SUCCESS) {
-                rc = MPI_Irecv(ptr, count, dt, o->peer, e->tag_get + (int)id, e->comm,
+                rc = MPI_Irecv(ptr, count, dt, o->peer, e->tag_get + (int)id, e->dcomm,
                                &o->creqs[i]);
                 type_release(&dt);
             }
@@ -1046,9 +1047,9 @@ static void target_start(struct mpi_emul *e, struct trec *t)
                            &dt);
         if (rc == MPI_SUCCESS) {
             rc = put ? MPI_Irecv(ptr, count, dt, src, e->tag_put + (int)p->req_id,
-                                 e->comm, &t->reqs[i])
+                                 e->dcomm, &t->reqs[i])
                      : MPI_Isend(ptr, count, dt, src, e->tag_get + (int)p->req_id,
-                                 e->comm, &t->reqs[i]);
+                                 e->dcomm, &t->reqs[i]);
             type_release(&dt);
         }
         if (rc == MPI_SUCCESS &&
@@ -1153,12 +1154,44 @@ static void ctrl_dispatch(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
     }
 }
 
-/* Take one control packet with MPI_Improbe + MPI_Mrecv (the size is known
- * before receiving, so an oversized packet is read whole and dropped, never
- * truncated). Returns 1 if a packet was taken, 0 if none, -1 on MPI error. */
+/* Receive and handle the control packet msg (matched on the control tag;
+ * the size is known before receiving, so an oversized packet is read whole
+ * and dropped, never truncated: MPICH raises truncation on MPI_COMM_WORLD). */
+static void ctrl_recv(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+{
+    int count = 0;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    struct ctrl_pkt p;
+    if (count == (int)sizeof(p)) {
+        int rc = MPI_Mrecv(&p, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            mpi_err_log("MPI_Mrecv (control)", rc);
+            return;
+        }
+        if (p.magic == CTRL_MAGIC && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
+            ctrl_dispatch(e, st->MPI_SOURCE, &p);
+            return;
+        }
+    } else {
+        hgx_mpi_mrecv_drop(msg, count);
+    }
+    e->stats.bad_packets++;
+    HGX_LOG_WARNING(MPI_EMUL,
+                    "dropped a malformed control packet (%d bytes) from rank %d", count,
+                    st->MPI_SOURCE);
+}
+
+void mpi_emul_ctrl_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+{
+    ctrl_recv(e, msg, st);
+    e->batch_open = true;
+}
+
+/* Take one control packet with MPI_Improbe. Returns 1 if a packet was taken,
+ * 0 if none, -1 on MPI error. */
 static int ctrl_take_one(struct mpi_emul *e)
 {
-    int flag = 0, count = 0;
+    int flag = 0;
     MPI_Message msg;
     MPI_Status st;
     int rc = MPI_Improbe(MPI_ANY_SOURCE, e->tag_ctrl, e->comm, &flag, &msg, &st);
@@ -1168,33 +1201,7 @@ static int ctrl_take_one(struct mpi_emul *e)
     }
     if (!flag)
         return 0;
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    struct ctrl_pkt p;
-    if (count == (int)sizeof(p)) {
-        rc = MPI_Mrecv(&p, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            mpi_err_log("MPI_Mrecv (control)", rc);
-            return 1;
-        }
-        if (p.magic == CTRL_MAGIC && st.MPI_SOURCE >= 0 && st.MPI_SOURCE < e->size) {
-            ctrl_dispatch(e, st.MPI_SOURCE, &p);
-            return 1;
-        }
-    } else {
-        /* Read it whole (bounded scratch; beyond that MPI reports truncation on our
-         * MPI_ERRORS_RETURN communicator's message and we drop it all the same). */
-        int cap = count > 0 && count <= CTRL_MAX_OVERSIZE ? count : 1;
-        void *junk = malloc((size_t)cap);
-        char one;
-        rc = MPI_Mrecv(junk ? junk : &one, junk ? cap : 1, MPI_BYTE, &msg,
-                       MPI_STATUS_IGNORE);
-        (void)rc;
-        free(junk);
-    }
-    e->stats.bad_packets++;
-    HGX_LOG_WARNING(MPI_EMUL,
-                    "dropped a malformed control packet (%d bytes) from rank %d", count,
-                    st.MPI_SOURCE);
+    ctrl_recv(e, &msg, &st);
     return 1;
 }
 
@@ -1216,7 +1223,8 @@ int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
      * consecutive misses, not 1, so its cancel queued right behind it joins
      * the batch. Before the first packet one miss ends it (nothing taken,
      * nothing to complete; most passes carry no control packet at all). */
-    for (int k = 0, misses = 0; take_ctrl && k < CTRL_BATCH && misses < (k ? 3 : 1);) {
+    for (int k = e->batch_open, misses = 0;
+         take_ctrl && k < CTRL_BATCH && misses < (k ? 3 : 1);) {
         int r = ctrl_take_one(e);
         if (r < 0)
             break;
@@ -1228,6 +1236,7 @@ int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
         k++;
         n++;
     }
+    e->batch_open = false;
     /* 2. Start the requests of this batch, in arrival order. */
     while (e->pend_head) {
         struct trec *t = e->pend_head;
@@ -1257,6 +1266,7 @@ na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreq
     if (!e)
         return NA_NOMEM;
     e->comm = comm;
+    e->dcomm = comm;
     e->tab = tab;
     e->tag_ctrl = tag_ctrl;
     e->tag_put = tag_putdata_base;
@@ -1322,6 +1332,11 @@ void mpi_emul_free(struct mpi_emul *e)
     free(e->maxseq);
     free(e->reg);
     free(e);
+}
+
+void mpi_emul_set_data_comm(struct mpi_emul *e, MPI_Comm data)
+{
+    e->dcomm = data;
 }
 
 void mpi_emul_share_registry(struct mpi_emul *e, struct mpi_emul *owner)

@@ -133,6 +133,14 @@ int mpi_emul_progress(struct mpi_emul *e);
 /* Same; take_ctrl false skips the control probes (the caller saw no message
  * waiting on the communicator), the rest (starts, timers) still runs. */
 int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl);
+/* Handle a control packet the caller matched on the control tag (e.g. with
+ * MPI_Improbe(MPI_ANY_TAG)); call mpi_emul_progress_ex(e, true) after it so
+ * the rest of its batch is taken before the requests start. */
+void mpi_emul_ctrl_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st);
+/* Data chunks travel on data (same group as the control communicator) instead
+ * of the control communicator, so a wildcard probe there never sees them.
+ * Call before the first transfer. */
+void mpi_emul_set_data_comm(struct mpi_emul *e, MPI_Comm data);
 /* mpi+dynamic: e (one per connection) validates incoming requests against the
  * memory registry of owner (register/deregister go to owner only). owner must
  * outlive e. */

@@ -12,12 +12,15 @@
  *   2+S .. 2+2S-1             mpi_emul get data   (target -> origin)
  *   2+2S .. MPI_TAG_UB        expected messages: 2+2S + NA tag
  *
- * All nonblocking MPI requests live in one table tested from poll() (see
- * mpi_reqtab.h); unexpected messages are taken with MPI_Improbe/MPI_Imrecv
- * only when an NA unexpected receive is posted, so earlier ones stay queued
- * in MPI (bounded by MPI's own unexpected-message resources). Each poll pass
- * first asks MPI with one MPI_Iprobe whether any message waits at all, and
- * probes per kind only then (probe_waiting). One class mutex serializes
+ * The mpi_emul data tags are used on a second dup (dcomm), so that a wildcard
+ * probe on comm never matches bulk data. All nonblocking MPI requests live in
+ * one table tested from poll() (see mpi_reqtab.h). Each poll pass takes the
+ * oldest message waiting on comm with one MPI_Improbe(MPI_ANY_SOURCE,
+ * MPI_ANY_TAG) and dispatches it by tag (claim_any); a message whose NA
+ * receive is not posted yet is held (as its MPI_Message, in arrival order,
+ * at most HELD_MAX) and later receives take held messages first. Every MPI
+ * call runs Open MPI's whole progress engine (~90 ns), so one call that both
+ * detects and claims beats a probe per kind. One class mutex serializes
  * every MPI call, so MPI_THREAD_SERIALIZED is enough.
  */
 #include "na_mpi.h"
@@ -49,12 +52,23 @@
  * match and MPI_Mrecv returns at once, where MPI_Imrecv would cost a request
  * and an MPI_Test in a later pass. Larger ones use MPI_Imrecv. */
 #define MRECV_MAX 4096
+/* Claimed messages held for NA receives not posted yet; past this, claiming
+ * stops and the per-kind probes run (see probe_waiting). */
+#define HELD_MAX 4096
 
 struct dyn_conn;
 struct dyn_acceptor;
 
+/* A message claimed on pc->comm that no posted NA receive takes yet. */
+struct held_msg {
+    MPI_Message msg;
+    MPI_Status st;
+    struct held_msg *next;
+};
+
 struct mpi_class {
-    MPI_Comm comm; /* mpi+dynamic: a dup of MPI_COMM_SELF (the self connection) */
+    MPI_Comm comm;  /* mpi+dynamic: a dup of MPI_COMM_SELF (the self connection) */
+    MPI_Comm dcomm; /* mpi_emul data chunks of comm's emulation */
     int rank, size;
     bool we_init_mpi;
     pthread_mutex_t lock;
@@ -67,11 +81,11 @@ struct mpi_class {
     unsigned long ncompleted;
     _Atomic uint64_t last_activity_us; /* last post or progress event */
     _Atomic uint64_t spin_until_us;    /* mpi_poll_wait polls without sleeping until */
-    bool waiting;             /* this pass: a message waits on comm (see probe_waiting) */
-    bool take_ctrl;           /* this pass: probe comm for mpi_emul control packets */
-    int front_src, front_tag; /* the waiting message MPI_Iprobe reported */
-    char small[MRECV_MAX];    /* unexpected messages received with MPI_Mrecv */
-    int ctrl_skips;           /* consecutive passes that skipped the control probe */
+    bool waiting; /* this pass: probe comm per kind (held list full; see probe_waiting) */
+    bool take_ctrl; /* this pass: probe comm for mpi_emul control packets */
+    struct held_msg *held_head, *held_tail;
+    int nheld;
+    char small[MRECV_MAX]; /* unexpected messages received with MPI_Mrecv */
     /* mpi+dynamic only */
     bool dynamic, listening, published;
     int tag_bye;
@@ -118,6 +132,7 @@ struct mpi_op {
     struct dyn_conn *conn; /* unexpected receive: connection it arrived on */
     MPI_Comm comm;         /* expected receive: communicator to match on */
     bool in_uq, in_eq;
+    bool irecv; /* expected receive posted as an MPI_Irecv (Open MPI) */
     int src, tag;
 };
 
@@ -706,6 +721,26 @@ static void dyn_finalize(struct mpi_class *pc)
     }
 }
 
+/* Finalize: messages claimed for NA receives never posted. Lock held. */
+static void drop_held(struct mpi_class *pc)
+{
+    while (pc->held_head) {
+        struct held_msg *h = pc->held_head;
+        int count = 0;
+        pc->held_head = h->next;
+        MPI_Get_count(&h->st, MPI_BYTE, &count);
+        int rc = hgx_mpi_mrecv_drop(&h->msg, count);
+        if (rc != MPI_SUCCESS)
+            log_mpi("MPI_Mrecv (dropping a message at finalize)", rc);
+        free(h);
+    }
+    if (pc->nheld)
+        HGX_LOG_DEBUG(MPI, "finalize: dropped %d messages no receive was posted for",
+                      pc->nheld);
+    pc->held_tail = NULL;
+    pc->nheld = 0;
+}
+
 static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *info,
                                   bool listen)
 {
@@ -809,7 +844,9 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         ret = NA_PROTOCOL_ERROR;
         goto free_pc;
     }
+    pc->dcomm = MPI_COMM_NULL;
     if ((rc = MPI_Comm_set_errhandler(pc->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_dup(pc->comm, &pc->dcomm)) != MPI_SUCCESS || /* handler too */
         (rc = MPI_Comm_rank(pc->comm, &pc->rank)) != MPI_SUCCESS ||
         (rc = MPI_Comm_size(pc->comm, &pc->size)) != MPI_SUCCESS) {
         log_mpi("setting up the communicator", rc);
@@ -847,6 +884,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         }
         goto free_comm;
     }
+    mpi_emul_set_data_comm(pc->emul, pc->dcomm);
     if (dynamic) {
         pc->dynamic = true;
         pc->self_conn = calloc(1, sizeof(*pc->self_conn));
@@ -882,6 +920,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     return NA_SUCCESS;
 
 free_comm:
+    if (pc->dcomm != MPI_COMM_NULL)
+        MPI_Comm_free(&pc->dcomm);
     MPI_Comm_free(&pc->comm);
 free_pc:
     pthread_mutex_destroy(&pc->lock);
@@ -909,6 +949,7 @@ static na_return_t mpi_finalize(na_class_t *na_class)
             MPI_EMUL,
             "%lu malformed packets, %lu refused requests, %lu late chunks dropped",
             st.bad_packets, st.refused, st.late_dropped);
+    drop_held(pc);
     if (pc->dynamic) {
         dyn_finalize(pc);
         for (struct dyn_conn *k = pc->conns; k; k = k->next)
@@ -929,6 +970,8 @@ static na_return_t mpi_finalize(na_class_t *na_class)
     }
     mpi_emul_free(pc->emul);
     int rc = MPI_Comm_free(&pc->comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_free(&pc->dcomm);
     if (rc != MPI_SUCCESS)
         log_mpi("MPI_Comm_free", rc);
     pthread_mutex_unlock(&pc->lock);
@@ -1358,46 +1401,55 @@ static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     free(bounce);
 }
 
-/* Hand the oldest unexpected message MPI holds on comm to the first posted NA
- * receive. One per pass: probing again for a second one would delay the
- * completion of the first (the next pass's MPI_Iprobe finds any other).
- * Lock held. */
-static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_conn *conn)
+/* Pop the first posted unexpected receive. Lock held. */
+static struct mpi_op *uq_pop(struct mpi_class *pc)
 {
-    int flag = 0, count = 0;
-    MPI_Message msg;
-    MPI_Status st;
-    if (!pc->uq_head)
-        return MPI_SUCCESS;
-    int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
-    if (rc != MPI_SUCCESS || !flag)
-        return rc;
     struct mpi_op *mo = pc->uq_head;
     pc->uq_head = mo->next;
     if (!pc->uq_head)
         pc->uq_tail = NULL;
     mo->in_uq = false;
     mo->next = NULL;
+    return mo;
+}
+
+/* Receive the matched unexpected message msg into the first posted NA
+ * unexpected receive. Lock held, pc->uq_head set. */
+static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
+                       struct dyn_conn *conn)
+{
+    int count = 0, rc;
+    struct mpi_op *mo = uq_pop(pc);
     mo->conn = conn;
     na_op_id_t *op = na_op_from_plugin(mo);
-    MPI_Get_count(&st, MPI_BYTE, &count);
+    MPI_Get_count(st, MPI_BYTE, &count);
     if (count <= MRECV_MAX) {
-        rc = MPI_Mrecv(pc->small, count, MPI_BYTE, &msg, &st);
-        unexp_finish(op, pc->small, rc, &st);
-        return MPI_SUCCESS;
+        rc = MPI_Mrecv(pc->small, count, MPI_BYTE, msg, st);
+        unexp_finish(op, pc->small, rc, st);
+        return;
+    }
+    if ((size_t)count - UNEXP_HDR_SIZE > mo->buf_size) { /* refused before any copy */
+        HGX_LOG_ERROR(MPI,
+                      "unexpected message of %d bytes from rank %d does not fit the "
+                      "%zu-byte receive buffer: dropped",
+                      count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
+        rc = hgx_mpi_mrecv_drop(msg, count);
+        if (rc != MPI_SUCCESS)
+            log_mpi("MPI_Mrecv (dropping an unexpected message)", rc);
+        op_done(pc, op, NA_MSGSIZE);
+        return;
     }
     mo->bounce = malloc((size_t)count);
     if (!mo->bounce) {
-        char dummy[1];
-        MPI_Mrecv(dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* truncates, drops it */
+        hgx_mpi_mrecv_drop(msg, count);
         op_done(pc, op, NA_NOMEM);
-        return MPI_SUCCESS;
+        return;
     }
-    rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, &msg, &mo->req);
+    rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, msg, &mo->req);
     if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, unexp_done, op, 0) != 0) {
-        rc = MPI_Wait(&mo->req, &st);
-        unexp_done(op, 0, rc, &st);
-        return MPI_SUCCESS;
+        rc = MPI_Wait(&mo->req, st);
+        unexp_done(op, 0, rc, st);
+        return;
     }
     if (rc != MPI_SUCCESS) {
         log_mpi("MPI_Imrecv", rc);
@@ -1405,7 +1457,23 @@ static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_c
         mo->bounce = NULL;
         op_done(pc, op, na_from_mpi(rc));
     }
-    return MPI_SUCCESS;
+}
+
+/* Hand the oldest unexpected message MPI holds on comm to the first posted NA
+ * receive (per-kind probing: connections, or pc->comm with the held list
+ * full). One per pass: probing again for a second one would delay the
+ * completion of the first. Lock held. */
+static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_conn *conn)
+{
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    if (!pc->uq_head)
+        return MPI_SUCCESS;
+    int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
+    if (rc == MPI_SUCCESS && flag)
+        unexp_recv(pc, &msg, &st, conn);
+    return rc;
 }
 
 static int match_unexpected(struct mpi_class *pc)
@@ -1449,11 +1517,60 @@ static void recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *s
     op_done(pc, op, ret);
 }
 
+#ifdef OPEN_MPI
+/* Whether a message for mo is held or an earlier posted receive for the same
+ * source and tag still waits in the list: mo must then queue behind them. */
+static bool exp_queued(const struct mpi_class *pc, const struct mpi_op *mo)
+{
+    for (const struct held_msg *h = pc->held_head; h; h = h->next)
+        if (mo->comm == pc->comm && h->st.MPI_SOURCE == mo->src &&
+            h->st.MPI_TAG == mo->tag)
+            return true;
+    for (const struct mpi_op *e = pc->eq_head; e; e = e->next)
+        if (e->comm == mo->comm && e->src == mo->src && e->tag == mo->tag)
+            return true;
+    return false;
+}
+#endif
+
 /*
- * Expected receives are matched with MPI_Improbe + MPI_Imrecv from poll, not
- * posted with MPI_Irecv: the size is checked before receiving, so an oversized
- * message is reported NA_MSGSIZE without MPI raising MPI_ERR_TRUNCATE (which
- * MPICH raises on MPI_COMM_WORLD from MPI_Test, aborting the job).
+ * Open MPI raises MPI_ERR_TRUNCATE on the request's communicator (ours:
+ * MPI_ERRORS_RETURN), so an expected receive is posted at once as an
+ * MPI_Irecv: MPI matches the reply inside whatever call runs its progress,
+ * and the request table's MPI_Testsome reports it, one call instead of
+ * MPI_Improbe + MPI_Mrecv. An oversized message fills the buffer and is
+ * reported NA_MSGSIZE. Not behind a held message or an earlier receive of the
+ * same source and tag (MPI order), which the list below serves. Lock held.
+ */
+static bool exp_post_irecv(struct mpi_class *pc, struct mpi_op *mo)
+{
+#ifdef OPEN_MPI
+    if (exp_queued(pc, mo))
+        return false;
+    int rc = MPI_Irecv(mo->buf, (int)mo->buf_size, MPI_BYTE, mo->src, mo->tag, mo->comm,
+                       &mo->req);
+    if (rc != MPI_SUCCESS)
+        return false;
+    if (hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, na_op_from_plugin(mo), 0) !=
+        0) {
+        MPI_Cancel(&mo->req);
+        MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
+        return false;
+    }
+    mo->irecv = true;
+    return true;
+#else
+    (void)pc, (void)mo;
+    return false;
+#endif
+}
+
+/*
+ * Otherwise (MPICH) expected receives are matched from poll (claim_any, or
+ * MPI_Improbe per receive) and received with MPI_Mrecv/MPI_Imrecv: the size
+ * is checked before receiving, so an oversized message is reported
+ * NA_MSGSIZE without MPI raising MPI_ERR_TRUNCATE, which MPICH raises on
+ * MPI_COMM_WORLD from MPI_Test/MPI_Testsome/MPI_Mrecv, aborting the job.
  */
 static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context,
                                      na_op_id_t *op, void *buf, size_t buf_size,
@@ -1471,18 +1588,20 @@ static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context
     mo->buf_size = buf_size;
     mo->src = ((struct mpi_addr *)source_addr)->rank;
     mo->tag = TAG_EXP_BASE + (int)tag;
-    mo->in_eq = true;
     pthread_mutex_lock(&pc->lock);
     if (!addr_comm(pc, source_addr, &mo->comm)) {
         pthread_mutex_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
     mark_active(pc, MPI_POST_SPIN_US);
-    /* append: posting order is matching order, as for MPI receives */
-    struct mpi_op **pp = &pc->eq_head;
-    while (*pp)
-        pp = &(*pp)->next;
-    *pp = mo;
+    if (!exp_post_irecv(pc, mo)) {
+        /* append: posting order is matching order, as for MPI receives */
+        struct mpi_op **pp = &pc->eq_head;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = mo;
+        mo->in_eq = true;
+    }
     pthread_mutex_unlock(&pc->lock);
     return NA_SUCCESS;
 }
@@ -1498,12 +1617,53 @@ static bool comm_waiting(const struct mpi_class *pc, MPI_Comm comm)
     return false;
 }
 
+/* Receive the matched message msg into the posted expected receive mo (already
+ * unlinked). Lock held. */
+static void exp_recv(struct mpi_class *pc, struct mpi_op *mo, MPI_Message *msg,
+                     MPI_Status *st)
+{
+    int count = 0, rc;
+    mo->next = NULL;
+    mo->in_eq = false;
+    na_op_id_t *op = na_op_from_plugin(mo);
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if ((size_t)count > mo->buf_size) {
+        rc = hgx_mpi_mrecv_drop(msg, count);
+        if (rc != MPI_SUCCESS)
+            log_mpi("MPI_Mrecv (dropping an expected message)", rc);
+        HGX_LOG_ERROR(MPI,
+                      "expected message of %d bytes from rank %d larger than the "
+                      "%zu-byte buffer: dropped",
+                      count, mo->src, mo->buf_size);
+        op_done(pc, op, NA_MSGSIZE);
+        return;
+    }
+    if (count <= MRECV_MAX) {
+        rc = MPI_Mrecv(mo->buf, count, MPI_BYTE, msg, st);
+        recv_exp_done(op, 0, rc, st);
+        return;
+    }
+    rc = MPI_Imrecv(mo->buf, count, MPI_BYTE, msg, &mo->req);
+    if (rc == MPI_SUCCESS &&
+        hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, op, 0) != 0) {
+        rc = MPI_Wait(&mo->req, st);
+        recv_exp_done(op, 0, rc, st);
+        return;
+    }
+    if (rc != MPI_SUCCESS) {
+        log_mpi("MPI_Imrecv", rc);
+        op_done(pc, op, na_from_mpi(rc));
+    }
+}
+
+/* Per-kind probing of the posted expected receives on the communicators
+ * probe_waiting marked. */
 static int match_expected(struct mpi_class *pc)
 {
     struct mpi_op **pp = &pc->eq_head;
     while (*pp) {
         struct mpi_op *mo = *pp;
-        int flag = 0, count = 0;
+        int flag = 0;
         MPI_Message msg;
         MPI_Status st;
         int rc = mo->comm == MPI_COMM_NULL || !comm_waiting(pc, mo->comm)
@@ -1516,40 +1676,121 @@ static int match_expected(struct mpi_class *pc)
             continue;
         }
         *pp = mo->next;
-        mo->next = NULL;
-        mo->in_eq = false;
-        na_op_id_t *op = na_op_from_plugin(mo);
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        if ((size_t)count > mo->buf_size) {
-            void *scratch = malloc((size_t)count);
-            rc = scratch ? MPI_Mrecv(scratch, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)
-                         : MPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-            free(scratch);
-            HGX_LOG_ERROR(MPI,
-                          "expected message of %d bytes from rank %d larger than the "
-                          "%zu-byte buffer: dropped",
-                          count, mo->src, mo->buf_size);
-            op_done(pc, op, NA_MSGSIZE);
-            continue;
-        }
-        if (count <= MRECV_MAX) {
-            rc = MPI_Mrecv(mo->buf, count, MPI_BYTE, &msg, &st);
-            recv_exp_done(op, 0, rc, &st);
-            continue;
-        }
-        rc = MPI_Imrecv(mo->buf, count, MPI_BYTE, &msg, &mo->req);
-        if (rc == MPI_SUCCESS &&
-            hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, op, 0) != 0) {
-            rc = MPI_Wait(&mo->req, &st);
-            recv_exp_done(op, 0, rc, &st);
-            continue;
-        }
-        if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Imrecv", rc);
-            op_done(pc, op, na_from_mpi(rc));
-        }
+        exp_recv(pc, mo, &msg, &st);
     }
     return MPI_SUCCESS;
+}
+
+/* The first posted expected receive on pc->comm for (src, tag), unlinked; NULL
+ * if none. Posting order is matching order, as for MPI receives. Lock held. */
+static struct mpi_op *eq_take(struct mpi_class *pc, int src, int tag)
+{
+    for (struct mpi_op **pp = &pc->eq_head; *pp; pp = &(*pp)->next) {
+        struct mpi_op *mo = *pp;
+        if (mo->comm == pc->comm && mo->tag == tag && mo->src == src) {
+            *pp = mo->next;
+            return mo;
+        }
+    }
+    return NULL;
+}
+
+/* Hand a message claimed on pc->comm to its posted NA receive; false if none
+ * is posted (the message stays claimed). Lock held. */
+static bool deliver(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st)
+{
+    if (st->MPI_TAG == TAG_UNEXP) {
+        if (!pc->uq_head)
+            return false;
+        unexp_recv(pc, msg, st, pc->self_conn);
+        return true;
+    }
+    struct mpi_op *mo = eq_take(pc, st->MPI_SOURCE, st->MPI_TAG);
+    if (!mo)
+        return false;
+    exp_recv(pc, mo, msg, st);
+    return true;
+}
+
+/* Held messages whose NA receive is posted now, oldest first: a message held
+ * for (source, tag) is older than any still in MPI, so MPI's order between
+ * a pair holds. Returns the number delivered. Lock held. */
+static int take_held(struct mpi_class *pc)
+{
+    int n = 0;
+    struct held_msg **pp = &pc->held_head, *prev = NULL;
+    while (*pp && (pc->uq_head || pc->eq_head)) {
+        struct held_msg *h = *pp;
+        if (!deliver(pc, &h->msg, &h->st)) {
+            prev = h;
+            pp = &h->next;
+            continue;
+        }
+        *pp = h->next;
+        if (pc->held_tail == h)
+            pc->held_tail = prev;
+        pc->nheld--;
+        free(h);
+        n++;
+    }
+    return n;
+}
+
+/* Keep a claimed message for a receive posted later; on no memory drop it. */
+static void hold(struct mpi_class *pc, MPI_Message *msg, const MPI_Status *st)
+{
+    struct held_msg *h = malloc(sizeof(*h));
+    if (!h) {
+        int count = 0;
+        MPI_Get_count(st, MPI_BYTE, &count);
+        HGX_LOG_ERROR(MPI, "out of memory: dropped a message (tag %d) from rank %d",
+                      st->MPI_TAG, st->MPI_SOURCE);
+        hgx_mpi_mrecv_drop(msg, count);
+        return;
+    }
+    h->msg = *msg;
+    h->st = *st;
+    h->next = NULL;
+    if (pc->held_tail)
+        pc->held_tail->next = h;
+    else
+        pc->held_head = h;
+    pc->held_tail = h;
+    pc->nheld++;
+}
+
+/*
+ * One MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) on pc->comm detects and claims
+ * the oldest waiting message: an RPC message goes to its posted NA receive or
+ * is held, a control packet to the emulation (which takes the rest of its
+ * batch in this pass), anything else (no such tag is ever sent there) is read
+ * whole and dropped. Returns 1 if a message was claimed. Lock held.
+ */
+static int claim_any(struct mpi_class *pc, int *rc)
+{
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    *rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, pc->comm, &flag, &msg, &st);
+    if (*rc != MPI_SUCCESS || !flag)
+        return 0;
+    int tag = st.MPI_TAG;
+    if (tag == TAG_CTRL) {
+        mpi_emul_ctrl_msg(pc->emul, &msg, &st);
+        pc->take_ctrl = true;
+    } else if (tag == TAG_UNEXP ||
+               (tag >= TAG_EXP_BASE && tag <= TAG_EXP_BASE + (int)pc->max_tag)) {
+        if (!deliver(pc, &msg, &st))
+            hold(pc, &msg, &st);
+    } else {
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        HGX_LOG_WARNING(MPI,
+                        "dropped a message of %d bytes with stray tag %d from rank %d",
+                        count, tag, st.MPI_SOURCE);
+        hgx_mpi_mrecv_drop(&msg, count);
+    }
+    return 1;
 }
 
 /*------------------------------------------------------------ memory */
@@ -1764,51 +2005,29 @@ static na_return_t mpi_get(na_class_t *na_class, na_context_t *context, na_op_id
 
 /*------------------------------------------------------------ progress */
 
-/* Whether this pass takes the waiting message MPI_Iprobe reported on
- * pc->comm: an unexpected one with an NA receive posted, or an expected one
- * with its NA receive posted. */
-static bool front_taken(const struct mpi_class *pc)
-{
-    if (pc->front_tag == TAG_UNEXP)
-        return pc->uq_head != NULL;
-    if (pc->front_tag < TAG_EXP_BASE || pc->front_tag > TAG_EXP_BASE + (int)pc->max_tag)
-        return false;
-    for (const struct mpi_op *mo = pc->eq_head; mo; mo = mo->next)
-        if (mo->comm == pc->comm && mo->tag == pc->front_tag && mo->src == pc->front_src)
-            return true;
-    return false;
-}
-
-#define MAX_CTRL_SKIPS 8
-
 /*
- * One MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) per communicator tells whether
- * any message waits that no posted MPI receive took (unexpected, expected,
- * control or BYE). Only then do the per-kind probes run: a pass that finds
- * nothing costs one MPI call instead of one per kind (three for control
- * packets) and per posted expected receive. The control probe is skipped too
- * when the reported message is an RPC message this pass takes: whatever
- * waits behind it shows up in the next pass's MPI_Iprobe (and at most
- * MAX_CTRL_SKIPS passes in a row skip it, so a stream of RPC messages from
- * other ranks cannot starve control packets). Lock held.
+ * pc->comm: held messages first, then claim_any (one MPI call whether or not
+ * anything waits). With HELD_MAX messages held, claiming stops: pc->waiting
+ * makes the per-kind probes (posted receives, control packets) run instead,
+ * so the held messages bound the memory without blocking anything else.
+ * Connections (mpi+dynamic) carry emulation data with RPC messages on one
+ * intercommunicator, so a wildcard claim could take data chunks: one
+ * MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) per connection tells whether
+ * anything waits there, and only then do its per-kind probes run. Returns
+ * an MPI error code; *events counts messages claimed or delivered. Lock held.
  */
-static int probe_waiting(struct mpi_class *pc)
+static int probe_waiting(struct mpi_class *pc, int *events)
 {
-    int flag = 0;
-    MPI_Status st;
-    int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, pc->comm, &flag, &st);
-    pc->waiting = flag != 0;
+    int rc = MPI_SUCCESS;
+    *events = pc->held_head ? take_held(pc) : 0;
     pc->take_ctrl = false;
-    if (pc->waiting) {
-        pc->front_src = st.MPI_SOURCE;
-        pc->front_tag = st.MPI_TAG;
-        pc->take_ctrl = pc->front_tag == TAG_CTRL || !front_taken(pc) ||
-                        ++pc->ctrl_skips > MAX_CTRL_SKIPS;
-        if (pc->take_ctrl)
-            pc->ctrl_skips = 0;
-    }
+    pc->waiting = pc->nheld >= HELD_MAX;
+    if (pc->waiting)
+        pc->take_ctrl = true;
+    else
+        *events += claim_any(pc, &rc);
     for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
-        flag = 0;
+        int flag = 0;
         if (!k->dead)
             rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, k->comm, &flag,
                             MPI_STATUS_IGNORE);
@@ -1824,7 +2043,8 @@ static int poll_locked(struct mpi_class *pc)
     int events = 0;
     unsigned long before = pc->ncompleted;
     for (int round = 0; round < 16; round++) {
-        int rc = probe_waiting(pc);
+        int claimed = 0;
+        int rc = probe_waiting(pc, &claimed);
         if (rc == MPI_SUCCESS)
             rc = match_unexpected(pc);
         if (rc == MPI_SUCCESS)
@@ -1833,8 +2053,10 @@ static int poll_locked(struct mpi_class *pc)
             log_mpi("MPI_Iprobe/MPI_Improbe", rc);
             return -1;
         }
-        int ndone = 0;
-        rc = hgx_mreqtab_poll(&pc->tab, &ndone);
+        int ndone = claimed;
+        int nreq = 0;
+        rc = hgx_mreqtab_poll(&pc->tab, &nreq);
+        ndone += nreq;
         if (rc != MPI_SUCCESS) {
             log_mpi("MPI_Test", rc);
             return -1;
@@ -1850,7 +2072,7 @@ static int poll_locked(struct mpi_class *pc)
                         ndone += dyn_check_bye(pc, k);
                 }
         }
-        events += ndone; /* not pc->waiting: a message nobody takes stays waiting */
+        events += ndone;
         /* An NA completion ends the pass at once: its callback is on the
          * critical path, one more round would only delay it. */
         if (ndone == 0 || pc->ncompleted != before)
@@ -1973,6 +2195,12 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
                 *pp = mo->next;
             mo->in_eq = false;
             op_done(pc, op, NA_CANCELED);
+        } else if (mo->irecv) {
+            /* as for sends below: MPI_Test_cancelled decides in recv_exp_done */
+            MPI_Request r = mo->req;
+            int rc = MPI_Cancel(&r);
+            if (rc != MPI_SUCCESS)
+                log_mpi("MPI_Cancel", rc);
         } /* else: matched, its local Imrecv completes soon */
         break;
     case NA_CB_SEND_EXPECTED:
