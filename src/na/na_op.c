@@ -9,8 +9,11 @@
 #include <time.h>
 
 /* Monotonic time of the last post or completion in this process: a reply or
- * a next request is likely to be imminent only shortly after one. */
+ * a next request is likely to be imminent only shortly after one. A post only
+ * raises na_posted (no clock read on the post path); the next NA_Poll_wait
+ * dates it with the time it reads anyway. */
 static atomic_ullong na_last_activity_ns;
+static atomic_bool na_posted;
 
 static uint64_t na_now_ns(void)
 {
@@ -85,7 +88,8 @@ na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_
     op->info.type = type;
     atomic_fetch_add(&na_class->n_pending, 1);
     atomic_fetch_add(&context->n_pending, 1);
-    na_activity_mark(na_now_ns());
+    if (!atomic_load_explicit(&na_posted, memory_order_relaxed))
+        atomic_store_explicit(&na_posted, true, memory_order_relaxed);
     return NA_SUCCESS;
 }
 
@@ -217,6 +221,10 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
 
     uint64_t start = na_now_ns();
     uint64_t deadline = start + (uint64_t)timeout_ms * 1000000u;
+    if (atomic_load_explicit(&na_posted, memory_order_relaxed)) {
+        atomic_store_explicit(&na_posted, false, memory_order_relaxed);
+        na_activity_mark(start);
+    }
     uint64_t spin_end =
         atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) + na_spin_ns();
     for (;;) {
