@@ -66,7 +66,12 @@ struct held_msg {
     struct held_msg *next;
 };
 
+struct mpi_addr;
+
 struct mpi_class {
+    /* mpi+static: the address of each rank of comm, created on first use and
+     * kept until finalize; lookups and sources are references to it */
+    _Atomic(struct mpi_addr *) *rank_addrs;
     MPI_Comm comm;  /* mpi+dynamic: a dup of MPI_COMM_SELF (the self connection) */
     MPI_Comm dcomm; /* mpi_emul data chunks of comm's emulation */
     int rank, size;
@@ -853,6 +858,11 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         ret = NA_PROTOCOL_ERROR;
         goto free_comm;
     }
+    pc->rank_addrs = calloc((size_t)pc->size, sizeof(*pc->rank_addrs));
+    if (!pc->rank_addrs) {
+        ret = NA_NOMEM;
+        goto free_comm;
+    }
     int *tag_ub = NULL, flag = 0;
     rc = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
     if (rc != MPI_SUCCESS || !flag || !tag_ub ||
@@ -924,6 +934,7 @@ free_comm:
         MPI_Comm_free(&pc->dcomm);
     MPI_Comm_free(&pc->comm);
 free_pc:
+    free(pc->rank_addrs);
     pthread_mutex_destroy(&pc->lock);
     free(pc);
 undo_init:
@@ -976,6 +987,9 @@ static na_return_t mpi_finalize(na_class_t *na_class)
         log_mpi("MPI_Comm_free", rc);
     pthread_mutex_unlock(&pc->lock);
     pthread_mutex_destroy(&pc->lock);
+    for (int r = 0; r < pc->size; r++)
+        free(atomic_load(&pc->rank_addrs[r]));
+    free(pc->rank_addrs);
     bool we_init = pc->we_init_mpi;
     free(pc);
     if (we_init) {
@@ -1006,9 +1020,32 @@ static na_return_t mpi_context_destroy(na_class_t *na_class, na_context_t *conte
 
 /*------------------------------------------------------------ addresses */
 
+/* A reference to rank's address in the class (mpi+static), created on first
+ * use: no allocation per received message. */
+static na_return_t rank_addr(na_class_t *na_class, int rank, na_addr_t **addr_p)
+{
+    _Atomic(struct mpi_addr *) *slot = &PC(na_class)->rank_addrs[rank];
+    struct mpi_addr *a = atomic_load(slot);
+    if (!a) {
+        struct mpi_addr *fresh = calloc(1, sizeof(*fresh));
+        if (!fresh)
+            return NA_NOMEM;
+        na_addr_init_owned(na_class, &fresh->head);
+        fresh->rank = rank;
+        if (atomic_compare_exchange_strong(slot, &a, fresh))
+            a = fresh;
+        else
+            free(fresh); /* another thread installed one first: a is it */
+    }
+    *addr_p = na_addr_ref(&a->head);
+    return NA_SUCCESS;
+}
+
 static na_return_t addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank,
                             na_addr_t **addr_p)
 {
+    if (!conn && rank >= 0 && rank < PC(na_class)->size)
+        return rank_addr(na_class, rank, addr_p);
     struct mpi_addr *a = calloc(1, sizeof(*a));
     if (!a)
         return NA_NOMEM;
