@@ -8,10 +8,12 @@
 #   HGX_PERF_MPICH  an hgx-perf built against MPICH (optional; run with mpirun.mpich)
 #   MPIRUN          Open MPI launcher (default mpirun.openmpi, else mpirun)
 #   BENCH_ITERS     round trips per point (default 1000)
+#   BENCH_REPEAT    runs per point, medians reported (default 3)
 set -u
 out=${1:?usage: run-bench.sh OUT.md}
 perf=${HGX_PERF:-./hgx-perf}
 iters=${BENCH_ITERS:-1000}
+repeat=${BENCH_REPEAT:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 mpirun_ompi=${MPIRUN:-$(command -v mpirun.openmpi || command -v mpirun || true)}
@@ -23,9 +25,9 @@ field() { awk -F, -v t="$2" -v p="$3" -v n="$4" '$3==t && $4==p {print $n}' "$1"
 run() { # label launcher... ; appends one table row
     label=$1; shift
     rm -f "$tmp"/*.csv
-    "$@" --mode lat --sizes 0-0 --iters "$iters" --quiet --csv "$tmp/lat.csv" >"$tmp/lat.out" 2>"$tmp/lat.err"
+    "$@" --mode lat --sizes 0-0 --iters "$iters" --repeat "$repeat" --quiet --csv "$tmp/lat.csv" >"$tmp/lat.out" 2>"$tmp/lat.err"
     rl=$?
-    "$@" --mode bw --sizes 4M-4M --iters 20 --quiet --csv "$tmp/bw.csv" >"$tmp/bw.out" 2>"$tmp/bw.err"
+    "$@" --mode bw --sizes 4M-4M --iters 20 --repeat "$repeat" --quiet --csv "$tmp/bw.csv" >"$tmp/bw.out" 2>"$tmp/bw.err"
     rb=$?
     if [ $rl -ne 0 ] && [ $rb -ne 0 ]; then
         echo "| $label | failed | | | | | | | | | |" >>"$out"
@@ -42,7 +44,8 @@ run() { # label launcher... ; appends one table row
 
 {
     echo "hgx-perf short run, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -m)."
-    echo "RPC: 0 B input, empty output, median of $iters round trips (us)."
+    echo "RPC: 0 B input, empty output, median of $iters round trips (us); every figure the"
+    echo "median of $repeat runs, hgx/raw the median of the per-run ratios."
     echo "Bulk: 4 MiB HG_Bulk_transfer vs fi_read/fi_write, ucp_get/put, MPI messages (MiB/s)."
     echo
     echo "| transport | RPC hgx us | raw us | hgx/raw | pull hgx MiB/s | raw | hgx/raw | push hgx MiB/s | raw | hgx/raw | idle CPU % |"
@@ -53,12 +56,15 @@ for t in ofi+tcp ofi+shm ucx+tcp ucx+shm; do
     echo "bench: $t" >&2
     run "$t" "$perf" --transport "$t"
 done
+# Busy polling like the raw loop: no CQ wait fd (tcp's costs ~2 us a round trip).
+echo "bench: ofi+tcp (NA_NO_BLOCK)" >&2
+run "ofi+tcp (NA_NO_BLOCK)" "$perf" --transport ofi+tcp --no-block
 if [ -n "$mpirun_ompi" ] && "$perf" --help 2>/dev/null | grep -q mpi+static; then
     echo "bench: mpi+static (Open MPI)" >&2
-    run "mpi+static (Open MPI)" "$mpirun_ompi" --oversubscribe -np 2 "$perf" --transport mpi+static
+    run "mpi+static (Open MPI)" "$mpirun_ompi" --oversubscribe --bind-to core -np 2 "$perf" --transport mpi+static
 fi
 if [ -n "${HGX_PERF_MPICH:-}" ] && command -v mpirun.mpich >/dev/null; then
     echo "bench: mpi+static (MPICH)" >&2
-    run "mpi+static (MPICH)" mpirun.mpich -np 2 "$HGX_PERF_MPICH" --transport mpi+static
+    run "mpi+static (MPICH)" mpirun.mpich -bind-to core -np 2 "$HGX_PERF_MPICH" --transport mpi+static
 fi
 echo "bench: table written to $out" >&2
