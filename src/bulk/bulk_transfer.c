@@ -3,12 +3,10 @@
  * chunks, a memcpy when the origin is this process, and cancellation.
  */
 #include "bulk_internal.h"
+#include "na_rma.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Largest piece moved by one NA operation. */
-#define HG_BULK_CHUNK_MAX ((size_t)256 * 1024)
 
 struct hg_op_id {
     struct hg_completion completion;
@@ -27,6 +25,7 @@ struct hg_op_id {
     na_addr_t *na_addr;
     uint8_t origin_id;
     hg_size_t origin_offset, local_offset;
+    size_t piece_max;
     size_t n_ops;
     struct hg_bulk_piece {
         na_op_id_t *na_op;
@@ -138,9 +137,9 @@ static void na_piece_cb(const struct na_cb_info *info)
 static na_return_t piece_post(struct hg_op_id *op, struct hg_bulk_piece *piece)
 {
     na_class_t *na_class = op->context->hg_class->na_class;
-    hg_size_t off = (hg_size_t)piece->index * HG_BULK_CHUNK_MAX;
+    hg_size_t off = (hg_size_t)piece->index * op->piece_max;
     size_t len =
-        op->size - off < HG_BULK_CHUNK_MAX ? (size_t)(op->size - off) : HG_BULK_CHUNK_MAX;
+        op->size - off < op->piece_max ? (size_t)(op->size - off) : op->piece_max;
 
     piece->ret = NA_SUCCESS;
     return (op->op == HG_BULK_PULL ? NA_Get : NA_Put)(
@@ -230,9 +229,8 @@ transfer_start(hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_done_
         HGX_LOG_ERROR(BULK, "origin handle is local but the origin address is not self");
         return HG_INVALID_ARG;
     }
-    size_t n_ops = self || size == 0
-                       ? 0
-                       : (size_t)((size + HG_BULK_CHUNK_MAX - 1) / HG_BULK_CHUNK_MAX);
+    size_t max = na_rma_piece_max(hg_class->na_class);
+    size_t n_ops = self || size == 0 ? 0 : (size_t)((size + max - 1) / max);
     struct hg_op_id *op = calloc(1, sizeof(*op) + n_ops * sizeof(op->pieces[0]));
     if (!op)
         return HG_NOMEM;
@@ -243,6 +241,7 @@ transfer_start(hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_done_
     op->done_arg = done_arg;
     op->op = op_type;
     op->size = size;
+    op->piece_max = max;
     op->n_ops = n_ops;
     op->origin_id = origin_id;
     op->origin_offset = origin_offset;

@@ -5,6 +5,7 @@
  */
 #include "na_info.h"
 #include "na_op.h"
+#include "na_rma.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -482,6 +483,12 @@ na_return_t NA_Addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const 
 }
 
 /*---------------------------------------------------------------- messages */
+
+size_t na_rma_piece_max(const na_class_t *na_class)
+{
+    size_t max = na_class ? na_class->ops->rma_piece_max : 0;
+    return max ? max : NA_RMA_PIECE_MAX_DEFAULT;
+}
 
 size_t NA_Msg_get_max_unexpected_size(const na_class_t *na_class)
 {

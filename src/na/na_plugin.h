@@ -84,6 +84,9 @@ struct na_info {
 
 struct na_ops {
     const char *class_name;
+    /* Largest piece the bulk layer hands to one put/get (na_rma.h); 0 for
+     * NA_RMA_PIECE_MAX_DEFAULT. */
+    size_t rma_piece_max;
     size_t op_size; /* plugin bytes in each op id (na_op_plugin) */
 
     bool (*check_protocol)(const char *protocol_name);
