@@ -88,6 +88,11 @@ long perf_iters_for(const struct perf_config *cfg, size_t x, int bulk)
     return it < 1 ? 1 : it;
 }
 
+void *perf_page_alloc(size_t n)
+{
+    return aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -95,6 +95,9 @@ struct perf_point *perf_add(struct perf_point *pts, int *n, const char *what,
 /* Iterations for a point: cfg->iters scaled down for large sizes / counts. */
 long perf_iters_for(const struct perf_config *cfg, size_t bytes_or_count, int bulk);
 
+/* Page-aligned buffer of at least n bytes, as the raw loops use (free()). */
+void *perf_page_alloc(size_t n);
+
 /* Median of n samples (sorts them). */
 double perf_median(double *v, long n);
 

@@ -92,7 +92,7 @@ static hg_return_t expose_rpc(hg_handle_t h)
         HG_Bulk_free(srv.bulk);
     free(srv.region);
     hg_size_t size = in.size;
-    srv.region = malloc(size);
+    srv.region = perf_page_alloc(size);
     if (srv.region)
         memset(srv.region, 0x5a, size);
     HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &srv.region, &size, HG_BULK_READWRITE,
@@ -458,7 +458,7 @@ static int client_modes(const struct perf_config *cfg, struct client *c,
         hg_handle_t h;
         perf_expose_in_t in = {.size = max};
         perf_expose_out_t out;
-        void *buf = malloc(max);
+        void *buf = perf_page_alloc(max);
         hg_size_t bsize = max;
         hg_bulk_t local = HG_BULK_NULL;
         if (!buf || HG_Create(c->ctx, c->addr, c->ids.expose, &h) != HG_SUCCESS ||

@@ -40,6 +40,7 @@ struct ofi_raw {
     fi_addr_t peer;
     uint64_t rkey, raddr;
     size_t max_msg;
+    uint64_t put_flags; /* what hgx asks of a put of this size class */
     int rma_pending;
     struct ofi_slot slots[PERF_RAW_NSLOTS];
 };
@@ -165,8 +166,16 @@ static int ofi_rma(void *t, int put, void *local, size_t len)
         s->slot = PERF_RAW_RMA_SLOT;
         s->rma = 1;
         for (;;) {
-            ssize_t rc = put ? fi_write(o->ep, (char *)local + off, n, o->desc_big,
-                                        o->peer, o->raddr + off, o->rkey, &s->ctx)
+            struct iovec iov = {(char *)local + off, n};
+            struct fi_rma_iov riov = {o->raddr + off, n, o->rkey};
+            struct fi_msg_rma m = {.msg_iov = &iov,
+                                   .desc = &o->desc_big,
+                                   .iov_count = 1,
+                                   .addr = o->peer,
+                                   .rma_iov = &riov,
+                                   .rma_iov_count = 1,
+                                   .context = &s->ctx};
+            ssize_t rc = put ? fi_writemsg(o->ep, &m, o->put_flags)
                              : fi_read(o->ep, (char *)local + off, n, o->desc_big,
                                        o->peer, o->raddr + off, o->rkey, &s->ctx);
             if (rc == 0)
@@ -206,6 +215,10 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg,
     if (!hints)
         return -1;
     int shm = strcmp(cfg->proto, "shm") == 0;
+    /* Like for like: hgx completes a put only once the target has the data,
+     * which over tcp takes FI_DELIVERY_COMPLETE (shm writes large puts by
+     * CMA, complete when written, so hgx does not ask there). */
+    o->put_flags = FI_COMPLETION | (shm ? 0 : FI_DELIVERY_COMPLETE);
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps =
         FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
