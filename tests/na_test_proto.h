@@ -39,6 +39,13 @@ void na_test_cb(const struct na_cb_info *info);
 bool na_test_wait(na_class_t *cls, na_context_t *ctx, struct na_test_done *done, int n,
                   unsigned int timeout_ms);
 
+/* Send a full-size unexpected message (payload filled from seed) to self
+ * with tag, using the op ids given, and check that it arrives whole: size,
+ * tag, source self and data. True when every check held. */
+bool na_test_self_message(na_class_t *cls, na_context_t *ctx, na_addr_t *self,
+                          na_op_id_t *rop, na_op_id_t *sop, na_tag_t tag,
+                          unsigned int seed);
+
 /* The server child for test_server_start(). */
 int na_test_server_main(const char *info, int publish_fd);
 

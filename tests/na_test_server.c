@@ -38,6 +38,35 @@ bool na_test_wait(na_class_t *cls, na_context_t *ctx, struct na_test_done *done,
     return true;
 }
 
+bool na_test_self_message(na_class_t *cls, na_context_t *ctx, na_addr_t *self,
+                          na_op_id_t *rop, na_op_id_t *sop, na_tag_t tag,
+                          unsigned int seed)
+{
+    size_t h = NA_Msg_get_unexpected_header_size(cls);
+    size_t size = NA_Msg_get_max_unexpected_size(cls);
+    void *pd = NULL;
+    char *out = NA_Msg_buf_alloc(cls, size, NA_SEND, &pd), *in = malloc(size);
+    struct na_test_done r = {0}, s = {0};
+    bool ok = out && in;
+    if (ok) {
+        test_fill(out + h, size - h, seed);
+        NA_Msg_init_unexpected(cls, out, size);
+        ok = NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &r, in, size, NULL, rop) ==
+                 NA_SUCCESS &&
+             NA_Msg_send_unexpected(cls, ctx, na_test_cb, &s, out, size, pd, self, 0, tag,
+                                    sop) == NA_SUCCESS &&
+             na_test_wait(cls, ctx, &r, 1, 10000) && na_test_wait(cls, ctx, &s, 1, 10000);
+    }
+    ok = ok && r.ret == NA_SUCCESS && s.ret == NA_SUCCESS && r.size == size &&
+         r.tag == tag && NA_Addr_cmp(cls, r.source, self) &&
+         test_check(in + h, size - h, seed);
+    if (r.source)
+        NA_Addr_free(cls, r.source);
+    NA_Msg_buf_free(cls, out, pd);
+    free(in);
+    return ok;
+}
+
 struct na_test_server {
     na_class_t *cls;
     na_context_t *ctx;

@@ -450,28 +450,9 @@ static void test_self(void **state)
     assert_int_equal(NA_Addr_dup(cls, self, &dup), NA_SUCCESS);
     assert_true(NA_Addr_cmp(cls, self, dup));
 
-    size_t h = NA_Msg_get_unexpected_header_size(cls);
-    size_t size = NA_Msg_get_max_unexpected_size(cls);
-    char *out = malloc(size), *in = malloc(size);
-    test_fill(out + h, size - h, 5);
-    NA_Msg_init_unexpected(cls, out, size);
-    struct na_test_done r = {0}, s = {0};
     na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE),
                *sop = NA_Op_create(cls, NA_OP_SINGLE);
-    assert_int_equal(
-        NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &r, in, size, NULL, rop),
-        NA_SUCCESS);
-    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &s, out, size, NULL,
-                                            self, 0, 77, sop),
-                     NA_SUCCESS);
-    assert_true(na_test_wait(cls, ctx, &r, 1, 5000));
-    assert_true(na_test_wait(cls, ctx, &s, 1, 5000));
-    assert_int_equal(r.ret, NA_SUCCESS);
-    assert_int_equal(r.size, size);
-    assert_int_equal(r.tag, 77);
-    assert_true(NA_Addr_cmp(cls, r.source, self));
-    assert_true(test_check(in + h, size - h, 5));
-    NA_Addr_free(cls, r.source);
+    assert_true(na_test_self_message(cls, ctx, self, rop, sop, 77, 5));
 
     /* put/get within one process */
     size_t len = 1 << 16;
@@ -501,8 +482,6 @@ static void test_self(void **state)
     NA_Op_destroy(cls, sop);
     NA_Addr_free(cls, dup);
     NA_Addr_free(cls, self);
-    free(out);
-    free(in);
     assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
     assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
 }

@@ -74,35 +74,14 @@ static void test_no_block(void **state)
     assert_true(wall >= 0.19);
     assert_true(cpu > 0.2 * wall); /* a sleeping wait stays under 5% */
 
-    size_t size = NA_Msg_get_max_unexpected_size(cls);
-    void *pd = NULL;
-    char *rbuf = calloc(1, size), *sbuf = NA_Msg_buf_alloc(cls, size, 0, &pd);
-    assert_non_null(rbuf);
-    assert_non_null(sbuf);
-    NA_Msg_init_unexpected(cls, sbuf, size);
-    size_t hdr = NA_Msg_get_unexpected_header_size(cls);
-    snprintf(sbuf + hdr, size - hdr, "no-block %s", info);
     na_addr_t *self = NULL;
     assert_int_equal(NA_Addr_self(cls, &self), NA_SUCCESS);
     na_op_id_t *rop = NA_Op_create(cls, NA_OP_SINGLE),
                *sop = NA_Op_create(cls, NA_OP_SINGLE);
-    struct na_test_done done = {0};
-    assert_int_equal(
-        NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &done, rbuf, size, NULL, rop),
-        NA_SUCCESS);
-    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &done, sbuf, size, pd,
-                                            self, 0, 42, sop),
-                     NA_SUCCESS);
-    assert_true(na_test_wait(cls, ctx, &done, 2, 10000));
-    assert_int_equal(done.ret, NA_SUCCESS);
-    assert_string_equal(rbuf + hdr, sbuf + hdr);
-    if (done.source)
-        NA_Addr_free(cls, done.source);
+    assert_true(na_test_self_message(cls, ctx, self, rop, sop, 42, 3));
     NA_Addr_free(cls, self);
     NA_Op_destroy(cls, rop);
     NA_Op_destroy(cls, sop);
-    NA_Msg_buf_free(cls, sbuf, pd);
-    free(rbuf);
     assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
     assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
 }

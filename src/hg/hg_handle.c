@@ -8,6 +8,7 @@
 #include "hg_proc_private.h"
 #include "mercury_proc.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,21 +48,7 @@ static void hg_handle_free_na(na_class_t *na_class, hg_handle_t handle)
 /* Keep a released target handle for the next request; false when full. */
 static bool hg_handle_cache_put(hg_context_t *context, hg_handle_t handle)
 {
-    struct hg_handle keep = *handle;
-    memset(handle, 0, sizeof(*handle));
-    handle->send_buf = keep.send_buf;
-    handle->send_plugin = keep.send_plugin;
-    handle->send_size = keep.send_size;
-    handle->recv_buf = keep.recv_buf;
-    handle->recv_plugin = keep.recv_plugin;
-    handle->recv_size = keep.recv_size;
-    handle->ack_buf = keep.ack_buf;
-    handle->ack_plugin = keep.ack_plugin;
-    handle->send_op = keep.send_op;
-    handle->recv_op = keep.recv_op;
-    handle->ack_op = keep.ack_op;
-    handle->in_copy = keep.in_copy;
-    handle->in_copy_cap = keep.in_copy_cap;
+    memset(handle, 0, offsetof(struct hg_handle, send_buf));
     pthread_mutex_lock(&context->cq_lock);
     bool kept = context->handle_cache_n < HG_HANDLE_CACHE_MAX;
     if (kept) {

@@ -28,24 +28,13 @@ struct hg_handle {
     unsigned int rpc_gen;   /* hg_class->rpc_gen when it was taken */
     bool target;            /* created for a received request */
 
-    /* NA message buffers, allocated on first use. Origin: send = request
-     * (unexpected size), recv = response (expected size). Target: recv = copy
-     * of the request, send = response. */
-    void *send_buf, *send_plugin;
-    size_t send_size;
-    void *recv_buf, *recv_plugin;
-    size_t recv_size;
-    size_t recv_len;            /* bytes received in recv_buf */
-    void *ack_buf, *ack_plugin; /* large-output acknowledgement */
-    na_op_id_t *send_op, *recv_op, *ack_op;
+    size_t recv_len; /* bytes received in recv_buf */
 
     /* Payload to decode (input at the target, output at the origin). */
     const void *decode_buf;
     size_t decode_size;
     void *decode_owned; /* malloc'd buffer behind decode_buf, or NULL */
     bool has_decode;
-    void *in_copy; /* target: copy of a request's input, kept with a cached handle */
-    size_t in_copy_cap;
 
     /* Encoded payload too large for a message, exposed to the peer. */
     void *extra_buf;
@@ -66,6 +55,20 @@ struct hg_handle {
     struct hg_completion completion;
     struct hg_handle *self_peer;  /* other end of a forward to self */
     struct hg_handle *cache_next; /* in the context's cache of released handles */
+
+    /* Kept when a target handle is cached for reuse: from send_buf to the end
+     * (hg_handle_cache_put clears only what comes before). NA message
+     * buffers, allocated on first use. Origin: send = request (unexpected
+     * size), recv = response (expected size). Target: recv = ack of a large
+     * output, send = response. */
+    void *send_buf, *send_plugin;
+    size_t send_size;
+    void *recv_buf, *recv_plugin;
+    size_t recv_size;
+    void *ack_buf, *ack_plugin; /* large-output acknowledgement */
+    na_op_id_t *send_op, *recv_op, *ack_op;
+    void *in_copy; /* target: copy of a request's input */
+    size_t in_copy_cap;
 };
 
 /* Allocate a handle with refcount 1 on context (addr gets a new reference). */
