@@ -137,15 +137,15 @@ hg_return_t HG_Finalize(hg_class_t *hg_class)
 {
     if (!hg_class)
         return HG_INVALID_ARG;
+    /* Handles live in contexts, which refuse to go while one is alive. */
     long contexts = atomic_load(&hg_class->n_contexts),
-         handles = atomic_load(&hg_class->n_handles),
          addrs = atomic_load(&hg_class->n_addrs), bulks = atomic_load(&hg_class->n_bulks);
-    if (contexts || handles || addrs || bulks) {
+    if (contexts || addrs || bulks) {
         HGX_LOG_ERROR(
             HG,
-            "cannot finalize: %ld context(s), %ld handle(s), %ld address(es), %ld bulk "
-            "handle(s) still alive",
-            contexts, handles, addrs, bulks);
+            "cannot finalize: %ld context(s), %ld address(es), %ld bulk handle(s) "
+            "still alive",
+            contexts, addrs, bulks);
         return HG_BUSY;
     }
     if (hg_class->own_na_class) {

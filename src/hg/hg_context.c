@@ -29,7 +29,7 @@ static uint64_t now_ms(void)
 void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
 {
     completion->next = NULL;
-    pthread_mutex_lock(&context->cq_lock);
+    hgx_lock(&context->cq_lock);
     if (context->cq_tail)
         context->cq_tail->next = completion;
     else
@@ -37,12 +37,18 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
     context->cq_tail = completion;
     atomic_store_explicit(&context->cq_count, context->cq_count + 1,
                           memory_order_release);
-    if (context->cq_waiters)
+    bool wake = context->cq_waiters > 0;
+    hgx_unlock(&context->cq_lock);
+    if (wake) {
+        /* A waiter counted itself under cq_lock before it found the queue
+         * empty, and holds wait_lock until it sleeps: the signal is not lost. */
+        pthread_mutex_lock(&context->wait_lock);
         pthread_cond_signal(&context->cq_cond);
-    pthread_mutex_unlock(&context->cq_lock);
+        pthread_mutex_unlock(&context->wait_lock);
+    }
 }
 
-static struct hg_completion *completion_pop(hg_context_t *context)
+static struct hg_completion *completion_pop_locked(hg_context_t *context)
 {
     struct hg_completion *c = context->cq_head;
 
@@ -53,6 +59,48 @@ static struct hg_completion *completion_pop(hg_context_t *context)
         atomic_store_explicit(&context->cq_count, context->cq_count - 1,
                               memory_order_relaxed);
     }
+    return c;
+}
+
+static struct hg_completion *completion_pop(hg_context_t *context)
+{
+    hgx_lock(&context->cq_lock);
+    struct hg_completion *c = completion_pop_locked(context);
+    hgx_unlock(&context->cq_lock);
+    return c;
+}
+
+/* Wait until another thread's progress queues a completion or the deadline
+ * (ms) passes, and pop it. */
+static struct hg_completion *completion_wait(hg_context_t *context, uint64_t deadline)
+{
+    pthread_mutex_lock(&context->wait_lock);
+    hgx_lock(&context->cq_lock);
+    struct hg_completion *c = completion_pop_locked(context);
+    if (!c)
+        context->cq_waiters++;
+    hgx_unlock(&context->cq_lock);
+    if (!c) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t now = now_ms(), left = deadline > now ? deadline - now : 0;
+        ts.tv_sec += (time_t)(left / 1000);
+        ts.tv_nsec += (long)(left % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int rc = 0;
+        while (!c && rc != ETIMEDOUT) {
+            rc = pthread_cond_timedwait(&context->cq_cond, &context->wait_lock, &ts);
+            hgx_lock(&context->cq_lock);
+            c = completion_pop_locked(context);
+            if (c || rc == ETIMEDOUT)
+                context->cq_waiters--;
+            hgx_unlock(&context->cq_lock);
+        }
+    }
+    pthread_mutex_unlock(&context->wait_lock);
     return c;
 }
 
@@ -171,7 +219,8 @@ hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id)
     }
     context->hg_class = hg_class;
     context->id = id;
-    pthread_mutex_init(&context->cq_lock, NULL);
+    hgx_lock_init(&context->cq_lock);
+    pthread_mutex_init(&context->wait_lock, NULL);
     pthread_cond_init(&context->cq_cond, NULL);
     context->na_context = NA_Context_create_id(hg_class->na_class, id);
     if (!context->na_context) {
@@ -190,7 +239,7 @@ error:
     if (context->na_context)
         NA_Context_destroy(hg_class->na_class, context->na_context);
     pthread_cond_destroy(&context->cq_cond);
-    pthread_mutex_destroy(&context->cq_lock);
+    pthread_mutex_destroy(&context->wait_lock);
     free(context);
     return NULL;
 }
@@ -224,7 +273,7 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
     if (context->data_free)
         context->data_free(context->data);
     pthread_cond_destroy(&context->cq_cond);
-    pthread_mutex_destroy(&context->cq_lock);
+    pthread_mutex_destroy(&context->wait_lock);
     atomic_fetch_sub(&hg_class->n_contexts, 1);
     free(context);
     return HG_SUCCESS;
@@ -260,14 +309,21 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
     if (!context)
         return HG_INVALID_ARG;
     na_class_t *na_class = context->hg_class->na_class;
-    uint64_t deadline = now_ms() + timeout;
+    uint64_t deadline = 0;
 
     for (;;) {
         NA_Trigger(context->na_context, UINT32_MAX, NULL);
         if (completion_count(context) > 0)
             return HG_SUCCESS;
-        uint64_t now = now_ms();
-        unsigned int left = now < deadline ? (unsigned int)(deadline - now) : 0;
+        /* One clock read per call on the common path: the first pass waits
+         * the whole timeout. */
+        unsigned int left = timeout;
+        if (!deadline)
+            deadline = now_ms() + timeout;
+        else {
+            uint64_t now = now_ms();
+            left = now < deadline ? (unsigned int)(deadline - now) : 0;
+        }
         na_return_t na_ret = NA_Poll_wait(na_class, context->na_context, left, NULL);
         if (na_ret != NA_SUCCESS && na_ret != NA_TIMEOUT) {
             HGX_LOG_ERROR(HG, "NA progress failed: %s", NA_Error_to_string(na_ret));
@@ -292,27 +348,9 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
     while (count < max_count) {
         if (timeout == 0 && completion_count(context) == 0)
             break;
-        pthread_mutex_lock(&context->cq_lock);
         struct hg_completion *c = completion_pop(context);
-        if (!c && count == 0 && timeout > 0) {
-            /* Wait for another thread's progress to queue something. */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t left = deadline > now_ms() ? deadline - now_ms() : 0;
-            ts.tv_sec += (time_t)(left / 1000);
-            ts.tv_nsec += (long)(left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            int rc = 0;
-            context->cq_waiters++;
-            while (!context->cq_head && rc != ETIMEDOUT)
-                rc = pthread_cond_timedwait(&context->cq_cond, &context->cq_lock, &ts);
-            context->cq_waiters--;
-            c = completion_pop(context);
-        }
-        pthread_mutex_unlock(&context->cq_lock);
+        if (!c && count == 0 && timeout > 0)
+            c = completion_wait(context, deadline);
         if (!c)
             break;
         c->run(c);

@@ -18,14 +18,14 @@
 
 static hg_handle_t hg_handle_cache_take(hg_context_t *context)
 {
-    pthread_mutex_lock(&context->cq_lock);
+    hgx_lock(&context->cq_lock);
     hg_handle_t handle = context->handle_cache;
     if (handle) {
         context->handle_cache = handle->cache_next;
         context->handle_cache_n--;
         handle->cache_next = NULL;
     }
-    pthread_mutex_unlock(&context->cq_lock);
+    hgx_unlock(&context->cq_lock);
     return handle;
 }
 
@@ -49,14 +49,14 @@ static void hg_handle_free_na(na_class_t *na_class, hg_handle_t handle)
 static bool hg_handle_cache_put(hg_context_t *context, hg_handle_t handle)
 {
     memset(handle, 0, offsetof(struct hg_handle, send_buf));
-    pthread_mutex_lock(&context->cq_lock);
+    hgx_lock(&context->cq_lock);
     bool kept = context->handle_cache_n < HG_HANDLE_CACHE_MAX;
     if (kept) {
         handle->cache_next = context->handle_cache;
         context->handle_cache = handle;
         context->handle_cache_n++;
     }
-    pthread_mutex_unlock(&context->cq_lock);
+    hgx_unlock(&context->cq_lock);
     return kept;
 }
 
@@ -86,7 +86,6 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     atomic_init(&handle->refcount, 1);
     atomic_init(&handle->pending, 0);
     atomic_init(&handle->canceled, false);
-    atomic_fetch_add(&context->hg_class->n_handles, 1);
     atomic_fetch_add(&context->n_handles, 1);
     return handle;
 }
@@ -122,7 +121,6 @@ void hg_handle_release(hg_handle_t handle)
     hg_handle_free_extra(handle);
     HG_Addr_free(context->hg_class, handle->info.addr);
     bool reuse = handle->target && !handle->self_target;
-    atomic_fetch_sub(&context->hg_class->n_handles, 1);
     atomic_fetch_sub(&context->n_handles, 1);
     if (!reuse || !hg_handle_cache_put(context, handle))
         hg_handle_free_na(na_class, handle);
@@ -325,16 +323,21 @@ static void op_complete_run(struct hg_completion *completion)
 }
 
 void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback,
-                        void *arg)
+                        void *arg, unsigned int n_ops)
 {
     atomic_fetch_add(&handle->refcount, 1);
     handle->op = op;
     handle->callback = callback;
     handle->arg = arg;
     handle->op_ret = HG_SUCCESS;
-    atomic_store(&handle->canceled, false);
-    atomic_store(&handle->pending,
-                 1); /* the poster's own reference, dropped by op_done */
+    /* Nothing is posted yet: plain stores; the NA posts that follow publish them. */
+    atomic_store_explicit(&handle->canceled, false, memory_order_relaxed);
+    atomic_store_explicit(&handle->pending, (int)n_ops + 1, memory_order_relaxed);
+}
+
+void hg_handle_op_unpost(hg_handle_t handle, unsigned int n)
+{
+    atomic_fetch_sub(&handle->pending, (int)n);
 }
 
 void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)

@@ -79,9 +79,14 @@ void hg_handle_release(hg_handle_t handle);
 /* Free the released handles a context keeps for reuse. */
 void hg_handle_cache_drain(hg_context_t *context);
 
-/* Start an operation: takes a reference, sets callback/op, clears state. */
+/* Start an operation of n_ops NA sub-operations: takes a reference, sets
+ * callback/op, clears state. The caller holds one more pending count, dropped
+ * with hg_handle_op_done() once it posted them all; a sub-operation that
+ * could not be posted is taken back with hg_handle_op_unpost(). */
 void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback,
-                        void *arg);
+                        void *arg, unsigned int n_ops);
+/* Take back n sub-operations counted by op_begin that were not posted. */
+void hg_handle_op_unpost(hg_handle_t handle, unsigned int n);
 /* Record the outcome of one sub-operation; the first error wins. */
 void hg_handle_op_error(hg_handle_t handle, hg_return_t ret);
 /* One sub-operation finished: at zero pending the user callback is queued. */

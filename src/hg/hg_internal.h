@@ -8,6 +8,7 @@
 #ifndef HG_INTERNAL_H
 #define HG_INTERNAL_H
 
+#include "hgx_lock.h"
 #include "hgx_log.h"
 #include "mercury.h"
 #include "mercury_bulk.h"
@@ -45,7 +46,7 @@ struct hg_class {
     void *data;
     void (*data_free)(void *);
     /* Live objects: HG_Finalize refuses while any is non-zero. */
-    atomic_long n_contexts, n_handles, n_addrs, n_bulks;
+    atomic_long n_contexts, n_addrs, n_bulks;
     atomic_long n_dropped;   /* malformed / corrupted requests dropped */
     atomic_int corrupt_next; /* test hook: corrupt the next message header sent */
 };
@@ -56,12 +57,13 @@ struct hg_context {
     hg_class_t *hg_class;
     na_context_t *na_context;
     uint8_t id;
-    pthread_mutex_t cq_lock;
-    pthread_cond_t cq_cond;
+    hgx_lock_t cq_lock; /* the queue, its counters and the handle cache */
     struct hg_completion *cq_head, *cq_tail;
-    atomic_uint cq_count;    /* written under cq_lock, read without it */
-    unsigned int cq_waiters; /* HG_Trigger calls waiting on cq_cond (cq_lock) */
-    struct hg_post *posts;   /* array of hg_class->post_count entries */
+    atomic_uint cq_count;      /* written under cq_lock, read without it */
+    unsigned int cq_waiters;   /* HG_Trigger calls waiting on cq_cond (under cq_lock) */
+    pthread_mutex_t wait_lock; /* held by a waiting HG_Trigger, for cq_cond */
+    pthread_cond_t cq_cond;
+    struct hg_post *posts; /* array of hg_class->post_count entries */
     unsigned int n_posts;
     atomic_long n_posted;           /* posts currently in NA */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
@@ -102,6 +104,13 @@ hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t d
 /* Test hook: flip a byte of the next RPC header this class sends (after its
  * checksum was computed), so the peer sees a checksum mismatch. */
 HG_PUBLIC void hgx_test_corrupt_next_header(hg_class_t *hg_class);
+
+/* True once after the hook was set; a plain load while it is not. */
+static inline bool hg_corrupt_next_take(hg_class_t *hg_class)
+{
+    return atomic_load_explicit(&hg_class->corrupt_next, memory_order_relaxed) &&
+           atomic_exchange(&hg_class->corrupt_next, 0);
+}
 
 /* Map an NA return code to its HG counterpart. */
 hg_return_t hg_ret_from_na(na_return_t ret);

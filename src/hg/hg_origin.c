@@ -210,29 +210,28 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     NA_Msg_init_unexpected(hg_class->na_class, handle->send_buf, skip + payload_len);
     hg_header_encode((char *)handle->send_buf + hg_class->unexpected_header, &hdr,
                      payload, payload_len);
-    if (atomic_exchange(&hg_class->corrupt_next, 0))
+    if (hg_corrupt_next_take(hg_class))
         ((unsigned char *)handle->send_buf)[hg_class->unexpected_header + 17] ^= 0x5a;
 
-    hg_handle_op_begin(handle, HG_HANDLE_FORWARD, callback, arg);
+    hg_handle_op_begin(handle, HG_HANDLE_FORWARD, callback, arg,
+                       handle->rpc.no_response ? 1 : 2);
     na_return_t na_ret;
     if (!handle->rpc.no_response) {
-        atomic_fetch_add(&handle->pending, 1);
         na_ret = NA_Msg_recv_expected(
             hg_class->na_class, context->na_context, recv_cb, handle, handle->recv_buf,
             handle->recv_size, handle->recv_plugin, handle->info.addr->na_addr,
             handle->info.context_id, handle->cookie, handle->recv_op);
         if (na_ret != NA_SUCCESS) {
-            atomic_fetch_sub(&handle->pending, 1);
+            hg_handle_op_unpost(handle, 2);
             goto post_error;
         }
     }
-    atomic_fetch_add(&handle->pending, 1);
     na_ret = NA_Msg_send_unexpected(
         hg_class->na_class, context->na_context, send_cb, handle, handle->send_buf,
         skip + payload_len, handle->send_plugin, handle->info.addr->na_addr,
         handle->info.context_id, handle->cookie, handle->send_op);
     if (na_ret != NA_SUCCESS) {
-        atomic_fetch_sub(&handle->pending, 1);
+        hg_handle_op_unpost(handle, 1);
         if (!handle->rpc.no_response)
             NA_Cancel(hg_class->na_class, context->na_context, handle->recv_op);
         goto post_error;

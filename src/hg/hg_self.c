@@ -81,14 +81,14 @@ hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
     target->origin_id = handle->info.context->id;
     set_decode(target, buf, size);
 
-    hg_handle_op_begin(handle, HG_HANDLE_FORWARD, callback, arg);
+    /* One sub-operation with a response: the local response. */
+    bool respond = handle->rpc.rpc_cb && !handle->rpc.no_response;
+    hg_handle_op_begin(handle, HG_HANDLE_FORWARD, callback, arg, respond ? 1 : 0);
     if (!handle->rpc.rpc_cb) {
         hg_handle_op_error(handle, HG_NOENTRY);
         hg_handle_release(target);
     } else {
-        if (!handle->rpc.no_response) {
-            /* One pending sub-operation: the local response. */
-            atomic_fetch_add(&handle->pending, 1);
+        if (respond) {
             atomic_fetch_add(&handle->refcount, 1);
             target->self_peer = handle;
             handle->self_peer = target;

@@ -92,10 +92,12 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     source = NULL;
     if (!addr)
         goto drop;
-    hg_handle_t handle = hg_handle_alloc(context, addr, &rpc, true);
-    HG_Addr_free(hg_class, addr);
-    if (!handle)
+    hg_handle_t handle = hg_handle_alloc(context, HG_ADDR_NULL, &rpc, true);
+    if (!handle) {
+        HG_Addr_free(hg_class, addr);
         goto drop;
+    }
+    handle->info.addr = addr; /* the reference hg_addr_of_source gave us */
     handle->cookie = hdr.cookie;
     handle->origin_id = hdr.origin_id;
     handle->req_flags = hdr.flags;
@@ -228,32 +230,31 @@ hg_return_t hg_target_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
     NA_Msg_init_expected(hg_class->na_class, handle->send_buf, skip + payload_len);
     hg_header_encode((char *)handle->send_buf + hg_class->expected_header, &hdr, payload,
                      payload_len);
-    if (atomic_exchange(&hg_class->corrupt_next, 0))
+    if (hg_corrupt_next_take(hg_class))
         ((unsigned char *)handle->send_buf)[hg_class->expected_header + 17] ^= 0x5a;
 
-    hg_handle_op_begin(handle, HG_HANDLE_RESPOND, callback, arg);
+    hg_handle_op_begin(handle, HG_HANDLE_RESPOND, callback, arg,
+                       handle->extra_bulk ? 2 : 1);
     na_return_t na_ret;
     if (handle->extra_bulk) {
         /* The origin acknowledges once it pulled the output; keep it exposed until then.
          */
-        atomic_fetch_add(&handle->pending, 1);
         na_ret =
             NA_Msg_recv_expected(hg_class->na_class, context->na_context, respond_ack_cb,
                                  handle, handle->recv_buf, handle->recv_size,
                                  handle->recv_plugin, handle->info.addr->na_addr,
                                  handle->origin_id, handle->cookie, handle->ack_op);
         if (na_ret != NA_SUCCESS) {
-            atomic_fetch_sub(&handle->pending, 1);
+            hg_handle_op_unpost(handle, 2);
             goto post_error;
         }
     }
-    atomic_fetch_add(&handle->pending, 1);
     na_ret = NA_Msg_send_expected(
         hg_class->na_class, context->na_context, respond_send_cb, handle,
         handle->send_buf, skip + payload_len, handle->send_plugin,
         handle->info.addr->na_addr, handle->origin_id, handle->cookie, handle->send_op);
     if (na_ret != NA_SUCCESS) {
-        atomic_fetch_sub(&handle->pending, 1);
+        hg_handle_op_unpost(handle, 1);
         if (handle->extra_bulk)
             NA_Cancel(hg_class->na_class, context->na_context, handle->ack_op);
         goto post_error;

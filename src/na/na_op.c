@@ -4,16 +4,22 @@
 #include "na_op.h"
 #include "hgx_spin.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* Monotonic time of the last post or completion in this process: a reply or
- * a next request is likely to be imminent only shortly after one. A post only
- * raises na_posted (no clock read on the post path); the next NA_Poll_wait
- * dates it with the time it reads anyway. */
+ * a next request is likely to be imminent only shortly after one. Posts and
+ * completions only raise na_active (no clock read on the message path); the
+ * next clock read of NA_Poll_wait dates it. */
 static atomic_ullong na_last_activity_ns;
-static atomic_bool na_posted;
+static atomic_bool na_active;
+
+/* Polls between two clock reads of a spinning NA_Poll_wait: a clock read costs
+ * about as much as a shared-memory poll in a VM, and the deadlines it serves
+ * are milliseconds apart. */
+#define NA_POLLS_PER_CLOCK 16
 
 static uint64_t na_now_ns(void)
 {
@@ -22,9 +28,19 @@ static uint64_t na_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void na_activity_mark(uint64_t now)
+static void na_activity_note(void)
 {
-    atomic_store_explicit(&na_last_activity_ns, now, memory_order_relaxed);
+    if (!atomic_load_explicit(&na_active, memory_order_relaxed))
+        atomic_store_explicit(&na_active, true, memory_order_relaxed);
+}
+
+/* Date a noted activity with a clock value read anyway. */
+static void na_activity_date(uint64_t now)
+{
+    if (atomic_load_explicit(&na_active, memory_order_relaxed)) {
+        atomic_store_explicit(&na_active, false, memory_order_relaxed);
+        atomic_store_explicit(&na_last_activity_ns, now, memory_order_relaxed);
+    }
 }
 
 na_op_id_t *NA_Op_create(na_class_t *na_class, unsigned long flags)
@@ -76,27 +92,26 @@ na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_
         HGX_LOG_ERROR(NA, "context %p belongs to another class", (void *)context);
         return NA_INVALID_ARG;
     }
-    int expected = NA_OP_IDLE;
-    if (!atomic_compare_exchange_strong(&op->state, &expected, NA_OP_POSTED)) {
+    /* A plain check, not a compare-and-swap: posting one op id from two
+     * threads at once is a caller bug that no NA implementation guards. */
+    if (atomic_load_explicit(&op->state, memory_order_acquire) != NA_OP_IDLE) {
         HGX_LOG_ERROR(NA, "op id %p is already in use", (void *)op);
         return NA_BUSY;
     }
+    atomic_store_explicit(&op->state, NA_OP_POSTED, memory_order_relaxed);
     op->context = context;
     op->callback = callback;
     memset(&op->info, 0, sizeof(op->info));
     op->info.arg = arg;
     op->info.type = type;
-    atomic_fetch_add(&na_class->n_pending, 1);
-    atomic_fetch_add(&context->n_pending, 1);
-    if (!atomic_load_explicit(&na_posted, memory_order_relaxed))
-        atomic_store_explicit(&na_posted, true, memory_order_relaxed);
+    atomic_fetch_add_explicit(&context->n_posted, 1, memory_order_relaxed);
+    na_activity_note();
     return NA_SUCCESS;
 }
 
 void na_op_post_abort(na_op_id_t *op)
 {
-    atomic_fetch_sub(&op->na_class->n_pending, 1);
-    atomic_fetch_sub(&op->context->n_pending, 1);
+    atomic_fetch_sub(&op->context->n_posted, 1);
     atomic_store(&op->state, NA_OP_IDLE);
 }
 
@@ -106,17 +121,24 @@ void na_op_complete(na_op_id_t *op, na_return_t ret)
 
     op->info.ret = ret;
     op->cq_next = NULL;
-    atomic_store(&op->state, NA_OP_QUEUED);
-    pthread_mutex_lock(&context->cq_lock);
+    atomic_store_explicit(&op->state, NA_OP_QUEUED, memory_order_release);
+    /* The counters change only under cq_lock: plain stores, no atomic
+     * read-modify-write (readers outside the lock load them atomically). */
+    hgx_lock(&context->cq_lock);
     if (context->cq_tail)
         context->cq_tail->cq_next = op;
     else
         context->cq_head = op;
     context->cq_tail = op;
-    atomic_fetch_add(&context->cq_count, 1);
-    pthread_mutex_unlock(&context->cq_lock);
-    atomic_fetch_sub(&op->na_class->n_pending, 1);
-    atomic_fetch_sub(&context->n_pending, 1);
+    atomic_store_explicit(&context->cq_count,
+                          atomic_load_explicit(&context->cq_count, memory_order_relaxed) +
+                              1,
+                          memory_order_release);
+    atomic_store_explicit(
+        &context->n_finished,
+        atomic_load_explicit(&context->n_finished, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+    hgx_unlock(&context->cq_lock);
 }
 
 unsigned int NA_Context_get_completion_count(const na_context_t *context)
@@ -130,15 +152,18 @@ static na_op_id_t *na_cq_pop(na_context_t *context)
      * queued concurrently is found by the next call. */
     if (atomic_load_explicit(&context->cq_count, memory_order_acquire) == 0)
         return NULL;
-    pthread_mutex_lock(&context->cq_lock);
+    hgx_lock(&context->cq_lock);
     na_op_id_t *op = context->cq_head;
     if (op) {
         context->cq_head = op->cq_next;
         if (!context->cq_head)
             context->cq_tail = NULL;
-        atomic_fetch_sub(&context->cq_count, 1);
+        atomic_store_explicit(
+            &context->cq_count,
+            atomic_load_explicit(&context->cq_count, memory_order_relaxed) - 1,
+            memory_order_relaxed);
     }
-    pthread_mutex_unlock(&context->cq_lock);
+    hgx_unlock(&context->cq_lock);
     return op;
 }
 
@@ -158,7 +183,7 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
         /* Copy out and release the op first: the callback may post it again. */
         struct na_cb_info info = op->info;
         na_cb_t callback = op->callback;
-        atomic_store(&op->state, NA_OP_IDLE);
+        atomic_store_explicit(&op->state, NA_OP_IDLE, memory_order_release);
         if (callback)
             callback(&info);
         else if (info.type == NA_CB_RECV_UNEXPECTED && info.info.recv_unexpected.source)
@@ -219,28 +244,34 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
     if (ret != NA_SUCCESS)
         return ret;
 
-    uint64_t start = na_now_ns();
-    uint64_t deadline = start + (uint64_t)timeout_ms * 1000000u;
-    if (atomic_load_explicit(&na_posted, memory_order_relaxed)) {
-        atomic_store_explicit(&na_posted, false, memory_order_relaxed);
-        na_activity_mark(start);
-    }
-    uint64_t spin_end =
-        atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) + na_spin_ns();
-    for (;;) {
+    /* The clock is read only once a poll found nothing: a completion that is
+     * already there, or arrives during the spin, is returned without one. */
+    unsigned int count = 0;
+    uint64_t now = 0, deadline = 0, spin_end = 0;
+    bool dated = false;
+    for (unsigned int polls = 0;; polls++) {
         ret = na_class->ops->poll(na_class, context, NULL);
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
-        unsigned int count = atomic_load(&context->cq_count);
-        uint64_t now = na_now_ns();
+        count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
         if (count > 0) {
-            na_activity_mark(now);
-            if (count_p)
-                *count_p = count;
-            return NA_SUCCESS;
-        }
-        if (now >= deadline)
+            na_activity_note();
             break;
+        }
+        if (timeout_ms == 0)
+            break;
+        if (!dated || polls % NA_POLLS_PER_CLOCK == 0) {
+            now = na_now_ns();
+            if (!dated) {
+                dated = true;
+                deadline = now + (uint64_t)timeout_ms * 1000000u;
+            }
+            na_activity_date(now);
+            spin_end = atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) +
+                       na_spin_ns();
+            if (now >= deadline)
+                break;
+        }
         if (na_class->progress_mode & NA_NO_BLOCK)
             continue;
         if (now < spin_end) {
@@ -254,10 +285,11 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
             na_class, context, (unsigned int)((deadline - now + 999999u) / 1000000u));
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
+        polls = UINT_MAX; /* read the clock after the sleep */
     }
     if (count_p)
-        *count_p = 0;
-    return NA_TIMEOUT;
+        *count_p = count;
+    return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
 }
 
 na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,

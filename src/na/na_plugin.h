@@ -11,6 +11,7 @@
 #define NA_PLUGIN_H
 
 #include "config.h"
+#include "hgx_lock.h"
 #include "hgx_log.h"
 #include "na.h"
 
@@ -33,8 +34,7 @@ struct na_class {
     bool listen;
     uint8_t max_contexts;
     uint8_t progress_mode; /* NA_NO_BLOCK to never block */
-    atomic_int n_contexts; /* live contexts */
-    atomic_long n_pending; /* posted, not yet completed ops */
+    atomic_int n_contexts; /* live contexts (each refuses to go with ops pending) */
     atomic_long n_addrs;   /* live address references */
     atomic_long n_mem;     /* live memory handles */
 };
@@ -43,10 +43,11 @@ struct na_context {
     na_class_t *na_class;
     void *plugin_context;
     uint8_t id;
-    pthread_mutex_t cq_lock;
+    hgx_lock_t cq_lock;
     struct na_op_id *cq_head, *cq_tail; /* FIFO of completed ops */
-    atomic_uint cq_count;
-    atomic_long n_pending;
+    atomic_uint cq_count;               /* written under cq_lock, read without it */
+    atomic_ulong n_posted;              /* ops ever posted */
+    atomic_ulong n_finished;            /* ops ever completed, written under cq_lock */
 };
 
 struct na_op_id {

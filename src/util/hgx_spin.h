@@ -8,7 +8,8 @@
 
 /* Give the CPU away, but only as often as that helps: at every call while
  * yielding lets another task run on this CPU, else at most once per few
- * microseconds. Per thread; cheap (a clock read) when it does not yield. */
+ * microseconds. Per thread; cheap (a clock read every few calls) when it
+ * does not yield. */
 void hgx_spin_pause(void);
 
 #endif /* HGX_SPIN_H */
