@@ -350,6 +350,13 @@ void hg_handle_op_done(hg_handle_t handle)
 {
     if (atomic_fetch_sub(&handle->pending, 1) != 1)
         return;
+    if (!handle->callback) {
+        /* Nothing for HG_Trigger to run (a response sent without a
+         * callback, most often): finish here, not through the queue. */
+        handle->op = HG_HANDLE_IDLE;
+        hg_handle_release(handle);
+        return;
+    }
     handle->completion.run = op_complete_run;
     hg_completion_push(handle->info.context, &handle->completion);
 }
