@@ -16,6 +16,7 @@ struct hg_post {
     void *buf;
     void *plugin;
     na_op_id_t *op;
+    struct hg_post *repost_next; /* in context->repost */
 };
 
 static uint64_t now_ms(void)
@@ -147,8 +148,30 @@ static void post_cb(const struct na_cb_info *info)
             HGX_LOG_ERROR(HG, "unexpected receive failed: %s",
                           NA_Error_to_string(info->ret));
     }
-    if (!context->unposting && info->ret != NA_CANCELED)
-        (void)post_one(post);
+    if (context->unposting || info->ret == NA_CANCELED)
+        return;
+    /* Posted again by the next HG_Progress, once the request was handled:
+     * posting costs as much as handling a small request, and the transport
+     * holds what arrives meanwhile. */
+    struct hg_post *head = atomic_load_explicit(&context->repost, memory_order_relaxed);
+    do
+        post->repost_next = head;
+    while (!atomic_compare_exchange_weak_explicit(
+        &context->repost, &head, post, memory_order_release, memory_order_relaxed));
+}
+
+static void posts_flush(hg_context_t *context)
+{
+    if (!atomic_load_explicit(&context->repost, memory_order_relaxed))
+        return;
+    struct hg_post *post =
+        atomic_exchange_explicit(&context->repost, NULL, memory_order_acquire);
+    while (post) {
+        struct hg_post *next = post->repost_next;
+        if (!context->unposting)
+            (void)post_one(post);
+        post = next;
+    }
 }
 
 static hg_return_t posts_create(hg_context_t *context)
@@ -181,6 +204,7 @@ static void posts_destroy(hg_context_t *context)
     uint64_t deadline = now_ms() + HG_UNPOST_WAIT_MS;
 
     context->unposting = true;
+    atomic_store(&context->repost, NULL);
     for (unsigned int i = 0; i < context->n_posts; i++)
         if (context->posts[i].op)
             NA_Cancel(hg_class->na_class, context->na_context, context->posts[i].op);
@@ -312,6 +336,7 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
     uint64_t deadline = 0;
 
     for (;;) {
+        posts_flush(context);
         NA_Trigger(context->na_context, UINT32_MAX, NULL);
         if (completion_count(context) > 0)
             return HG_SUCCESS;

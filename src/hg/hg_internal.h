@@ -65,7 +65,8 @@ struct hg_context {
     pthread_cond_t cq_cond;
     struct hg_post *posts; /* array of hg_class->post_count entries */
     unsigned int n_posts;
-    atomic_long n_posted;           /* posts currently in NA */
+    atomic_long n_posted;             /* posts currently in NA */
+    _Atomic(struct hg_post *) repost; /* received posts to post again (a stack) */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
     _Atomic(hg_addr_t) last_source; /* source of the last request (one reference) */
