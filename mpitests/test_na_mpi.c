@@ -20,8 +20,12 @@
 #define SEG2 ((size_t)(1u << 20) + 77)
 #define SEG_SIZE (SEG0 + SEG1 + SEG2)
 #define PINGS 2000
+#define NSEQ 64                /* unexpected messages a client sends back to back */
+#define SEQ_BIG 6000           /* every 8th of them: above the eager size */
+#define CLIENT_MAX_UNEXP 16384 /* clients' max_unexpected_size; the server's: default */
+#define OVERSIZED 12000        /* sent once by each client: too big for the server */
 
-enum { CMD_ECHO = 1, CMD_STALL, CMD_PING, CMD_DONE };
+enum { CMD_ECHO = 1, CMD_STALL, CMD_PING, CMD_DONE, CMD_SEQ };
 
 static int rank, nprocs, failures, passes;
 static na_class_t *cls;
@@ -108,13 +112,18 @@ static void server(void)
     unsigned char *in = malloc(max), *out = malloc(max);
     na_op_id_t *rop = NA_Op_create(cls, 0), *sop = NA_Op_create(cls, 0);
     size_t done_clients = 0;
-    int app_msgs = 0;
+    int app_msgs = 0, oversized = 0, seq_bad = 0;
+    uint32_t *next_seq = calloc((size_t)nprocs, sizeof(*next_seq));
     while (done_clients < nclients) {
         struct done r = {0};
         NA_Msg_recv_unexpected(cls, ctx, mpitest_cb, &r, in, max, NULL, rop);
         if (!wait_for(&r, 120)) {
             result("server: receive commands", 0, "timeout");
             break;
+        }
+        if (r.ret == NA_MSGSIZE) { /* each client's OVERSIZED message */
+            oversized++;
+            continue;
         }
         if (r.ret != NA_SUCCESS || r.size < 1) {
             result("server: receive commands", 0, NA_Error_to_string(r.ret));
@@ -155,11 +164,34 @@ static void server(void)
         case CMD_DONE:
             done_clients++;
             break;
+        case CMD_SEQ: { /* rank, sequence number, then filled with the latter */
+            uint32_t src = 0, seq = 0;
+            unsigned char exp[SEQ_BIG];
+            memcpy(&src, in + 1, sizeof(src));
+            memcpy(&seq, in + 5, sizeof(seq));
+            if (r.size < 9 || src >= (uint32_t)nprocs || seq != next_seq[src]) {
+                seq_bad++;
+                break;
+            }
+            next_seq[src]++;
+            fill(exp, r.size - 9, seq);
+            seq_bad += memcmp(in + 9, exp, r.size - 9) != 0;
+            break;
+        }
         }
         NA_Addr_free(cls, r.src);
     }
     result("server: application MPI_COMM_WORLD messages interleaved",
            app_msgs == 3 * (int)nclients, "count");
+    int seq_ok = !seq_bad;
+    for (int i = 1; i < nprocs; i++)
+        seq_ok &= next_seq[i] == NSEQ;
+    result("server: unexpected messages sent back to back arrive in sending order, "
+           "data intact",
+           seq_ok, "order or data");
+    result("server: unexpected messages above its buffer size reported NA_MSGSIZE",
+           oversized == (int)nclients, "count");
+    free(next_seq);
     progress_barrier(); /* A: every client sent DONE */
     result("server: read-only region unchanged by refused puts",
            !memcmp(ro, ro_copy, RO_SIZE), "");
@@ -276,6 +308,78 @@ static void client(void)
         wait_for(&s, 10);
         wait_for(&r, 10);
         result("oversized expected message reported NA_MSGSIZE", r.ret == NA_MSGSIZE,
+               NA_Error_to_string(r.ret));
+        /* above the eager size (a rendezvous): nothing written past the buffer */
+        enum { BIGMSG = 6000, SMALLBUF = 100 };
+        static unsigned char big[BIGMSG];
+        unsigned char *guarded = calloc(1, BIGMSG);
+        memset(big, 0x5A, sizeof(big));
+        big[0] = CMD_PING;
+        struct done r2 = {0}, s2 = {0};
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r2, guarded, SMALLBUF, NULL, srv, 0,
+                             550 + c, op2);
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s2, big, sizeof(big), NULL, srv, 0,
+                               550 + c, op1);
+        int ok = wait_for(&s2, 10) && wait_for(&r2, 10) && r2.ret == NA_MSGSIZE;
+        for (size_t i = SMALLBUF; i < BIGMSG; i++)
+            ok &= guarded[i] == 0;
+        free(guarded);
+        result(
+            "oversized expected rendezvous message: NA_MSGSIZE, memory past the buffer "
+            "untouched",
+            ok, NA_Error_to_string(r2.ret));
+    }
+
+    /* unexpected messages sent back to back, more than the server has receives
+     * posted and some above the eager size: the server checks their order */
+    {
+        static unsigned char bufs[NSEQ][SEQ_BIG];
+        na_op_id_t *sops[NSEQ];
+        struct done s[NSEQ] = {{0}};
+        uint32_t rk = (uint32_t)rank;
+        int ok = 1;
+        for (uint32_t i = 0; i < NSEQ; i++) {
+            size_t n = i % 8 == 5 ? SEQ_BIG : 9 + i * 7;
+            bufs[i][0] = CMD_SEQ;
+            memcpy(bufs[i] + 1, &rk, sizeof(rk));
+            memcpy(bufs[i] + 5, &i, sizeof(i));
+            fill(bufs[i] + 9, n - 9, i);
+            sops[i] = NA_Op_create(cls, 0);
+            ok &= NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s[i], bufs[i], n, NULL,
+                                         srv, 0, 0, sops[i]) == NA_SUCCESS;
+        }
+        for (int i = 0; i < NSEQ; i++) {
+            ok &= wait_for(&s[i], 10) && s[i].ret == NA_SUCCESS;
+            NA_Op_destroy(cls, sops[i]);
+        }
+        result("unexpected messages sent back to back", ok, "");
+    }
+
+    /* an unexpected message above the server's receive buffers (its
+     * max_unexpected_size is the default, ours is larger): dropped there
+     * (NA_MSGSIZE), and the next one arrives intact */
+    {
+        static unsigned char big[OVERSIZED];
+        unsigned char ping[40], reply[40];
+        memset(big, 0xA5, sizeof(big));
+        big[0] = CMD_ECHO;
+        fill(ping, sizeof(ping), 3);
+        ping[0] = CMD_PING;
+        struct done s = {0}, s2 = {0}, r = {0};
+        int ok = NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s, big, sizeof(big), NULL,
+                                        srv, 0, 0, op1) == NA_SUCCESS &&
+                 wait_for(&s, 10) && s.ret == NA_SUCCESS;
+        na_op_id_t *sop = NA_Op_create(cls, 0);
+        NA_Msg_recv_expected(cls, ctx, mpitest_cb, &r, reply, sizeof(reply), NULL, srv, 0,
+                             600 + c, op2);
+        NA_Msg_send_unexpected(cls, ctx, mpitest_cb, &s2, ping, sizeof(ping), NULL, srv,
+                               0, 600 + c, sop);
+        ok &= wait_for(&s2, 10) && wait_for(&r, 10) && r.ret == NA_SUCCESS &&
+              r.size == sizeof(ping) && reply[0] == CMD_PING;
+        for (size_t i = 1; ok && i < sizeof(ping); i++)
+            ok = reply[i] == (unsigned char)~ping[i];
+        NA_Op_destroy(cls, sop);
+        result("oversized unexpected message sent, the next one answered intact", ok,
                NA_Error_to_string(r.ret));
     }
 
@@ -445,6 +549,14 @@ static void client(void)
         ok = wait_for(&u, 5);
         result("cancel of a posted unexpected receive -> NA_CANCELED",
                ok && u.ret == NA_CANCELED, NA_Error_to_string(u.ret));
+        /* after a progress pass (Open MPI: then an MPI_Irecv, cancelled in MPI) */
+        struct done u2 = {0};
+        NA_Msg_recv_unexpected(cls, ctx, mpitest_cb, &u2, buf, sizeof(buf), NULL, op2);
+        NA_Progress(cls, ctx, 1);
+        NA_Cancel(cls, ctx, op2);
+        ok = wait_for(&u2, 5);
+        result("cancel of an unexpected receive after progress -> NA_CANCELED",
+               ok && u2.ret == NA_CANCELED, NA_Error_to_string(u2.ret));
     }
 
     /* cancel of an emulated get while the server stalls */
@@ -582,7 +694,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    cls = NA_Initialize("mpi+static", rank == 0);
+    struct na_init_info info = NA_INIT_INFO_INITIALIZER;
+    if (rank != 0) /* can send a message larger than the server takes */
+        info.max_unexpected_size = CLIENT_MAX_UNEXP;
+    cls = NA_Initialize_opt("mpi+static", rank == 0, &info);
     result("NA_Initialize(\"mpi+static\") on an application-initialized MPI", cls != NULL,
            "");
     if (!cls) {

@@ -19,9 +19,12 @@
  * MPI_ANY_TAG) and dispatches it by tag (claim_any); a message whose NA
  * receive is not posted yet is held (as its MPI_Message, in arrival order,
  * at most HELD_MAX) and later receives take held messages first. Every MPI
- * call runs Open MPI's whole progress engine (~90 ns), so one call that both
- * detects and claims beats a probe per kind. One class mutex serializes
- * every MPI call, so MPI_THREAD_SERIALIZED is enough.
+ * call runs Open MPI's whole progress engine, so one call that both detects
+ * and claims beats a probe per kind. Under Open MPI, posted NA receives are
+ * also MPI_Irecvs into sinks (sink_get: never truncated), reported by the
+ * table's MPI_Testsome, and the claim runs only as often as something needs
+ * it (claim_due). One class mutex serializes every MPI call, so
+ * MPI_THREAD_SERIALIZED is enough.
  */
 #include "na_mpi.h"
 #include "mpi_emul.h"
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define TAG_UNEXP 0
@@ -84,12 +88,21 @@ struct mpi_class {
     struct mpi_op *uq_head, *uq_tail; /* posted unexpected receives */
     struct mpi_op *eq_head;           /* posted expected receives (not yet in MPI) */
     unsigned long ncompleted;
+    _Atomic unsigned noted;            /* ACT_* noted, not dated yet (mark_active) */
     _Atomic uint64_t last_activity_us; /* last post or progress event */
     _Atomic uint64_t spin_until_us;    /* mpi_poll_wait polls without sleeping until */
     bool waiting; /* this pass: probe comm per kind (held list full; see probe_waiting) */
     bool take_ctrl; /* this pass: probe comm for mpi_emul control packets */
     struct held_msg *held_head, *held_tail;
     int nheld;
+    int nheld_unexp;      /* held messages of tag TAG_UNEXP */
+    struct mpi_op *upost; /* Open MPI: unexpected receive in MPI (unexp_arm) */
+    char *sink_free;      /* unused sinks, linked through their first bytes (sink_get) */
+    int nsinks;           /* sinks mapped */
+    bool sink_failed;     /* a mapping failed: receives are probed from then on */
+    unsigned long ndropped; /* messages received and discarded (logged each) */
+    int nrma;       /* put/get ops of ours in progress (they await control packets) */
+    unsigned npass; /* passes since the last claim_any (see claim_due) */
     char small[MRECV_MAX]; /* unexpected messages received with MPI_Mrecv */
     /* mpi+dynamic only */
     bool dynamic, listening, published;
@@ -135,9 +148,10 @@ struct mpi_op {
     struct mpi_emul_oreq *oreq;
     struct mpi_emul *emul; /* emulation instance of oreq */
     struct dyn_conn *conn; /* unexpected receive: connection it arrived on */
+    char *sink;            /* receive posted as an MPI_Irecv into a sink (Open MPI) */
     MPI_Comm comm;         /* expected receive: communicator to match on */
     bool in_uq, in_eq;
-    bool irecv; /* expected receive posted as an MPI_Irecv (Open MPI) */
+    bool irecv; /* receive posted as an MPI_Irecv (Open MPI; sink) */
     int src, tag;
 };
 
@@ -204,13 +218,32 @@ static uint64_t now_us(void)
  * as they progress, i.e. while the last event is this recent. */
 #define MPI_INFLIGHT_SPIN_US 20000
 
-/* A post or a progress event: traffic is likely close (see mpi_poll_wait). */
-static void mark_active(struct mpi_class *pc, uint64_t spin_us)
+/* Kinds of activity noted since mpi_poll_wait last read the clock. */
+#define ACT_EVENT 1u /* a send or a progress event: MPI_EVENT_SPIN_US */
+#define ACT_POST 2u  /* a receive or a put/get posted: MPI_POST_SPIN_US */
+
+/* A post or a progress event: traffic is likely close (see mpi_poll_wait).
+ * Only noted, without a clock read (~22 ns in a VM) on the message path:
+ * mpi_poll_wait dates it with the clock value it reads anyway. */
+static void mark_active(struct mpi_class *pc, unsigned kind)
 {
-    uint64_t t = now_us();
+    if ((atomic_load_explicit(&pc->noted, memory_order_relaxed) & kind) != kind)
+        atomic_fetch_or_explicit(&pc->noted, kind, memory_order_relaxed);
+}
+
+/* Date the activity noted since the last call at t. A note can be up to
+ * NA's spin window old when dated: the polling window only grows by it. */
+static void date_activity(struct mpi_class *pc, uint64_t t)
+{
+    if (!atomic_load_explicit(&pc->noted, memory_order_relaxed))
+        return;
+    unsigned kind = atomic_exchange_explicit(&pc->noted, 0u, memory_order_relaxed);
+    if (!kind)
+        return;
+    uint64_t until = t + (kind & ACT_POST ? MPI_POST_SPIN_US : MPI_EVENT_SPIN_US);
     atomic_store(&pc->last_activity_us, t);
-    if (atomic_load(&pc->spin_until_us) < t + spin_us)
-        atomic_store(&pc->spin_until_us, t + spin_us);
+    if (atomic_load(&pc->spin_until_us) < until)
+        atomic_store(&pc->spin_until_us, until);
 }
 
 static void op_done(struct mpi_class *pc, na_op_id_t *op, na_return_t ret)
@@ -218,6 +251,78 @@ static void op_done(struct mpi_class *pc, na_op_id_t *op, na_return_t ret)
     pc->ncompleted++;
     na_op_complete(op, ret);
 }
+
+#ifdef OPEN_MPI
+/*
+ * Open MPI 4.1 (ob1 over a single-copy BTL, e.g. vader with CMA) writes a
+ * truncated rendezvous message whole, past the end of the receive buffer
+ * (measured with 4.1.4: 5000 bytes sent to a 4200-byte MPI_Irecv all land).
+ * So a receive posted before the size of its message is known must never be
+ * truncated: it is posted for INT_MAX bytes (no message of ours is larger:
+ * MPI_BYTE, int count) into a sink, SINK_SIZE bytes of address space mapped
+ * without reserving memory (MAP_NORESERVE), so only pages a message touches
+ * get memory, and the message is copied to the NA buffer when it fits. The
+ * pages a large message took above SINK_KEEP are given back after it. Where
+ * the mapping fails (strict overcommit, address space limit) the receive
+ * takes the probed path, which knows the size before receiving.
+ */
+#define SINK_SIZE ((size_t)INT_MAX + 1)
+#define SINK_KEEP ((size_t)64 << 10)
+#define SINK_MAX 1024           /* sinks per class: receives posted into one at once */
+#define SINK_COPY_MAX SINK_KEEP /* larger expected buffers: probed, no copy */
+
+/* A sink for one receive, NULL if none can be had. Lock held. */
+static char *sink_get(struct mpi_class *pc)
+{
+    char *s = pc->sink_free;
+    if (s) {
+        memcpy(&pc->sink_free, s, sizeof(s));
+        return s;
+    }
+    if (pc->nsinks >= SINK_MAX || pc->sink_failed)
+        return NULL;
+    s = mmap(NULL, SINK_SIZE, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s == MAP_FAILED) {
+        pc->sink_failed = true;
+        HGX_LOG_WARNING(MPI,
+                        "cannot map a receive sink (%s): receives without one are probed",
+                        strerror(errno));
+        return NULL;
+    }
+    pc->nsinks++;
+    return s;
+}
+
+/* The receive into s is over; count: bytes it may have written. A request
+ * freed unfinished (MPI_ERR_REQUEST, finalize) may still be written into by
+ * MPI: its sink stays mapped. Lock held. */
+static void sink_put(struct mpi_class *pc, char *s, int err, size_t count)
+{
+    if (err == MPI_ERR_REQUEST)
+        return;
+    if (err != MPI_SUCCESS)
+        count = SINK_SIZE;
+    if (count > SINK_KEEP)
+        madvise(s + SINK_KEEP, count - SINK_KEEP, MADV_DONTNEED);
+    memcpy(s, &pc->sink_free, sizeof(s));
+    pc->sink_free = s;
+}
+
+/* Finalize, after the request table: unmap the sinks given back. */
+static void sinks_unmap(struct mpi_class *pc)
+{
+    while (pc->sink_free) {
+        char *s = pc->sink_free;
+        memcpy(&pc->sink_free, s, sizeof(s));
+        munmap(s, SINK_SIZE);
+        pc->nsinks--;
+    }
+    if (pc->nsinks)
+        HGX_LOG_DEBUG(MPI, "finalize: %d receive sinks left mapped (requests unfinished)",
+                      pc->nsinks);
+}
+#endif
 
 /*------------------------------------------------------------ class */
 
@@ -743,7 +848,7 @@ static void drop_held(struct mpi_class *pc)
         HGX_LOG_DEBUG(MPI, "finalize: dropped %d messages no receive was posted for",
                       pc->nheld);
     pc->held_tail = NULL;
-    pc->nheld = 0;
+    pc->nheld = pc->nheld_unexp = 0;
 }
 
 static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *info,
@@ -980,6 +1085,11 @@ static na_return_t mpi_finalize(na_class_t *na_class)
         free(pc->self_conn);
     }
     mpi_emul_free(pc->emul);
+#ifdef OPEN_MPI
+    sinks_unmap(pc);
+#endif
+    if (pc->ndropped)
+        HGX_LOG_DEBUG(MPI, "%lu received messages were dropped", pc->ndropped);
     int rc = MPI_Comm_free(&pc->comm);
     if (rc == MPI_SUCCESS)
         rc = MPI_Comm_free(&pc->dcomm);
@@ -1314,7 +1424,7 @@ static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *b
         mo->bounce = NULL;
         return NA_ADDRNOTAVAIL;
     }
-    mark_active(pc, MPI_EVENT_SPIN_US);
+    mark_active(pc, ACT_EVENT);
     int rc = MPI_Isend(buf, (int)size, MPI_BYTE, dest, tag, comm, &mo->req);
     if (rc == MPI_SUCCESS && size <= MRECV_MAX) {
         /* Eager: usually done at once, and then no later pass has to test it. */
@@ -1394,6 +1504,7 @@ static na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *conte
 static void unexp_finish(na_op_id_t *op, const char *data, int err, const MPI_Status *st)
 {
     struct mpi_op *mo = na_op_plugin(op);
+    struct mpi_class *pc = PC(mo->na_class);
     na_return_t ret = NA_SUCCESS;
     int count = 0;
     uint32_t hdr[2] = {0, 0};
@@ -1408,12 +1519,14 @@ static void unexp_finish(na_op_id_t *op, const char *data, int err, const MPI_St
             HGX_LOG_ERROR(
                 MPI, "dropped a malformed unexpected message (%d bytes) from rank %d",
                 count, st->MPI_SOURCE);
+            pc->ndropped++;
             ret = NA_PROTOCOL_ERROR;
         } else if ((size_t)count - UNEXP_HDR_SIZE > mo->buf_size) {
             HGX_LOG_ERROR(MPI,
                           "unexpected message of %zu bytes from rank %d does not fit the "
                           "%zu-byte receive buffer",
                           (size_t)count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
+            pc->ndropped++;
             ret = NA_MSGSIZE;
         } else {
             memcpy(mo->buf, data + UNEXP_HDR_SIZE, (size_t)count - UNEXP_HDR_SIZE);
@@ -1424,7 +1537,7 @@ static void unexp_finish(na_op_id_t *op, const char *data, int err, const MPI_St
             op->info.info.recv_unexpected.tag = hdr[1];
         }
     }
-    op_done(PC(mo->na_class), op, ret);
+    op_done(pc, op, ret);
 }
 
 static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
@@ -1473,12 +1586,16 @@ static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
         rc = hgx_mpi_mrecv_drop(msg, count);
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Mrecv (dropping an unexpected message)", rc);
+        pc->ndropped++;
         op_done(pc, op, NA_MSGSIZE);
         return;
     }
     mo->bounce = malloc((size_t)count);
     if (!mo->bounce) {
+        HGX_LOG_ERROR(MPI, "out of memory: dropped an unexpected message from rank %d",
+                      st->MPI_SOURCE);
         hgx_mpi_mrecv_drop(msg, count);
+        pc->ndropped++;
         op_done(pc, op, NA_NOMEM);
         return;
     }
@@ -1505,7 +1622,7 @@ static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_c
     int flag = 0;
     MPI_Message msg;
     MPI_Status st;
-    if (!pc->uq_head)
+    if (!pc->uq_head || pc->upost)
         return MPI_SUCCESS;
     int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
     if (rc == MPI_SUCCESS && flag)
@@ -1523,38 +1640,162 @@ static int match_unexpected(struct mpi_class *pc)
     return rc;
 }
 
+#ifdef OPEN_MPI
+/* Post mo's receive as an MPI_Irecv into a sink, recorded with fn; false if
+ * it could not be (nothing received). Lock held. */
+static bool sink_irecv(struct mpi_class *pc, struct mpi_op *mo, int src, int tag,
+                       MPI_Comm comm, hgx_mreq_fn fn)
+{
+    char *sink = sink_get(pc);
+    if (!sink)
+        return false;
+    int rc = MPI_Irecv(sink, INT_MAX, MPI_BYTE, src, tag, comm, &mo->req);
+    if (rc != MPI_SUCCESS) {
+        log_mpi("MPI_Irecv", rc);
+        sink_put(pc, sink, MPI_SUCCESS, 0);
+        return false;
+    }
+    mo->sink = sink;
+    mo->irecv = true;
+    if (hgx_mreqtab_add(&pc->tab, mo->req, fn, na_op_from_plugin(mo), 0) == 0)
+        return true;
+    /* no memory for the table: take it back, unless it already took a message */
+    MPI_Status st;
+    int cancelled = 0;
+    MPI_Cancel(&mo->req);
+    rc = MPI_Wait(&mo->req, &st);
+    if (rc == MPI_SUCCESS)
+        MPI_Test_cancelled(&st, &cancelled);
+    if (!cancelled) {
+        fn(na_op_from_plugin(mo), 0, rc, &st);
+        return true;
+    }
+    mo->sink = NULL;
+    mo->irecv = false;
+    sink_put(pc, sink, rc, 0);
+    return false;
+}
+
+/* Take mo's sink after its MPI_Irecv completed; *count: bytes received (0 if
+ * cancelled or failed), *cancelled. Lock held. */
+static char *sink_take(struct mpi_op *mo, int err, const MPI_Status *st, int *count,
+                       int *cancelled)
+{
+    char *sink = mo->sink;
+    mo->sink = NULL;
+    mo->irecv = false;
+    *count = *cancelled = 0;
+    if (err == MPI_SUCCESS) {
+        MPI_Test_cancelled(st, cancelled);
+        if (!*cancelled)
+            MPI_Get_count(st, MPI_BYTE, count);
+    } else if (err != MPI_ERR_REQUEST) {
+        PC(mo->na_class)->ndropped++;
+        log_mpi("receive", err);
+    }
+    return sink;
+}
+
+static void unexp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+{
+    (void)aux;
+    na_op_id_t *op = obj;
+    struct mpi_op *mo = na_op_plugin(op);
+    struct mpi_class *pc = PC(mo->na_class);
+    int count, cancelled;
+    char *sink = sink_take(mo, err, st, &count, &cancelled);
+    pc->upost = NULL;
+    if (cancelled)
+        op_done(pc, op, NA_CANCELED);
+    else
+        unexp_finish(op, sink, err, st);
+    sink_put(pc, sink, err, (size_t)count);
+}
+#endif
+
+/*
+ * Open MPI, mpi+static: the first posted NA unexpected receive is also
+ * posted as an MPI_Irecv(MPI_ANY_SOURCE, TAG_UNEXP) into a sink (see
+ * sink_get), so a request is matched inside MPI's progress and reported by
+ * the request table's MPI_Testsome, instead of an MPI_Improbe hit and an
+ * MPI_Mrecv. One at a time and only while no unexpected message is held: MPI
+ * gives it the oldest message not claimed yet, so arrival order holds; a
+ * message claimed while it is posted is newer than the one it may hold, and
+ * is held until it completed (deliver). MPICH keeps the probed path. Lock
+ * held.
+ */
+static void unexp_arm(struct mpi_class *pc)
+{
+#ifdef OPEN_MPI
+    if (pc->upost || !pc->uq_head || pc->nheld_unexp || pc->dynamic)
+        return;
+    struct mpi_op *mo = uq_pop(pc);
+    pc->upost = mo;
+    if (sink_irecv(pc, mo, MPI_ANY_SOURCE, TAG_UNEXP, pc->comm, unexp_sink_done))
+        return;
+    pc->upost = NULL; /* back to the head of the list: the probed path serves it */
+    mo->in_uq = true;
+    mo->next = pc->uq_head;
+    pc->uq_head = mo;
+    if (!pc->uq_tail)
+        pc->uq_tail = mo;
+#else
+    (void)pc;
+#endif
+}
+
+/* An expected receive probed and received with its size known (exp_recv). */
 static void recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     na_op_id_t *op = obj;
     struct mpi_op *mo = na_op_plugin(op);
     struct mpi_class *pc = PC(mo->na_class);
-    int cancelled = 0, count = 0;
+    int count = 0;
     na_return_t ret;
     if (err == MPI_ERR_REQUEST) {
         ret = NA_CANCELED;
     } else if (err != MPI_SUCCESS) {
         ret = na_from_mpi(err);
-        if (ret == NA_MSGSIZE)
-            HGX_LOG_ERROR(MPI,
-                          "expected message from rank %d larger than the %zu-byte buffer",
-                          st->MPI_SOURCE, mo->buf_size);
-        else
-            log_mpi("expected receive", err);
+        log_mpi("expected receive", err);
     } else {
-        MPI_Test_cancelled(st, &cancelled);
-        if (cancelled) {
-            ret = NA_CANCELED;
-        } else {
-            MPI_Get_count(st, MPI_BYTE, &count);
-            op->info.info.recv_expected.actual_buf_size = (size_t)count;
-            ret = NA_SUCCESS;
-        }
+        MPI_Get_count(st, MPI_BYTE, &count);
+        op->info.info.recv_expected.actual_buf_size = (size_t)count;
+        ret = NA_SUCCESS;
     }
     op_done(pc, op, ret);
 }
 
 #ifdef OPEN_MPI
+static void exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+{
+    (void)aux;
+    na_op_id_t *op = obj;
+    struct mpi_op *mo = na_op_plugin(op);
+    struct mpi_class *pc = PC(mo->na_class);
+    int count, cancelled;
+    char *sink = sink_take(mo, err, st, &count, &cancelled);
+    na_return_t ret;
+    if (cancelled || err == MPI_ERR_REQUEST) {
+        ret = NA_CANCELED;
+    } else if (err != MPI_SUCCESS) {
+        ret = na_from_mpi(err);
+    } else if ((size_t)count > mo->buf_size) {
+        HGX_LOG_ERROR(MPI,
+                      "expected message of %d bytes from rank %d larger than the "
+                      "%zu-byte buffer: dropped",
+                      count, st->MPI_SOURCE, mo->buf_size);
+        pc->ndropped++;
+        ret = NA_MSGSIZE;
+    } else {
+        memcpy(mo->buf, sink, (size_t)count);
+        op->info.info.recv_expected.actual_buf_size = (size_t)count;
+        ret = NA_SUCCESS;
+    }
+    sink_put(pc, sink, err, (size_t)count);
+    op_done(pc, op, ret);
+}
+
 /* Whether a message for mo is held or an earlier posted receive for the same
  * source and tag still waits in the list: mo must then queue behind them. */
 static bool exp_queued(const struct mpi_class *pc, const struct mpi_op *mo)
@@ -1571,31 +1812,22 @@ static bool exp_queued(const struct mpi_class *pc, const struct mpi_op *mo)
 #endif
 
 /*
- * Open MPI raises MPI_ERR_TRUNCATE on the request's communicator (ours:
+ * Open MPI returns an error of a request on the request's communicator (ours:
  * MPI_ERRORS_RETURN), so an expected receive is posted at once as an
- * MPI_Irecv: MPI matches the reply inside whatever call runs its progress,
- * and the request table's MPI_Testsome reports it, one call instead of
- * MPI_Improbe + MPI_Mrecv. An oversized message fills the buffer and is
- * reported NA_MSGSIZE. Not behind a held message or an earlier receive of the
- * same source and tag (MPI order), which the list below serves. Lock held.
+ * MPI_Irecv into a sink: MPI matches the reply inside whatever call runs its
+ * progress, and the request table's MPI_Testsome reports it, one call instead
+ * of MPI_Improbe + MPI_Mrecv; the reply is then copied to the buffer if it
+ * fits, else dropped (NA_MSGSIZE). Not for buffers above SINK_COPY_MAX (the
+ * copy would cost more than the probe), and not behind a held message or an
+ * earlier receive of the same source and tag (MPI order), which the list
+ * below serves. Lock held.
  */
 static bool exp_post_irecv(struct mpi_class *pc, struct mpi_op *mo)
 {
 #ifdef OPEN_MPI
-    if (exp_queued(pc, mo))
+    if (mo->buf_size > SINK_COPY_MAX || exp_queued(pc, mo))
         return false;
-    int rc = MPI_Irecv(mo->buf, (int)mo->buf_size, MPI_BYTE, mo->src, mo->tag, mo->comm,
-                       &mo->req);
-    if (rc != MPI_SUCCESS)
-        return false;
-    if (hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, na_op_from_plugin(mo), 0) !=
-        0) {
-        MPI_Cancel(&mo->req);
-        MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
-        return false;
-    }
-    mo->irecv = true;
-    return true;
+    return sink_irecv(pc, mo, mo->src, mo->tag, mo->comm, exp_sink_done);
 #else
     (void)pc, (void)mo;
     return false;
@@ -1630,7 +1862,7 @@ static na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context
         pthread_mutex_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
-    mark_active(pc, MPI_POST_SPIN_US);
+    mark_active(pc, ACT_POST);
     if (!exp_post_irecv(pc, mo)) {
         /* append: posting order is matching order, as for MPI receives */
         struct mpi_op **pp = &pc->eq_head;
@@ -1668,6 +1900,7 @@ static void exp_recv(struct mpi_class *pc, struct mpi_op *mo, MPI_Message *msg,
         rc = hgx_mpi_mrecv_drop(msg, count);
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Mrecv (dropping an expected message)", rc);
+        pc->ndropped++;
         HGX_LOG_ERROR(MPI,
                       "expected message of %d bytes from rank %d larger than the "
                       "%zu-byte buffer: dropped",
@@ -1737,7 +1970,7 @@ static struct mpi_op *eq_take(struct mpi_class *pc, int src, int tag)
 static bool deliver(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st)
 {
     if (st->MPI_TAG == TAG_UNEXP) {
-        if (!pc->uq_head)
+        if (!pc->uq_head || pc->upost) /* upost: its message is older than this */
             return false;
         unexp_recv(pc, msg, st, pc->self_conn);
         return true;
@@ -1767,6 +2000,7 @@ static int take_held(struct mpi_class *pc)
         if (pc->held_tail == h)
             pc->held_tail = prev;
         pc->nheld--;
+        pc->nheld_unexp -= h->st.MPI_TAG == TAG_UNEXP;
         free(h);
         n++;
     }
@@ -1783,6 +2017,7 @@ static void hold(struct mpi_class *pc, MPI_Message *msg, const MPI_Status *st)
         HGX_LOG_ERROR(MPI, "out of memory: dropped a message (tag %d) from rank %d",
                       st->MPI_TAG, st->MPI_SOURCE);
         hgx_mpi_mrecv_drop(msg, count);
+        pc->ndropped++;
         return;
     }
     h->msg = *msg;
@@ -1794,6 +2029,7 @@ static void hold(struct mpi_class *pc, MPI_Message *msg, const MPI_Status *st)
         pc->held_head = h;
     pc->held_tail = h;
     pc->nheld++;
+    pc->nheld_unexp += st->MPI_TAG == TAG_UNEXP;
 }
 
 /*
@@ -1826,6 +2062,7 @@ static int claim_any(struct mpi_class *pc, int *rc)
                         "dropped a message of %d bytes with stray tag %d from rank %d",
                         count, tag, st.MPI_SOURCE);
         hgx_mpi_mrecv_drop(&msg, count);
+        pc->ndropped++;
     }
     return 1;
 }
@@ -1958,6 +2195,7 @@ static void rma_done(void *arg, na_return_t ret)
     na_op_id_t *op = arg;
     struct mpi_op *mo = na_op_plugin(op);
     mo->oreq = NULL;
+    PC(mo->na_class)->nrma--;
     op_done(PC(mo->na_class), op, ret);
 }
 
@@ -1970,7 +2208,7 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
     struct mpi_op *mo = na_op_plugin(op);
     struct mpi_mem *rm = (struct mpi_mem *)remote;
     int rank = ((struct mpi_addr *)remote_addr)->rank;
-    mark_active(pc, MPI_POST_SPIN_US);
+    mark_active(pc, ACT_POST);
     if (pc->dynamic) {
         /* the owner field names a rank in the owner's own job; route by connection */
         struct dyn_conn *k = ((struct mpi_addr *)remote_addr)->conn;
@@ -1986,12 +2224,15 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
             return NA_ADDRNOTAVAIL;
         }
         struct mpi_emul_oreq *o = NULL;
+        pc->nrma++; /* before: a 0-byte transfer completes inside mpi_emul_xfer */
         na_return_t ret =
             mpi_emul_xfer(k->emul, put, &((struct mpi_mem *)local)->em, local_offset,
                           &rem, remote_offset, size, rma_done, op, &o);
         if (ret == NA_SUCCESS) {
             mo->oreq = o;
             mo->emul = k->emul;
+        } else {
+            pc->nrma--;
         }
         pthread_mutex_unlock(&pc->lock);
         return ret;
@@ -2009,12 +2250,15 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
     mo->na_class = na_class;
     pthread_mutex_lock(&pc->lock);
     struct mpi_emul_oreq *o = NULL;
+    pc->nrma++; /* before: a 0-byte transfer completes inside mpi_emul_xfer */
     na_return_t ret =
         mpi_emul_xfer(pc->emul, put, &((struct mpi_mem *)local)->em, local_offset,
                       &rm->em, remote_offset, size, rma_done, op, &o);
     if (ret == NA_SUCCESS) {
         mo->oreq = o;
         mo->emul = pc->emul;
+    } else {
+        pc->nrma--;
     }
     pthread_mutex_unlock(&pc->lock);
     return ret;
@@ -2043,6 +2287,34 @@ static na_return_t mpi_get(na_class_t *na_class, na_context_t *context, na_op_id
 /*------------------------------------------------------------ progress */
 
 /*
+ * Whether this pass runs claim_any. Under Open MPI (mpi+static) every posted
+ * NA receive can be in MPI as an MPI_Irecv that the request table's
+ * MPI_Testsome reports; an MPI_Improbe (~70 ns, 3x an MPI_Testsome) then only
+ * finds control packets of peers' puts/gets, and messages no receive waits
+ * for yet (a receive posted later takes them from MPI in order). So it runs
+ * every pass only while something depends on it: a receive not in MPI (eq,
+ * or uq not armed), a put/get of ours (CTS, ACK, cancel answers), or no
+ * request in the table (MPI_Testsome, which also drives MPI's progress, does
+ * not run); otherwise every CLAIM_EVERY-th pass, which delays the start of a
+ * peer's put/get here by at most CLAIM_EVERY-1 passes. Lock held.
+ */
+#define CLAIM_EVERY 4
+
+static bool claim_due(struct mpi_class *pc)
+{
+#ifdef OPEN_MPI
+    if (pc->tab.n > 0 && !pc->eq_head && (!pc->uq_head || pc->upost) && !pc->nrma &&
+        !pc->dynamic && ++pc->npass < CLAIM_EVERY)
+        return false;
+    pc->npass = 0;
+    return true;
+#else
+    (void)pc;
+    return true;
+#endif
+}
+
+/*
  * pc->comm: held messages first, then claim_any (one MPI call whether or not
  * anything waits). With HELD_MAX messages held, claiming stops: pc->waiting
  * makes the per-kind probes (posted receives, control packets) run instead,
@@ -2057,11 +2329,13 @@ static int probe_waiting(struct mpi_class *pc, int *events)
 {
     int rc = MPI_SUCCESS;
     *events = pc->held_head ? take_held(pc) : 0;
+    if (pc->uq_head && !pc->upost)
+        unexp_arm(pc);
     pc->take_ctrl = false;
     pc->waiting = pc->nheld >= HELD_MAX;
     if (pc->waiting)
         pc->take_ctrl = true;
-    else
+    else if (claim_due(pc))
         *events += claim_any(pc, &rc);
     for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
         int flag = 0;
@@ -2127,10 +2401,14 @@ static na_return_t poll_once(struct mpi_class *pc, unsigned long *n, bool *infli
     unsigned long before = pc->ncompleted;
     int events = poll_locked(pc);
     *n = pc->ncompleted - before;
-    *inflight = pc->tab.n > 0;
+    /* not the unexpected receive waiting in MPI (unexp_arm): a server would
+     * poll MPI_INFLIGHT_SPIN_US after every request instead of sleeping (a
+     * request above the eager size it took meanwhile may then finish only at
+     * the next wake-up) */
+    *inflight = pc->tab.n > (pc->upost ? 1 : 0);
     pthread_mutex_unlock(&pc->lock);
     if (events > 0 || *n > 0)
-        mark_active(pc, MPI_EVENT_SPIN_US);
+        mark_active(pc, ACT_EVENT);
     return events < 0 ? NA_PROTOCOL_ERROR : NA_SUCCESS;
 }
 
@@ -2162,6 +2440,7 @@ static na_return_t mpi_poll(na_class_t *na_class, na_context_t *context,
 #define MPI_IDLE_US 100000
 #define MPI_SLEEP_BUSY_MAX_NS 1000000L
 #define MPI_SLEEP_IDLE_MAX_NS 4000000L
+#define MPI_POLLS_PER_CLOCK 16
 
 static long idle_sleep_ns(uint64_t idle_us)
 {
@@ -2174,8 +2453,9 @@ static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
                                  unsigned int timeout_ms)
 {
     struct mpi_class *pc = PC(na_class);
-    uint64_t deadline = now_us() + (uint64_t)timeout_ms * 1000u;
-    for (;;) {
+    uint64_t t = now_us(), deadline = t + (uint64_t)timeout_ms * 1000u;
+    date_activity(pc, t);
+    for (unsigned int polls = 1;; polls++) {
         unsigned long n = 0;
         bool inflight;
         na_return_t ret = poll_once(pc, &n, &inflight);
@@ -2183,7 +2463,15 @@ static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
             return ret;
         if (n > 0 || atomic_load(&context->cq_count) > 0)
             return NA_SUCCESS;
-        uint64_t t = now_us(), last = atomic_load(&pc->last_activity_us);
+        /* While spinning, the clock only every MPI_POLLS_PER_CLOCK polls or
+         * when activity waits to be dated: the windows it serves are
+         * hundreds of microseconds long, and a read costs ~22 ns. */
+        if (polls % MPI_POLLS_PER_CLOCK == 0 ||
+            atomic_load_explicit(&pc->noted, memory_order_relaxed)) {
+            t = now_us();
+            date_activity(pc, t);
+        }
+        uint64_t last = atomic_load(&pc->last_activity_us);
         if (t >= deadline)
             return NA_TIMEOUT;
         if (t < atomic_load(&pc->spin_until_us) ||
@@ -2195,6 +2483,7 @@ static na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
         long max_ns = (long)(deadline - t) * 1000;
         struct timespec ts = {0, ns < max_ns ? ns : max_ns};
         nanosleep(&ts, NULL);
+        polls = MPI_POLLS_PER_CLOCK - 1; /* the clock again after the sleep */
     }
 }
 
@@ -2221,6 +2510,12 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
             }
             mo->in_uq = false;
             op_done(pc, op, NA_CANCELED);
+        } else if (mo->irecv) {
+            /* unexp_irecv_done: MPI_Test_cancelled tells cancelled from received */
+            MPI_Request r = mo->req;
+            int rc = MPI_Cancel(&r);
+            if (rc != MPI_SUCCESS)
+                log_mpi("MPI_Cancel", rc);
         } /* else: already matched, its local Imrecv completes soon */
         break;
     case NA_CB_RECV_EXPECTED:
