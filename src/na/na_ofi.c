@@ -1033,9 +1033,14 @@ out:
 
 /* Prefer a CQ with an fd to block on; shm has none (and its fi_cq_sread
  * spins), so it gets no wait object and poll_wait sleeps in short steps.
- * NA_NO_BLOCK (busy polling) asks for none either: a wait fd is not free,
- * tcp then progresses through epoll and signals the fd per completion,
- * which costs ~2 us per round trip (measured on the raw loop too). */
+ * NA_NO_BLOCK (busy polling) asks for none either: a wait fd is not free.
+ * With one, rxm (1.17) opens its tcp CQ with an fd too, and tcp keeps every
+ * connection socket and its completion-signal socketpair in an epoll set
+ * nested in ours: each message arrival and each completion signal then runs
+ * the kernel's epoll wake-up callbacks on two levels, 1.5-2.5 us per round
+ * trip here (the raw loop too). Every wait object rxm can wake on costs the
+ * same; doing without one costs milliseconds after an idle gap
+ * (docs/na-ofi.md, "ofi+tcp round trip and the wait object"). */
 static na_return_t ofi_open_cq(struct ofi_class *cls)
 {
     struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD};
