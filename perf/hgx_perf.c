@@ -192,7 +192,7 @@ static void usage(FILE *f)
         "usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
-        "                [--no-bind] [--no-block]\n"
+        "                [--no-bind] [--no-block] [--raw-wait]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
         "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
         "4096-64M)\n"
@@ -204,7 +204,9 @@ static void usage(FILE *f)
         "  different CPUs (as mpirun --bind-to core) unless --no-bind.\n"
         "  --repeat N: N runs of raw then hgx; medians of the values, and of the\n"
         "  per-run ratios. --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw\n"
-        "  loops, no wait object (an idle server then uses a whole CPU).\n",
+        "  loops, no wait object (an idle server then uses a whole CPU).\n"
+        "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
+        "  its default (blocking) mode; the raw loop still busy-polls.\n",
         f);
 }
 
@@ -266,6 +268,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->no_bind = 1;
         else if (!strcmp(o, "--no-block"))
             cfg->no_block = 1;
+        else if (!strcmp(o, "--raw-wait"))
+            cfg->raw_wait = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             exit(0);
@@ -304,6 +308,10 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     cfg->proto = strchr(cfg->transport, '+') + 1;
     if (cfg->kind != PERF_MPI && strcmp(cfg->proto, "tcp") && strcmp(cfg->proto, "shm"))
         return -1;
+    if (cfg->raw_wait && cfg->kind != PERF_OFI) {
+        fprintf(stderr, "hgx-perf: --raw-wait applies to ofi+ transports only\n");
+        return -1;
+    }
     if (!cfg->repeat)
         cfg->repeat = 1;
     if (!cfg->iters)
@@ -348,11 +356,11 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
             rows[nrows++] = &r->raw[i];
 
-    printf("# hgx-perf: transport %s%s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
+    printf("# hgx-perf: transport %s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
            "point), values in %s",
            cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
-           mode_names[cfg->mode], cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters,
-           mode_units[cfg->mode]);
+           cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
+           cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
     if (cfg->repeat > 1)
         printf(", medians of %d runs (hgx/raw: median per-run ratio)", cfg->repeat);
     printf("\n");

@@ -31,6 +31,7 @@ struct perf_config {
     int no_bind;  /* OFI/UCX: leave the two processes unbound */
     int no_block; /* hgx busy-polls (NA_NO_BLOCK): no wait object, never sleeps */
     int repeat;   /* runs of raw + hgx; medians reported */
+    int raw_wait; /* OFI: the raw loop's CQ has a wait fd, as hgx's default mode's */
 };
 
 /* Out-of-band channel (pipes, or MPI point-to-point on MPI_COMM_WORLD). */

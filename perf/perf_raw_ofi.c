@@ -250,8 +250,11 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg,
     OFI_CHK(fi_domain(o->fabric, o->info, &o->domain, NULL));
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     OFI_CHK(fi_av_open(o->domain, &av_attr, &o->av, NULL));
+    /* --raw-wait: the loop still busy-polls, but the provider maintains the
+     * fd (with rxm over tcp that costs per message, docs/na-ofi.md). */
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
-                                 .size = 4 * PERF_RAW_NSLOTS};
+                                 .size = 4 * PERF_RAW_NSLOTS,
+                                 .wait_obj = cfg->raw_wait ? FI_WAIT_FD : FI_WAIT_NONE};
     OFI_CHK(fi_cq_open(o->domain, &cq_attr, &o->cq, NULL));
     OFI_CHK(fi_endpoint(o->domain, o->info, &o->ep, NULL));
     OFI_CHK(fi_ep_bind(o->ep, &o->av->fid, 0));

@@ -186,13 +186,8 @@ hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *str
     hg_handle_free_extra(handle);
     if (!proc_cb)
         return HG_SUCCESS;
-    hg_proc_init(proc, handle->info.hg_class, HG_NOHASH);
-    hg_proc_set_handle(proc, handle);
-    ret = hg_proc_reset(proc, payload, room, HG_ENCODE);
-    if (ret == HG_SUCCESS)
-        ret = proc_cb(proc, struct_ptr);
-    if (ret == HG_SUCCESS)
-        ret = hg_proc_flush(proc);
+    hg_proc_setup(proc, handle->info.hg_class, handle, payload, room, HG_ENCODE);
+    ret = proc_cb(proc, struct_ptr); /* no checksum: nothing to flush */
     if (ret == HG_SUCCESS) {
         *size_p = hg_proc_get_size_used(proc);
         void *extra = hg_proc_get_extra_buf(proc);
@@ -471,17 +466,12 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
         return HG_SUCCESS;
     if (op == HG_DECODE && !handle->has_decode)
         return HG_NOENTRY;
-    hg_proc_init(proc, handle->info.hg_class, HG_NOHASH);
-    hg_proc_set_handle(proc, handle);
     if (op == HG_DECODE)
-        ret = hg_proc_reset(proc, (void *)(uintptr_t)handle->decode_buf,
-                            handle->decode_size, op);
+        hg_proc_setup(proc, handle->info.hg_class, handle,
+                      (void *)(uintptr_t)handle->decode_buf, handle->decode_size, op);
     else
-        ret = hg_proc_reset(proc, NULL, 0, op);
-    if (ret == HG_SUCCESS)
-        ret = proc_cb(proc, struct_ptr);
-    if (ret == HG_SUCCESS)
-        ret = hg_proc_flush(proc);
+        hg_proc_setup(proc, handle->info.hg_class, handle, NULL, 0, op);
+    ret = proc_cb(proc, struct_ptr); /* no checksum: nothing to flush */
     hg_proc_fini(proc);
     if (ret != HG_SUCCESS)
         HGX_LOG_ERROR(HG, "could not %s payload of RPC %#llx: %s",

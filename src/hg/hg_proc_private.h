@@ -55,6 +55,24 @@ void hg_proc_init(struct hg_proc *proc, hg_class_t *hg_class, hg_proc_hash_t has
 void hg_proc_fini(struct hg_proc *proc);
 
 /**
+ * What hg_proc_init(), hg_proc_set_handle() and hg_proc_reset() do together,
+ * for a processor without checksum on a buffer the HG layer vouches for
+ * (not NULL unless op is HG_FREE): one store per field, inline, since every
+ * RPC runs it up to six times. Release with hg_proc_fini().
+ */
+static inline void hg_proc_setup(struct hg_proc *proc, hg_class_t *hg_class,
+                                 hg_handle_t handle, void *buf, size_t size,
+                                 hg_proc_op_t op)
+{
+    *proc = (struct hg_proc){.proc_buf = {.buf = buf, .size = buf ? size : 0},
+                             .hg_class = hg_class,
+                             .handle = handle,
+                             .op = op,
+                             .hash = HG_NOHASH};
+    proc->current_buf = &proc->proc_buf;
+}
+
+/**
  * \param proc [IN]  processor (not NULL)
  * \return bytes hg_proc_checksum_get() writes: 0 (HG_NOHASH), 2, 4 or 8
  */

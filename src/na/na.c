@@ -193,6 +193,15 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
                       info.protocol_name, NA_Error_to_string(ret));
         goto error;
     }
+    na_class->msg.max_unexpected = ops->msg_get_max_unexpected_size(na_class);
+    na_class->msg.max_expected = ops->msg_get_max_expected_size(na_class);
+    na_class->msg.unexpected_header = ops->msg_get_unexpected_header_size
+                                          ? ops->msg_get_unexpected_header_size(na_class)
+                                          : 0;
+    na_class->msg.expected_header = ops->msg_get_expected_header_size
+                                        ? ops->msg_get_expected_header_size(na_class)
+                                        : 0;
+    na_class->msg.max_tag = ops->msg_get_max_tag(na_class);
     na_info_free(&info);
     return na_class;
 
@@ -490,31 +499,27 @@ size_t na_rma_piece_max(const na_class_t *na_class)
 
 size_t NA_Msg_get_max_unexpected_size(const na_class_t *na_class)
 {
-    return na_class ? na_class->ops->msg_get_max_unexpected_size(na_class) : 0;
+    return na_class ? na_class->msg.max_unexpected : 0;
 }
 
 size_t NA_Msg_get_max_expected_size(const na_class_t *na_class)
 {
-    return na_class ? na_class->ops->msg_get_max_expected_size(na_class) : 0;
+    return na_class ? na_class->msg.max_expected : 0;
 }
 
 size_t NA_Msg_get_unexpected_header_size(const na_class_t *na_class)
 {
-    if (!na_class || !na_class->ops->msg_get_unexpected_header_size)
-        return 0;
-    return na_class->ops->msg_get_unexpected_header_size(na_class);
+    return na_class ? na_class->msg.unexpected_header : 0;
 }
 
 size_t NA_Msg_get_expected_header_size(const na_class_t *na_class)
 {
-    if (!na_class || !na_class->ops->msg_get_expected_header_size)
-        return 0;
-    return na_class->ops->msg_get_expected_header_size(na_class);
+    return na_class ? na_class->msg.expected_header : 0;
 }
 
 na_tag_t NA_Msg_get_max_tag(const na_class_t *na_class)
 {
-    return na_class ? na_class->ops->msg_get_max_tag(na_class) : 0;
+    return na_class ? na_class->msg.max_tag : 0;
 }
 
 void *NA_Msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
@@ -569,7 +574,7 @@ na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf, size_t buf_siz
                        NA_Msg_get_expected_header_size(na_class));
 }
 
-/* Checks shared by all message posts; size_max 0 means "receive". */
+/* Checks shared by all message posts (receives pass size_max SIZE_MAX). */
 static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
                                 const void *buf, size_t buf_size, size_t size_max,
                                 size_t header, na_addr_t *addr, bool need_addr,
@@ -597,9 +602,8 @@ static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
                       na_class->max_contexts);
         return NA_INVALID_ARG;
     }
-    if (check_tag && tag > na_class->ops->msg_get_max_tag(na_class)) {
-        HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag,
-                      na_class->ops->msg_get_max_tag(na_class));
+    if (check_tag && tag > na_class->msg.max_tag) {
+        HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag, na_class->msg.max_tag);
         return NA_INVALID_ARG;
     }
     return NA_SUCCESS;

@@ -37,6 +37,10 @@ struct na_class {
     atomic_int n_contexts; /* live contexts (each refuses to go with ops pending) */
     atomic_long n_addrs;   /* live address references */
     atomic_long n_mem;     /* live memory handles */
+    struct {               /* the plugin's message limits, read once at initialize */
+        size_t max_unexpected, max_expected, unexpected_header, expected_header;
+        na_tag_t max_tag;
+    } msg;
 };
 
 struct na_context {
@@ -117,6 +121,7 @@ struct na_ops {
     na_return_t (*addr_deserialize)(na_class_t *na_class, na_addr_t **addr_p,
                                     const void *buf, size_t buf_size);
 
+    /* Message limits: fixed once initialize returns (the core caches them). */
     size_t (*msg_get_max_unexpected_size)(const na_class_t *na_class);
     size_t (*msg_get_max_expected_size)(const na_class_t *na_class);
     size_t (*msg_get_unexpected_header_size)(

@@ -46,6 +46,7 @@
  * them (2 MiB) keep the link busy until the next progress refills the window.
  */
 #include "na_plugin.h"
+#include "hgx_lock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -103,7 +104,10 @@ struct ucx_peer {
 };
 
 struct ucx_class {
-    pthread_mutex_t lock; /* the worker runs serialized: every UCP call holds it */
+    /* The worker runs serialized: every UCP call holds this lock. Held a few
+     * hundred instructions per operation, so an inline lock, not a mutex;
+     * a connection set-up drops it between progress passes. */
+    hgx_lock_t lock;
     na_class_t *na_class;
     ucp_context_h context;
     ucp_worker_h worker;
@@ -589,11 +593,11 @@ static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context,
                             unsigned int *count_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     unsigned n = ucx_progress(cls, context);
     if (cls->cancel_head)
         ucx_cancel_check(cls);
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     if (count_p)
         *count_p = n;
     return n ? NA_SUCCESS : NA_TIMEOUT;
@@ -605,12 +609,12 @@ static na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
 
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     ucs_status_t st = ucp_worker_arm(cls->worker);
     /* Cancels waiting for escalation: wake up in time to escalate them. */
     if (cls->cancel_head && timeout_ms > UCX_CANCEL_POLL_MS)
         timeout_ms = UCX_CANCEL_POLL_MS;
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
         /* Armed: the fd fires on the next event, so sleeping cannot miss one. */
         struct pollfd pfd = {.fd = cls->efd, .events = POLLIN};
@@ -639,10 +643,10 @@ static bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     /* No sleeping on the fd while cancels wait for escalation (a timer, not an event). */
     ucs_status_t st = cls->cancel_head ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     return st == UCS_OK;
 }
 
@@ -884,7 +888,6 @@ static void ucx_class_free(struct ucx_class *cls)
         ucp_worker_destroy(cls->worker);
     if (cls->context)
         ucp_cleanup(cls->context);
-    pthread_mutex_destroy(&cls->lock);
     free(cls);
 }
 
@@ -916,7 +919,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
 
     if (!cls)
         return NA_NOMEM;
-    pthread_mutex_init(&cls->lock, NULL);
+    hgx_lock_init(&cls->lock);
     cls->na_class = na_class;
     cls->efd = -1;
     cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
@@ -1064,8 +1067,14 @@ static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         p->connecting = true;
-        while (!p->failed && p->connecting && ucx_ms_since(&t0) < UCX_CONNECT_MS)
+        while (!p->failed && p->connecting && ucx_ms_since(&t0) < UCX_CONNECT_MS) {
             ucx_progress(cls, NULL);
+            /* Others may use the worker meanwhile (the peer is already
+             * known: their sends queue behind the wire-up in UCX). */
+            hgx_unlock(&cls->lock);
+            sched_yield();
+            hgx_lock(&cls->lock);
+        }
     }
     if (p->failed) {
         HGX_LOG_ERROR(UCX, "cannot connect to %s", str);
@@ -1075,8 +1084,9 @@ static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *
     return NA_SUCCESS;
 }
 
-static na_return_t ucx_lookup_locked(na_class_t *na_class, const char *name,
-                                     na_addr_t **addr_p)
+/* Name resolution (getaddrinfo may block) runs before the lock is taken. */
+static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
+                                   na_addr_t **addr_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct sockaddr_in sin;
@@ -1087,19 +1097,11 @@ static na_return_t ucx_lookup_locked(na_class_t *na_class, const char *name,
         return ret;
     ucx_sockaddr_string((const struct sockaddr *)&sin, cls->proto, str, sizeof(str));
     uint32_t id = ucx_hash_id(strstr(str, "://") + 3);
+    hgx_lock(&cls->lock);
     struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
-    if (!p && (ret = ucx_connect(cls, &sin, str, id, &p)) != NA_SUCCESS)
-        return ret;
-    return ucx_addr_new(na_class, p, addr_p);
-}
-
-static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
-                                   na_addr_t **addr_p)
-{
-    struct ucx_class *cls = ucx_cls(na_class);
-    pthread_mutex_lock(&cls->lock);
-    na_return_t ret = ucx_lookup_locked(na_class, name, addr_p);
-    pthread_mutex_unlock(&cls->lock);
+    if (p || (ret = ucx_connect(cls, &sin, str, id, &p)) == NA_SUCCESS)
+        ret = ucx_addr_new(na_class, p, addr_p);
+    hgx_unlock(&cls->lock);
     return ret;
 }
 
@@ -1115,12 +1117,12 @@ static na_return_t ucx_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_peer *p = ucx_peer_of(addr);
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     if (!p->self) {
         p->failed = true;
         ucx_pending_fail(p, NA_HOSTUNREACH);
     }
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }
 
@@ -1198,13 +1200,12 @@ static na_return_t ucx_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p
     if (memchr(str, '\0', len) || strncmp(str, "ucx+", 4) != 0)
         return NA_PROTOCOL_ERROR;
 
-    pthread_mutex_lock(&cls->lock);
     /* A peer we know (e.g. an accepted client) is reused; else connect. */
+    hgx_lock(&cls->lock);
     struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
-    na_return_t ret = p ? ucx_addr_new(na_class, p, addr_p)
-                        : ucx_lookup_locked(na_class, str + 4, addr_p);
-    pthread_mutex_unlock(&cls->lock);
-    return ret;
+    na_return_t ret = p ? ucx_addr_new(na_class, p, addr_p) : NA_NOENTRY;
+    hgx_unlock(&cls->lock);
+    return p ? ret : ucx_addr_lookup(na_class, str + 4, addr_p);
 }
 
 /*---------------------------------------------------------------- messages */
@@ -1241,7 +1242,7 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
                            .buf = buf,
                            .len = buf_size,
                            .tag = tag};
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
         /* Behind queued sends, or out of resources: queue to keep the order. */
@@ -1258,7 +1259,7 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
             ret = ucx_status_to_na(st);
         }
     }
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     return ret;
 }
 
@@ -1341,7 +1342,7 @@ static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, enum ucx_op_ki
                                  .user_data = uop};
 
     *uop = (struct ucx_op){.kind = kind, .cls = cls, .posting = true};
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     ucs_status_ptr_t sp = ucp_tag_recv_nbx(cls->worker, buf, buf_size, tag, mask, &param);
     na_return_t ret = NA_SUCCESS;
     uop->posting = false;
@@ -1354,7 +1355,7 @@ static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, enum ucx_op_ki
     } else {
         uop->req = sp;
     }
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     return ret;
 }
 
@@ -1753,7 +1754,7 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
     na_return_t ret;
 
     *uop = (struct ucx_op){.kind = UCX_OP_RMA, .cls = cls, .peer = a->peer, .pieces = 1};
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     if ((ret = ucx_peer_ready(cls, a->peer, a->put ? "put" : "get")) == NA_SUCCESS &&
         (ret = ucx_rkeys_get(a->remote, a->peer, &a->rkeys)) == NA_SUCCESS) {
         uop->gen = a->peer->gen;
@@ -1763,7 +1764,7 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
         else
             ucx_rma_piece_done(uop, UCS_OK); /* drop the posting guard */
     }
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     return ret;
 }
 
@@ -1878,7 +1879,7 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
     struct ucx_op *uop = ucx_op(op);
     (void)context;
 
-    pthread_mutex_lock(&cls->lock);
+    hgx_lock(&cls->lock);
     switch (uop->kind) {
     case UCX_OP_RECV_UNEXP:
     case UCX_OP_RECV_EXP:
@@ -1900,7 +1901,7 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
             ucx_cancel_list(cls, uop);
         break;
     }
-    pthread_mutex_unlock(&cls->lock);
+    hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }
 
