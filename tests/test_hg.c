@@ -148,6 +148,28 @@ static hg_return_t count_cb(hg_handle_t handle)
     return HG_Destroy(handle);
 }
 
+/* hgt_once deregisters itself: a second request must find it gone although
+ * the target caches the registration of its last request. hgt_rearm
+ * registers hgt_once again. */
+static hg_return_t once_cb(hg_handle_t handle);
+
+static hg_return_t rearm_cb(hg_handle_t handle)
+{
+    status_out_t out = {.ok = 1, .count = 0};
+    MERCURY_REGISTER(HG_Get_info(handle)->hg_class, "hgt_once", void, status_out_t,
+                     once_cb);
+    HG_Respond(handle, NULL, NULL, &out);
+    return HG_Destroy(handle);
+}
+
+static hg_return_t once_cb(hg_handle_t handle)
+{
+    status_out_t out = {.ok = 1, .count = 0};
+    HG_Deregister(HG_Get_info(handle)->hg_class, HG_Get_info(handle)->id);
+    HG_Respond(handle, NULL, NULL, &out);
+    return HG_Destroy(handle);
+}
+
 /* Server side of a bulk test: 3 uneven local segments. */
 struct bulk_job {
     hg_handle_t handle;
@@ -243,7 +265,7 @@ static hg_return_t shutdown_cb(hg_handle_t handle)
 }
 
 struct rpc_ids {
-    hg_id_t sum, big, noresp, count, bulk, expose, sleep, corrupt, shutdown;
+    hg_id_t sum, big, noresp, count, bulk, expose, sleep, corrupt, shutdown, once, rearm;
 };
 
 static struct rpc_ids register_all(hg_class_t *cls, bool server)
@@ -260,6 +282,8 @@ static struct rpc_ids register_all(hg_class_t *cls, bool server)
         MERCURY_REGISTER(cls, "hgt_sleep", void, sum_out_t, server ? sleep_cb : NULL);
     ids.corrupt = MERCURY_REGISTER(cls, "hgt_corrupt", void, sum_out_t, corrupt_cb);
     ids.shutdown = MERCURY_REGISTER(cls, "hgt_shutdown", void, status_out_t, shutdown_cb);
+    ids.once = MERCURY_REGISTER(cls, "hgt_once", void, status_out_t, once_cb);
+    ids.rearm = MERCURY_REGISTER(cls, "hgt_rearm", void, status_out_t, rearm_cb);
     return ids;
 }
 
@@ -438,6 +462,27 @@ static void test_no_response(void **state)
             break;
     }
     assert_int_equal(out.count, 5);
+}
+
+/* A request for an RPC the target deregistered meanwhile is answered
+ * HG_NOENTRY, also right after a request of the same RPC; once registered
+ * again, it runs. */
+static void test_registry_change(void **state)
+{
+    (void)state;
+    hg_handle_t once, rearm;
+    struct fwd_state st;
+
+    assert_int_equal(HG_Create(g.ctx, g.server, g.ids.once, &once), HG_SUCCESS);
+    assert_int_equal(HG_Create(g.ctx, g.server, g.ids.rearm, &rearm), HG_SUCCESS);
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(forward_wait(once, NULL, &st), HG_SUCCESS);
+        assert_int_equal(forward_wait(once, NULL, &st), HG_NOENTRY);
+        assert_int_equal(forward_wait(once, NULL, &st), HG_NOENTRY);
+        assert_int_equal(forward_wait(rearm, NULL, &st), HG_SUCCESS);
+    }
+    HG_Destroy(once);
+    HG_Destroy(rearm);
 }
 
 static void test_big(void **state)
@@ -864,6 +909,7 @@ int main(void)
         cmocka_unit_test(test_misc_api),
         cmocka_unit_test(test_sum),
         cmocka_unit_test(test_no_response),
+        cmocka_unit_test(test_registry_change),
         cmocka_unit_test(test_big),
         cmocka_unit_test(test_bulk_pull),
         cmocka_unit_test(test_bulk_push),

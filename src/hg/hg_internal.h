@@ -8,6 +8,7 @@
 #ifndef HG_INTERNAL_H
 #define HG_INTERNAL_H
 
+#include "hg_rpc_map.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
 #include "mercury.h"
@@ -71,6 +72,9 @@ struct hg_context {
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
     _Atomic(hg_addr_t) last_source; /* source of the last request (one reference) */
     unsigned int handle_cache_n;
+    struct hg_rpc_info rpc_last; /* registration of the last request (under cq_lock) */
+    unsigned int rpc_last_gen;   /* hg_class->rpc_gen it was read at */
+    bool rpc_last_ok;
     bool unposting;
     void *data;
     void (*data_free)(void *);

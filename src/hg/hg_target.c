@@ -54,6 +54,38 @@ void hg_target_dispatch(hg_handle_t handle)
     input_ready(handle, HG_SUCCESS);
 }
 
+/* The registration of an RPC id; false if none. The context keeps the last
+ * one it found, valid while the registry's generation is unchanged, so a
+ * stream of the same RPC skips the class mutex and the map. */
+static bool target_rpc_find(hg_context_t *context, hg_id_t id, struct hg_rpc_info *rpc)
+{
+    hg_class_t *hg_class = context->hg_class;
+    unsigned int gen = atomic_load_explicit(&hg_class->rpc_gen, memory_order_acquire);
+
+    hgx_lock(&context->cq_lock);
+    bool hit = context->rpc_last_ok && context->rpc_last_gen == gen &&
+               context->rpc_last.id == id;
+    if (hit)
+        *rpc = context->rpc_last;
+    hgx_unlock(&context->cq_lock);
+    if (hit)
+        return true;
+
+    pthread_mutex_lock(&hg_class->lock);
+    struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
+    *rpc = e ? e->info : (struct hg_rpc_info){.id = id};
+    gen = atomic_load_explicit(&hg_class->rpc_gen, memory_order_relaxed);
+    pthread_mutex_unlock(&hg_class->lock);
+    if (e) {
+        hgx_lock(&context->cq_lock);
+        context->rpc_last = *rpc;
+        context->rpc_last_gen = gen;
+        context->rpc_last_ok = true;
+        hgx_unlock(&context->cq_lock);
+    }
+    return e != NULL;
+}
+
 void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
                        na_addr_t *source)
 {
@@ -83,10 +115,8 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
         goto drop;
     }
 
-    pthread_mutex_lock(&hg_class->lock);
-    struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, hdr.rpc_id);
-    struct hg_rpc_info rpc = e ? e->info : (struct hg_rpc_info){.id = hdr.rpc_id};
-    pthread_mutex_unlock(&hg_class->lock);
+    struct hg_rpc_info rpc;
+    bool known = target_rpc_find(context, hdr.rpc_id, &rpc);
 
     hg_addr_t addr = hg_addr_of_source(context, source);
     source = NULL;
@@ -102,7 +132,7 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     handle->origin_id = hdr.origin_id;
     handle->req_flags = hdr.flags;
     handle->rpc.no_response = (hdr.flags & HG_HEADER_NO_RESPONSE) != 0;
-    if (!e || !rpc.rpc_cb) {
+    if (!known || !rpc.rpc_cb) {
         HGX_LOG_ERROR(HG, "request for unknown RPC %#llx",
                       (unsigned long long)hdr.rpc_id);
         respond_error(handle, HG_NOENTRY);
