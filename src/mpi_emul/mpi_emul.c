@@ -16,31 +16,14 @@
 #define TBUCKETS 1024  /* target index buckets, keyed by (origin, request id) */
 #define NTOMB 64       /* tombstones kept (oldest overwritten) */
 #define TOMB_LIFE_US 10000000ull
-
-/* Control packet (untrusted on receipt; exactly this size). */
-#define CTRL_MAGIC 0x48434d45u /* "HCME" */
-enum ctrl_type {
-    CT_PUT = 1,
-    CT_GET = 2,
-    CT_ACK = 3,       /* put applied (status) */
-    CT_ERR = 4,       /* request refused (status); no data follows */
-    CT_CANCEL = 5,    /* origin -> target: cancel {req_id, seq} */
-    CT_CANCELYES = 6, /* target dropped the request: nothing written, nothing sent */
-    CT_CANCELNO = 7,  /* target had started: the transfer completes in full */
-    CT_CTS = 8,       /* put: target posted its data receives; origin may send */
-    CT_ABORT = 9, /* origin -> target: timed-out put after CTS, no (more) data comes */
-};
-struct ctrl_pkt {
-    uint32_t magic;
-    uint32_t type;
-    uint32_t req_id;
-    uint32_t handle_id;
-    uint32_t gen;
-    int32_t status;
-    uint64_t offset;
-    uint64_t size;
-    uint64_t seq; /* origin's request sequence number (unique per origin process) */
-};
+#define DATA_BATCH 64 /* data messages taken per progress call */
+/* With nothing receiving, the data communicator is still probed every this
+ * many progress calls, to drop strays (they only cost MPI memory meanwhile). */
+#define DATA_IDLE_EVERY 16
+/* A matched chunk this small is received with the blocking MPI_Mrecv: below
+ * every MPI transport's eager limit, its data came with the match (as
+ * MRECV_MAX in na_mpi.c). Larger ones use MPI_Imrecv. */
+#define DATA_MRECV_MAX 4096
 
 /*------------------------------------------------------------ counters */
 
@@ -56,10 +39,10 @@ enum {
     C_TNO,
     C_TOMBDROP,
     C_ABORT,
+    C_BAD_DATA,
     G_OACTIVE,
     G_TREC,
     G_TOMB,
-    G_DRAIN,
     C_N
 };
 static atomic_ulong ctr[C_N];
@@ -77,6 +60,7 @@ void mpi_emul_get_counters(struct mpi_emul_counters *c)
                                     .cancel_timeout = v[C_TIMEOUT],
                                     .late_replies = v[C_LATE_REPLY],
                                     .late_data_dropped = v[C_LATE_DATA],
+                                    .bad_data = v[C_BAD_DATA],
                                     .partial_local = v[C_PARTIAL],
                                     .target_yes = v[C_TYES],
                                     .target_no = v[C_TNO],
@@ -84,8 +68,7 @@ void mpi_emul_get_counters(struct mpi_emul_counters *c)
                                     .aborts = v[C_ABORT],
                                     .origin_active = v[G_OACTIVE],
                                     .target_records = v[G_TREC],
-                                    .tombstones = v[G_TOMB],
-                                    .drains = v[G_DRAIN]};
+                                    .tombstones = v[G_TOMB]};
 }
 
 static uint64_t now_us(void)
@@ -107,14 +90,13 @@ static uint64_t env_ms(const char *name, uint64_t def)
 
 /*------------------------------------------------------------ structures */
 
-struct drain {
-    struct mpi_emul *e;
-    struct mpi_emul_oreq *owner; /* origin zombie */
-    int src, tag;
-    uint32_t left;
-    bool active;
-    MPI_Request req;
-    void *scratch;
+/* A transfer that receives data chunks: listed while more can come for it
+ * (the per-tag probes of a shared communicator walk the list; its length
+ * gates the probes of a separate data communicator). */
+struct rxlink {
+    struct rxlink *prev, *next;
+    int tag;
+    bool on;
 };
 
 struct mpi_emul_oreq {
@@ -124,18 +106,22 @@ struct mpi_emul_oreq {
     bool put;
     enum mpi_emul_ostate state;
     int peer;
-    struct mpi_emul_mem
-        local; /* put: data sent after CTS (segments borrowed from the caller) */
+    struct mpi_emul_mem local; /* segments borrowed from the caller */
     uint64_t local_offset;
     size_t size;
-    uint32_t nchunks, outstanding, ncancelled;
-    MPI_Request *creqs;
-    unsigned char *cdone;
-    bool cts;         /* put: CTS received */
-    bool data_posted; /* put: data sends posted */
-    bool aborted;     /* put: ABORT sent (no more data from us) */
-    bool reply;       /* ACK or ERR received */
-    bool err_reply;   /* ERR received: no data comes */
+    uint32_t nchunks;
+    uint32_t outstanding; /* MPI requests on the caller's memory (put: sends; get:
+                             chunk receives) */
+    MPI_Request *creqs;   /* put: data sends */
+    unsigned char *cdone; /* put: send completed */
+    uint32_t nmatched;    /* get: chunk messages taken so far (the k-th is chunk k) */
+    uint32_t nwritten;    /* get: of those, received into the caller's memory */
+    struct rxlink rx;     /* get */
+    bool cts;             /* put: CTS received */
+    bool data_posted;     /* put: data sends posted */
+    bool aborted;         /* put: ABORT sent (no more data from us) */
+    bool reply;           /* ACK or ERR received */
+    bool err_reply;       /* ERR received: no data comes */
     bool cancel_sent, creply, cyes;
     bool completed; /* done() ran (or was suppressed) */
     bool expired;
@@ -143,7 +129,6 @@ struct mpi_emul_oreq {
     na_return_t result;
     mpi_emul_done_fn done;
     void *arg;
-    struct drain *drain;
 };
 
 struct trec { /* target side of one request */
@@ -151,11 +136,14 @@ struct trec { /* target side of one request */
     enum mpi_emul_tstate state;
     bool put, aborted;
     int src;
-    struct ctrl_pkt pkt;
-    uint32_t n, outstanding;
-    MPI_Request *reqs;
-    unsigned char *rdone;
-    na_return_t result;
+    struct mpi_emul_ctrl pkt;
+    uint32_t n;
+    uint32_t next;        /* put: chunk messages taken so far (the k-th is chunk k) */
+    uint32_t outstanding; /* get: data sends; put: chunk receives */
+    na_return_t result; /* put: once not NA_SUCCESS, the rest of its chunks is dropped */
+    struct rxlink rx;   /* put */
+    uint64_t expire_at; /* put after ABORT: stop waiting for its chunks */
+    struct trec *anext; /* aborted puts still taking chunks */
     struct trec *hnext; /* index chain, newest first */
     struct trec *pnext; /* pending (RECEIVED) FIFO of this batch */
 };
@@ -166,8 +154,13 @@ struct tomb {
 };
 
 struct mpi_emul {
-    MPI_Comm comm;  /* control packets */
-    MPI_Comm dcomm; /* data chunks (comm unless mpi_emul_set_data_comm) */
+    MPI_Comm comm;         /* control packets */
+    MPI_Comm dcomm;        /* data chunks (comm unless mpi_emul_set_data_comm) */
+    struct rxlink rx_head; /* receiving transfers (circular list) */
+    unsigned nrx;
+    int *rx_tags; /* shared communicator: the tags to probe, copied per pass */
+    unsigned rx_cap;
+    unsigned data_idle; /* progress calls since the last idle data probe */
     int rank, size;
     struct hgx_mreqtab *tab;
     int tag_ctrl, tag_put, tag_get;
@@ -182,7 +175,8 @@ struct mpi_emul {
     /* target */
     struct trec *index[TBUCKETS];
     struct trec *pend_head, *pend_tail;
-    uint64_t *maxseq; /* per origin rank: highest request seq received (0: none) */
+    struct trec *aborted; /* puts after ABORT whose chunks can still come */
+    uint64_t *maxseq;     /* per origin rank: highest request seq received (0: none) */
     struct tomb tombs[NTOMB];
     unsigned ntombs, tomb_next;
     bool closing;
@@ -366,13 +360,13 @@ static void ctrl_sent(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     free(obj);
 }
 
-static int ctrl_send(struct mpi_emul *e, int dest, const struct ctrl_pkt *p)
+static int ctrl_send(struct mpi_emul *e, int dest, const struct mpi_emul_ctrl *p)
 {
-    struct ctrl_pkt *c = malloc(sizeof(*c));
+    struct mpi_emul_ctrl *c = malloc(sizeof(*c));
     if (!c)
         return MPI_ERR_NO_MEM;
     *c = *p;
-    c->magic = CTRL_MAGIC;
+    c->magic = MPI_EMUL_CTRL_MAGIC;
     MPI_Request r;
     int rc = MPI_Isend(c, (int)sizeof(*c), MPI_BYTE, dest, e->tag_ctrl, e->comm, &r);
     if (rc != MPI_SUCCESS) {
@@ -389,96 +383,96 @@ static int ctrl_send(struct mpi_emul *e, int dest, const struct ctrl_pkt *p)
 static void ctrl_reply(struct mpi_emul *e, int dest, uint32_t type, uint32_t rid,
                        uint64_t seq, na_return_t status)
 {
-    struct ctrl_pkt r = {
+    struct mpi_emul_ctrl r = {
         .type = type, .req_id = rid, .seq = seq, .status = (int32_t)status};
     int rc = ctrl_send(e, dest, &r);
     if (rc != MPI_SUCCESS)
         mpi_err_log("sending a control reply", rc);
 }
 
-/*------------------------------------------------------------ drains */
+/*------------------------------------------------------------ data messages */
 
-static void oreq_step(struct mpi_emul_oreq *o);
-
-static void drain_finish(struct drain *d)
+static void rx_add(struct mpi_emul *e, struct rxlink *l, int tag)
 {
-    CDEC(G_DRAIN);
-    if (d->owner) {
-        d->owner->drain = NULL;
-        oreq_step(d->owner);
-    }
-    free(d->scratch);
-    free(d);
+    if (l->on)
+        return;
+    l->tag = tag;
+    l->next = &e->rx_head;
+    l->prev = e->rx_head.prev;
+    e->rx_head.prev->next = l;
+    e->rx_head.prev = l;
+    l->on = true;
+    e->nrx++;
 }
 
-static void drain_done(void *obj, uintptr_t aux, int err, const MPI_Status *st);
-
-static void drain_post(struct drain *d)
+static void rx_del(struct mpi_emul *e, struct rxlink *l)
 {
-    struct mpi_emul *e = d->e;
-    if (d->left == 0 || e->closing) {
-        drain_finish(d);
+    if (!l->on)
         return;
-    }
-    int rc = MPI_Irecv(d->scratch, (int)MPI_EMUL_CHUNK, MPI_BYTE, d->src, d->tag,
-                       e->dcomm, &d->req);
-    if (rc != MPI_SUCCESS) {
-        mpi_err_log("MPI_Irecv (drain)", rc);
-        drain_finish(d);
-        return;
-    }
-    if (hgx_mreqtab_add(e->tab, d->req, drain_done, d, 0) != 0) {
-        MPI_Cancel(&d->req);
-        MPI_Wait(&d->req, MPI_STATUS_IGNORE);
-        drain_finish(d);
-        return;
-    }
-    d->active = true;
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->on = false;
+    e->nrx--;
 }
 
-static void drain_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+/* Receive the matched data message msg whole into scratch and forget it.
+ * late: the rest of a transfer cancelled locally or failed before (expected);
+ * else the message failed a check (why), which is logged. */
+static void data_drop(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, bool late, const char *why)
 {
-    (void)aux;
-    struct drain *d = obj;
-    d->active = false;
-    if (d->e->closing || err == MPI_ERR_REQUEST) {
-        drain_finish(d);
-        return;
-    }
-    int cancelled = 0;
-    if (err == MPI_SUCCESS)
-        MPI_Test_cancelled(st, &cancelled);
-    if (!cancelled) {
-        d->e->stats.late_dropped++;
+    int rc = hgx_mpi_mrecv_drop(msg, st);
+    if (rc != MPI_SUCCESS)
+        mpi_err_log("MPI_Mrecv (dropped data message)", rc);
+    if (late) {
+        e->stats.late_dropped++;
         CINC(C_LATE_DATA);
-        HGX_LOG_DEBUG(MPI_EMUL, "dropped a late data chunk from rank %d (tag %d)", d->src,
-                      d->tag);
-        if (d->left > 0)
-            d->left--;
-    } else {
-        d->left = 0;
-    }
-    drain_post(d);
-}
-
-static void drain_start(struct mpi_emul *e, struct mpi_emul_oreq *owner, int src, int tag,
-                        uint32_t n)
-{
-    struct drain *d = calloc(1, sizeof(*d));
-    if (!d || !(d->scratch = malloc(MPI_EMUL_CHUNK))) {
-        free(d);
-        HGX_LOG_ERROR(MPI_EMUL,
-                      "out of memory for a drain; late data may stay queued in MPI");
+        HGX_LOG_DEBUG(MPI_EMUL, "dropped a late data chunk from rank %d (tag %d): %s",
+                      st->MPI_SOURCE, st->MPI_TAG, why);
         return;
     }
-    CINC(G_DRAIN);
-    d->e = e;
-    d->owner = owner;
-    d->src = src;
-    d->tag = tag;
-    d->left = n;
-    owner->drain = d;
-    drain_post(d);
+    e->stats.bad_data++;
+    CINC(C_BAD_DATA);
+    if (count == MPI_UNDEFINED)
+        HGX_LOG_WARNING(MPI_EMUL,
+                        "dropped a data message of over 2 GiB from rank %d (tag %d): %s",
+                        st->MPI_SOURCE, st->MPI_TAG, why);
+    else
+        HGX_LOG_WARNING(MPI_EMUL,
+                        "dropped a data message of %d bytes from rank %d (tag %d): %s",
+                        count, st->MPI_SOURCE, st->MPI_TAG, why);
+}
+
+/* Receive the matched chunk msg, whose size was checked to be exactly len,
+ * into the chunk's memory (ptr, count, dt from mem_chunk; no copy). fn runs
+ * when it landed: at once for a small chunk, else from the request table.
+ * The caller counted it outstanding. */
+static void chunk_recv(struct mpi_emul *e, MPI_Message *msg, void *ptr, int count,
+                       MPI_Datatype dt, size_t len, hgx_mreq_fn fn, void *obj,
+                       uintptr_t aux)
+{
+    MPI_Status st;
+    memset(&st, 0, sizeof(st));
+    int rc;
+    if (len <= DATA_MRECV_MAX) {
+        rc = MPI_Mrecv(ptr, count, dt, msg, &st);
+    } else {
+        /* A single-copy transport often moves the data inside MPI_Imrecv: one
+         * MPI_Test then completes it in this pass instead of the next one. */
+        MPI_Request r;
+        int flag = 0;
+        rc = MPI_Imrecv(ptr, count, dt, msg, &r);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Test(&r, &flag, &st);
+        if (rc == MPI_SUCCESS && !flag && hgx_mreqtab_add(e->tab, r, fn, obj, aux) == 0) {
+            type_release(&dt);
+            return;
+        }
+        if (rc == MPI_SUCCESS && !flag)
+            rc = MPI_Wait(&r, &st); /* no room in the table; matched, so it completes */
+    }
+    type_release(&dt);
+    fn(obj, aux, rc, &st);
 }
 
 /*------------------------------------------------------------ origin */
@@ -490,6 +484,7 @@ static void oreq_free(struct mpi_emul_oreq *o)
         e->slots[o->id] = NULL;
     if (o->cancel_sent)
         e->ntimed--;
+    rx_del(e, &o->rx);
     CDEC(G_OACTIVE);
     free(o->creqs);
     free(o->cdone);
@@ -505,7 +500,8 @@ static void oreq_complete(struct mpi_emul_oreq *o, na_return_t ret)
         done(o->arg, ret);
 }
 
-static void oreq_cancel_chunks(struct mpi_emul_oreq *o)
+/* put: cancel the data sends MPI still holds (it may not cancel them). */
+static void oreq_cancel_sends(struct mpi_emul_oreq *o)
 {
     for (uint32_t i = 0; i < o->nchunks; i++)
         if (!o->cdone[i])
@@ -520,11 +516,11 @@ static void oreq_step(struct mpi_emul_oreq *o)
 {
     struct mpi_emul *e = o->e;
     if (e->closing) {
-        if (o->outstanding == 0 && !o->drain)
+        if (o->outstanding == 0)
             oreq_free(o);
         return;
     }
-    if (o->outstanding > 0 || o->drain)
+    if (o->outstanding > 0)
         return;
     if (!o->completed) {
         na_return_t r;
@@ -538,48 +534,114 @@ static void oreq_step(struct mpi_emul_oreq *o)
             else
                 return; /* waiting for CTS / ACK */
         } else {
-            if (o->err_reply)
-                r = o->result;
+            if (o->err_reply || o->result != NA_SUCCESS)
+                r = o->result; /* refused, a bad chunk or an MPI error */
             else if (o->cyes) {
                 r = NA_CANCELED;
-                if (o->ncancelled != o->nchunks) { /* the target broke the protocol */
+                if (o->nmatched > 0) { /* the target broke the protocol */
                     HGX_LOG_ERROR(MPI_EMUL, "get %u: CANCELYES but data arrived", o->id);
                     r = NA_PROTOCOL_ERROR;
                 }
-            } else if (o->ncancelled == 0)
-                r = o->result; /* all data landed (or an MPI error) */
+            } else if (o->nwritten == o->nchunks)
+                r = NA_SUCCESS;
             else if (o->state == MPI_EMUL_O_ZOMBIE) {
                 r = NA_CANCELED;
-                if (o->ncancelled < o->nchunks)
+                if (o->nwritten > 0)
                     CINC(C_PARTIAL);
             } else
-                r = o->result != NA_SUCCESS ? o->result : NA_PROTOCOL_ERROR;
+                return; /* waiting for data */
         }
         oreq_complete(o, r);
     }
-    /* Keep the id while an answer or late data can still come for it. */
-    if (o->cancel_sent && !o->creply && !o->expired)
+    /* Keep the id while an answer can still come for it, and for a get
+     * cancelled locally but answered CANCELNO, while its chunks still come
+     * (they are dropped): a new request with the id must not take them. */
+    if (!o->expired &&
+        ((o->cancel_sent && !o->creply) ||
+         (o->state == MPI_EMUL_O_ZOMBIE && o->rx.on && !o->cyes && !o->err_reply)))
         return;
     oreq_free(o);
 }
 
 static void ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
+    (void)st;
     struct mpi_emul_oreq *o = obj;
     o->cdone[aux] = 1;
     o->outstanding--;
-    if (err == MPI_ERR_REQUEST) {
-        o->ncancelled++;
-    } else if (err == MPI_SUCCESS) {
-        int cancelled = 0;
-        MPI_Test_cancelled(st, &cancelled);
-        if (cancelled)
-            o->ncancelled++;
-    } else if (o->result == NA_SUCCESS) {
-        mpi_err_log(o->put ? "put data send" : "get data receive", err);
+    if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST && o->result == NA_SUCCESS) {
+        mpi_err_log("put data send", err);
         o->result = mpi_err_to_na(err);
     }
     oreq_step(o);
+}
+
+/* get: a chunk landed in the caller's memory (or failed). */
+static void gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+{
+    (void)aux, (void)st;
+    struct mpi_emul_oreq *o = obj;
+    o->outstanding--;
+    if (err != MPI_SUCCESS && o->result == NA_SUCCESS) {
+        if (err != MPI_ERR_REQUEST)
+            mpi_err_log("get data receive", err);
+        o->result = mpi_err_to_na(err);
+    }
+    oreq_step(o);
+}
+
+/* get: more chunks may be received into the caller's memory. */
+static bool get_accepting(const struct mpi_emul_oreq *o)
+{
+    return !o->completed && !o->err_reply && !o->cyes && o->state != MPI_EMUL_O_ZOMBIE &&
+           o->result == NA_SUCCESS;
+}
+
+/* A message on the get-data tag of request id: the next chunk of that get if
+ * it comes from the get's target and has exactly that chunk's size. */
+static void origin_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st,
+                        int count, uint32_t id)
+{
+    struct mpi_emul_oreq *o = e->slots[id];
+    if (!o || o->put || !o->rx.on || o->peer != st->MPI_SOURCE) {
+        data_drop(e, msg, st, count, false,
+                  !o || o->put ? "no get in progress on this tag"
+                  : !o->rx.on  ? "more chunks than the get has"
+                               : "not from the get's target");
+        return;
+    }
+    uint32_t k = o->nmatched++;
+    if (o->nmatched == o->nchunks)
+        rx_del(e, &o->rx);
+    size_t len = chunk_len(o->size, k);
+    if (!get_accepting(o)) {
+        data_drop(e, msg, st, count, count == (int)len,
+                  count == (int)len ? "its get was cancelled locally or failed"
+                                    : "not the size of its chunk (its get is over)");
+        oreq_step(o);
+        return;
+    }
+    if (count != (int)len) {
+        data_drop(e, msg, st, count, false, "not the size of its chunk; the get fails");
+        o->result = NA_PROTOCOL_ERROR;
+        oreq_step(o);
+        return;
+    }
+    void *ptr;
+    int n;
+    MPI_Datatype dt;
+    int rc = mem_chunk(&o->local, o->local_offset + (uint64_t)k * MPI_EMUL_CHUNK, len,
+                       &ptr, &n, &dt);
+    if (rc != MPI_SUCCESS) {
+        mpi_err_log("get: describing a chunk", rc);
+        data_drop(e, msg, st, count, true, "its chunk could not be described");
+        o->result = mpi_err_to_na(rc);
+        oreq_step(o);
+        return;
+    }
+    o->nwritten++;
+    o->outstanding++;
+    chunk_recv(e, msg, ptr, n, dt, len, gchunk_done, o, k);
 }
 
 static void send_abort(struct mpi_emul_oreq *o)
@@ -587,7 +649,7 @@ static void send_abort(struct mpi_emul_oreq *o)
     if (o->aborted)
         return;
     o->aborted = true;
-    ctrl_reply(o->e, o->peer, CT_ABORT, o->id, o->seq, NA_CANCELED);
+    ctrl_reply(o->e, o->peer, MPI_EMUL_CT_ABORT, o->id, o->seq, NA_CANCELED);
 }
 
 /* put: CTS arrived, send the data (pipelined chunks). */
@@ -618,7 +680,7 @@ static void put_post_data(struct mpi_emul_oreq *o)
                 o->cdone[k] = 1;
             if (o->result == NA_SUCCESS)
                 o->result = mpi_err_to_na(rc);
-            send_abort(o); /* the target cancels its unmatched receives */
+            send_abort(o); /* the target stops taking chunks */
             break;
         }
         o->outstanding++;
@@ -636,18 +698,14 @@ static void oreq_timeout(struct mpi_emul_oreq *o)
     HGX_LOG_WARNING(MPI_EMUL,
                     "%s %u: no cancel answer from rank %d in time; cancelling locally",
                     o->put ? "put" : "get", o->id, o->peer);
-    if (o->put) {
-        if (o->data_posted) {
-            oreq_cancel_chunks(o); /* sends MPI may or may not cancel */
-            send_abort(o);
-        }
-    } else {
-        oreq_cancel_chunks(o);
-    }
+    if (o->put && o->data_posted) {
+        oreq_cancel_sends(o); /* sends MPI may or may not cancel */
+        send_abort(o);
+    } /* get: chunks arriving from now on are dropped (get_accepting) */
     oreq_step(o);
 }
 
-static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
+static void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 {
     struct mpi_emul_oreq *o = p->req_id < MPI_EMUL_NSLOTS ? e->slots[p->req_id] : NULL;
     if (!o || o->peer != src || o->seq != p->seq) {
@@ -658,7 +716,7 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
         return;
     }
     switch (p->type) {
-    case CT_CTS:
+    case MPI_EMUL_CT_CTS:
         if (!o->put || o->cts || o->reply || o->cyes) {
             e->stats.bad_packets++;
             return;
@@ -670,9 +728,9 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
         else
             put_post_data(o);
         break;
-    case CT_ACK:
-    case CT_ERR: {
-        if (o->reply || (p->type == CT_ACK && !o->put)) {
+    case MPI_EMUL_CT_ACK:
+    case MPI_EMUL_CT_ERR: {
+        if (o->reply || (p->type == MPI_EMUL_CT_ACK && !o->put)) {
             e->stats.bad_packets++;
             return;
         }
@@ -680,36 +738,30 @@ static void origin_packet(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
                              ? (na_return_t)p->status
                              : NA_PROTOCOL_ERROR;
         o->reply = true;
-        if (p->type == CT_ERR) {
-            o->err_reply = true;
+        if (p->type == MPI_EMUL_CT_ERR) {
+            o->err_reply = true; /* refused: no data comes */
             if (st == NA_SUCCESS)
                 st = NA_PROTOCOL_ERROR;
-            if (!o->put)
-                oreq_cancel_chunks(o); /* refused get: the posted receives never match */
         }
         if (o->result == NA_SUCCESS)
             o->result = st;
         break;
     }
-    case CT_CANCELYES:
-    case CT_CANCELNO:
+    case MPI_EMUL_CT_CANCELYES:
+    case MPI_EMUL_CT_CANCELNO:
         if (!o->cancel_sent || o->creply) {
             e->stats.bad_packets++;
             return;
         }
         o->creply = true;
-        o->cyes = p->type == CT_CANCELYES;
+        o->cyes = p->type == MPI_EMUL_CT_CANCELYES;
         if (o->state == MPI_EMUL_O_ZOMBIE) {
+            /* A get answered NO after our local cancel: the target sends all its
+             * chunks; the id stays taken until they arrived (oreq_step). */
             CINC(C_LATE_REPLY);
-            /* get answered NO after our local cancel: the target sent all data; the
-             * chunks MPI cancelled here will arrive, drain them into scratch. */
-            if (!o->put && !o->cyes && !o->err_reply && o->ncancelled > 0)
-                drain_start(e, o, o->peer, e->tag_get + (int)o->id, o->ncancelled);
         } else {
             CINC(o->cyes ? C_YES : C_NO);
             o->state = MPI_EMUL_O_ACTIVE;
-            if (o->cyes && !o->put)
-                oreq_cancel_chunks(o); /* target sent nothing: all cancel */
         }
         break;
     default:
@@ -747,8 +799,8 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     e->next_slot = (id + 1) % MPI_EMUL_NSLOTS;
 
     struct mpi_emul_oreq *o = calloc(1, sizeof(*o));
-    if (!o || !(o->creqs = calloc(n, sizeof(MPI_Request))) ||
-        !(o->cdone = calloc(n, 1))) {
+    if (!o || (put && (!(o->creqs = calloc(n, sizeof(MPI_Request))) ||
+                       !(o->cdone = calloc(n, 1))))) {
         if (o)
             free(o->creqs);
         free(o);
@@ -769,54 +821,21 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->done = done;
     o->arg = arg;
     e->slots[id] = o;
+    if (!put) /* chunks are taken as they arrive (origin_data), nothing is posted */
+        rx_add(e, &o->rx, e->tag_get + (int)id);
 
-    struct ctrl_pkt p = {.type = put ? CT_PUT : CT_GET,
-                         .req_id = id,
-                         .handle_id = remote->id,
-                         .gen = remote->gen,
-                         .offset = remote_offset,
-                         .size = size,
-                         .seq = o->seq};
-    int rc;
-    if (!put) { /* post data receives before asking, so data never waits unmatched */
-        for (uint32_t i = 0; i < n; i++) {
-            void *ptr;
-            int count;
-            MPI_Datatype dt;
-            rc = mem_chunk(local, local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
-                           chunk_len(size, i), &ptr, &count, &dt);
-            if (rc == MPI_SUCCESS) {
-                rc = MPI_Irecv(ptr, count, dt, o->peer, e->tag_get + (int)id, e->dcomm,
-                               &o->creqs[i]);
-                type_release(&dt);
-            }
-            if (rc != MPI_SUCCESS ||
-                hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
-                mpi_err_log("get: posting data receive", rc);
-                if (rc == MPI_SUCCESS) {
-                    MPI_Cancel(&o->creqs[i]);
-                    MPI_Wait(&o->creqs[i], MPI_STATUS_IGNORE);
-                }
-                na_return_t r0 = mpi_err_to_na(rc == MPI_SUCCESS ? MPI_ERR_NO_MEM : rc);
-                for (uint32_t k = i; k < n; k++)
-                    o->cdone[k] = 1;
-                /* Earlier chunks are in the table: cancel them; freed once they are back.
-                 */
-                o->done = NULL;
-                o->completed = true;
-                oreq_cancel_chunks(o);
-                oreq_step(o);
-                return r0;
-            }
-            o->outstanding++;
-        }
-    }
-    rc = ctrl_send(e, o->peer, &p);
+    struct mpi_emul_ctrl p = {.type = put ? MPI_EMUL_CT_PUT : MPI_EMUL_CT_GET,
+                              .req_id = id,
+                              .handle_id = remote->id,
+                              .gen = remote->gen,
+                              .offset = remote_offset,
+                              .size = size,
+                              .seq = o->seq};
+    int rc = ctrl_send(e, o->peer, &p);
     if (rc != MPI_SUCCESS) {
         mpi_err_log("sending put/get request", rc);
         o->done = NULL;
         o->completed = true;
-        oreq_cancel_chunks(o);
         oreq_step(o);
         return mpi_err_to_na(rc);
     }
@@ -830,7 +849,7 @@ void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o)
         e->closing)
         return;
     CINC(C_REQ);
-    ctrl_reply(e, o->peer, CT_CANCEL, o->id, o->seq, NA_CANCELED);
+    ctrl_reply(e, o->peer, MPI_EMUL_CT_CANCEL, o->id, o->seq, NA_CANCELED);
     o->cancel_sent = true;
     o->state = MPI_EMUL_O_CANCEL_SENT;
     o->deadline = now_us() + e->cancel_timeout_us;
@@ -843,15 +862,15 @@ static int origin_timers(struct mpi_emul *e)
     uint64_t t = now_us();
     for (uint32_t i = 0; i < MPI_EMUL_NSLOTS; i++) {
         struct mpi_emul_oreq *o = e->slots[i];
-        if (!o || !o->cancel_sent || o->creply)
+        if (!o || !o->cancel_sent)
             continue;
-        if (o->state == MPI_EMUL_O_CANCEL_SENT && t >= o->deadline) {
+        if (o->state == MPI_EMUL_O_CANCEL_SENT && !o->creply && t >= o->deadline) {
             oreq_timeout(o);
             n++;
         } else if (o->state == MPI_EMUL_O_ZOMBIE && !o->expired && t >= o->expire_at) {
             HGX_LOG_WARNING(MPI_EMUL,
-                            "request %u to rank %d: no cancel answer for %llu ms, "
-                            "releasing its id",
+                            "request %u to rank %d: no cancel answer or late data for "
+                            "%llu ms, releasing its id",
                             o->id, o->peer,
                             (unsigned long long)(e->zombie_life_us / 1000));
             o->expired = true;
@@ -888,10 +907,16 @@ static void tindex_remove(struct mpi_emul *e, struct trec *t)
 
 static void trec_free(struct mpi_emul *e, struct trec *t)
 {
+    if (t->aborted) {
+        struct trec **pp = &e->aborted;
+        while (*pp && *pp != t)
+            pp = &(*pp)->anext;
+        if (*pp)
+            *pp = t->anext;
+    }
     tindex_remove(e, t);
+    rx_del(e, &t->rx);
     CDEC(G_TREC);
-    free(t->reqs);
-    free(t->rdone);
     free(t);
 }
 
@@ -943,11 +968,22 @@ static bool tomb_take(struct mpi_emul *e, int src, uint64_t seq)
     return false;
 }
 
+/* The end of a target record: nothing in flight, and for a put no chunk left
+ * to take (all taken, or ABORT); a put then reports its result (ACK). */
+static void trec_check(struct trec *t)
+{
+    struct mpi_emul *e = t->e;
+    if (t->outstanding > 0 || (t->rx.on && !e->closing))
+        return;
+    if (t->put && !t->aborted && !e->closing)
+        ctrl_reply(e, t->src, MPI_EMUL_CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
+    trec_free(e, t);
+}
+
 static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
+    (void)aux;
     struct trec *t = obj;
-    if (t->rdone && aux < t->n)
-        t->rdone[aux] = 1;
     int cancelled = 0;
     if (err == MPI_SUCCESS && st)
         MPI_Test_cancelled(st, &cancelled);
@@ -956,15 +992,12 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
         mpi_err_log(t->put ? "put: receiving data" : "get: sending data", err);
         t->result = mpi_err_to_na(err);
     }
-    if (--t->outstanding > 0)
-        return;
-    if (t->put && !t->aborted && !t->e->closing)
-        ctrl_reply(t->e, t->src, CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
-    trec_free(t->e, t);
+    t->outstanding--;
+    trec_check(t);
 }
 
 /* A request whose control packet arrived: RECEIVED until the end of this batch. */
-static void target_request(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
+static void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 {
     if (p->req_id >= MPI_EMUL_NSLOTS || p->seq == 0) {
         e->stats.bad_packets++;
@@ -980,13 +1013,13 @@ static void target_request(struct mpi_emul *e, int src, const struct ctrl_pkt *p
     }
     struct trec *t = calloc(1, sizeof(*t));
     if (!t) {
-        ctrl_reply(e, src, CT_ERR, p->req_id, p->seq, NA_NOMEM);
+        ctrl_reply(e, src, MPI_EMUL_CT_ERR, p->req_id, p->seq, NA_NOMEM);
         return;
     }
     CINC(G_TREC);
     t->e = e;
     t->state = MPI_EMUL_T_RECEIVED;
-    t->put = p->type == CT_PUT;
+    t->put = p->type == MPI_EMUL_CT_PUT;
     t->src = src;
     t->pkt = *p;
     t->result = NA_SUCCESS;
@@ -1000,86 +1033,145 @@ static void target_request(struct mpi_emul *e, int src, const struct ctrl_pkt *p
     e->pend_tail = t;
 }
 
+/* The registered region request p names, checked: handle and generation,
+ * bounds, permission (put: write, get: read). */
+static na_return_t target_region(const struct mpi_emul *e, const struct mpi_emul_ctrl *p,
+                                 bool put, struct mpi_emul_mem **mp)
+{
+    unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
+    const struct mpi_emul *r = e->regsrc ? e->regsrc : e;
+    struct mpi_emul_mem *m;
+    if (p->handle_id == 0 || p->handle_id >= r->reg_cap || !(m = r->reg[p->handle_id]) ||
+        m->gen != p->gen)
+        return NA_ACCESS;
+    if (p->offset > m->len || p->size > m->len - p->offset || p->size == 0)
+        return NA_INVALID_ARG;
+    if ((m->flags & need) != need)
+        return NA_PERMISSION;
+    *mp = m;
+    return NA_SUCCESS;
+}
+
 /* RECEIVED -> APPLYING (or refused). */
 static void target_start(struct mpi_emul *e, struct trec *t)
 {
-    const struct ctrl_pkt *p = &t->pkt;
-    bool put = t->put;
-    int src = t->src;
-    unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
+    const struct mpi_emul_ctrl *p = &t->pkt;
     struct mpi_emul_mem *m = NULL;
-    na_return_t ret = NA_SUCCESS;
-    const struct mpi_emul *r = e->regsrc ? e->regsrc : e;
-    if (p->handle_id == 0 || p->handle_id >= r->reg_cap || !(m = r->reg[p->handle_id]) ||
-        m->gen != p->gen)
-        ret = NA_ACCESS;
-    else if (p->offset > m->len || p->size > m->len - p->offset || p->size == 0)
-        ret = NA_INVALID_ARG;
-    else if ((m->flags & need) != need)
-        ret = NA_PERMISSION;
-    uint32_t n = ret == NA_SUCCESS ? nchunks_of(p->size) : 0;
-    if (ret == NA_SUCCESS &&
-        (!(t->reqs = calloc(n, sizeof(MPI_Request))) || !(t->rdone = calloc(n, 1))))
-        ret = NA_NOMEM;
+    na_return_t ret = target_region(e, p, t->put, &m);
     if (ret != NA_SUCCESS) {
         e->stats.refused++;
         HGX_LOG_WARNING(
             MPI_EMUL, "refused %s from rank %d (handle %u gen %u off %llu size %llu): %s",
-            put ? "put" : "get", src, p->handle_id, p->gen, (unsigned long long)p->offset,
-            (unsigned long long)p->size,
+            t->put ? "put" : "get", t->src, p->handle_id, p->gen,
+            (unsigned long long)p->offset, (unsigned long long)p->size,
             ret == NA_ACCESS       ? "unknown or freed handle"
             : ret == NA_PERMISSION ? "permission"
-            : ret == NA_NOMEM      ? "out of memory"
                                    : "out of bounds");
-        ctrl_reply(e, src, CT_ERR, p->req_id, p->seq, ret);
+        ctrl_reply(e, t->src, MPI_EMUL_CT_ERR, p->req_id, p->seq, ret);
         trec_free(e, t);
         return;
     }
-    t->n = n;
+    t->n = nchunks_of(p->size);
     t->state = MPI_EMUL_T_APPLYING;
+    if (t->put) { /* chunks are taken as they arrive (target_data), nothing is posted */
+        rx_add(e, &t->rx, e->tag_put + (int)p->req_id);
+        ctrl_reply(e, t->src, MPI_EMUL_CT_CTS, p->req_id, p->seq, NA_SUCCESS);
+        return;
+    }
     t->outstanding = 1; /* guard while posting */
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < t->n; i++) {
         void *ptr;
         int count;
         MPI_Datatype dt;
-        size_t len = chunk_len((size_t)p->size, i);
-        int rc = mem_chunk(m, p->offset + (uint64_t)i * MPI_EMUL_CHUNK, len, &ptr, &count,
-                           &dt);
+        MPI_Request r;
+        int rc = mem_chunk(m, p->offset + (uint64_t)i * MPI_EMUL_CHUNK,
+                           chunk_len((size_t)p->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
-            rc = put ? MPI_Irecv(ptr, count, dt, src, e->tag_put + (int)p->req_id,
-                                 e->dcomm, &t->reqs[i])
-                     : MPI_Isend(ptr, count, dt, src, e->tag_get + (int)p->req_id,
-                                 e->dcomm, &t->reqs[i]);
+            rc = MPI_Isend(ptr, count, dt, t->src, e->tag_get + (int)p->req_id, e->dcomm,
+                           &r);
             type_release(&dt);
         }
-        if (rc == MPI_SUCCESS &&
-            hgx_mreqtab_add(e->tab, t->reqs[i], trec_done, t, i) != 0) {
-            if (put)
-                MPI_Cancel(&t->reqs[i]);
-            MPI_Wait(&t->reqs[i], MPI_STATUS_IGNORE);
-            rc = MPI_ERR_NO_MEM;
-        }
-        if (rc != MPI_SUCCESS) {
-            mpi_err_log(put ? "put: posting data receive" : "get: sending data", rc);
+        /* no room in the table: sent now */
+        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, r, trec_done, t, i) != 0 &&
+            (rc = MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_SUCCESS)
+            continue;
+        if (rc != MPI_SUCCESS) { /* the origin's cancel or timeout recovers the rest */
+            mpi_err_log("get: sending data", rc);
             t->result = mpi_err_to_na(rc);
-            for (uint32_t k = i; k < n; k++)
-                t->rdone[k] = 1;
-            if (put) { /* no CTS: the origin sends nothing; take back what we posted */
-                t->aborted = true;
-                for (uint32_t k = 0; k < i; k++)
-                    MPI_Cancel(&t->reqs[k]);
-                ctrl_reply(e, src, CT_ERR, p->req_id, p->seq, t->result);
-            }
-            break; /* get: the origin's cancel/timeout recovers the rest */
+            break;
         }
         t->outstanding++;
     }
-    if (put && !t->aborted)
-        ctrl_reply(e, src, CT_CTS, p->req_id, p->seq, NA_SUCCESS);
     trec_done(t, UINTPTR_MAX, MPI_SUCCESS, NULL); /* drop the guard */
 }
 
-static void target_cancel(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
+/* The put whose next chunk a message from src on the put-data tag of rid is:
+ * the newest record of (src, rid) still taking chunks. */
+static struct trec *tfind_put(struct mpi_emul *e, int src, uint32_t rid)
+{
+    for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
+        if (t->src == src && t->pkt.req_id == rid && t->rx.on)
+            return t;
+    return NULL;
+}
+
+/* A message on the put-data tag of request rid: the next chunk of the put
+ * of (source, rid) if it has exactly that chunk's size. Once the put failed
+ * (also when its region was deregistered meanwhile) or was aborted, the rest
+ * of its chunks is dropped; a failed put's ACK carries the error. */
+static void target_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st,
+                        int count, uint32_t rid)
+{
+    struct trec *t = tfind_put(e, st->MPI_SOURCE, rid);
+    if (!t) {
+        data_drop(e, msg, st, count, false,
+                  "no put from that rank in progress on this tag");
+        return;
+    }
+    uint32_t k = t->next++;
+    if (t->next == t->n)
+        rx_del(e, &t->rx);
+    size_t len = chunk_len((size_t)t->pkt.size, k);
+    if (t->result != NA_SUCCESS || t->aborted) {
+        data_drop(e, msg, st, count, count == (int)len,
+                  count == (int)len ? "its put failed or was aborted"
+                                    : "not the size of its chunk");
+        trec_check(t);
+        return;
+    }
+    if (count != (int)len) {
+        data_drop(e, msg, st, count, false, "not the size of its chunk; the put fails");
+        t->result = NA_PROTOCOL_ERROR;
+        trec_check(t);
+        return;
+    }
+    struct mpi_emul_mem *m = NULL;
+    void *ptr;
+    int n;
+    MPI_Datatype dt;
+    na_return_t ret = target_region(e, &t->pkt, true, &m);
+    int rc = ret == NA_SUCCESS
+                 ? mem_chunk(m, t->pkt.offset + (uint64_t)k * MPI_EMUL_CHUNK, len, &ptr,
+                             &n, &dt)
+                 : MPI_SUCCESS;
+    if (ret != NA_SUCCESS || rc != MPI_SUCCESS) {
+        if (rc != MPI_SUCCESS)
+            mpi_err_log("put: describing a chunk", rc);
+        else
+            HGX_LOG_WARNING(MPI_EMUL,
+                            "put %u from rank %d: its region was deregistered while "
+                            "it applied; it fails",
+                            rid, st->MPI_SOURCE);
+        data_drop(e, msg, st, count, true, "its put failed");
+        t->result = rc != MPI_SUCCESS ? mpi_err_to_na(rc) : ret;
+        trec_check(t);
+        return;
+    }
+    t->outstanding++;
+    chunk_recv(e, msg, ptr, n, dt, len, trec_done, t, k);
+}
+
+static void target_cancel(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 {
     struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
@@ -1088,26 +1180,26 @@ static void target_cancel(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
             pend_remove(e, t);
             trec_free(e, t);
             CINC(C_TYES);
-            ctrl_reply(e, src, CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
+            ctrl_reply(e, src, MPI_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
         } else {
             CINC(C_TNO);
-            ctrl_reply(e, src, CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
+            ctrl_reply(e, src, MPI_EMUL_CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
         }
         return;
     }
     if (p->seq != 0 && p->seq <= e->maxseq[src]) {
         /* Arrived and already finished (or refused): its outcome stands. */
         CINC(C_TNO);
-        ctrl_reply(e, src, CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
+        ctrl_reply(e, src, MPI_EMUL_CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
         return;
     }
     /* Never arrived: answer YES and make sure it is dropped if it ever does. */
     tomb_add(e, src, p->seq);
     CINC(C_TYES);
-    ctrl_reply(e, src, CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
+    ctrl_reply(e, src, MPI_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
 }
 
-static void target_abort(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
+static void target_abort(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 {
     struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (!t || t->pkt.seq != p->seq || !t->put || t->aborted)
@@ -1118,32 +1210,50 @@ static void target_abort(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
         trec_free(e, t);
         return;
     }
-    t->aborted = true; /* no ACK; unmatched receives are cancelled */
-    for (uint32_t i = 0; i < t->n; i++)
-        if (!t->rdone[i])
-            MPI_Cancel(&t->reqs[i]);
+    /* No ACK. The chunks the origin could not recall still come: they are
+     * taken and dropped (the origin's sends complete only then), until all
+     * came or the zombie life passed (those MPI cancelled never come). */
+    t->aborted = true;
+    t->expire_at = now_us() + e->zombie_life_us;
+    t->anext = e->aborted;
+    e->aborted = t;
+    trec_check(t);
+}
+
+static void aborted_expire(struct mpi_emul *e, uint64_t now)
+{
+    for (struct trec *t = e->aborted, *next; t; t = next) {
+        next = t->anext;
+        if (now >= t->expire_at && t->rx.on) {
+            HGX_LOG_DEBUG(MPI_EMUL,
+                          "aborted put %u from rank %d: %u chunks never came, released",
+                          t->pkt.req_id, t->src, t->n - t->next);
+            rx_del(e, &t->rx);
+            trec_check(t);
+        }
+    }
 }
 
 /*------------------------------------------------------------ control receive */
 
-static void ctrl_dispatch(struct mpi_emul *e, int src, const struct ctrl_pkt *p)
+static void ctrl_dispatch(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 {
     switch (p->type) {
-    case CT_PUT:
-    case CT_GET:
+    case MPI_EMUL_CT_PUT:
+    case MPI_EMUL_CT_GET:
         target_request(e, src, p);
         break;
-    case CT_CANCEL:
+    case MPI_EMUL_CT_CANCEL:
         target_cancel(e, src, p);
         break;
-    case CT_ABORT:
+    case MPI_EMUL_CT_ABORT:
         target_abort(e, src, p);
         break;
-    case CT_ACK:
-    case CT_ERR:
-    case CT_CTS:
-    case CT_CANCELYES:
-    case CT_CANCELNO:
+    case MPI_EMUL_CT_ACK:
+    case MPI_EMUL_CT_ERR:
+    case MPI_EMUL_CT_CTS:
+    case MPI_EMUL_CT_CANCELYES:
+    case MPI_EMUL_CT_CANCELNO:
         origin_packet(e, src, p);
         break;
     default:
@@ -1161,19 +1271,20 @@ static void ctrl_recv(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st
 {
     int count = 0;
     MPI_Get_count(st, MPI_BYTE, &count);
-    struct ctrl_pkt p;
+    struct mpi_emul_ctrl p;
     if (count == (int)sizeof(p)) {
         int rc = MPI_Mrecv(&p, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
             mpi_err_log("MPI_Mrecv (control)", rc);
             return;
         }
-        if (p.magic == CTRL_MAGIC && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
+        if (p.magic == MPI_EMUL_CTRL_MAGIC && st->MPI_SOURCE >= 0 &&
+            st->MPI_SOURCE < e->size) {
             ctrl_dispatch(e, st->MPI_SOURCE, &p);
             return;
         }
     } else {
-        hgx_mpi_mrecv_drop(msg, count);
+        hgx_mpi_mrecv_drop(msg, st);
     }
     e->stats.bad_packets++;
     HGX_LOG_WARNING(MPI_EMUL,
@@ -1203,6 +1314,95 @@ static int ctrl_take_one(struct mpi_emul *e)
         return 0;
     ctrl_recv(e, &msg, &st);
     return 1;
+}
+
+/*------------------------------------------------------------ data receive */
+
+/* A data message matched by a probe: attributed by tag (which transfer) and
+ * source, then checked against the chunk it would be before anything is
+ * received (origin_data, target_data); other tags are strays. */
+static void data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+{
+    int count = MPI_UNDEFINED; /* stays so above INT_MAX bytes */
+    MPI_Get_count(st, MPI_BYTE, &count);
+    int tag = st->MPI_TAG;
+    if (st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
+        if (tag >= e->tag_get && tag < e->tag_get + MPI_EMUL_NSLOTS) {
+            origin_data(e, msg, st, count, (uint32_t)(tag - e->tag_get));
+            return;
+        }
+        if (tag >= e->tag_put && tag < e->tag_put + MPI_EMUL_NSLOTS) {
+            target_data(e, msg, st, count, (uint32_t)(tag - e->tag_put));
+            return;
+        }
+    }
+    data_drop(e, msg, st, count, false, "not a data tag");
+}
+
+/* Separate data communicator: one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG)
+ * finds the next data message whatever the number of transfers; with none
+ * receiving, only every DATA_IDLE_EVERY-th call looks (for strays). */
+static int data_take_any(struct mpi_emul *e)
+{
+    if (!e->nrx && ++e->data_idle < DATA_IDLE_EVERY)
+        return 0;
+    e->data_idle = 0;
+    int n = 0;
+    while (n < DATA_BATCH) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        int rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, e->dcomm, &flag, &msg, &st);
+        if (rc != MPI_SUCCESS) {
+            mpi_err_log("MPI_Improbe (data)", rc);
+            break;
+        }
+        if (!flag)
+            break;
+        data_msg(e, &msg, &st);
+        n++;
+    }
+    return n;
+}
+
+/* Data on the control communicator (mpi+dynamic connections): a wildcard
+ * probe would claim the caller's messages, so the tag of each receiving
+ * transfer is probed, from any source (a chunk from another rank is dropped).
+ * A message on a tag no transfer receives on stays queued in MPI. */
+static int data_take_tags(struct mpi_emul *e)
+{
+    if (!e->nrx)
+        return 0;
+    if (e->nrx > e->rx_cap) {
+        int *tags = realloc(e->rx_tags, sizeof(int) * e->nrx);
+        if (!tags)
+            return 0; /* out of memory: tried again next call */
+        e->rx_tags = tags;
+        e->rx_cap = e->nrx;
+    }
+    /* Copied first: taking a chunk can end transfers (unlink them). */
+    unsigned ntags = 0;
+    for (struct rxlink *l = e->rx_head.next; l != &e->rx_head; l = l->next)
+        e->rx_tags[ntags++] = l->tag;
+    int n = 0;
+    for (unsigned i = 0; i < ntags && n < DATA_BATCH; i++) {
+        int flag = 1;
+        while (flag && n < DATA_BATCH) {
+            MPI_Message msg;
+            MPI_Status st;
+            int rc =
+                MPI_Improbe(MPI_ANY_SOURCE, e->rx_tags[i], e->dcomm, &flag, &msg, &st);
+            if (rc != MPI_SUCCESS) {
+                mpi_err_log("MPI_Improbe (data)", rc);
+                return n;
+            }
+            if (flag) {
+                data_msg(e, &msg, &st);
+                n++;
+            }
+        }
+    }
+    return n;
 }
 
 int mpi_emul_progress(struct mpi_emul *e)
@@ -1246,11 +1446,18 @@ int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
         t->pnext = NULL;
         target_start(e, t);
     }
-    /* 3. Timers. */
+    /* 3. Data chunks that arrived. */
+    if (e->dcomm != e->comm)
+        n += data_take_any(e);
+    else if (take_ctrl)
+        n += data_take_tags(e);
+    /* 4. Timers. */
     if (e->ntimed)
         n += origin_timers(e);
     if (e->ntombs)
         tomb_expire(e, now_us());
+    if (e->aborted)
+        aborted_expire(e, now_us());
     return n;
 }
 
@@ -1267,6 +1474,7 @@ na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreq
         return NA_NOMEM;
     e->comm = comm;
     e->dcomm = comm;
+    e->rx_head.next = e->rx_head.prev = &e->rx_head;
     e->tab = tab;
     e->tag_ctrl = tag_ctrl;
     e->tag_put = tag_putdata_base;
@@ -1295,7 +1503,7 @@ void mpi_emul_close(struct mpi_emul *e)
 {
     e->closing = true;
     for (uint32_t i = 0; i < MPI_EMUL_NSLOTS; i++)
-        if (e->slots[i] && e->slots[i]->outstanding == 0 && !e->slots[i]->drain)
+        if (e->slots[i] && e->slots[i]->outstanding == 0)
             oreq_free(e->slots[i]); /* waits for an answer no table entry tracks */
     while (e->pend_head) {
         struct trec *t = e->pend_head;
@@ -1305,12 +1513,10 @@ void mpi_emul_close(struct mpi_emul *e)
     e->pend_tail = NULL;
     for (unsigned i = 0; i < TBUCKETS; i++)
         for (struct trec *t = e->index[i]; t; t = t->hnext) {
-            uint32_t left = 0;
-            for (uint32_t k = 0; k < t->n; k++)
-                left += !t->rdone[k];
+            uint32_t left = t->put ? t->n - t->next + t->outstanding : t->outstanding;
             HGX_LOG_WARNING(MPI_EMUL,
                             "closing with a %s from rank %d still applying (id %u, "
-                            "%u of %u chunks outstanding%s)",
+                            "%u of %u chunks not moved%s)",
                             t->put ? "put" : "get", t->src, t->pkt.req_id, left, t->n,
                             t->aborted ? ", aborted" : "");
         }
@@ -1331,6 +1537,7 @@ void mpi_emul_free(struct mpi_emul *e)
             CDEC(G_TOMB);
     free(e->maxseq);
     free(e->reg);
+    free(e->rx_tags);
     free(e);
 }
 

@@ -13,13 +13,19 @@
  * A put waits for the target's CTS (clear to send) before sending data, so
  * no put data is ever in flight for a request the target has not started.
  *
+ * No receive is ever posted for a data chunk before its message arrived:
+ * chunks are found with MPI_Improbe, attributed by (source, tag) to the
+ * transfer and, in arrival order, to its next chunk, and received with
+ * MPI_Mrecv/MPI_Imrecv into that chunk's memory only if their size is exactly
+ * the chunk's; anything else is received whole into scratch and dropped
+ * (counted), so a peer can neither write past a region nor make MPI truncate.
+ *
  * Cancel follows the IMPI message-cancellation protocol (docs/mpi-emul-cancel.md):
  * the origin sends CANCEL {request id, seq}; the target answers CANCELYES and
  * drops the request if it has not started it (nothing written, nothing sent),
  * else CANCELNO and the transfer completes in full. The wait for the answer
  * is bounded (HGX_MPI_CANCEL_TIMEOUT_MS, default 200); past it the cancel
- * turns local (posted MPI requests cancelled, late data drained and dropped,
- * never written into the caller's memory).
+ * turns local (late data dropped, never written into the caller's memory).
  */
 #ifndef HGX_MPI_EMUL_H
 #define HGX_MPI_EMUL_H
@@ -56,21 +62,48 @@ struct mpi_emul_mem_wire {
     uint64_t len;
 };
 
+/* Control packet (wire format, exactly this size; untrusted on receipt). */
+#define MPI_EMUL_CTRL_MAGIC 0x48434d45u /* "HCME" */
+enum mpi_emul_ctrl_type {
+    MPI_EMUL_CT_PUT = 1,
+    MPI_EMUL_CT_GET = 2,
+    MPI_EMUL_CT_ACK = 3,       /* put applied (status) */
+    MPI_EMUL_CT_ERR = 4,       /* request refused (status); no data follows */
+    MPI_EMUL_CT_CANCEL = 5,    /* origin -> target: cancel {req_id, seq} */
+    MPI_EMUL_CT_CANCELYES = 6, /* target dropped the request: nothing written or sent */
+    MPI_EMUL_CT_CANCELNO = 7,  /* target had started: the transfer completes in full */
+    MPI_EMUL_CT_CTS = 8,       /* put: target started the request; origin may send */
+    MPI_EMUL_CT_ABORT = 9, /* origin -> target: timed-out put after CTS, no more data */
+};
+struct mpi_emul_ctrl {
+    uint32_t magic;
+    uint32_t type;
+    uint32_t req_id;
+    uint32_t handle_id;
+    uint32_t gen;
+    int32_t status;
+    uint64_t offset;
+    uint64_t size;
+    uint64_t seq; /* origin's request sequence number (unique per origin process) */
+};
+
 /* Origin request states. */
 enum mpi_emul_ostate {
     MPI_EMUL_O_ACTIVE,      /* request sent, data moving / waiting for CTS, ACK or data */
     MPI_EMUL_O_CANCEL_SENT, /* CANCEL sent: CANCELYES -> NA_CANCELED, CANCELNO ->
                                completes in full; no answer within the bound -> ZOMBIE */
     MPI_EMUL_O_ZOMBIE, /* cancel timed out: completed NA_CANCELED (local cancel); the id
-                          stays reserved until the late answer arrives (or expiry), late
-                          data is drained into scratch and dropped */
+                          stays reserved until the late answer and, for a get answered
+                          CANCELNO, its remaining chunks arrived (or expiry); late data
+                          is received into scratch and dropped */
 };
 
 /* Target request states (DONE = record freed; answered from a per-origin
  * high-water mark of request sequence numbers). */
 enum mpi_emul_tstate {
     MPI_EMUL_T_RECEIVED, /* control packet arrived, nothing written or sent yet */
-    MPI_EMUL_T_APPLYING, /* data receives/sends posted (put: CTS sent) */
+    MPI_EMUL_T_APPLYING, /* get: data sends posted; put: CTS sent, chunks taken as
+                            they arrive */
 };
 
 /* Process-wide cancel counters (all mpi_emul instances), for tests and benchmarks. */
@@ -80,8 +113,12 @@ struct mpi_emul_counters {
     unsigned long cancel_no;        /* CANCELNO received in time */
     unsigned long cancel_timeout;   /* no answer within the bound: turned local */
     unsigned long late_replies; /* answers for timed-out / forgotten requests, dropped */
-    unsigned long
-        late_data_dropped; /* data chunks drained into scratch after a local cancel */
+    /* data chunks received into scratch and dropped: the rest of a get cancelled
+     * locally, or of a transfer that failed */
+    unsigned long late_data_dropped;
+    /* data messages that failed a check (size, source, no transfer on the tag):
+     * received into scratch and dropped, logged */
+    unsigned long bad_data;
     /* timed-out get whose data had partly landed (target stalled mid-transfer;
      * see docs/mpi-emul-cancel.md) */
     unsigned long partial_local;
@@ -93,7 +130,6 @@ struct mpi_emul_counters {
     unsigned long origin_active;  /* origin requests holding an id (incl. zombies) */
     unsigned long target_records; /* target request records (RECEIVED + APPLYING) */
     unsigned long tombstones;     /* live tombstones */
-    unsigned long drains;         /* active drains */
 };
 void mpi_emul_get_counters(struct mpi_emul_counters *c);
 
@@ -104,7 +140,8 @@ typedef void (*mpi_emul_done_fn)(void *arg, na_return_t ret);
 struct mpi_emul_stats {
     unsigned long bad_packets;  /* malformed / unknown control packets dropped */
     unsigned long refused;      /* requests refused by validation */
-    unsigned long late_dropped; /* late data chunks dropped after a local cancel */
+    unsigned long late_dropped; /* late data chunks dropped (see late_data_dropped) */
+    unsigned long bad_data;     /* data messages that failed a check, dropped */
 };
 
 na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
@@ -127,19 +164,24 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
  */
 void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o);
 /* Receive control packets (MPI_Improbe, cancels before starting any request of
- * the same batch), start received requests, run cancel timers. Call from the
- * NA progress loop; returns the number of events handled. */
+ * the same batch), start received requests, take arrived data chunks, run
+ * cancel timers. Call from the NA progress loop; returns the number of events
+ * handled. */
 int mpi_emul_progress(struct mpi_emul *e);
-/* Same; take_ctrl false skips the control probes (the caller saw no message
- * waiting on the communicator), the rest (starts, timers) still runs. */
+/* Same; take_ctrl false skips the probes of the control communicator (the
+ * caller saw no message waiting on it; with no separate data communicator
+ * this includes the data probes), the rest still runs. */
 int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl);
 /* Handle a control packet the caller matched on the control tag (e.g. with
  * MPI_Improbe(MPI_ANY_TAG)); call mpi_emul_progress_ex(e, true) after it so
  * the rest of its batch is taken before the requests start. */
 void mpi_emul_ctrl_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st);
 /* Data chunks travel on data (same group as the control communicator) instead
- * of the control communicator, so a wildcard probe there never sees them.
- * Call before the first transfer. */
+ * of the control communicator, so a wildcard probe there never sees them and
+ * one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) on data finds the next chunk
+ * whatever the number of transfers, and drops strays. Without it, each
+ * receiving transfer's tag is probed (docs/mpi-emul-cancel.md). Call before
+ * the first transfer. */
 void mpi_emul_set_data_comm(struct mpi_emul *e, MPI_Comm data);
 /* mpi+dynamic: e (one per connection) validates incoming requests against the
  * memory registry of owner (register/deregister go to owner only). owner must

@@ -171,33 +171,46 @@ void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms)
 }
 
 #define DROP_BLOCK (1 << 16)
+#define DROP_FANOUT (1 << 15) /* blocks per level: 2 GiB of a message per inner type */
 
-int hgx_mpi_mrecv_drop(MPI_Message *msg, int count)
+/* Receive msg of bytes bytes into one DROP_BLOCK of scratch: hindexed types
+ * whose blocks all start at the scratch, nested once above 2 GiB (so no array
+ * grows past DROP_FANOUT entries up to 2^46 bytes). */
+static int mrecv_drop_bytes(MPI_Message *msg, MPI_Count bytes)
 {
-    if (count < 0)
-        count = 0;
-    int n = count > DROP_BLOCK ? (count - 1) / DROP_BLOCK + 1 : 1;
-    void *scratch = malloc(count > DROP_BLOCK ? DROP_BLOCK
-                           : count > 0        ? (size_t)count
+    MPI_Count nblocks = bytes > DROP_BLOCK ? (bytes - 1) / DROP_BLOCK + 1 : 1;
+    int inner = nblocks > DROP_FANOUT ? DROP_FANOUT : (int)nblocks;
+    MPI_Count nouter = (nblocks - 1) / inner + 1;
+    if (nouter > DROP_FANOUT)
+        return MPI_ERR_COUNT; /* over 64 TiB: left unreceived */
+    void *scratch = malloc(bytes > DROP_BLOCK ? DROP_BLOCK
+                           : bytes > 0        ? (size_t)bytes
                                               : 1);
     if (!scratch)
         return MPI_ERR_NO_MEM;
-    if (n == 1) {
-        int rc = MPI_Mrecv(scratch, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    if (nblocks == 1) {
+        int rc = MPI_Mrecv(scratch, (int)bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE);
         free(scratch);
         return rc;
     }
-    /* n blocks all over the same scratch: room for count bytes in 64 KiB */
-    int *bl = malloc(sizeof(*bl) * (size_t)n);
-    MPI_Aint *disp = calloc((size_t)n, sizeof(*disp));
-    MPI_Datatype dt = MPI_DATATYPE_NULL;
+    int *bl = malloc(sizeof(*bl) * (size_t)inner);
+    MPI_Aint *disp = calloc((size_t)inner, sizeof(*disp));
+    MPI_Datatype dt = MPI_DATATYPE_NULL, outer = MPI_DATATYPE_NULL;
     int rc = MPI_ERR_NO_MEM;
     if (bl && disp) {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < inner; i++)
             bl[i] = DROP_BLOCK;
-        rc = MPI_Type_create_hindexed(n, bl, disp, MPI_BYTE, &dt);
-        if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&dt)) == MPI_SUCCESS)
-            rc = MPI_Mrecv(scratch, 1, dt, msg, MPI_STATUS_IGNORE);
+        rc = MPI_Type_create_hindexed(inner, bl, disp, MPI_BYTE, &dt);
+        if (rc == MPI_SUCCESS && nouter > 1) {
+            for (int i = 0; i < (int)nouter; i++)
+                bl[i] = 1;
+            rc = MPI_Type_create_hindexed((int)nouter, bl, disp, dt, &outer);
+        }
+        MPI_Datatype rt = nouter > 1 ? outer : dt;
+        if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&rt)) == MPI_SUCCESS)
+            rc = MPI_Mrecv(scratch, 1, rt, msg, MPI_STATUS_IGNORE);
+        if (outer != MPI_DATATYPE_NULL)
+            MPI_Type_free(&outer);
         if (dt != MPI_DATATYPE_NULL)
             MPI_Type_free(&dt);
     }
@@ -205,4 +218,13 @@ int hgx_mpi_mrecv_drop(MPI_Message *msg, int count)
     free(disp);
     free(scratch);
     return rc;
+}
+
+int hgx_mpi_mrecv_drop(MPI_Message *msg, const MPI_Status *st)
+{
+    MPI_Count bytes = 0;
+    int rc = MPI_Get_elements_x(st, MPI_BYTE, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mrecv_drop_bytes(msg, bytes > 0 ? bytes : 0);
 }

@@ -40,9 +40,11 @@ int hgx_mreqtab_add(struct hgx_mreqtab *t, MPI_Request req, hgx_mreq_fn fn, void
 /* Test all, run handlers of completed ones; *ndone = number completed. MPI error code. */
 int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone);
 
-/* Receive the matched message msg of count bytes and discard it, never
- * truncating it (MPICH raises MPI_ERR_TRUNCATE on MPI_COMM_WORLD, whatever the
- * handler of the message's communicator). MPI error code. */
-int hgx_mpi_mrecv_drop(MPI_Message *msg, int count);
+/* Receive and discard the matched message msg a matched probe returned st
+ * for, whatever its size (also above INT_MAX bytes, where MPI_Get_count has no
+ * answer), never truncating it (MPICH raises MPI_ERR_TRUNCATE on
+ * MPI_COMM_WORLD, whatever the handler of the message's communicator). MPI
+ * error code. */
+int hgx_mpi_mrecv_drop(MPI_Message *msg, const MPI_Status *st);
 
 #endif

@@ -836,10 +836,8 @@ static void drop_held(struct mpi_class *pc)
 {
     while (pc->held_head) {
         struct held_msg *h = pc->held_head;
-        int count = 0;
         pc->held_head = h->next;
-        MPI_Get_count(&h->st, MPI_BYTE, &count);
-        int rc = hgx_mpi_mrecv_drop(&h->msg, count);
+        int rc = hgx_mpi_mrecv_drop(&h->msg, &h->st);
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Mrecv (dropping a message at finalize)", rc);
         free(h);
@@ -1572,18 +1570,19 @@ static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
     struct mpi_op *mo = uq_pop(pc);
     mo->conn = conn;
     na_op_id_t *op = na_op_from_plugin(mo);
-    MPI_Get_count(st, MPI_BYTE, &count);
-    if (count <= MRECV_MAX) {
+    MPI_Get_count(st, MPI_BYTE, &count); /* MPI_UNDEFINED (< 0) above INT_MAX bytes */
+    if (count >= 0 && count <= MRECV_MAX) {
         rc = MPI_Mrecv(pc->small, count, MPI_BYTE, msg, st);
         unexp_finish(op, pc->small, rc, st);
         return;
     }
-    if ((size_t)count - UNEXP_HDR_SIZE > mo->buf_size) { /* refused before any copy */
+    if (count < 0 ||
+        (size_t)count - UNEXP_HDR_SIZE > mo->buf_size) { /* refused before any copy */
         HGX_LOG_ERROR(MPI,
                       "unexpected message of %d bytes from rank %d does not fit the "
                       "%zu-byte receive buffer: dropped",
                       count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
-        rc = hgx_mpi_mrecv_drop(msg, count);
+        rc = hgx_mpi_mrecv_drop(msg, st);
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Mrecv (dropping an unexpected message)", rc);
         pc->ndropped++;
@@ -1594,7 +1593,7 @@ static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
     if (!mo->bounce) {
         HGX_LOG_ERROR(MPI, "out of memory: dropped an unexpected message from rank %d",
                       st->MPI_SOURCE);
-        hgx_mpi_mrecv_drop(msg, count);
+        hgx_mpi_mrecv_drop(msg, st);
         pc->ndropped++;
         op_done(pc, op, NA_NOMEM);
         return;
@@ -1896,8 +1895,8 @@ static void exp_recv(struct mpi_class *pc, struct mpi_op *mo, MPI_Message *msg,
     mo->in_eq = false;
     na_op_id_t *op = na_op_from_plugin(mo);
     MPI_Get_count(st, MPI_BYTE, &count);
-    if ((size_t)count > mo->buf_size) {
-        rc = hgx_mpi_mrecv_drop(msg, count);
+    if (count < 0 || (size_t)count > mo->buf_size) {
+        rc = hgx_mpi_mrecv_drop(msg, st);
         if (rc != MPI_SUCCESS)
             log_mpi("MPI_Mrecv (dropping an expected message)", rc);
         pc->ndropped++;
@@ -2012,11 +2011,9 @@ static void hold(struct mpi_class *pc, MPI_Message *msg, const MPI_Status *st)
 {
     struct held_msg *h = malloc(sizeof(*h));
     if (!h) {
-        int count = 0;
-        MPI_Get_count(st, MPI_BYTE, &count);
         HGX_LOG_ERROR(MPI, "out of memory: dropped a message (tag %d) from rank %d",
                       st->MPI_TAG, st->MPI_SOURCE);
-        hgx_mpi_mrecv_drop(msg, count);
+        hgx_mpi_mrecv_drop(msg, st);
         pc->ndropped++;
         return;
     }
@@ -2061,7 +2058,7 @@ static int claim_any(struct mpi_class *pc, int *rc)
         HGX_LOG_WARNING(MPI,
                         "dropped a message of %d bytes with stray tag %d from rank %d",
                         count, tag, st.MPI_SOURCE);
-        hgx_mpi_mrecv_drop(&msg, count);
+        hgx_mpi_mrecv_drop(&msg, &st);
         pc->ndropped++;
     }
     return 1;
