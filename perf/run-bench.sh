@@ -59,6 +59,9 @@ done
 # Busy polling like the raw loop: no CQ wait fd (tcp's costs ~2 us a round trip).
 echo "bench: ofi+tcp (NA_NO_BLOCK)" >&2
 run "ofi+tcp (NA_NO_BLOCK)" "$perf" --transport ofi+tcp --no-block
+# hgx by default against a raw loop whose CQ has a wait fd too.
+echo "bench: ofi+tcp (raw CQ wait fd)" >&2
+run "ofi+tcp (raw CQ wait fd)" "$perf" --transport ofi+tcp --raw-wait
 if [ -n "$mpirun_ompi" ] && "$perf" --help 2>/dev/null | grep -q mpi+static; then
     echo "bench: mpi+static (Open MPI)" >&2
     run "mpi+static (Open MPI)" "$mpirun_ompi" --oversubscribe --bind-to core -np 2 "$perf" --transport mpi+static
