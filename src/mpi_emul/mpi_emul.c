@@ -443,6 +443,28 @@ static void data_drop(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st
                         count, st->MPI_SOURCE, st->MPI_TAG, why);
 }
 
+/* Whether the chunk message of count bytes, the next of a transfer whose
+ * chunk is len bytes, is received: not while the transfer no longer takes data
+ * (closed_why), nor when its size is wrong (size_why; the transfer then fails
+ * with NA_PROTOCOL_ERROR in *result). A refused chunk is dropped and counted. */
+static bool chunk_admit(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st,
+                        int count, size_t len, bool open, const char *closed_why,
+                        const char *size_why, na_return_t *result)
+{
+    bool fits = count == (int)len;
+    if (!open) {
+        data_drop(e, msg, st, count, fits,
+                  fits ? closed_why : "not the size of its chunk");
+        return false;
+    }
+    if (!fits) {
+        data_drop(e, msg, st, count, false, size_why);
+        *result = NA_PROTOCOL_ERROR;
+        return false;
+    }
+    return true;
+}
+
 /* Receive the matched chunk msg, whose size was checked to be exactly len,
  * into the chunk's memory (ptr, count, dt from mem_chunk; no copy). fn runs
  * when it landed: at once for a small chunk, else from the request table.
@@ -614,16 +636,9 @@ static void origin_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *
     if (o->nmatched == o->nchunks)
         rx_del(e, &o->rx);
     size_t len = chunk_len(o->size, k);
-    if (!get_accepting(o)) {
-        data_drop(e, msg, st, count, count == (int)len,
-                  count == (int)len ? "its get was cancelled locally or failed"
-                                    : "not the size of its chunk (its get is over)");
-        oreq_step(o);
-        return;
-    }
-    if (count != (int)len) {
-        data_drop(e, msg, st, count, false, "not the size of its chunk; the get fails");
-        o->result = NA_PROTOCOL_ERROR;
+    if (!chunk_admit(e, msg, st, count, len, get_accepting(o),
+                     "its get was cancelled locally or failed",
+                     "not the size of its chunk; the get fails", &o->result)) {
         oreq_step(o);
         return;
     }
@@ -1132,16 +1147,9 @@ static void target_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *
     if (t->next == t->n)
         rx_del(e, &t->rx);
     size_t len = chunk_len((size_t)t->pkt.size, k);
-    if (t->result != NA_SUCCESS || t->aborted) {
-        data_drop(e, msg, st, count, count == (int)len,
-                  count == (int)len ? "its put failed or was aborted"
-                                    : "not the size of its chunk");
-        trec_check(t);
-        return;
-    }
-    if (count != (int)len) {
-        data_drop(e, msg, st, count, false, "not the size of its chunk; the put fails");
-        t->result = NA_PROTOCOL_ERROR;
+    if (!chunk_admit(e, msg, st, count, len, t->result == NA_SUCCESS && !t->aborted,
+                     "its put failed or was aborted",
+                     "not the size of its chunk; the put fails", &t->result)) {
         trec_check(t);
         return;
     }
