@@ -62,6 +62,7 @@ struct perf_point {
     long iters;    /* operations timed */
     double value;  /* us per op, or ops/s, or MiB/s */
     double ratio;  /* hgx/raw, median of the per-run ratios; 0: value / raw value */
+    double best;   /* --repeat: the best run's value (lowest time, highest rate) */
     int have;      /* value measured */
 };
 
