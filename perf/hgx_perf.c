@@ -203,8 +203,9 @@ static void usage(FILE *f)
         "  Sizes take K/M suffixes. OFI/UCX: server and client are bound to two\n"
         "  different CPUs (as mpirun --bind-to core) unless --no-bind.\n"
         "  --repeat N: N runs of raw then hgx; medians of the values, and of the\n"
-        "  per-run ratios; column best: best hgx run / best raw run. --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw\n"
-        "  loops, no wait object (an idle server then uses a whole CPU).\n"
+        "  per-run ratios; column best: best hgx run / best raw run.\n"
+        "  --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw loops, no wait\n"
+        "  object (an idle server then uses a whole CPU).\n"
         "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
         "  its default (blocking) mode; the raw loop still busy-polls.\n",
         f);
@@ -363,9 +364,10 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
            cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
     bool best = cfg->repeat > 1;
     if (best)
-        printf(", medians of %d runs (hgx/raw: median per-run ratio; best: best hgx run / "
-               "best raw run)",
-               cfg->repeat);
+        printf(
+            ", medians of %d runs (hgx/raw: median per-run ratio; best: best hgx run / "
+            "best raw run)",
+            cfg->repeat);
     printf("\n");
     printf("%-16s %10s %9s %12s %12s %8s%s\n", "test",
            cfg->mode == PERF_LAT || cfg->mode == PERF_BW ? "bytes" : "n", "iters", "hgx",
@@ -463,8 +465,8 @@ static void merge_runs(const struct perf_config *cfg, const struct perf_results 
                     find(runs[k].raw, runs[k].nraw, pts[i].what, pts[i].param);
                 if (!p)
                     continue;
-                if (nv == 0 || (higher_better ? p->value > pts[i].best
-                                              : p->value < pts[i].best))
+                if (nv == 0 ||
+                    (higher_better ? p->value > pts[i].best : p->value < pts[i].best))
                     pts[i].best = p->value;
                 v[nv++] = p->value;
                 if (!side && w && w->value > 0)
