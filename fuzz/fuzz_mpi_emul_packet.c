@@ -15,12 +15,13 @@
  * length (0 -> 48, the packet size; 63 -> a truncated oversized packet).
  *
  * Oracles: every data transfer mpi_emul posts (Isend on a data tag) lies
- * inside one registered buffer and has its permission (send = read); the stub
- * aborts otherwise. Data chunks are received only after a probe matched them
- * (MPI_Imrecv / MPI_Mrecv), and this stub delivers control packets only, so
- * the data receive path is exercised by mpitests/test_mpi_emul_cancel.c, not
- * here. At the end every request and datatype was released, and ASan/UBSan/
- * LSan report nothing.
+ * inside one registered buffer and has its permission (send = read), and its
+ * tag is one of the instance's data tags (2 tag-generation bits; a request
+ * announcing more is refused); the stub aborts otherwise. Data chunks are received only
+ * after a probe matched them (MPI_Imrecv / MPI_Mrecv), and this stub delivers control
+ * packets only, so the data receive path is exercised by mpitests/test_mpi_emul_cancel.c,
+ * not here. At the end every request and datatype was released, and ASan/UBSan/ LSan
+ * report nothing.
  */
 #include "mpi_emul.h"
 
@@ -34,6 +35,8 @@
 #define FZ_TAG_CTRL 7
 #define FZ_TAG_PUT 1000
 #define FZ_TAG_GET 3000
+#define FZ_TAG_GEN 5000 /* tag generations 1..3 (2 bits): 5000 .. 5000 + 3 * 2048 - 1 */
+#define FZ_GEN_BITS 2
 #define FZ_NRANKS 4
 
 /* ---- buffers data may touch --------------------------------------------- */
@@ -214,8 +217,17 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
     (void)comm;
     if (dest < 0 || dest >= FZ_NRANKS)
         return MPI_ERR_RANK;
-    if (tag != FZ_TAG_CTRL)
+    if (tag != FZ_TAG_CTRL) {
+        bool in_put = tag >= FZ_TAG_PUT && tag < FZ_TAG_PUT + MPI_EMUL_NSLOTS,
+             in_get = tag >= FZ_TAG_GET && tag < FZ_TAG_GET + MPI_EMUL_NSLOTS,
+             in_gen = tag >= FZ_TAG_GEN &&
+                      tag < FZ_TAG_GEN + (int)mpi_emul_gen_span(FZ_GEN_BITS);
+        if (!in_put && !in_get && !in_gen) {
+            fprintf(stderr, "mpi_emul sent data on tag %d, outside its data tags\n", tag);
+            abort();
+        }
         fz_check_data(buf, count, dt, false);
+    }
     return fz_req_new(true, (void *)buf, count, dest, tag, r);
 }
 
@@ -300,6 +312,22 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
     st->MPI_SOURCE = fz_msg_src;
     st->MPI_TAG = tag;
     st->count_lo = fz_msg_len;
+    return MPI_SUCCESS;
+}
+
+/* Non-claiming probe (the target bound looks for a waiting chunk): only
+ * control packets ever wait here. */
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
+{
+    (void)comm;
+    *flag = fz_msg_pending && !fz_msg_probed && tag == FZ_TAG_CTRL &&
+            (source == MPI_ANY_SOURCE || source == fz_msg_src);
+    if (*flag && st != MPI_STATUS_IGNORE) {
+        memset(st, 0, sizeof(*st));
+        st->MPI_SOURCE = fz_msg_src;
+        st->MPI_TAG = tag;
+        st->count_lo = fz_msg_len;
+    }
     return MPI_SUCCESS;
 }
 
@@ -389,6 +417,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mpi_emul_create(&e, MPI_COMM_WORLD, &tab, FZ_TAG_CTRL, FZ_TAG_PUT, FZ_TAG_GET) !=
         NA_SUCCESS)
         abort();
+    mpi_emul_set_tag_gens(e, FZ_TAG_GEN, FZ_GEN_BITS);
     if (mpi_emul_mem_register(e, &ma) || mpi_emul_mem_register(e, &mb) ||
         mpi_emul_mem_register(e, &mc) || mpi_emul_mem_register(e, &md))
         abort();

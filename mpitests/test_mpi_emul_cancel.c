@@ -17,6 +17,12 @@
  *    origin and a put's target: dropped and counted, the transfer fails (or
  *    is untouched), guard bytes past the region intact, then normal
  *    transfers work; with and without a separate data communicator.
+ *  - tag generations (same phase): a chunk on the tag of an older use of a
+ *    reused request id (put: after an aborted and after a completed put; get)
+ *    is never taken by the new transfer, whose data lands intact.
+ *  - target bound (same phase): a put whose origin sends nothing after CTS is
+ *    dropped after HGX_MPI_TARGET_IDLE_MS (set to 2000 here unless set), its
+ *    origin gets an NA_TIMEOUT ACK, a chunk after that is a stray, not written.
  */
 #include "mpi_emul.h"
 #include "na.h"
@@ -456,7 +462,9 @@ static void target(void)
 #define B_CTRL 1
 #define B_PUT 2
 #define B_GET (B_PUT + MPI_EMUL_NSLOTS)
-#define B_TAG 90 /* MPI_COMM_WORLD: coordination of this phase, 90..95 */
+#define B_GEN (B_GET + MPI_EMUL_NSLOTS) /* tag generations >= 1 */
+#define B_IDLE_MS "2000"                /* target bound of this test */
+#define B_TAG 90 /* MPI_COMM_WORLD: coordination of this phase, 90..96 */
 #define B_GUARD 4096
 #define B_REGION ((size_t)MPI_EMUL_CHUNK + 4200) /* 2 chunks, the 2nd one 4200 B */
 #define B_SMALL ((size_t)65536 + 100)            /* 1 chunk, above usual eager limits */
@@ -465,10 +473,47 @@ static void target(void)
 static MPI_Comm b_comm, b_data;
 static struct mpi_emul *b_emul;
 static struct hgx_mreqtab b_tab;
+static unsigned b_bits; /* tag-generation bits of both instances */
+static bool b_sep;
 
+/* The data tag of generation g of request id (mpi_emul_set_tag_gens). */
+static int b_tag_gen(bool put, uint32_t id, uint64_t g)
+{
+    if (g == 0)
+        return (put ? B_PUT : B_GET) + (int)id;
+    return (int)(B_GEN + (long long)(g - 1) * 2 * MPI_EMUL_NSLOTS +
+                 (put ? 0 : MPI_EMUL_NSLOTS) + id);
+}
+
+/* The data tag of request id with sequence number seq announcing bits. */
+static int b_tag_seq(bool put, uint32_t id, uint64_t seq, int bits)
+{
+    return b_tag_gen(put, id, bits > 0 ? seq & ((1ull << bits) - 1) : 0);
+}
+
+/* The data tag of request p (PUT/GET packet), from the bits it announces. */
+static int b_tag(const struct mpi_emul_ctrl *p, bool put)
+{
+    return b_tag_seq(put, p->req_id, p->seq, p->status);
+}
+
+/* Without a data communicator, V's caller (as na_mpi.c for a connection)
+ * hands the oldest message on a tag other than the control tag to the
+ * emulation, so strays are dropped. */
 static void b_progress(void)
 {
     int nd;
+    if (!b_sep) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, b_comm, &flag, &st);
+        if (flag && st.MPI_TAG != B_CTRL) {
+            MPI_Message msg;
+            MPI_Improbe(st.MPI_SOURCE, st.MPI_TAG, b_comm, &flag, &msg, &st);
+            if (flag)
+                mpi_emul_data_msg(b_emul, &msg, &st);
+        }
+    }
     mpi_emul_progress(b_emul);
     hgx_mreqtab_poll(&b_tab, &nd);
 }
@@ -538,8 +583,8 @@ static struct mpi_emul_ctrl a_ctrl(uint32_t type)
     return p;
 }
 
-static void a_put_request(uint32_t id, const struct mpi_emul_mem_wire *w, uint64_t off,
-                          uint64_t size, uint64_t seq)
+static void a_put_request_bits(uint32_t id, const struct mpi_emul_mem_wire *w,
+                               uint64_t off, uint64_t size, uint64_t seq, unsigned bits)
 {
     struct mpi_emul_ctrl p = {.magic = MPI_EMUL_CTRL_MAGIC,
                               .type = MPI_EMUL_CT_PUT,
@@ -548,8 +593,15 @@ static void a_put_request(uint32_t id, const struct mpi_emul_mem_wire *w, uint64
                               .gen = w->gen,
                               .offset = off,
                               .size = size,
-                              .seq = seq};
+                              .seq = seq,
+                              .status = (int32_t)bits};
     MPI_Send(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm);
+}
+
+static void a_put_request(uint32_t id, const struct mpi_emul_mem_wire *w, uint64_t off,
+                          uint64_t size, uint64_t seq)
+{
+    a_put_request_bits(id, w, off, size, seq, 0); /* one generation: tag base + id */
 }
 
 static void a_data(unsigned char v, size_t n, int tag)
@@ -683,6 +735,7 @@ static void bad_victim(bool sep)
             all_bytes(tb + MPI_EMUL_CHUNK, B_REGION - MPI_EMUL_CHUNK + B_GUARD, 0x33) &&
             bad == 1 && c1.target_records == 0,
         why);
+    MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 6, MPI_COMM_WORLD); /* A goes on */
 
     /* put: a chunk of the right size from another rank is dropped, the real one lands */
     memset(tb, 0x33, B_REGION + B_GUARD);
@@ -771,21 +824,120 @@ static void bad_victim(bool sep)
                c1.bad_data == c0.bad_data && !c1.target_records &&
                all_bytes(tb + MPI_EMUL_CHUNK, B_REGION - MPI_EMUL_CHUNK + B_GUARD, 0x33),
            why);
+    MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 6, MPI_COMM_WORLD); /* A goes on */
 
-    if (sep) { /* on the control comm, these stay queued in MPI (documented) */
-        memset(lb, 0x5a, B_REGION + B_GUARD);
+    /* tag generations, put: the old put (generation 0) aborted after CTS (its
+     * record still takes its chunks) or completed, then a put reusing its id
+     * (generation 1); a chunk on the old put's tag comes first: late data of
+     * the aborted record, or a stray; the new put applies its own chunk */
+    for (int k = 0; k < 2; k++) {
         memset(tb, 0x33, B_REGION + B_GUARD);
         mpi_emul_get_counters(&c0);
-        MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 4, MPI_COMM_WORLD); /* send them now */
+        if (k == 0) { /* old put aborted: wait until the ABORT was handled */
+            ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 5);
+            until = now_s() + 5;
+            do {
+                b_progress();
+                mpi_emul_get_counters(&c1);
+            } while (c1.aborts == c0.aborts && now_s() < until);
+            MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 5, MPI_COMM_WORLD);
+        }
+        st = -1;
         ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3);
-        bad = b_bad_since(c0.bad_data, 4);
-        snprintf(why, sizeof(why), "bad data %lu of 4", bad);
-        result("separate data comm: messages on get/put tags of no transfer, on a "
-               "non-data tag and one over 2 GiB are dropped and counted",
-               ok && bad == 4 && all_bytes(tb, B_REGION + B_GUARD, 0x33) &&
-                   all_bytes(lb, B_REGION + B_GUARD, 0x5a),
+        if (k == 1)
+            b_bad_since(c0.bad_data, 1);
+        until = now_s() + 5;
+        do {
+            b_progress();
+            mpi_emul_get_counters(&c1);
+        } while (c1.target_records && now_s() < until);
+        unsigned long late = c1.late_data_dropped - c0.late_data_dropped;
+        bad = c1.bad_data - c0.bad_data;
+        snprintf(why, sizeof(why),
+                 "ACK status %d, late data %lu, bad data %lu, records %lu, new data "
+                 "%s (first byte 0x%02x)",
+                 st, late, bad, c1.target_records,
+                 all_bytes(tb, 4000, 0x44) ? "intact" : "overwritten", tb[0]);
+        snprintf(nm, sizeof(nm),
+                 "%s: put reusing the id of a %s put: a chunk on the old put's tag "
+                 "is %s, the new put's data lands intact",
+                 mode, k ? "completed" : "aborted",
+                 k ? "a stray (dropped, counted)" : "dropped as its late data");
+        result(nm,
+               ok && st == NA_SUCCESS && all_bytes(tb, 4000, 0x44) &&
+                   all_bytes(tb + 4000, B_REGION - 4000 + B_GUARD, 0x33) &&
+                   late == (k ? 0u : 1u) && bad == (k ? 1u : 0u) && !c1.target_records,
                why);
+        MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 6, MPI_COMM_WORLD); /* A goes on */
     }
+
+    /* tag generations, get: a chunk on the tag of another generation of the
+     * get's id comes first: a stray; the get completes with its own chunk */
+    memset(lb, 0x5a, B_REGION + B_GUARD);
+    mpi_emul_get_counters(&c0);
+    memset(&d, 0, sizeof(d));
+    mpi_emul_xfer(b_emul, false, &lm, 0, &fake, 0, 4000, b_done, &d, &o);
+    ok = b_wait(&d);
+    bad = b_bad_since(c0.bad_data, 1);
+    snprintf(why, sizeof(why), "ret %d, bad data %lu, data %s", (int)d.ret, bad,
+             all_bytes(lb, 4000, 0x44) ? "intact" : "overwritten");
+    snprintf(nm, sizeof(nm),
+             "%s: get: a chunk on the tag of an older use of its id is a stray, the "
+             "get completes with its own data",
+             mode);
+    result(nm,
+           ok && d.ret == NA_SUCCESS && all_bytes(lb, 4000, 0x44) &&
+               all_bytes(lb + 4000, B_REGION - 4000 + B_GUARD, 0x5a) && bad == 1,
+           why);
+
+    /* target bound: PUT, CTS, then the origin sends nothing */
+    memset(tb, 0x33, B_REGION + B_GUARD);
+    mpi_emul_get_counters(&c0);
+    until = now_s() + atoi(getenv("HGX_MPI_TARGET_IDLE_MS")) / 1000.0 + 10;
+    double t0 = now_s();
+    int seen = 0;
+    do {
+        b_progress();
+        mpi_emul_get_counters(&c1);
+        seen |= c1.target_records > 0;
+    } while ((!seen || c1.target_records) && now_s() < until);
+    double waited = now_s() - t0;
+    st = -1;
+    ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3); /* its ACK, then a late chunk */
+    bad = b_bad_since(c0.bad_data, 1);
+    mpi_emul_get_counters(&c1);
+    snprintf(why, sizeof(why),
+             "record seen %d, gone after %.1f s, expired %lu, ACK status %d, bad data "
+             "%lu, region %s",
+             seen, waited, c1.target_expired - c0.target_expired, st, bad,
+             all_bytes(tb, B_REGION + B_GUARD, 0x33) ? "untouched" : "written");
+    snprintf(nm, sizeof(nm),
+             "%s: put whose origin sends nothing after CTS is dropped after the target "
+             "bound (NA_TIMEOUT ACK), a chunk after that is a stray, nothing written",
+             mode);
+    result(nm,
+           ok && seen && !c1.target_records &&
+               c1.target_expired == c0.target_expired + 1 && st == NA_TIMEOUT &&
+               bad == 1 && all_bytes(tb, B_REGION + B_GUARD, 0x33),
+           why);
+
+    /* strays: with a data communicator its wildcard probe finds them; without
+     * one, the caller hands the emulation what heads its queue */
+    memset(lb, 0x5a, B_REGION + B_GUARD);
+    memset(tb, 0x33, B_REGION + B_GUARD);
+    mpi_emul_get_counters(&c0);
+    MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 4, MPI_COMM_WORLD); /* send them now */
+    ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3);
+    bad = b_bad_since(c0.bad_data, 5);
+    snprintf(why, sizeof(why), "bad data %lu of 5", bad);
+    snprintf(nm, sizeof(nm),
+             "%s: messages on get/put tags of no transfer (also of another tag "
+             "generation), on a non-data tag and one over 2 GiB are dropped and counted",
+             mode);
+    result(nm,
+           ok && bad == 5 && all_bytes(tb, B_REGION + B_GUARD, 0x33) &&
+               all_bytes(lb, B_REGION + B_GUARD, 0x5a),
+           why);
 
     /* afterwards, normal transfers with a well-behaved peer (A's own instance) */
     MPI_Recv(&w, (int)sizeof(w), MPI_BYTE, 1, B_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -819,13 +971,13 @@ static void bad_attacker(bool sep)
     MPI_Recv(&w, (int)sizeof(w), MPI_BYTE, 0, B_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
     struct mpi_emul_ctrl p = a_ctrl(MPI_EMUL_CT_GET); /* 2 chunks, 2nd oversized */
-    a_data(0x44, MPI_EMUL_CHUNK, B_GET + (int)p.req_id);
-    a_data(0x44, 5000, B_GET + (int)p.req_id);
+    a_data(0x44, MPI_EMUL_CHUNK, b_tag(&p, false));
+    a_data(0x44, 5000, b_tag(&p, false));
     p = a_ctrl(MPI_EMUL_CT_GET); /* 4200 B, answered with over 2 GiB */
-    a_huge(B_GET + (int)p.req_id);
+    a_huge(b_tag(&p, false));
     p = a_ctrl(MPI_EMUL_CT_GET); /* W first, then the real chunk */
-    a_via_w(B_GET + (int)p.req_id);
-    a_data(0x44, B_SMALL, B_GET + (int)p.req_id);
+    a_via_w(b_tag(&p, false));
+    a_data(0x44, B_SMALL, b_tag(&p, false));
 
     a_put_request(5, &w, 0, B_REGION, 1); /* 2 chunks, 2nd oversized */
     p = a_ctrl(MPI_EMUL_CT_CTS);
@@ -833,6 +985,8 @@ static void bad_attacker(bool sep)
     a_data(0x44, 5000, B_PUT + 5);
     p = a_ctrl(MPI_EMUL_CT_ACK);
     MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3, MPI_COMM_WORLD);
+    int go;
+    MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
     /* W first, then the real chunk */
     a_put_request(6, &w, B_REGION - B_SMALL, B_SMALL, 2);
@@ -844,14 +998,13 @@ static void bad_attacker(bool sep)
 
     p = a_ctrl(MPI_EMUL_CT_GET); /* cancelled, answered late with CANCELNO */
     struct mpi_emul_ctrl cp = a_ctrl(MPI_EMUL_CT_CANCEL);
-    int go;
     MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     cp.type = MPI_EMUL_CT_CANCELNO;
     MPI_Send(&cp, (int)sizeof(cp), MPI_BYTE, 0, B_CTRL, b_comm);
     MPI_Send(&cp.status, (int)sizeof(cp.status), MPI_BYTE, 0, B_TAG + 4, MPI_COMM_WORLD);
     MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    a_data(0x44, MPI_EMUL_CHUNK, B_GET + (int)p.req_id);
-    a_data(0x44, B_REGION - MPI_EMUL_CHUNK, B_GET + (int)p.req_id);
+    a_data(0x44, MPI_EMUL_CHUNK, b_tag(&p, false));
+    a_data(0x44, B_REGION - MPI_EMUL_CHUNK, b_tag(&p, false));
 
     a_put_request(7, &w, 0, B_REGION, 3); /* aborted after the first chunk */
     p = a_ctrl(MPI_EMUL_CT_CTS);
@@ -869,16 +1022,69 @@ static void bad_attacker(bool sep)
         noack = !flag;
     }
     MPI_Send(&noack, (int)sizeof(noack), MPI_BYTE, 0, B_TAG + 3, MPI_COMM_WORLD);
+    MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
-    if (sep) {
-        MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        a_data(0x44, 3000, B_GET + 1000);
-        a_data(0x44, 3000, B_PUT + 1000);
-        a_data(0x44, 3000, 0);
-        a_huge(B_PUT + 999);
+    /* puts reusing an id: old one generation 0 (tag base + id), new one 1 */
+    for (int k = 0; k < 2; k++) {
+        uint64_t seq0 = (uint64_t)(k + 1) << b_bits;
+        a_put_request_bits(8, &w, 0, 4000, seq0, b_bits);
+        p = a_ctrl(MPI_EMUL_CT_CTS);
+        if (k == 0) { /* aborted before its chunk left */
+            p.type = MPI_EMUL_CT_ABORT;
+            MPI_Send(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm);
+            MPI_Send(&go, 1, MPI_INT, 0, B_TAG + 5, MPI_COMM_WORLD);
+            MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else { /* completed */
+            a_data(0x55, 4000, b_tag_gen(true, 8, 0));
+            a_ctrl(MPI_EMUL_CT_ACK);
+        }
+        a_put_request_bits(8, &w, 0, 4000, seq0 + 1, b_bits);
+        p = a_ctrl(MPI_EMUL_CT_CTS);
+        a_data(0xee, 4000, b_tag_gen(true, 8, 0)); /* the old put's late chunk */
+        a_data(0x44, 4000, b_tag_seq(true, 8, seq0 + 1, (int)b_bits));
+        p = a_ctrl(MPI_EMUL_CT_ACK);
         MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3,
                  MPI_COMM_WORLD);
+        MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+
+    /* get: a chunk on its id's generation-0 tag, then its own (generation >= 1) */
+    p = a_ctrl(MPI_EMUL_CT_GET);
+    if (b_tag(&p, false) == b_tag_gen(false, p.req_id, 0))
+        result("attacker: the get's tag generation is not 0", 0, "");
+    a_data(0xee, 4000, b_tag_gen(false, p.req_id, 0));
+    a_data(0x44, 4000, b_tag(&p, false));
+
+    /* target bound: PUT, CTS, nothing; then the ACK (NA_TIMEOUT) and a late chunk */
+    a_put_request(12, &w, 0, 4000, 5);
+    p = a_ctrl(MPI_EMUL_CT_CTS);
+    {
+        MPI_Request r;
+        int flag = 0;
+        double end = now_s() + atoi(getenv("HGX_MPI_TARGET_IDLE_MS")) / 1000.0 + 15;
+        memset(&p, 0, sizeof(p));
+        p.status = -1;
+        MPI_Irecv(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm, &r);
+        while (!flag && now_s() < end)
+            MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            MPI_Cancel(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+        if (p.type != MPI_EMUL_CT_ACK)
+            p.status = -1;
+        MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3,
+                 MPI_COMM_WORLD);
+        a_data(0x44, 4000, B_PUT + 12);
+    }
+
+    MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    a_data(0x44, 3000, B_GET + 1000);
+    a_data(0x44, 3000, B_PUT + 1000);
+    a_data(0x44, 3000, b_tag_gen(true, 1000, 3));
+    a_data(0x44, 3000, 0);
+    a_huge(B_PUT + 999);
+    MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3, MPI_COMM_WORLD);
 
     /* a well-behaved instance for the normal transfers */
     struct hgx_mreqtab tab;
@@ -887,6 +1093,7 @@ static void bad_attacker(bool sep)
     mpi_emul_create(&e, b_comm, &tab, B_CTRL, B_PUT, B_GET);
     if (sep)
         mpi_emul_set_data_comm(e, b_data);
+    mpi_emul_set_tag_gens(e, B_GEN, b_bits);
     unsigned char *ab = malloc(B_REGION);
     memset(ab, 0x77, B_REGION);
     struct na_segment seg = {ab, B_REGION};
@@ -916,13 +1123,20 @@ static void bad_peer_phase(bool sep)
     MPI_Comm_dup(MPI_COMM_WORLD, &b_comm);
     MPI_Comm_set_errhandler(b_comm, MPI_ERRORS_RETURN);
     b_data = b_comm;
+    b_sep = sep;
     if (sep)
         MPI_Comm_dup(b_comm, &b_data);
+    int *tag_ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    b_bits = mpi_emul_gen_bits(flag ? (long long)*tag_ub - B_GEN + 1 : 0);
+    if (b_bits < 2 && rank == 0)
+        result("MPI_TAG_UB leaves room for tag generations", 0, "");
     if (rank == 0) {
         hgx_mreqtab_init(&b_tab);
         mpi_emul_create(&b_emul, b_comm, &b_tab, B_CTRL, B_PUT, B_GET);
         if (sep)
             mpi_emul_set_data_comm(b_emul, b_data);
+        mpi_emul_set_tag_gens(b_emul, B_GEN, b_bits);
         bad_victim(sep);
         struct mpi_emul_counters c;
         double end = now_s() + 5;
@@ -984,6 +1198,7 @@ int main(int argc, char **argv)
     }
     unsigned long total = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20240605u;
+    setenv("HGX_MPI_TARGET_IDLE_MS", B_IDLE_MS, 0); /* read once, by NA_Initialize */
     unsigned long per = (total + (unsigned long)nprocs - 2) / (unsigned long)(nprocs - 1);
     if (rank == 0)
         printf(

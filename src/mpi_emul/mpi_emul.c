@@ -7,6 +7,7 @@
 
 #include "hgx_log.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ enum {
     C_TOMBDROP,
     C_ABORT,
     C_BAD_DATA,
+    C_TEXPIRED,
     G_OACTIVE,
     G_TREC,
     G_TOMB,
@@ -66,6 +68,7 @@ void mpi_emul_get_counters(struct mpi_emul_counters *c)
                                     .target_no = v[C_TNO],
                                     .tombstone_drops = v[C_TOMBDROP],
                                     .aborts = v[C_ABORT],
+                                    .target_expired = v[C_TEXPIRED],
                                     .origin_active = v[G_OACTIVE],
                                     .target_records = v[G_TREC],
                                     .tombstones = v[G_TOMB]};
@@ -103,6 +106,7 @@ struct mpi_emul_oreq {
     struct mpi_emul *e;
     uint32_t id;
     uint64_t seq;
+    int dtag; /* data tag (id and tag generation) */
     bool put;
     enum mpi_emul_ostate state;
     int peer;
@@ -137,12 +141,14 @@ struct trec { /* target side of one request */
     bool put, aborted;
     int src;
     struct mpi_emul_ctrl pkt;
+    int dtag; /* data tag (id and tag generation), once APPLYING */
     uint32_t n;
     uint32_t next;        /* put: chunk messages taken so far (the k-th is chunk k) */
     uint32_t outstanding; /* get: data sends; put: chunk receives */
     na_return_t result; /* put: once not NA_SUCCESS, the rest of its chunks is dropped */
     struct rxlink rx;   /* put */
     uint64_t expire_at; /* put after ABORT: stop waiting for its chunks */
+    uint64_t last_us;   /* put: CTS sent or last chunk taken (target bound) */
     struct trec *anext; /* aborted puts still taking chunks */
     struct trec *hnext; /* index chain, newest first */
     struct trec *pnext; /* pending (RECEIVED) FIFO of this batch */
@@ -164,6 +170,8 @@ struct mpi_emul {
     int rank, size;
     struct hgx_mreqtab *tab;
     int tag_ctrl, tag_put, tag_get;
+    int tag_gen;       /* data tags of generations >= 1 start here */
+    unsigned gen_bits; /* tag generations: 2^gen_bits (0: one) */
     struct mpi_emul_mem **reg;
     uint32_t reg_cap, gen_counter;
     struct mpi_emul *regsrc; /* registry owner when shared (mpi+dynamic), else NULL */
@@ -172,6 +180,9 @@ struct mpi_emul {
     uint64_t next_seq;
     unsigned ntimed; /* origin requests with a cancel timer or expiry running */
     uint64_t cancel_timeout_us, zombie_life_us;
+    uint64_t idle_us;       /* target bound: put after CTS with no chunk for this long */
+    uint64_t idle_check_at; /* next scan for such puts */
+    unsigned ntrec;         /* target records of this instance */
     /* target */
     struct trec *index[TBUCKETS];
     struct trec *pend_head, *pend_tail;
@@ -348,6 +359,56 @@ static size_t chunk_len(size_t size, uint32_t i)
 static uint32_t nchunks_of(uint64_t size)
 {
     return (uint32_t)((size + MPI_EMUL_CHUNK - 1) / MPI_EMUL_CHUNK);
+}
+
+/*------------------------------------------------------------ data tags */
+
+#define GEN_STRIDE (2 * (long long)MPI_EMUL_NSLOTS) /* tags per generation >= 1 */
+#define GEN_BITS_MAX 30
+
+long long mpi_emul_gen_span(unsigned bits)
+{
+    return bits ? ((1ll << bits) - 1) * GEN_STRIDE : 0;
+}
+
+unsigned mpi_emul_gen_bits(long long room)
+{
+    unsigned b = 0;
+    while (b < GEN_BITS_MAX && mpi_emul_gen_span(b + 1) <= room)
+        b++;
+    return b;
+}
+
+/* The data tag of request id with sequence number seq whose origin uses
+ * bits generation bits (put: origin -> target; get: target -> origin). */
+static int data_tag(const struct mpi_emul *e, bool put, uint32_t id, uint64_t seq,
+                    unsigned bits)
+{
+    uint64_t g = bits ? seq & ((1ull << bits) - 1) : 0;
+    if (g == 0)
+        return (put ? e->tag_put : e->tag_get) + (int)id;
+    return (int)(e->tag_gen + (long long)(g - 1) * GEN_STRIDE +
+                 (put ? 0 : MPI_EMUL_NSLOTS) + id);
+}
+
+/* Which request a data tag names: 1 put, 0 get, -1 no data tag; *id. Any
+ * generation this side has tags for; the transfer's own tag is checked by
+ * the caller. */
+static int data_tag_decode(const struct mpi_emul *e, int tag, uint32_t *id)
+{
+    if (tag >= e->tag_put && tag < e->tag_put + MPI_EMUL_NSLOTS) {
+        *id = (uint32_t)(tag - e->tag_put);
+        return 1;
+    }
+    if (tag >= e->tag_get && tag < e->tag_get + MPI_EMUL_NSLOTS) {
+        *id = (uint32_t)(tag - e->tag_get);
+        return 0;
+    }
+    long long off = (long long)tag - e->tag_gen;
+    if (!e->gen_bits || off < 0 || off >= mpi_emul_gen_span(e->gen_bits))
+        return -1;
+    *id = (uint32_t)(off % MPI_EMUL_NSLOTS);
+    return (off / MPI_EMUL_NSLOTS) % 2 == 0;
 }
 
 /*------------------------------------------------------------ control sends */
@@ -619,17 +680,20 @@ static bool get_accepting(const struct mpi_emul_oreq *o)
            o->result == NA_SUCCESS;
 }
 
-/* A message on the get-data tag of request id: the next chunk of that get if
- * it comes from the get's target and has exactly that chunk's size. */
+/* A message on a get-data tag of request id: the next chunk of that get if
+ * it is on the get's own tag (not that of an older use of the id), comes
+ * from the get's target and has exactly that chunk's size. */
 static void origin_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st,
                         int count, uint32_t id)
 {
     struct mpi_emul_oreq *o = e->slots[id];
-    if (!o || o->put || !o->rx.on || o->peer != st->MPI_SOURCE) {
+    if (!o || o->put || o->dtag != st->MPI_TAG || !o->rx.on ||
+        o->peer != st->MPI_SOURCE) {
         data_drop(e, msg, st, count, false,
-                  !o || o->put ? "no get in progress on this tag"
-                  : !o->rx.on  ? "more chunks than the get has"
-                               : "not from the get's target");
+                  !o || o->put             ? "no get in progress on this tag"
+                  : o->dtag != st->MPI_TAG ? "a chunk of an older use of the get's id"
+                  : !o->rx.on              ? "more chunks than the get has"
+                                           : "not from the get's target");
         return;
     }
     uint32_t k = o->nmatched++;
@@ -679,8 +743,7 @@ static void put_post_data(struct mpi_emul_oreq *o)
         int rc = mem_chunk(&o->local, o->local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
                            chunk_len(o->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
-            rc = MPI_Isend(ptr, count, dt, o->peer, e->tag_put + (int)o->id, e->dcomm,
-                           &o->creqs[i]);
+            rc = MPI_Isend(ptr, count, dt, o->peer, o->dtag, e->dcomm, &o->creqs[i]);
             type_release(&dt);
         }
         if (rc == MPI_SUCCESS &&
@@ -825,6 +888,7 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->e = e;
     o->id = id;
     o->seq = ++e->next_seq;
+    o->dtag = data_tag(e, put, id, o->seq, e->gen_bits);
     o->put = put;
     o->state = MPI_EMUL_O_ACTIVE;
     o->peer = remote->owner;
@@ -837,7 +901,7 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->arg = arg;
     e->slots[id] = o;
     if (!put) /* chunks are taken as they arrive (origin_data), nothing is posted */
-        rx_add(e, &o->rx, e->tag_get + (int)id);
+        rx_add(e, &o->rx, o->dtag);
 
     struct mpi_emul_ctrl p = {.type = put ? MPI_EMUL_CT_PUT : MPI_EMUL_CT_GET,
                               .req_id = id,
@@ -845,7 +909,8 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
                               .gen = remote->gen,
                               .offset = remote_offset,
                               .size = size,
-                              .seq = o->seq};
+                              .seq = o->seq,
+                              .status = (int32_t)e->gen_bits};
     int rc = ctrl_send(e, o->peer, &p);
     if (rc != MPI_SUCCESS) {
         mpi_err_log("sending put/get request", rc);
@@ -932,6 +997,7 @@ static void trec_free(struct mpi_emul *e, struct trec *t)
     tindex_remove(e, t);
     rx_del(e, &t->rx);
     CDEC(G_TREC);
+    e->ntrec--;
     free(t);
 }
 
@@ -1008,6 +1074,8 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
         t->result = mpi_err_to_na(err);
     }
     t->outstanding--;
+    if (t->put)
+        t->last_us = now_us();
     trec_check(t);
 }
 
@@ -1032,6 +1100,7 @@ static void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ct
         return;
     }
     CINC(G_TREC);
+    e->ntrec++;
     t->e = e;
     t->state = MPI_EMUL_T_RECEIVED;
     t->put = p->type == MPI_EMUL_CT_PUT;
@@ -1049,13 +1118,16 @@ static void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ct
 }
 
 /* The registered region request p names, checked: handle and generation,
- * bounds, permission (put: write, get: read). */
+ * bounds, permission (put: write, get: read); and tags for the generation
+ * bits it announces (p->status). */
 static na_return_t target_region(const struct mpi_emul *e, const struct mpi_emul_ctrl *p,
                                  bool put, struct mpi_emul_mem **mp)
 {
     unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
     const struct mpi_emul *r = e->regsrc ? e->regsrc : e;
     struct mpi_emul_mem *m;
+    if (p->status < 0 || (unsigned)p->status > e->gen_bits)
+        return NA_PROTONOSUPPORT;
     if (p->handle_id == 0 || p->handle_id >= r->reg_cap || !(m = r->reg[p->handle_id]) ||
         m->gen != p->gen)
         return NA_ACCESS;
@@ -1079,17 +1151,20 @@ static void target_start(struct mpi_emul *e, struct trec *t)
             MPI_EMUL, "refused %s from rank %d (handle %u gen %u off %llu size %llu): %s",
             t->put ? "put" : "get", t->src, p->handle_id, p->gen,
             (unsigned long long)p->offset, (unsigned long long)p->size,
-            ret == NA_ACCESS       ? "unknown or freed handle"
-            : ret == NA_PERMISSION ? "permission"
-                                   : "out of bounds");
+            ret == NA_ACCESS           ? "unknown or freed handle"
+            : ret == NA_PERMISSION     ? "permission"
+            : ret == NA_PROTONOSUPPORT ? "more tag-generation bits than ours"
+                                       : "out of bounds");
         ctrl_reply(e, t->src, MPI_EMUL_CT_ERR, p->req_id, p->seq, ret);
         trec_free(e, t);
         return;
     }
     t->n = nchunks_of(p->size);
     t->state = MPI_EMUL_T_APPLYING;
+    t->dtag = data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
     if (t->put) { /* chunks are taken as they arrive (target_data), nothing is posted */
-        rx_add(e, &t->rx, e->tag_put + (int)p->req_id);
+        t->last_us = now_us();
+        rx_add(e, &t->rx, t->dtag);
         ctrl_reply(e, t->src, MPI_EMUL_CT_CTS, p->req_id, p->seq, NA_SUCCESS);
         return;
     }
@@ -1102,8 +1177,7 @@ static void target_start(struct mpi_emul *e, struct trec *t)
         int rc = mem_chunk(m, p->offset + (uint64_t)i * MPI_EMUL_CHUNK,
                            chunk_len((size_t)p->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
-            rc = MPI_Isend(ptr, count, dt, t->src, e->tag_get + (int)p->req_id, e->dcomm,
-                           &r);
+            rc = MPI_Isend(ptr, count, dt, t->src, t->dtag, e->dcomm, &r);
             type_release(&dt);
         }
         /* no room in the table: sent now */
@@ -1120,13 +1194,20 @@ static void target_start(struct mpi_emul *e, struct trec *t)
     trec_done(t, UINTPTR_MAX, MPI_SUCCESS, NULL); /* drop the guard */
 }
 
-/* The put whose next chunk a message from src on the put-data tag of rid is:
- * the newest record of (src, rid) still taking chunks. */
-static struct trec *tfind_put(struct mpi_emul *e, int src, uint32_t rid)
+/* The put whose next chunk a message from src on the put-data tag of rid
+ * is: the newest record of (src, rid) still taking chunks on that tag (the
+ * tag generation tells an aborted put's late chunk from one of the put that
+ * reused its id). *older: a record of (src, rid) takes chunks on another tag. */
+static struct trec *tfind_put(struct mpi_emul *e, int src, uint32_t rid, int tag,
+                              bool *older)
 {
+    *older = false;
     for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
-        if (t->src == src && t->pkt.req_id == rid && t->rx.on)
-            return t;
+        if (t->src == src && t->pkt.req_id == rid && t->rx.on) {
+            if (t->dtag == tag)
+                return t;
+            *older = true;
+        }
     return NULL;
 }
 
@@ -1137,12 +1218,15 @@ static struct trec *tfind_put(struct mpi_emul *e, int src, uint32_t rid)
 static void target_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st,
                         int count, uint32_t rid)
 {
-    struct trec *t = tfind_put(e, st->MPI_SOURCE, rid);
+    bool older;
+    struct trec *t = tfind_put(e, st->MPI_SOURCE, rid, st->MPI_TAG, &older);
     if (!t) {
         data_drop(e, msg, st, count, false,
-                  "no put from that rank in progress on this tag");
+                  older ? "a chunk of another use of the put's id (tag generation)"
+                        : "no put from that rank in progress on this tag");
         return;
     }
+    t->last_us = now_us();
     uint32_t k = t->next++;
     if (t->next == t->n)
         rx_del(e, &t->rx);
@@ -1242,6 +1326,42 @@ static void aborted_expire(struct mpi_emul *e, uint64_t now)
     }
 }
 
+/* Target bound: a put that got no chunk for idle_us after CTS (or its last
+ * chunk) while none waits in MPI is dropped: its origin died or stopped
+ * sending. Its ACK carries NA_TIMEOUT (an origin that is still there
+ * completes with it); its region is never written afterwards, chunks that
+ * still come are strays. Scanned every idle_us / 8. */
+static int put_idle_expire(struct mpi_emul *e, uint64_t now)
+{
+    uint64_t every = e->idle_us / 8;
+    e->idle_check_at = now + (every < 1000 ? 1000 : every);
+    int n = 0;
+    for (unsigned i = 0; i < TBUCKETS; i++)
+        for (struct trec *t = e->index[i], *next; t; t = next) {
+            next = t->hnext;
+            if (!t->put || t->state != MPI_EMUL_T_APPLYING || t->aborted || !t->rx.on ||
+                t->outstanding || now - t->last_us < e->idle_us)
+                continue;
+            int flag = 0;
+            if (MPI_Iprobe(t->src, t->dtag, e->dcomm, &flag, MPI_STATUS_IGNORE) !=
+                    MPI_SUCCESS ||
+                flag)
+                continue; /* a chunk waits: taken by the next pass */
+            CINC(C_TEXPIRED);
+            HGX_LOG_WARNING(MPI_EMUL,
+                            "put %u from rank %d: no chunk for %llu ms after CTS (%u of "
+                            "%u came), dropped; its region is not written any more",
+                            t->pkt.req_id, t->src,
+                            (unsigned long long)(e->idle_us / 1000), t->next, t->n);
+            if (t->result == NA_SUCCESS)
+                t->result = NA_TIMEOUT;
+            rx_del(e, &t->rx);
+            trec_check(t); /* ACK (the error) and free */
+            n++;
+        }
+    return n;
+}
+
 /*------------------------------------------------------------ control receive */
 
 static void ctrl_dispatch(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
@@ -1326,25 +1446,29 @@ static int ctrl_take_one(struct mpi_emul *e)
 
 /*------------------------------------------------------------ data receive */
 
-/* A data message matched by a probe: attributed by tag (which transfer) and
- * source, then checked against the chunk it would be before anything is
- * received (origin_data, target_data); other tags are strays. */
+/* A data message matched by a probe: attributed by tag (which transfer and
+ * which use of its id) and source, then checked against the chunk it would
+ * be before anything is received (origin_data, target_data); other tags are
+ * strays. */
 static void data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = MPI_UNDEFINED; /* stays so above INT_MAX bytes */
     MPI_Get_count(st, MPI_BYTE, &count);
-    int tag = st->MPI_TAG;
-    if (st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
-        if (tag >= e->tag_get && tag < e->tag_get + MPI_EMUL_NSLOTS) {
-            origin_data(e, msg, st, count, (uint32_t)(tag - e->tag_get));
-            return;
-        }
-        if (tag >= e->tag_put && tag < e->tag_put + MPI_EMUL_NSLOTS) {
-            target_data(e, msg, st, count, (uint32_t)(tag - e->tag_put));
-            return;
-        }
+    uint32_t id;
+    int dir = data_tag_decode(e, st->MPI_TAG, &id);
+    if (st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size && dir >= 0) {
+        if (dir)
+            target_data(e, msg, st, count, id);
+        else
+            origin_data(e, msg, st, count, id);
+        return;
     }
     data_drop(e, msg, st, count, false, "not a data tag");
+}
+
+void mpi_emul_data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+{
+    data_msg(e, msg, st);
 }
 
 /* Separate data communicator: one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG)
@@ -1466,12 +1590,17 @@ int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
         tomb_expire(e, now_us());
     if (e->aborted)
         aborted_expire(e, now_us());
+    if (e->ntrec && e->idle_us) {
+        uint64_t t = now_us();
+        if (t >= e->idle_check_at)
+            n += put_idle_expire(e, t);
+    }
     return n;
 }
 
 /*------------------------------------------------------------ life */
 
-static uint64_t g_timeout_ms, g_zombie_ms;
+static uint64_t g_timeout_ms, g_zombie_ms, g_idle_ms;
 static bool g_env_read;
 
 na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
@@ -1492,10 +1621,12 @@ na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreq
     if (!g_env_read) {
         g_timeout_ms = env_ms("HGX_MPI_CANCEL_TIMEOUT_MS", 200);
         g_zombie_ms = env_ms("HGX_MPI_CANCEL_ZOMBIE_MS", 60000);
+        g_idle_ms = env_ms("HGX_MPI_TARGET_IDLE_MS", g_zombie_ms);
         g_env_read = true;
     }
     e->cancel_timeout_us = g_timeout_ms * 1000u;
     e->zombie_life_us = g_zombie_ms * 1000u;
+    e->idle_us = g_idle_ms * 1000u;
     for (unsigned i = 0; i < NTOMB; i++)
         e->tombs[i].src = -1;
     e->maxseq = calloc((size_t)e->size, sizeof(uint64_t));
@@ -1552,6 +1683,16 @@ void mpi_emul_free(struct mpi_emul *e)
 void mpi_emul_set_data_comm(struct mpi_emul *e, MPI_Comm data)
 {
     e->dcomm = data;
+}
+
+void mpi_emul_set_tag_gens(struct mpi_emul *e, int gen_base, unsigned bits)
+{
+    /* every tag stays an int (the caller keeps them within MPI_TAG_UB) */
+    while (bits > 0 && (gen_base < 0 || bits > GEN_BITS_MAX ||
+                        gen_base + mpi_emul_gen_span(bits) - 1 > INT_MAX))
+        bits--;
+    e->tag_gen = gen_base;
+    e->gen_bits = bits;
 }
 
 void mpi_emul_share_registry(struct mpi_emul *e, struct mpi_emul *owner)

@@ -2,16 +2,21 @@
  * mpi_emul.h -- one-sided put/get emulated over two-sided MPI (private).
  *
  * Origin: sends a control packet {PUT|GET, request id, handle id, generation,
- * offset, size} on the control tag; put data follows in chunks on
- * put-data tag base + request id, get data comes back on get-data tag base +
- * request id. The TARGET moves the data from its NA progress (poll) after
- * validating the request against its registered handles (id, generation,
- * bounds, permission); a bad request gets an ERR reply and memory is never
+ * offset, size, seq} on the control tag; put data follows in chunks on the
+ * request's put-data tag, get data comes back on its get-data tag. A data tag
+ * names the request id and a tag generation taken from seq (see
+ * mpi_emul_set_tag_gens), so a late chunk of an older use of an id is a stray,
+ * never a chunk of the request that reuses the id. The TARGET moves the data from its NA
+ * progress (poll) after validating the request against its registered handles (id,
+ * generation, bounds, permission); a bad request gets an ERR reply and memory is never
  * touched. A put completes when the target ACKs that all data was applied; a
  * get when all data arrived.
  *
  * A put waits for the target's CTS (clear to send) before sending data, so
  * no put data is ever in flight for a request the target has not started.
+ * A target drops a put that got no chunk for HGX_MPI_TARGET_IDLE_MS (default
+ * HGX_MPI_CANCEL_ZOMBIE_MS) after CTS or its last chunk (origin dead or
+ * silent): ACK NA_TIMEOUT, counted, its region never written afterwards.
  *
  * No receive is ever posted for a data chunk before its message arrived:
  * chunks are found with MPI_Improbe, attributed by (source, tag) to the
@@ -81,6 +86,9 @@ struct mpi_emul_ctrl {
     uint32_t req_id;
     uint32_t handle_id;
     uint32_t gen;
+    /* replies: an na_return_t. PUT/GET: the number of tag-generation bits the
+     * origin's data tags use (0: one generation; the target refuses more than
+     * it has tags for) */
     int32_t status;
     uint64_t offset;
     uint64_t size;
@@ -126,6 +134,9 @@ struct mpi_emul_counters {
     unsigned long target_no;       /* cancels refused by a target (CANCELNO) */
     unsigned long tombstone_drops; /* requests dropped because a tombstone named them */
     unsigned long aborts; /* ABORTs handled by a target (timed-out put after CTS) */
+    /* put records a target dropped after CTS because no chunk came for the
+     * target bound (HGX_MPI_TARGET_IDLE_MS): origin dead or silent */
+    unsigned long target_expired;
     /* gauges: what is alive right now (0 when everything is quiet => nothing leaked) */
     unsigned long origin_active;  /* origin requests holding an id (incl. zombies) */
     unsigned long target_records; /* target request records (RECEIVED + APPLYING) */
@@ -183,6 +194,26 @@ void mpi_emul_ctrl_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *s
  * receiving transfer's tag is probed (docs/mpi-emul-cancel.md). Call before
  * the first transfer. */
 void mpi_emul_set_data_comm(struct mpi_emul *e, MPI_Comm data);
+/* Tag generations: generation g of a request is its seq modulo 2^bits; its
+ * data tags are the bases given to mpi_emul_create + id for g = 0, and
+ * gen_base + (g - 1) * 2 * MPI_EMUL_NSLOTS + (get ? MPI_EMUL_NSLOTS : 0) + id
+ * for the others, so the tags gen_base .. gen_base +
+ * mpi_emul_gen_span(bits) - 1 must be free for the emulation on the data
+ * communicator. Without this call (bits 0) every use of an id shares one
+ * tag. A request announces its bits in its PUT/GET packet, so both sides
+ * compute the same tags; a target refuses a request announcing more bits
+ * than it has. Call before the first transfer. */
+void mpi_emul_set_tag_gens(struct mpi_emul *e, int gen_base, unsigned bits);
+/* The largest number of generation bits whose tags fit in room tags (0 if
+ * not even two generations fit), and the tags those bits span. */
+unsigned mpi_emul_gen_bits(long long room);
+long long mpi_emul_gen_span(unsigned bits);
+/* Handle a message the caller matched on its communicator on a tag it does
+ * not own (e.g. the oldest message of an mpi+dynamic connection, found with
+ * MPI_ANY_TAG): a data chunk is attributed to its transfer as if the
+ * emulation had probed it, anything else is received whole and dropped
+ * (counted in bad_data, logged). Never truncates, never aborts. */
+void mpi_emul_data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st);
 /* mpi+dynamic: e (one per connection) validates incoming requests against the
  * memory registry of owner (register/deregister go to owner only). owner must
  * outlive e. */

@@ -13,18 +13,24 @@
  *   2+2S .. MPI_TAG_UB        expected messages: 2+2S + NA tag
  *
  * The mpi_emul data tags are used on a second dup (dcomm), so that a wildcard
- * probe on comm never matches bulk data. All nonblocking MPI requests live in
- * one table tested from poll() (see mpi_reqtab.h). Each poll pass takes the
- * oldest message waiting on comm with one MPI_Improbe(MPI_ANY_SOURCE,
- * MPI_ANY_TAG) and dispatches it by tag (claim_any); a message whose NA
- * receive is not posted yet is held (as its MPI_Message, in arrival order,
- * at most HELD_MAX) and later receives take held messages first. Every MPI
- * call runs Open MPI's whole progress engine, so one call that both detects
- * and claims beats a probe per kind. Under Open MPI, posted NA receives are
- * also MPI_Irecvs into sinks (sink_get: never truncated), reported by the
- * table's MPI_Testsome, and the claim runs only as often as something needs
- * it (claim_due). One class mutex serializes every MPI call, so
- * MPI_THREAD_SERIALIZED is enough.
+ * probe on comm never matches bulk data; there, the tags from 2+2S up carry
+ * the data of the other tag generations (mpi_emul_set_tag_gens), as many as
+ * fit below MPI_TAG_UB. mpi+dynamic connections carry data and NA messages
+ * on one intercommunicator: there, 2+2S .. MPI_TAG_UB-1 is split between the
+ * NA tags (at least half of it, at least MIN_NA_TAGS) and the tag
+ * generations above them, and MPI_TAG_UB is BYE.
+ *
+ * All nonblocking MPI requests live in one table tested from poll() (see
+ * mpi_reqtab.h). Each poll pass takes the oldest message waiting on comm with
+ * one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) and dispatches it by tag
+ * (claim_any); a message whose NA receive is not posted yet is held (as its
+ * MPI_Message, in arrival order, at most HELD_MAX) and later receives take held
+ * messages first. Every MPI call runs Open MPI's whole progress engine, so one
+ * call that both detects and claims beats a probe per kind. Under Open MPI,
+ * posted NA receives are also MPI_Irecvs into sinks (sink_get: never
+ * truncated), reported by the table's MPI_Testsome, and the claim runs only as
+ * often as something needs it (claim_due). One class mutex serializes every MPI
+ * call, so MPI_THREAD_SERIALIZED is enough.
  */
 #include "na_mpi.h"
 #include "mpi_emul.h"
@@ -107,6 +113,8 @@ struct mpi_class {
     /* mpi+dynamic only */
     bool dynamic, listening, published;
     int tag_bye;
+    int conn_gen_base;                  /* connections: data tags of generations >= 1 */
+    unsigned conn_gen_bits;             /* connections: tag-generation bits */
     struct dyn_conn *self_conn, *conns; /* conns: remote connections, newest first */
     int nconns;
     struct dyn_acceptor *acc;
@@ -701,6 +709,7 @@ static struct dyn_conn *conn_add(struct mpi_class *pc, MPI_Comm c, const char *p
         return NULL;
     }
     mpi_emul_share_registry(k->emul, pc->emul);
+    mpi_emul_set_tag_gens(k->emul, pc->conn_gen_base, pc->conn_gen_bits);
     k->comm = c;
     k->id = ++pc->nconns;
     k->next = pc->conns;
@@ -976,8 +985,18 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         ret = NA_PROTONOSUPPORT;
         goto free_comm;
     }
-    pc->max_tag = (na_tag_t)(*tag_ub - TAG_EXP_BASE - (dynamic ? 1 : 0));
-    pc->tag_bye = *tag_ub; /* mpi+dynamic: above every NA tag */
+    /* mpi+dynamic connections: TAG_EXP_BASE .. tag_ub - 1 holds the NA tags
+     * and, above them, the tag generations (at most half, leaving the NA at
+     * least MIN_NA_TAGS; none if that does not fit two generations) */
+    long long above = (long long)*tag_ub - TAG_EXP_BASE;
+    if (dynamic) {
+        pc->conn_gen_bits = mpi_emul_gen_bits((above - MIN_NA_TAGS) / 2);
+        pc->max_tag = (na_tag_t)(above - 1 - mpi_emul_gen_span(pc->conn_gen_bits));
+        pc->conn_gen_base = TAG_EXP_BASE + (int)pc->max_tag + 1;
+    } else {
+        pc->max_tag = (na_tag_t)above;
+    }
+    pc->tag_bye = *tag_ub; /* mpi+dynamic: above every NA and data tag */
 
     const struct na_init_info *ii = info->init_info;
     pc->max_unexp = ii->max_unexpected_size ? ii->max_unexpected_size : DEFAULT_MSG_SIZE;
@@ -998,6 +1017,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         goto free_comm;
     }
     mpi_emul_set_data_comm(pc->emul, pc->dcomm);
+    /* dcomm carries data only: the tag generations take TAG_EXP_BASE .. tag_ub */
+    mpi_emul_set_tag_gens(pc->emul, TAG_EXP_BASE, mpi_emul_gen_bits(above + 1));
     if (dynamic) {
         pc->dynamic = true;
         pc->self_conn = calloc(1, sizeof(*pc->self_conn));
@@ -1028,8 +1049,11 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         }
     }
     na_class->plugin_class = pc;
-    HGX_LOG_DEBUG(MPI, "mpi+%s rank %d of %d, tag_ub %d, max NA tag %u",
-                  info->protocol_name, pc->rank, pc->size, *tag_ub, pc->max_tag);
+    HGX_LOG_DEBUG(MPI,
+                  "mpi+%s rank %d of %d, tag_ub %d, max NA tag %u, tag-generation bits "
+                  "%u (connections: %u)",
+                  info->protocol_name, pc->rank, pc->size, *tag_ub, pc->max_tag,
+                  mpi_emul_gen_bits(above + 1), pc->conn_gen_bits);
     return NA_SUCCESS;
 
 free_comm:
@@ -2312,6 +2336,42 @@ static bool claim_due(struct mpi_class *pc)
 }
 
 /*
+ * Whether a message waits on connection k (*flag). The oldest message waiting
+ * there, found with MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG), is claimed and
+ * handed to the connection's emulation when its tag is not one of the NA
+ * (unexpected, expected), control or BYE tags: a data chunk is attributed to
+ * its transfer, anything else is received whole and dropped (counted), so a
+ * stray does not stay queued in MPI. Data chunks behind an NA message still
+ * reach their transfer through the emulation's per-tag probes. Returns an
+ * MPI error code; *events counts the messages handed over. Lock held.
+ */
+#define CONN_DATA_BATCH 64
+
+static int conn_peek(struct mpi_class *pc, struct dyn_conn *k, int *flag, int *events)
+{
+    for (int n = 0; n < CONN_DATA_BATCH; n++) {
+        MPI_Status st;
+        int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, k->comm, flag, &st);
+        if (rc != MPI_SUCCESS || !*flag)
+            return rc;
+        int tag = st.MPI_TAG;
+        if (tag == TAG_UNEXP || tag == TAG_CTRL || tag == pc->tag_bye ||
+            (tag >= TAG_EXP_BASE && tag <= TAG_EXP_BASE + (int)pc->max_tag))
+            return MPI_SUCCESS;
+        int got = 0;
+        MPI_Message msg;
+        rc = MPI_Improbe(st.MPI_SOURCE, tag, k->comm, &got, &msg, &st);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (got) {
+            mpi_emul_data_msg(k->emul, &msg, &st);
+            (*events)++;
+        }
+    }
+    return MPI_SUCCESS; /* more may wait: the next pass goes on */
+}
+
+/*
  * pc->comm: held messages first, then claim_any (one MPI call whether or not
  * anything waits). With HELD_MAX messages held, claiming stops: pc->waiting
  * makes the per-kind probes (posted receives, control packets) run instead,
@@ -2319,7 +2379,8 @@ static bool claim_due(struct mpi_class *pc)
  * Connections (mpi+dynamic) carry emulation data with RPC messages on one
  * intercommunicator, so a wildcard claim could take data chunks: one
  * MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) per connection tells whether
- * anything waits there, and only then do its per-kind probes run. Returns
+ * anything waits there (and hands a data message or stray at the head to the
+ * emulation, conn_peek), and only then do its per-kind probes run. Returns
  * an MPI error code; *events counts messages claimed or delivered. Lock held.
  */
 static int probe_waiting(struct mpi_class *pc, int *events)
@@ -2337,8 +2398,7 @@ static int probe_waiting(struct mpi_class *pc, int *events)
     for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
         int flag = 0;
         if (!k->dead)
-            rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, k->comm, &flag,
-                            MPI_STATUS_IGNORE);
+            rc = conn_peek(pc, k, &flag, events);
         k->waiting = flag != 0;
     }
     return rc;
