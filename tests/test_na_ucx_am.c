@@ -1,0 +1,203 @@
+/*
+ * test_na_ucx_am.c -- unexpected messages of the UCX plugin are active
+ * messages whose header the plugin parses: untrusted bytes. A raw UCP client
+ * (no hgx) connects to an hgx UCX listener and sends, on the plugin's active
+ * message id, messages no hgx peer sends: a short header, a header naming an
+ * unknown sender, a payload above the message size limit, and a rendezvous
+ * message. Each must be dropped without reaching the posted receive; a well
+ * formed message sent last must arrive intact, with its tag and source.
+ */
+#include "test_common.h"
+#include "na.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <cmocka.h>
+#include <ucp/api/ucp.h>
+
+#define AM_UNEXP 1 /* the plugin's active message id of unexpected messages */
+#define RAW_CLIENT_ID 0x1234u
+#define GOOD_TAG 77u
+
+long na_ucx_held_count(long *peak);
+
+struct raw_client {
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_ep_h ep;
+};
+
+struct recv_done {
+    int count;
+    na_return_t ret;
+    size_t size;
+    na_tag_t tag;
+    na_addr_t *source;
+};
+
+static void recv_cb(const struct na_cb_info *info)
+{
+    struct recv_done *d = info->arg;
+    d->count++;
+    d->ret = info->ret;
+    if (info->ret == NA_SUCCESS) {
+        d->size = info->info.recv_unexpected.actual_buf_size;
+        d->tag = info->info.recv_unexpected.tag;
+        d->source = info->info.recv_unexpected.source;
+    }
+}
+
+/* Progress both sides for about ms milliseconds, or until *stop is set. */
+static void progress_both(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
+                          int ms, const int *stop)
+{
+    for (int i = 0; i < ms && !(stop && *stop); i++) {
+        ucp_worker_progress(rc->worker);
+        NA_Progress(cls, ctx, 1);
+        NA_Trigger(ctx, 16, NULL);
+    }
+}
+
+static void raw_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)arg;
+    (void)ep;
+    (void)status;
+}
+
+static void raw_connect(struct raw_client *rc, const char *addr)
+{
+    unsigned port = 0;
+    assert_int_equal(sscanf(addr, "ucx+tcp://127.0.0.1:%u", &port), 1);
+    ucp_config_t *config;
+    assert_int_equal(ucp_config_read(NULL, NULL, &config), UCS_OK);
+    assert_int_equal(ucp_config_modify(config, "TLS", "tcp,self"), UCS_OK);
+    /* Large messages by rendezvous, whatever the receiver's threshold. */
+    assert_int_equal(ucp_config_modify(config, "RNDV_THRESH", "1024"), UCS_OK);
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                           .features = UCP_FEATURE_AM};
+    assert_int_equal(ucp_init(&params, config, &rc->ctx), UCS_OK);
+    ucp_config_release(config);
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
+                                            UCP_WORKER_PARAM_FIELD_CLIENT_ID,
+                              .thread_mode = UCS_THREAD_MODE_SINGLE,
+                              .client_id = RAW_CLIENT_ID};
+    assert_int_equal(ucp_worker_create(rc->ctx, &wp, &rc->worker), UCS_OK);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+    /* The listener's endpoints handle peer failure: so must ours. */
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
+        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = raw_ep_error},
+        .sockaddr = {.addr = (const struct sockaddr *)&sin, .addrlen = sizeof(sin)}};
+    assert_int_equal(ucp_ep_create(rc->worker, &ep, &rc->ep), UCS_OK);
+}
+
+static void raw_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    (void)request;
+    (void)status;
+    *(int *)user_data = 1;
+}
+
+/* Send one active message on the plugin's id and wait until it left. */
+static void raw_send(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
+                     const void *hdr, size_t hlen, const void *data, size_t len,
+                     bool eager)
+{
+    int done = 0;
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                                 UCP_OP_ATTR_FIELD_FLAGS,
+                                 .cb.send = raw_send_done,
+                                 .user_data = &done,
+                                 .flags = eager ? UCP_AM_SEND_FLAG_EAGER : 0};
+    ucs_status_ptr_t sp = ucp_am_send_nbx(rc->ep, AM_UNEXP, hdr, hlen, data, len, &param);
+    assert_false(UCS_PTR_IS_ERR(sp));
+    if (sp) {
+        progress_both(cls, ctx, rc, 10000, &done);
+        assert_true(done);
+        ucp_request_free(sp);
+    }
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    na_class_t *cls = NA_Initialize("ucx+tcp://127.0.0.1", true);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    na_addr_t *self = NULL;
+    char addr[TEST_ADDR_MAX];
+    size_t addr_len = sizeof(addr);
+    assert_int_equal(NA_Addr_self(cls, &self), NA_SUCCESS);
+    assert_int_equal(NA_Addr_to_string(cls, addr, &addr_len, self), NA_SUCCESS);
+    NA_Addr_free(cls, self);
+
+    size_t size = NA_Msg_get_max_unexpected_size(cls);
+    char *buf = calloc(1, size);
+    assert_non_null(buf);
+    na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
+    struct recv_done got = {0};
+    assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, recv_cb, &got, buf, size, NULL, op),
+                     NA_SUCCESS);
+
+    struct raw_client rc = {0};
+    raw_connect(&rc, addr);
+    progress_both(cls, ctx, &rc, 200, NULL); /* wire-up */
+
+    uint32_t good[2] = {RAW_CLIENT_ID, GOOD_TAG}, stranger[2] = {0x0badbeefu, GOOD_TAG};
+    size_t big = size + 1024;
+    char *payload = malloc(big);
+    assert_non_null(payload);
+    memset(payload, 0xee, big);
+    raw_send(cls, ctx, &rc, good, 3, payload, 16, true);        /* short header */
+    raw_send(cls, ctx, &rc, stranger, 8, payload, 16, true);    /* unknown sender */
+    raw_send(cls, ctx, &rc, good, 8, payload, big, true);       /* above the limit */
+    raw_send(cls, ctx, &rc, good, 8, payload, 4 * 4096, false); /* rendezvous */
+    progress_both(cls, ctx, &rc, 300, NULL);
+    assert_int_equal(got.count, 0);               /* none of them reached the receive */
+    assert_int_equal(na_ucx_held_count(NULL), 0); /* nor was kept */
+
+    const char msg[] = "well formed";
+    raw_send(cls, ctx, &rc, good, 8, msg, sizeof(msg), true);
+    progress_both(cls, ctx, &rc, 5000, &got.count);
+    assert_int_equal(got.count, 1);
+    assert_int_equal(got.ret, NA_SUCCESS);
+    assert_int_equal(got.size, sizeof(msg));
+    assert_int_equal(got.tag, GOOD_TAG);
+    assert_memory_equal(buf, msg, sizeof(msg));
+    assert_non_null(got.source);
+    NA_Addr_free(cls, got.source);
+
+    ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(rc.ep, &cp);
+    while (sp && !UCS_PTR_IS_ERR(sp) && ucp_request_check_status(sp) == UCS_INPROGRESS)
+        progress_both(cls, ctx, &rc, 1, NULL);
+    if (sp && !UCS_PTR_IS_ERR(sp))
+        ucp_request_free(sp);
+    ucp_worker_destroy(rc.worker);
+    ucp_cleanup(rc.ctx);
+    free(payload);
+    free(buf);
+    NA_Op_destroy(cls, op);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_malformed)};
+    return cmocka_run_group_tests_name("na_ucx_am", tests, NULL, NULL);
+}
