@@ -7,8 +7,7 @@
  * message. Each must be dropped without reaching the posted receive; a well
  * formed message sent last must arrive intact, with its tag and source.
  */
-#include "test_common.h"
-#include "na.h"
+#include "na_test_proto.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,26 +31,6 @@ struct raw_client {
     ucp_worker_h worker;
     ucp_ep_h ep;
 };
-
-struct recv_done {
-    int count;
-    na_return_t ret;
-    size_t size;
-    na_tag_t tag;
-    na_addr_t *source;
-};
-
-static void recv_cb(const struct na_cb_info *info)
-{
-    struct recv_done *d = info->arg;
-    d->count++;
-    d->ret = info->ret;
-    if (info->ret == NA_SUCCESS) {
-        d->size = info->info.recv_unexpected.actual_buf_size;
-        d->tag = info->info.recv_unexpected.tag;
-        d->source = info->info.recv_unexpected.source;
-    }
-}
 
 /* Progress both sides for about ms milliseconds, or until *stop is set. */
 static void progress_both(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
@@ -148,9 +127,10 @@ static void test_malformed(void **state)
     char *buf = calloc(1, size);
     assert_non_null(buf);
     na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
-    struct recv_done got = {0};
-    assert_int_equal(NA_Msg_recv_unexpected(cls, ctx, recv_cb, &got, buf, size, NULL, op),
-                     NA_SUCCESS);
+    struct na_test_done got = {0};
+    assert_int_equal(
+        NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &got, buf, size, NULL, op),
+        NA_SUCCESS);
 
     struct raw_client rc = {0};
     raw_connect(&rc, addr);

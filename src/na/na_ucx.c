@@ -97,6 +97,12 @@
 
 struct ucx_op;
 
+/* Ops waiting in order: a peer's sends waiting for resources, or the posted
+ * unexpected receives (an op waits in one queue at a time: ucx_op.qnext). */
+struct ucx_queue {
+    struct ucx_op *head, *tail;
+};
+
 /* Header of an unexpected message, sent as the active message's header:
  * untrusted (its length is checked, the sender must be a known peer). */
 struct ucx_am_hdr {
@@ -125,8 +131,8 @@ struct ucx_peer {
     uint32_t gen;      /* bumped whenever ep is dropped or replaced */
     unsigned inflight; /* sends on this gen's ep holding a UCX request */
     struct sockaddr_in sin;
-    char str[UCX_ADDR_STR_MAX];           /* "ucx+proto://IP:PORT" */
-    struct ucx_op *pend_head, *pend_tail; /* sends waiting for resources, in order */
+    char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
+    struct ucx_queue pend;      /* sends waiting for resources, in order */
     struct na_addr addr; /* the peer's address: every lookup / source is a reference */
 };
 
@@ -147,7 +153,7 @@ struct ucx_class {
     struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
     /* Unexpected messages are active messages, matched here: posted receives
      * and messages that found none, both in arrival order. */
-    struct ucx_op *unexp_head, *unexp_tail;
+    struct ucx_queue unexp;
     struct ucx_held *held_head, *held_tail;
     unsigned held;
     unsigned escalate_ms;
@@ -196,16 +202,51 @@ struct ucx_op {
     struct ucx_am_hdr hdr; /* kept here: UCX may read it until the send completes */
     void *rbuf;            /* unexpected receive: the posted buffer */
     size_t rsize;
-    struct ucx_op *unexp_next;
-    struct ucx_op *pend_next;
-    size_t pieces;       /* RMA: requests still outstanding */
-    na_return_t rma_ret; /* RMA: first error */
-    uint32_t gen;        /* send/RMA: peer generation at posting */
-    bool inflight;       /* send: a UCX request is outstanding */
-    bool cancel_listed;  /* in cls->cancel_head, waiting for escalation */
+    struct ucx_op *qnext; /* in a struct ucx_queue */
+    size_t pieces;        /* RMA: requests still outstanding */
+    na_return_t rma_ret;  /* RMA: first error */
+    uint32_t gen;         /* send/RMA: peer generation at posting */
+    bool inflight;        /* send: a UCX request is outstanding */
+    bool cancel_listed;   /* in cls->cancel_head, waiting for escalation */
     uint64_t cancel_deadline_ms;
     struct ucx_op *cancel_prev, *cancel_next;
 };
+
+static void ucx_queue_push(struct ucx_queue *q, struct ucx_op *uop)
+{
+    uop->qnext = NULL;
+    if (q->tail)
+        q->tail->qnext = uop;
+    else
+        q->head = uop;
+    q->tail = uop;
+}
+
+static struct ucx_op *ucx_queue_pop(struct ucx_queue *q)
+{
+    struct ucx_op *uop = q->head;
+    if (uop && !(q->head = uop->qnext))
+        q->tail = NULL;
+    return uop;
+}
+
+/* Take uop out of q; false if it was not there. */
+static bool ucx_queue_remove(struct ucx_queue *q, struct ucx_op *uop)
+{
+    struct ucx_op *prev = NULL;
+    for (struct ucx_op *o = q->head; o; prev = o, o = o->qnext) {
+        if (o != uop)
+            continue;
+        if (prev)
+            prev->qnext = o->qnext;
+        else
+            q->head = o->qnext;
+        if (q->tail == o)
+            q->tail = prev;
+        return true;
+    }
+    return false;
+}
 
 /* Sends queued for resources across all classes (tests check it drains). */
 static atomic_long ucx_pending_total;
@@ -349,13 +390,11 @@ static void ucx_peer_new_gen(struct ucx_peer *p)
 
 static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
 {
-    while (p->pend_head) {
-        struct ucx_op *uop = p->pend_head;
-        p->pend_head = uop->pend_next;
+    struct ucx_op *uop;
+    while ((uop = ucx_queue_pop(&p->pend))) {
         ucx_queued_add(p->cls, -1);
         na_op_complete(na_op_from_plugin(uop), ret);
     }
-    p->pend_tail = NULL;
 }
 
 /* The peer died: UCX fails the requests on its ep; we fail what we queued. */
@@ -624,14 +663,12 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
 static void ucx_pending_resume(struct ucx_class *cls)
 {
     for (struct ucx_peer *p = cls->peers; p; p = p->next) {
-        while (p->pend_head && p->ep) {
-            struct ucx_op *uop = p->pend_head;
+        while (p->pend.head && p->ep) {
+            struct ucx_op *uop = p->pend.head;
             ucs_status_t st = ucx_send_post(uop);
             if (st == UCS_ERR_NO_RESOURCE)
                 break;
-            p->pend_head = uop->pend_next;
-            if (!p->pend_head)
-                p->pend_tail = NULL;
+            ucx_queue_pop(&p->pend);
             ucx_queued_add(cls, -1);
             if (UCS_STATUS_IS_ERR(st))
                 na_op_complete(na_op_from_plugin(uop), ucx_status_to_na(st));
@@ -1322,13 +1359,9 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
     if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
         /* Behind queued sends, or out of resources: queue to keep the order. */
-        ucs_status_t st = p->pend_head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
+        ucs_status_t st = p->pend.head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
         if (st == UCS_ERR_NO_RESOURCE) {
-            if (p->pend_tail)
-                p->pend_tail->pend_next = uop;
-            else
-                p->pend_head = uop;
-            p->pend_tail = uop;
+            ucx_queue_push(&p->pend, uop);
             ucx_queued_add(cls, 1);
         } else if (UCS_STATUS_IS_ERR(st)) {
             HGX_LOG_ERROR(UCX, "send to %s failed: %s", p->str, ucs_status_string(st));
@@ -1501,15 +1534,11 @@ static ucs_status_t ucx_am_unexp_cb(void *arg, const void *header, size_t header
                       hdr.sender);
         return UCS_OK;
     }
-    struct ucx_op *uop = cls->unexp_head;
-    if (!uop) {
+    struct ucx_op *uop = ucx_queue_pop(&cls->unexp);
+    if (uop)
+        ucx_unexp_deliver(uop, p, hdr.tag, data, length);
+    else
         ucx_unexp_hold(cls, p, hdr.tag, data, length);
-        return UCS_OK;
-    }
-    cls->unexp_head = uop->unexp_next;
-    if (!cls->unexp_head)
-        cls->unexp_tail = NULL;
-    ucx_unexp_deliver(uop, p, hdr.tag, data, length);
     return UCS_OK;
 }
 
@@ -1553,32 +1582,10 @@ static na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *c
         ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
         free(m);
     } else {
-        if (cls->unexp_tail)
-            cls->unexp_tail->unexp_next = uop;
-        else
-            cls->unexp_head = uop;
-        cls->unexp_tail = uop;
+        ucx_queue_push(&cls->unexp, uop);
     }
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
-}
-
-/* Take a posted unexpected receive off the list; false if it was not there. */
-static bool ucx_unexp_remove(struct ucx_class *cls, struct ucx_op *uop)
-{
-    struct ucx_op *prev = NULL;
-    for (struct ucx_op *q = cls->unexp_head; q; prev = q, q = q->unexp_next) {
-        if (q != uop)
-            continue;
-        if (prev)
-            prev->unexp_next = q->unexp_next;
-        else
-            cls->unexp_head = q->unexp_next;
-        if (cls->unexp_tail == q)
-            cls->unexp_tail = prev;
-        return true;
-    }
-    return false;
 }
 
 static na_return_t ucx_msg_recv_expected(na_class_t *na_class, na_context_t *context,
@@ -2019,21 +2026,10 @@ static na_return_t ucx_get(na_class_t *na_class, na_context_t *context, na_op_id
 /* Take a send out of its peer's resource queue; false if it was not queued. */
 static bool ucx_pending_remove(struct ucx_op *uop)
 {
-    struct ucx_peer *p = uop->peer;
-    struct ucx_op *prev = NULL;
-    for (struct ucx_op *q = p->pend_head; q; prev = q, q = q->pend_next) {
-        if (q != uop)
-            continue;
-        if (prev)
-            prev->pend_next = q->pend_next;
-        else
-            p->pend_head = q->pend_next;
-        if (p->pend_tail == q)
-            p->pend_tail = prev;
-        ucx_queued_add(p->cls, -1);
-        return true;
-    }
-    return false;
+    if (!ucx_queue_remove(&uop->peer->pend, uop))
+        return false;
+    ucx_queued_add(uop->peer->cls, -1);
+    return true;
 }
 
 /* List a cancelled send/RMA still on the wire for escalation. Lock held. */
@@ -2094,7 +2090,7 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
     hgx_lock(&cls->lock);
     switch (uop->kind) {
     case UCX_OP_RECV_UNEXP:
-        if (ucx_unexp_remove(cls, uop))
+        if (ucx_queue_remove(&cls->unexp, uop))
             na_op_complete(op, NA_CANCELED);
         break;
     case UCX_OP_RECV_EXP:
