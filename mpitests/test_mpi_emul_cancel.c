@@ -564,6 +564,23 @@ static unsigned long b_bad_since(unsigned long base, unsigned long n)
     }
 }
 
+/* V: a get of size bytes from remote into lm's region lb (reset to 0x5a
+ * first, guard included) that one bad data message accompanies: *ok when the
+ * get completed; returns the data messages dropped as bad meanwhile. */
+static unsigned long b_get_one_bad(const struct mpi_emul_mem *lm, unsigned char *lb,
+                                   const struct mpi_emul_mem *remote, size_t size,
+                                   struct done *d, int *ok)
+{
+    struct mpi_emul_counters c0;
+    struct mpi_emul_oreq *o;
+    memset(lb, 0x5a, B_REGION + B_GUARD);
+    mpi_emul_get_counters(&c0);
+    memset(d, 0, sizeof(*d));
+    mpi_emul_xfer(b_emul, false, lm, 0, remote, 0, size, b_done, d, &o);
+    *ok = b_wait(d);
+    return b_bad_since(c0.bad_data, 1);
+}
+
 static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
 {
     for (size_t i = 0; i < n; i++)
@@ -663,12 +680,9 @@ static void bad_victim(bool sep)
     struct mpi_emul_oreq *o;
 
     /* get, 2nd chunk oversized: 5000 B where its chunk is 4200 B */
-    memset(lb, 0x5a, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
-    struct done d = {0};
-    mpi_emul_xfer(b_emul, false, &lm, 0, &fake, 0, B_REGION, b_done, &d, &o);
-    int ok = b_wait(&d);
-    unsigned long bad = b_bad_since(c0.bad_data, 1);
+    struct done d;
+    int ok;
+    unsigned long bad = b_get_one_bad(&lm, lb, &fake, B_REGION, &d, &ok);
     snprintf(why, sizeof(why), "ret %d, bad data %lu", (int)d.ret, bad);
     snprintf(nm, sizeof(nm),
              "%s: get whose last chunk comes oversized (5000 B for 4200) fails, "
@@ -682,12 +696,7 @@ static void bad_victim(bool sep)
         why);
 
     /* get of one 4200 B chunk answered with a message of over 2 GiB */
-    memset(lb, 0x5a, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
-    memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, false, &lm, 0, &fake, 0, 4200, b_done, &d, &o);
-    ok = b_wait(&d);
-    bad = b_bad_since(c0.bad_data, 1);
+    bad = b_get_one_bad(&lm, lb, &fake, 4200, &d, &ok);
     snprintf(why, sizeof(why), "ret %d, bad data %lu", (int)d.ret, bad);
     snprintf(nm, sizeof(nm),
              "%s: get answered with a data message over 2 GiB fails, region and guard "
@@ -699,12 +708,7 @@ static void bad_victim(bool sep)
            why);
 
     /* get: a chunk of the right size from another rank is dropped, the real one lands */
-    memset(lb, 0x5a, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
-    memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, false, &lm, 0, &fake, 0, B_SMALL, b_done, &d, &o);
-    ok = b_wait(&d);
-    bad = b_bad_since(c0.bad_data, 1);
+    bad = b_get_one_bad(&lm, lb, &fake, B_SMALL, &d, &ok);
     snprintf(why, sizeof(why), "ret %d, bad data %lu", (int)d.ret, bad);
     snprintf(nm, sizeof(nm),
              "%s: get chunk from the wrong rank dropped and counted, the get completes "
@@ -873,12 +877,7 @@ static void bad_victim(bool sep)
 
     /* tag generations, get: a chunk on the tag of another generation of the
      * get's id comes first: a stray; the get completes with its own chunk */
-    memset(lb, 0x5a, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
-    memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, false, &lm, 0, &fake, 0, 4000, b_done, &d, &o);
-    ok = b_wait(&d);
-    bad = b_bad_since(c0.bad_data, 1);
+    bad = b_get_one_bad(&lm, lb, &fake, 4000, &d, &ok);
     snprintf(why, sizeof(why), "ret %d, bad data %lu, data %s", (int)d.ret, bad,
              all_bytes(lb, 4000, 0x44) ? "intact" : "overwritten");
     snprintf(nm, sizeof(nm),
