@@ -252,7 +252,12 @@ NA_PUBLIC na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *c
                                            na_addr_t *dest_addr, uint8_t dest_id,
                                            na_tag_t tag, na_op_id_t *op_id);
 
-/** Receive the expected message with tag from source_addr. */
+/**
+ * Receive the expected message with tag from source_addr. An expected message
+ * that arrives before its receive is posted is held by the plugin, in arrival
+ * order per source and tag, and the receive posted later takes it (every
+ * plugin here; tests/test_na.c test_expected_early, mpitests/test_na_mpi.c).
+ */
 NA_PUBLIC na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context,
                                            na_cb_t callback, void *arg, void *buf,
                                            size_t buf_size, void *plugin_data,

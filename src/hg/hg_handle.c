@@ -86,6 +86,7 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     atomic_init(&handle->refcount, 1);
     atomic_init(&handle->pending, 0);
     atomic_init(&handle->canceled, false);
+    atomic_init(&handle->send_failed, false);
     atomic_fetch_add(&context->n_handles, 1);
     return handle;
 }
@@ -327,6 +328,7 @@ void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callba
     handle->op_ret = HG_SUCCESS;
     /* Nothing is posted yet: plain stores; the NA posts that follow publish them. */
     atomic_store_explicit(&handle->canceled, false, memory_order_relaxed);
+    atomic_store_explicit(&handle->send_failed, false, memory_order_relaxed);
     atomic_store_explicit(&handle->pending, (int)n_ops + 1, memory_order_relaxed);
 }
 

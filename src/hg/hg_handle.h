@@ -47,6 +47,7 @@ struct hg_handle {
     atomic_int pending; /* NA / bulk sub-operations outstanding */
     hg_return_t op_ret; /* first error of the operation */
     atomic_bool canceled;
+    atomic_bool send_failed; /* forward: the request's send failed */
     uint32_t cookie;    /* tag of the response and ack */
     uint8_t req_flags;  /* header flags of the received request */
     uint8_t origin_id;  /* context id of the origin (target side) */

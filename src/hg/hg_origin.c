@@ -1,6 +1,6 @@
 /*
  * hg_origin.c -- the origin side of an RPC: HG_Forward() sends the request as
- * an NA unexpected message after posting an expected receive for the response
+ * an NA unexpected message, then posts an expected receive for the response
  * (tag = a cookie unique to this forward, so a late response to a cancelled
  * forward can never match a newer one), then decodes the response header,
  * pulls a large output and acknowledges it.
@@ -16,7 +16,9 @@ static void send_cb(const struct na_cb_info *info)
 
     if (info->ret != NA_SUCCESS) {
         hg_handle_op_error(handle, hg_ret_from_na(info->ret));
-        /* No response can come: stop waiting for it. */
+        /* No response can come: stop waiting for it (forward_post_recv
+         * does, if the receive is not posted yet). */
+        atomic_store(&handle->send_failed, true);
         if (!handle->rpc.no_response && handle->recv_op)
             NA_Cancel(handle->info.hg_class->na_class, handle->info.context->na_context,
                       handle->recv_op);
@@ -144,6 +146,29 @@ done:
     hg_handle_op_done(handle);
 }
 
+/* Post the response receive of a forward whose request is already posted.
+ * A failure completes the forward with the error (its callback reports it).
+ * A cancel or a failed send that came in between found no receive to stop:
+ * stop it now. */
+static void forward_post_recv(hg_handle_t handle)
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+    na_context_t *na_context = handle->info.context->na_context;
+    na_return_t na_ret = NA_Msg_recv_expected(
+        hg_class->na_class, na_context, recv_cb, handle, handle->recv_buf,
+        handle->recv_size, handle->recv_plugin, handle->info.addr->na_addr,
+        handle->info.context_id, handle->cookie, handle->recv_op);
+    if (na_ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(HG, "could not post the response receive of RPC %#llx: %s",
+                      (unsigned long long)handle->rpc.id, NA_Error_to_string(na_ret));
+        hg_handle_op_error(handle, hg_ret_from_na(na_ret));
+        hg_handle_op_unpost(handle, 1);
+        return;
+    }
+    if (atomic_load(&handle->canceled) || atomic_load(&handle->send_failed))
+        NA_Cancel(hg_class->na_class, na_context, handle->recv_op);
+}
+
 hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in_struct)
 {
     if (!handle || handle->target)
@@ -215,35 +240,26 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
 
     hg_handle_op_begin(handle, HG_HANDLE_FORWARD, callback, arg,
                        handle->rpc.no_response ? 1 : 2);
-    na_return_t na_ret;
-    if (!handle->rpc.no_response) {
-        na_ret = NA_Msg_recv_expected(
-            hg_class->na_class, context->na_context, recv_cb, handle, handle->recv_buf,
-            handle->recv_size, handle->recv_plugin, handle->info.addr->na_addr,
-            handle->info.context_id, handle->cookie, handle->recv_op);
-        if (na_ret != NA_SUCCESS) {
-            hg_handle_op_unpost(handle, 2);
-            goto post_error;
-        }
-    }
-    na_ret = NA_Msg_send_unexpected(
+    /* The request leaves first and the response receive is posted while the
+     * target works on it: NA holds an expected message that arrives before
+     * its receive (na.h), and the post no longer delays the request. */
+    na_return_t na_ret = NA_Msg_send_unexpected(
         hg_class->na_class, context->na_context, send_cb, handle, handle->send_buf,
         skip + payload_len, handle->send_plugin, handle->info.addr->na_addr,
         handle->info.context_id, handle->cookie, handle->send_op);
     if (na_ret != NA_SUCCESS) {
-        hg_handle_op_unpost(handle, 1);
-        if (!handle->rpc.no_response)
-            NA_Cancel(hg_class->na_class, context->na_context, handle->recv_op);
+        hg_handle_op_unpost(handle, handle->rpc.no_response ? 1 : 2);
         goto post_error;
     }
+    if (!handle->rpc.no_response)
+        forward_post_recv(handle);
     hg_handle_op_done(handle);
     return HG_SUCCESS;
 
 post_error:
     HGX_LOG_ERROR(HG, "could not post RPC %#llx: %s", (unsigned long long)handle->rpc.id,
                   NA_Error_to_string(na_ret));
-    /* The caller gets the error; a receive already posted is cancelled and
-     * completes silently. */
+    /* The caller gets the error; nothing was posted, no callback runs. */
     handle->callback = NULL;
     hg_handle_op_error(handle, hg_ret_from_na(na_ret));
     hg_handle_op_done(handle);
