@@ -48,11 +48,11 @@ struct hg_handle {
     hg_return_t op_ret; /* first error of the operation */
     atomic_bool canceled;
     atomic_bool send_failed; /* forward: the request's send failed */
-    uint32_t cookie;    /* tag of the response and ack */
-    uint8_t req_flags;  /* header flags of the received request */
-    uint8_t origin_id;  /* context id of the origin (target side) */
-    bool self_target;   /* target end of a forward to self */
-    hg_op_id_t pull_op; /* internal bulk pull in flight */
+    uint32_t cookie;         /* tag of the response and ack */
+    uint8_t req_flags;       /* header flags of the received request */
+    uint8_t origin_id;       /* context id of the origin (target side) */
+    bool self_target;        /* target end of a forward to self */
+    hg_op_id_t pull_op;      /* internal bulk pull in flight */
     struct hg_completion completion;
     struct hg_handle *self_peer;  /* other end of a forward to self */
     struct hg_handle *cache_next; /* in the context's cache of released handles */
