@@ -155,7 +155,8 @@ static void test_expected_early(void **state)
     size_t eh = NA_Msg_get_expected_header_size(st->cls);
     size_t max = NA_Msg_get_max_expected_size(st->cls) - eh - sizeof(struct na_test_cmd);
     size_t max_u = NA_Msg_get_max_unexpected_size(st->cls) -
-                   NA_Msg_get_unexpected_header_size(st->cls) - sizeof(struct na_test_cmd);
+                   NA_Msg_get_unexpected_header_size(st->cls) -
+                   sizeof(struct na_test_cmd);
     if (max_u < max)
         max = max_u;
     size_t sizes[4] = {0, 100, max, 7};
@@ -181,7 +182,8 @@ static void test_expected_early(void **state)
         int i = order[k];
         in[i] = malloc(eh + sizeof(struct na_test_cmd) + max);
         rop[i] = NA_Op_create(st->cls, NA_OP_SINGLE);
-        assert_int_equal(NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &got[i], in[i],
+        assert_int_equal(NA_Msg_recv_expected(st->cls, st->ctx, na_test_cb, &got[i],
+                                              in[i],
                                               eh + sizeof(struct na_test_cmd) + max, NULL,
                                               st->server, 0, tags[i], rop[i]),
                          NA_SUCCESS);
