@@ -7,6 +7,7 @@
  *   test_mpi_dynamic unsupported                (MPICH) init and lookup fail clearly
  * Prints cmocka-style result lines; exit 0 when all passed.
  */
+#include "mpi_emul.h"
 #include "mpitest_na.h"
 
 #include <mpi.h>
@@ -15,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BUF_SIZE ((size_t)(1u << 20) + 4321) /* per client, > 1 emulation chunk */
+#define BUF_SIZE ((size_t)MPI_EMUL_CHUNK + 4321) /* per client, > 1 emulation chunk */
 #define MAX_CLIENTS 4
 
 enum { CMD_HELLO = 1, CMD_CHECK, CMD_BYE };
@@ -224,7 +225,7 @@ static int client(const char *addr, int id)
     NA_Mem_register(cls, ls, NA_MEM_TYPE_HOST, 0);
     NA_Mem_register(cls, lb, NA_MEM_TYPE_HOST, 0);
     r = rma(1, ls, rem, (size_t)id * BUF_SIZE, srv);
-    result("NA_Put 1 MiB+ across the intercommunicator", r == NA_SUCCESS,
+    result("NA_Put of 1 chunk+4321 B across the intercommunicator", r == NA_SUCCESS,
            NA_Error_to_string(r));
     msg[0] = CMD_CHECK;
     r = rpc(srv, msg, 2, reply, max, NULL, 12);
@@ -233,7 +234,7 @@ static int client(const char *addr, int id)
     memset(back, 0, BUF_SIZE);
     r = rma(0, lb, rem, (size_t)id * BUF_SIZE, srv);
     fill(exp, BUF_SIZE, 200 + id);
-    result("NA_Get 1 MiB+ across the intercommunicator, data verified",
+    result("NA_Get of 1 chunk+4321 B across the intercommunicator, data verified",
            r == NA_SUCCESS && memcmp(exp, back, BUF_SIZE) == 0, NA_Error_to_string(r));
 
     msg[0] = CMD_BYE;

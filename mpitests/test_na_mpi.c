@@ -4,6 +4,7 @@
  * calls MPI_Init_thread) and does its own MPI_COMM_WORLD traffic between NA
  * operations. Prints cmocka-style result lines and a summary on rank 0.
  */
+#include "mpi_emul.h"
 #include "mpitest_na.h"
 
 #include <mpi.h>
@@ -13,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BIG ((size_t)(2u << 20) + 123) /* > 2 chunks of 1 MiB */
+#define BIG ((size_t)2 * MPI_EMUL_CHUNK + 123) /* > 2 emulation chunks */
 #define RO_SIZE 4096
 #define SEG0 1000
 #define SEG1 5000
-#define SEG2 ((size_t)(1u << 20) + 77)
+#define SEG2 ((size_t)MPI_EMUL_CHUNK + 77) /* crosses a chunk boundary */
 #define SEG_SIZE (SEG0 + SEG1 + SEG2)
 #define PINGS 2000
 #define NSEQ 64                /* unexpected messages a client sends back to back */
@@ -443,7 +444,7 @@ static void client(void)
         na_return_t g = rma(0, lget, 0, rrw, c * BIG, BIG);
         snprintf(why, sizeof(why), "put %s get %s", NA_Error_to_string(p),
                  NA_Error_to_string(g));
-        result("put/get contiguous 2 MiB+123, data verified",
+        result("put/get contiguous 2 chunks+123 B, data verified",
                p == NA_SUCCESS && g == NA_SUCCESS && !memcmp(big, back, BIG), why);
     }
 
