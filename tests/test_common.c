@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,10 +62,15 @@ bool test_server_start(struct test_server *srv, const char *info,
     if (pipe(fds) != 0)
         return false;
     fflush(NULL);
+    pid_t parent = getpid();
     srv->pid = fork();
     if (srv->pid < 0)
         return false;
     if (srv->pid == 0) {
+        /* A test that fails before it stops its server must not leave it
+         * running (a wedged one spins): the kernel kills it with us. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
         close(fds[0]);
         _exit(server_main(info, fds[1]));
     }
