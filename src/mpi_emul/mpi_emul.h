@@ -44,8 +44,8 @@
 /* Largest data message of a transfer. Every chunk is probed at its receiver
  * before it is received (see docs/mpi-emul-cancel.md), and MPI pipelines a
  * large message internally: fewer, larger chunks cost fewer probes and
- * rendezvous. 1 MiB chunks held Open MPI bulk at 0.88-0.95x raw at 16 MiB;
- * 16 MiB chunks at 0.97-1.07x (docs/performance.md, session 9). */
+ * rendezvous. Open MPI 16 MiB pushes ran at 0.88-0.91x raw with 1 MiB
+ * chunks, 1.00-1.06x with 16 MiB ones (docs/performance.md, session 9). */
 #define MPI_EMUL_CHUNK (16u << 20)
 #define MPI_EMUL_NSLOTS                                                                  \
     1024 /* max active requests per origin = data tags per direction */
