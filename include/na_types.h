@@ -51,8 +51,14 @@ struct na_init_info {
     size_t max_expected_size;   /**< hint for the expected message size */
     uint8_t progress_mode;      /**< NA_NO_BLOCK to busy-poll instead of waiting */
     enum na_addr_format addr_format;
-    uint8_t max_contexts;    /**< number of contexts the class will serve */
-    uint8_t thread_mode;     /**< NA_THREAD_MODE_* flags */
+    uint8_t max_contexts; /**< number of contexts the class will serve */
+    /** 0 (default): any thread may post, progress and trigger, under locks.
+     *  NA_THREAD_MODE_SINGLE: the caller promises that one thread at a time
+     *  uses the class and all its contexts; NA, the OFI and UCX plugins and
+     *  an HG class initialized with it then take no locks (the MPI plugin
+     *  keeps its own, shared with its connection threads). Either bit alone
+     *  is accepted and changes nothing; any other bit is refused. */
+    uint8_t thread_mode;
     bool request_mem_device; /**< device memory requested (unsupported) */
     enum na_traffic_class traffic_class;
 };

@@ -192,7 +192,7 @@ static void usage(FILE *f)
         "usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
-        "                [--no-bind] [--no-block] [--raw-wait]\n"
+        "                [--no-bind] [--no-block] [--raw-wait] [--thread-safe]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
         "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
         "4096-64M)\n"
@@ -207,7 +207,10 @@ static void usage(FILE *f)
         "  --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw loops, no wait\n"
         "  object (an idle server then uses a whole CPU).\n"
         "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
-        "  its default (blocking) mode; the raw loop still busy-polls.\n",
+        "  its default (blocking) mode; the raw loop still busy-polls.\n"
+        "  hgx runs with NA_THREAD_MODE_SINGLE (one thread per process, no locks);\n"
+        "  --thread-safe measures the default mode, whose locks let any thread\n"
+        "  post and progress.\n",
         f);
 }
 
@@ -271,6 +274,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->no_block = 1;
         else if (!strcmp(o, "--raw-wait"))
             cfg->raw_wait = 1;
+        else if (!strcmp(o, "--thread-safe"))
+            cfg->thread_safe = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             exit(0);
@@ -357,11 +362,13 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
             rows[nrows++] = &r->raw[i];
 
-    printf("# hgx-perf: transport %s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
-           "point), values in %s",
-           cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
-           cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
-           cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
+    printf(
+        "# hgx-perf: transport %s%s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
+        "point), values in %s",
+        cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
+        cfg->thread_safe ? " (hgx thread-safe)" : "",
+        cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
+        cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
     bool best = cfg->repeat > 1;
     if (best)
         printf(

@@ -562,6 +562,9 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
     struct hg_init_info init = HG_INIT_INFO_INITIALIZER;
     if (cfg->no_block)
         init.na_init_info.progress_mode = NA_NO_BLOCK;
+    /* Each process drives hgx from one thread, as the raw loops do. */
+    if (!cfg->thread_safe)
+        init.na_init_info.thread_mode = NA_THREAD_MODE_SINGLE;
     hg_class_t *cls =
         HG_Init_opt(info_string(cfg), cfg->server ? HG_TRUE : HG_FALSE, &init);
     hg_context_t *ctx = cls ? HG_Context_create(cls) : NULL;

@@ -287,10 +287,21 @@ static struct rpc_ids register_all(hg_class_t *cls, bool server)
     return ids;
 }
 
+static struct {
+    const char *info;
+    pid_t server_pid;
+    hg_class_t *cls;
+    hg_context_t *ctx;
+    hg_addr_t server;
+    struct rpc_ids ids;
+    uint8_t thread_mode; /* 0, or NA_THREAD_MODE_SINGLE (no locks) */
+} g;
+
 static hg_class_t *init_class(const char *info, bool listen)
 {
     struct hg_init_info init = HG_INIT_INFO_INITIALIZER;
     init.checksum_level = HG_CHECKSUM_RPC_PAYLOAD;
+    init.na_init_info.thread_mode = g.thread_mode;
     return HG_Init_opt(info, listen, &init);
 }
 
@@ -338,15 +349,6 @@ static int server_main(const char *info, int fd)
 /* ------------------------------------------------------------------------- */
 /* Client                                                                    */
 /* ------------------------------------------------------------------------- */
-
-static struct {
-    const char *info;
-    pid_t server_pid;
-    hg_class_t *cls;
-    hg_context_t *ctx;
-    hg_addr_t server;
-    struct rpc_ids ids;
-} g;
 
 struct fwd_state {
     int calls;
@@ -898,6 +900,10 @@ static void test_misc_api(void **state)
     HG_Destroy(h);
     /* Unknown ids are refused at create. */
     assert_int_equal(HG_Create(g.ctx, g.server, 12345, &h), HG_NOENTRY);
+    /* Thread modes other than the NA_THREAD_MODE_SINGLE bits are refused. */
+    struct hg_init_info bad = HG_INIT_INFO_INITIALIZER;
+    bad.na_init_info.thread_mode = 0x04;
+    assert_null(HG_Init_opt(g.info, HG_FALSE, &bad));
 }
 
 int main(void)
@@ -926,12 +932,15 @@ int main(void)
         cmocka_unit_test(test_request_timeout),
     };
 
-    for (size_t t = 0; t < n; t++) {
+    /* Every transport twice: thread-safe (the default), then with
+     * NA_THREAD_MODE_SINGLE on both sides, where NA and HG take no locks. */
+    for (size_t k = 0; k < 2 * n; k++) {
         struct test_server srv;
         char name[64];
-        g.info = transports[t];
+        g.info = transports[k / 2];
+        g.thread_mode = k % 2 ? NA_THREAD_MODE_SINGLE : 0;
         g.cls = NULL;
-        snprintf(name, sizeof(name), "hg/%s", g.info);
+        snprintf(name, sizeof(name), "hg/%s%s", g.info, g.thread_mode ? "/single" : "");
         test_group_banner(name);
         /* The server is forked before any HG/NA initialization here. */
         if (!test_server_start(&srv, g.info, server_main)) {

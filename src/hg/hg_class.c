@@ -102,6 +102,8 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
         }
     }
     hg_class->listening = NA_Is_listening(hg_class->na_class);
+    hg_class->single =
+        (info.na_init_info.thread_mode & NA_THREAD_MODE_SINGLE) == NA_THREAD_MODE_SINGLE;
     hg_class->checksum_level = info.checksum_level;
     hg_class->post_count =
         info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;

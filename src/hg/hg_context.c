@@ -243,7 +243,7 @@ hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id)
     }
     context->hg_class = hg_class;
     context->id = id;
-    hgx_lock_init(&context->cq_lock);
+    hgx_lock_init_mode(&context->cq_lock, hg_class->single);
     pthread_mutex_init(&context->wait_lock, NULL);
     pthread_cond_init(&context->cq_cond, NULL);
     context->na_context = NA_Context_create_id(hg_class->na_class, id);

@@ -31,6 +31,9 @@ struct hg_class {
     na_class_t *na_class;
     bool own_na_class; /* created by HG_Init, finalized with it */
     bool listening;
+    /* NA_THREAD_MODE_SINGLE in the init info: one thread uses the class and
+     * its contexts, so the contexts' locks are off. */
+    bool single;
     hg_checksum_level_t checksum_level;
     unsigned int post_count;  /* unexpected receives posted per context */
     size_t unexpected_size;   /* NA max unexpected size */

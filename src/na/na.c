@@ -164,6 +164,11 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
         return NULL;
     }
     info.init_info = na_init_info ? na_init_info : &defaults;
+    if (info.init_info->thread_mode & ~NA_THREAD_MODE_SINGLE) {
+        HGX_LOG_ERROR(NA, "thread mode 0x%x has bits other than NA_THREAD_MODE_SINGLE",
+                      (unsigned)info.init_info->thread_mode);
+        return NULL;
+    }
 
     const struct na_ops *ops = na_plugin_find(info.plugin_name, NULL);
     if (!ops) {
@@ -186,6 +191,8 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
     na_class->max_contexts =
         info.init_info->max_contexts ? info.init_info->max_contexts : 1;
     na_class->progress_mode = info.init_info->progress_mode;
+    na_class->single =
+        (info.init_info->thread_mode & NA_THREAD_MODE_SINGLE) == NA_THREAD_MODE_SINGLE;
 
     ret = ops->initialize(na_class, &info, listen);
     if (ret != NA_SUCCESS) {
@@ -286,7 +293,7 @@ na_context_t *NA_Context_create_id(na_class_t *na_class, uint8_t id)
     }
     context->na_class = na_class;
     context->id = id;
-    hgx_lock_init(&context->cq_lock);
+    hgx_lock_init_mode(&context->cq_lock, na_class->single);
     na_return_t ret = na_class->ops->context_create(na_class, context, id);
     if (ret != NA_SUCCESS) {
         HGX_LOG_ERROR(NA, "plugin could not create context: %s", NA_Error_to_string(ret));

@@ -307,6 +307,7 @@ struct ofi_class {
     struct fid_cq *cq;
     int wait_fd;         /* -1 when the CQ has no fd (shm, NA_NO_BLOCK) */
     bool no_block;       /* NA_NO_BLOCK: never wait, so no CQ wait object */
+    bool single;         /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
     char bind_desc[300]; /* " on HOST:PORT" for setup errors, "" for shm */
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg_size;
@@ -668,6 +669,19 @@ static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *
     return NA_SUCCESS;
 }
 
+/* One thread alone uses a class in NA_THREAD_MODE_SINGLE: no mutex then. */
+static void ofi_mutex_lock(const struct ofi_class *cls, pthread_mutex_t *m)
+{
+    if (!cls->single)
+        pthread_mutex_lock(m);
+}
+
+static void ofi_mutex_unlock(const struct ofi_class *cls, pthread_mutex_t *m)
+{
+    if (!cls->single)
+        pthread_mutex_unlock(m);
+}
+
 /* Find or create the peer of a normalized raw address, referenced. */
 static na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw,
                                 size_t len, struct ofi_peer **peer_p)
@@ -675,7 +689,7 @@ static na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw,
     uint64_t hash = ofi_hash(raw, len);
     na_return_t ret = NA_SUCCESS;
 
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     struct ofi_peer *peer = ofi_peer_find_locked(cls, raw, len, hash);
     if (!peer) {
         peer = calloc(1, sizeof(*peer) + len);
@@ -699,7 +713,7 @@ static na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw,
     atomic_fetch_add(&peer->refs, 1);
     *peer_p = peer;
 out:
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     return ret;
 }
 
@@ -723,14 +737,14 @@ static void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
     if (atomic_fetch_sub(&peer->refs, 1) != 1)
         return;
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */
     bool drop = atomic_load(&peer->refs) == 0 && peer->removed;
     if (drop) {
         ofi_av_remove_locked(cls, peer); /* in case an op re-inserted it */
         ofi_peer_unlink_locked(cls, peer);
     }
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     if (drop)
         free(peer);
 }
@@ -754,9 +768,9 @@ static na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer
     *fi_addr = atomic_load(&peer->fi_addr);
     if (*fi_addr != FI_ADDR_NOTAVAIL)
         return NA_SUCCESS;
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     na_return_t ret = ofi_peer_fi_addr_locked(cls, peer, fi_addr);
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     return ret;
 }
 
@@ -856,11 +870,11 @@ static na_return_t ofi_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
     struct ofi_class *cls = ofi_class(na_class);
     struct ofi_peer *peer = ofi_addr_peer(addr);
 
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     if (atomic_load(&peer->bounces) == 0)
         ofi_av_remove_locked(cls, peer);
     peer->removed = true;
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     return NA_SUCCESS;
 }
 
@@ -953,7 +967,7 @@ static na_return_t ofi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p
  * Class setup
  * ------------------------------------------------------------------------- */
 
-static struct fi_info *ofi_hints(const struct ofi_proto *proto)
+static struct fi_info *ofi_hints(const struct ofi_proto *proto, bool single)
 {
     struct fi_info *hints = fi_allocinfo();
     if (!hints)
@@ -963,7 +977,8 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto)
                   FI_REMOTE_WRITE | FI_DIRECTED_RECV;
     hints->mode = FI_CONTEXT | FI_CONTEXT2; /* each posted op has its own fi_context2 */
     hints->domain_attr->cq_data_size = sizeof(na_tag_t); /* unexpected messages' tags */
-    hints->domain_attr->threading = FI_THREAD_SAFE;
+    /* One thread alone: the provider may skip its own locks. */
+    hints->domain_attr->threading = single ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
     /* Every registration mode we can honor; the provider keeps what it needs. */
     hints->domain_attr->mr_mode =
         FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
@@ -1013,7 +1028,7 @@ static void ofi_set_provider_defaults(void)
 static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info)
 {
     na_return_t ret = NA_SUCCESS;
-    struct fi_info *hints = ofi_hints(cls->proto);
+    struct fi_info *hints = ofi_hints(cls->proto, cls->single);
 
     HGX_CHECK(OFI, !hints, out, ret, NA_NOMEM, "out of memory for fi_info hints");
     if (!cls->proto->str_prefix) {
@@ -1234,6 +1249,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_init(&cls->ctx_lock, NULL);
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
+    cls->single = na_class->single;
     atomic_init(&cls->next_mr_key, 1);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
     HGX_CHECK(OFI, !cls->proto, error, ret, NA_PROTONOSUPPORT,
@@ -1661,11 +1677,11 @@ static void ofi_list_remove(struct ofi_list *list, struct ofi_link *link)
 
 static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
 {
-    pthread_mutex_lock(&cls->ctx_lock);
+    ofi_mutex_lock(cls, &cls->ctx_lock);
     if (!cls->ctx_free) {
         struct ofi_ctx_chunk *chunk = malloc(sizeof(*chunk));
         if (!chunk) {
-            pthread_mutex_unlock(&cls->ctx_lock);
+            ofi_mutex_unlock(cls, &cls->ctx_lock);
             HGX_LOG_ERROR(OFI, "out of memory for operation contexts");
             return NULL;
         }
@@ -1679,7 +1695,7 @@ static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
     }
     struct ofi_ctx *ctx = cls->ctx_free;
     cls->ctx_free = ctx->next_free;
-    pthread_mutex_unlock(&cls->ctx_lock);
+    ofi_mutex_unlock(cls, &cls->ctx_lock);
     atomic_store(&ctx->op, oop);
     ctx->bounce = oop->bounce;
     if (ctx->bounce)
@@ -1693,10 +1709,10 @@ static void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx)
         ofi_bounce_put(ctx->bounce);
         ctx->bounce = NULL;
     }
-    pthread_mutex_lock(&cls->ctx_lock);
+    ofi_mutex_lock(cls, &cls->ctx_lock);
     ctx->next_free = cls->ctx_free;
     cls->ctx_free = ctx;
-    pthread_mutex_unlock(&cls->ctx_lock);
+    ofi_mutex_unlock(cls, &cls->ctx_lock);
 }
 
 static void ofi_bounce_free(struct ofi_bounce *b)
@@ -1711,7 +1727,7 @@ static struct ofi_bounce *ofi_bounce_cached(struct ofi_class *cls, size_t len)
 {
     struct ofi_bounce **best = NULL;
 
-    pthread_mutex_lock(&cls->ctx_lock);
+    ofi_mutex_lock(cls, &cls->ctx_lock);
     for (struct ofi_bounce **p = &cls->bounce_free; *p; p = &(*p)->next_free)
         if ((*p)->cap >= len && (!best || (*p)->cap < (*best)->cap))
             best = p;
@@ -1721,14 +1737,14 @@ static struct ofi_bounce *ofi_bounce_cached(struct ofi_class *cls, size_t len)
         cls->bounce_free_count--;
         cls->bounce_free_bytes -= b->cap;
     }
-    pthread_mutex_unlock(&cls->ctx_lock);
+    ofi_mutex_unlock(cls, &cls->ctx_lock);
     return b;
 }
 
 /* Keep a buffer nobody references any more, within the cache bounds. */
 static void ofi_bounce_recycle(struct ofi_class *cls, struct ofi_bounce *b)
 {
-    pthread_mutex_lock(&cls->ctx_lock);
+    ofi_mutex_lock(cls, &cls->ctx_lock);
     bool keep = cls->bounce_free_count < OFI_BOUNCE_CACHE_MAX &&
                 b->cap <= OFI_BOUNCE_CACHE_BYTES - cls->bounce_free_bytes;
     if (keep) {
@@ -1737,7 +1753,7 @@ static void ofi_bounce_recycle(struct ofi_class *cls, struct ofi_bounce *b)
         cls->bounce_free_count++;
         cls->bounce_free_bytes += b->cap;
     }
-    pthread_mutex_unlock(&cls->ctx_lock);
+    ofi_mutex_unlock(cls, &cls->ctx_lock);
     if (!keep)
         ofi_bounce_free(b);
 }
@@ -1784,10 +1800,10 @@ static void ofi_bounce_put(struct ofi_bounce *b)
     if (atomic_fetch_sub(&b->refs, 1) != 1)
         return;
     struct ofi_class *cls = b->cls;
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     if (atomic_fetch_sub(&b->peer->bounces, 1) == 1 && b->peer->removed)
         ofi_av_remove_locked(cls, b->peer);
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     ofi_peer_put(cls, b->peer);
     ofi_bounce_recycle(cls, b);
 }
@@ -1867,11 +1883,11 @@ static void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t
      * one of us sees the other (both are seq_cst). */
     atomic_store(&oop->done, true);
     if (na_op_cancel_requested(op)) {
-        pthread_mutex_lock(&cls->lock);
+        ofi_mutex_lock(cls, &cls->lock);
         if (oop->cancel_listed)
             ofi_list_remove(&cls->canceled, &oop->cancel_link);
         oop->cancel_listed = false;
-        pthread_mutex_unlock(&cls->lock);
+        ofi_mutex_unlock(cls, &cls->lock);
         /* Report the truth so that a cancel never hides a transfer: an op
          * that completed keeps NA_SUCCESS (its data moved), one that ended
          * in error after the cancel request was stopped by it. */
@@ -2099,10 +2115,10 @@ static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool rma)
     /* A cancel that came while we were posting found nothing to cancel. The
      * op may be complete already: only a listed op is known to be alive. */
     if (na_op_cancel_requested(na_op_from_plugin(oop))) {
-        pthread_mutex_lock(&cls->lock);
+        ofi_mutex_lock(cls, &cls->lock);
         if (oop->cancel_listed)
             ofi_cancel_contexts_locked(cls, oop);
-        pthread_mutex_unlock(&cls->lock);
+        ofi_mutex_unlock(cls, &cls->lock);
     }
     if (rma)
         ofi_part_done(cls, oop, NA_SUCCESS); /* drop the posting guard */
@@ -2171,11 +2187,11 @@ static na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool as
         }
     }
     oop->retry_deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
     ofi_list_push(&cls->retry, &oop->retry_link, false);
     atomic_fetch_add(ofi_queued_count(cls, oop), 1);
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     return NA_SUCCESS;
 }
 
@@ -2230,7 +2246,7 @@ static void ofi_retry_progress(struct ofi_class *cls)
     if (atomic_load(&cls->retry.count) == 0)
         return;
     uint64_t now = ofi_now_ms();
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     for (struct ofi_link *link = cls->retry.head, *next; link; link = next) {
         struct ofi_op *oop = OFI_OP_OF(link, retry_link);
         ssize_t rc;
@@ -2258,7 +2274,7 @@ static void ofi_retry_progress(struct ofi_class *cls)
         link->next = out;
         out = link;
     }
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     while (out) {
         struct ofi_op *oop = OFI_OP_OF(out, retry_link);
         out = out->next;
@@ -2642,10 +2658,10 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
     struct ofi_op *oop = ofi_op(op);
 
     (void)context;
-    pthread_mutex_lock(&cls->lock);
+    ofi_mutex_lock(cls, &cls->lock);
     /* The completion may have been handled meanwhile, or the op reposted. */
     if (!na_op_cancel_requested(op) || atomic_load(&oop->done) || oop->cancel_listed) {
-        pthread_mutex_unlock(&cls->lock);
+        ofi_mutex_unlock(cls, &cls->lock);
         return NA_SUCCESS;
     }
     bool dequeued = oop->retry_queued;
@@ -2657,7 +2673,7 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
         ofi_list_push(&cls->canceled, &oop->cancel_link, false);
         ofi_cancel_contexts_locked(cls, oop);
     }
-    pthread_mutex_unlock(&cls->lock);
+    ofi_mutex_unlock(cls, &cls->lock);
     if (dequeued)
         ofi_abandon_canceled(cls, oop);
     return NA_SUCCESS;
@@ -2712,7 +2728,7 @@ static void ofi_cancel_check(struct ofi_class *cls)
         struct ofi_op *forced = NULL;
         size_t claimed = 0;
 
-        pthread_mutex_lock(&cls->lock);
+        ofi_mutex_lock(cls, &cls->lock);
         for (struct ofi_link *link = cls->canceled.head; link && !forced;
              link = link->next) {
             struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
@@ -2724,7 +2740,7 @@ static void ofi_cancel_check(struct ofi_class *cls)
                 forced = oop;
             }
         }
-        pthread_mutex_unlock(&cls->lock);
+        ofi_mutex_unlock(cls, &cls->lock);
         if (!forced)
             return;
         /* The claimed parts keep the op alive until we end them here. */

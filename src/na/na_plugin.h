@@ -34,6 +34,10 @@ struct na_class {
     bool listen;
     uint8_t max_contexts;
     uint8_t progress_mode; /* NA_NO_BLOCK to never block */
+    /* NA_THREAD_MODE_SINGLE: one thread uses the class and its contexts, so
+     * the core and the plugins take no lock (either bit alone changes nothing:
+     * a plugin's progress on one context completes ops of the others). */
+    bool single;
     atomic_int n_contexts; /* live contexts (each refuses to go with ops pending) */
     atomic_long n_addrs;   /* live address references */
     atomic_long n_mem;     /* live memory handles */

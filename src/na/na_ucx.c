@@ -1029,7 +1029,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
 
     if (!cls)
         return NA_NOMEM;
-    hgx_lock_init(&cls->lock);
+    hgx_lock_init_mode(&cls->lock, na_class->single);
     cls->na_class = na_class;
     cls->efd = -1;
     cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
