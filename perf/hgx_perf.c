@@ -158,6 +158,100 @@ int perf_oob_sync(struct perf_oob *o)
     return perf_oob_send(o, &c, 1) || perf_oob_recv(o, &d, 1) ? -1 : 0;
 }
 
+int perf_oob_count(const struct perf_config *cfg)
+{
+    return cfg->server ? cfg->clients : 1;
+}
+
+int perf_oob_barrier(const struct perf_config *cfg, struct perf_oob *oob)
+{
+    int ret = 0;
+    for (int i = 0; i < perf_oob_count(cfg); i++)
+        ret |= perf_oob_sync(&oob[i]);
+    return ret;
+}
+
+/* ------------------------------------------------------------ clients */
+
+/* With --clients N, client 0 (the first process) coordinates the others
+ * over a pipe pair each: barriers, and their results at the end. */
+static struct {
+    int n;                                            /* clients, 1: no group */
+    int up[PERF_MAX_CLIENTS], down[PERF_MAX_CLIENTS]; /* client 0: per client */
+    int to0, from0;                                   /* other clients: to client 0 */
+    int id;
+} group = {.n = 1};
+
+int perf_clients_barrier(void)
+{
+    char c = 'b';
+    int ret = 0;
+    if (group.n <= 1)
+        return 0;
+    if (group.id == 0) {
+        for (int i = 1; i < group.n; i++)
+            ret |= read(group.up[i], &c, 1) != 1;
+        for (int i = 1; i < group.n; i++)
+            ret |= write(group.down[i], &c, 1) != 1;
+    } else {
+        ret |= write(group.to0, &c, 1) != 1;
+        ret |= read(group.from0, &c, 1) != 1;
+    }
+    return ret ? -1 : 0;
+}
+
+static int fd_write_all(int fd, const void *buf, size_t len)
+{
+    struct perf_oob o = {.wfd = fd};
+    return pipe_send(&o, buf, len);
+}
+
+static int fd_read_all(int fd, void *buf, size_t len)
+{
+    struct perf_oob o = {.rfd = fd};
+    return pipe_recv(&o, buf, len);
+}
+
+static const struct perf_point *find(const struct perf_point *p, int n, const char *what,
+                                     size_t param);
+
+/* Rates of the clients add up: the load they put on the server together. */
+static void add_client_rates(struct perf_results *sum, const struct perf_results *r)
+{
+    for (int side = 0; side < 2; side++) {
+        struct perf_point *pts = side ? sum->raw : sum->hg;
+        int n = side ? sum->nraw : sum->nhg;
+        const struct perf_point *other = side ? r->raw : r->hg;
+        int m = side ? r->nraw : r->nhg;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(pts[i].what, "rate-ops/s") &&
+                strcmp(pts[i].what, "rate-req-ops/s"))
+                continue;
+            const struct perf_point *q = find(other, m, pts[i].what, pts[i].param);
+            if (!q)
+                continue;
+            pts[i].value += q->value;
+            pts[i].best += q->best;
+            pts[i].iters += q->iters;
+            pts[i].ratio = 0; /* the table shows the ratio of the sums */
+        }
+    }
+}
+
+/* After the sums: hgx requests against HG_Forward, as the summed rates. */
+static void rate_req_ratios(struct perf_results *r)
+{
+    for (int i = 0; i < r->nhg; i++) {
+        if (strcmp(r->hg[i].what, "rate-req/hg"))
+            continue;
+        const struct perf_point *hg = find(r->hg, r->nhg, "rate-ops/s", r->hg[i].param);
+        const struct perf_point *rq =
+            find(r->hg, r->nhg, "rate-req-ops/s", r->hg[i].param);
+        if (hg && rq && hg->value > 0)
+            r->hg[i].value = rq->value / hg->value;
+    }
+}
+
 /* ------------------------------------------------------------ binding */
 
 /* The first two CPUs this process may run on; false if it has fewer. Where
@@ -193,9 +287,11 @@ static void usage(FILE *f)
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
         "                [--no-bind] [--no-block] [--raw-wait] [--thread-safe]\n"
+        "                [--clients N]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
-        "  rate: RPCs/s with 1..64 in flight; bw: bulk pull/push A..B (default "
-        "4096-64M)\n"
+        "  rate: RPCs/s with 1..64 in flight from each of --clients N (1-8)\n"
+        "  client processes (their rates add up; only the server is bound)\n"
+        "  bw: bulk pull/push A..B (default 4096-64M)\n"
         "  cancel: cancel latency and a 10000-op cancel storm\n"
         "  scale: per-op cost with 10..10000 outstanding (hgx deadlines set)\n"
         "  --raw: raw transport only; --no-raw: hgx only. mpi+static needs mpirun -np "
@@ -289,6 +385,10 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->iters = atoi(v), i++;
             if (cfg->iters <= 0)
                 return -1;
+        } else if (v && !strcmp(o, "--clients")) {
+            cfg->clients = atoi(v), i++;
+            if (cfg->clients <= 0 || cfg->clients > PERF_MAX_CLIENTS)
+                return -1;
         } else if (v && !strcmp(o, "--repeat")) {
             cfg->repeat = atoi(v), i++;
             if (cfg->repeat <= 0 || cfg->repeat > PERF_MAX_REPEAT)
@@ -316,6 +416,17 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
         return -1;
     if (cfg->raw_wait && cfg->kind != PERF_OFI) {
         fprintf(stderr, "hgx-perf: --raw-wait applies to ofi+ transports only\n");
+        return -1;
+    }
+    if (!cfg->clients)
+        cfg->clients = 1;
+    if (cfg->clients > 1 && cfg->mode != PERF_RATE) {
+        fprintf(stderr, "hgx-perf: --clients applies to --mode rate only\n");
+        return -1;
+    }
+    if (cfg->clients > 1 && cfg->kind == PERF_MPI) {
+        fprintf(stderr, "hgx-perf: --clients > 1 is not supported over mpi+static yet "
+                        "(one client rank)\n");
         return -1;
     }
     if (!cfg->repeat)
@@ -369,6 +480,8 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         cfg->thread_safe ? " (hgx thread-safe)" : "",
         cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
         cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
+    if (cfg->clients > 1)
+        printf(", %d clients (rates summed over them)", cfg->clients);
     bool best = cfg->repeat > 1;
     if (best)
         printf(
@@ -434,7 +547,7 @@ static int run_both(const struct perf_config *cfg, struct perf_oob *oob,
                     cfg->server ? "server" : "client");
             ret = 1;
         }
-        perf_oob_sync(oob);
+        perf_oob_barrier(cfg, oob);
     }
     if (!cfg->raw_only && perf_hg_run(cfg, oob, res)) {
         fprintf(stderr, "hgx-perf: hgx %s run failed (%s)\n", cfg->transport,
@@ -545,13 +658,19 @@ int main(int argc, char **argv)
     }
 
     int cpus[2];
+    /* With several clients only the server is bound: the clients share the
+     * machine's CPUs as the scheduler sees fit. */
     bool bind = !cfg.no_bind && two_cpus(cpus);
-    /* fork the server before any transport is initialized */
-    int c2s[2], s2c[2];
-    if (pipe(c2s) || pipe(s2c)) {
-        perror("pipe");
-        return 1;
-    }
+    int n = cfg.clients;
+    /* Channel k joins the server and client k. Fork the server before any
+     * transport is initialized. */
+    int c2s[PERF_MAX_CLIENTS][2], s2c[PERF_MAX_CLIENTS][2];
+    int up[PERF_MAX_CLIENTS][2], down[PERF_MAX_CLIENTS][2];
+    for (int k = 0; k < n; k++)
+        if (pipe(c2s[k]) || pipe(s2c[k]) || (k && (pipe(up[k]) || pipe(down[k])))) {
+            perror("pipe");
+            return 1;
+        }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -559,26 +678,89 @@ int main(int argc, char **argv)
         return 1;
     }
     if (pid == 0) {
-        close(c2s[1]);
-        close(s2c[0]);
-        oob.rfd = c2s[0];
-        oob.wfd = s2c[1];
+        static struct perf_oob chans[PERF_MAX_CLIENTS];
+        for (int k = 0; k < n; k++) {
+            close(c2s[k][1]);
+            close(s2c[k][0]);
+            if (k)
+                close(up[k][0]), close(up[k][1]), close(down[k][0]), close(down[k][1]);
+            chans[k] = oob;
+            chans[k].rfd = c2s[k][0];
+            chans[k].wfd = s2c[k][1];
+        }
         cfg.server = 1;
         if (bind)
             bind_cpu(cpus[0]);
-        _exit(run_repeated(&cfg, &oob, &res));
+        _exit(run_repeated(&cfg, chans, &res));
     }
-    if (bind)
+    for (int k = 0; k < n; k++)
+        close(c2s[k][0]), close(s2c[k][1]);
+    pid_t kids[PERF_MAX_CLIENTS] = {0};
+    for (int k = 1; k < n; k++) {
+        fflush(NULL);
+        kids[k] = fork();
+        if (kids[k] < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (kids[k] == 0) {
+            for (int j = 0; j < n; j++)
+                if (j != k) {
+                    close(c2s[j][1]), close(s2c[j][0]);
+                    if (j)
+                        close(up[j][0]), close(up[j][1]), close(down[j][0]),
+                            close(down[j][1]);
+                }
+            close(up[k][0]);
+            close(down[k][1]);
+            group.n = n;
+            group.id = k;
+            group.to0 = up[k][1];
+            group.from0 = down[k][0];
+            cfg.client_id = k;
+            cfg.quiet = 1;
+            oob.rfd = s2c[k][0];
+            oob.wfd = c2s[k][1];
+            signal(SIGPIPE, SIG_IGN);
+            int r = run_repeated(&cfg, &oob, &res);
+            if (fd_write_all(up[k][1], &r, sizeof(r)) ||
+                fd_write_all(up[k][1], &res, sizeof(res)))
+                r = 1;
+            _exit(r);
+        }
+    }
+    for (int k = 1; k < n; k++) {
+        close(c2s[k][1]), close(s2c[k][0]), close(up[k][1]), close(down[k][0]);
+        group.up[k] = up[k][0];
+        group.down[k] = down[k][1];
+    }
+    group.n = n;
+    group.id = 0;
+    if (bind && n == 1)
         bind_cpu(cpus[1]);
-    close(c2s[0]);
-    close(s2c[1]);
-    oob.rfd = s2c[0];
-    oob.wfd = c2s[1];
+    oob.rfd = s2c[0][0];
+    oob.wfd = c2s[0][1];
     signal(SIGPIPE, SIG_IGN);
     ret = run_repeated(&cfg, &oob, &res);
     if (!cfg.quiet && isatty(STDERR_FILENO))
         fputs("\r\033[K", stderr);
     close(oob.wfd);
+    for (int k = 1; k < n; k++) {
+        static struct perf_results other;
+        int r = 1, status = 0;
+        if (fd_read_all(group.up[k], &r, sizeof(r)) ||
+            fd_read_all(group.up[k], &other, sizeof(other)) || r) {
+            fprintf(stderr, "hgx-perf: client %d failed\n", k);
+            ret = 1;
+        } else {
+            add_client_rates(&res, &other);
+        }
+        if (waitpid(kids[k], &status, 0) != kids[k] || !WIFEXITED(status) ||
+            WEXITSTATUS(status))
+            ret = 1;
+    }
+    if (n > 1)
+        rate_req_ratios(&res);
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
         fprintf(stderr, "hgx-perf: server exited abnormally (status %#x)\n", status);

@@ -14,6 +14,7 @@ enum perf_kind { PERF_OFI, PERF_UCX, PERF_MPI };
 
 #define PERF_MAX_POINTS 32
 #define PERF_MAX_REPEAT 15
+#define PERF_MAX_CLIENTS 8
 
 struct perf_config {
     const char *transport; /* "ofi+tcp", ... */
@@ -33,6 +34,8 @@ struct perf_config {
     int repeat;      /* runs of raw + hgx; medians reported */
     int raw_wait;    /* OFI: the raw loop's CQ has a wait fd, as hgx's default mode's */
     int thread_safe; /* hgx without NA_THREAD_MODE_SINGLE: locks on, as a threaded app */
+    int clients;     /* rate mode: client processes against the one server (1-8) */
+    int client_id;   /* this client's index, 0 .. clients - 1 */
 };
 
 /* Out-of-band channel (pipes, or MPI point-to-point on MPI_COMM_WORLD). */
@@ -55,6 +58,15 @@ int perf_oob_send_blob(struct perf_oob *o, const void *b, size_t n);
 int perf_oob_recv_blob(struct perf_oob *o, void *b, size_t cap, size_t *len);
 /* A barrier: both sides exchange one byte. */
 int perf_oob_sync(struct perf_oob *o);
+/* The runners' oob argument: on a server, an array of one channel per client
+ * (cfg->clients of them); on a client, its channel to the server.
+ * perf_oob_count: how many channels this process has. */
+int perf_oob_count(const struct perf_config *cfg);
+/* A barrier of the server with every client (perf_oob_sync on each). */
+int perf_oob_barrier(const struct perf_config *cfg, struct perf_oob *oob);
+/* A barrier of the client processes only (no-op with one client): rate
+ * points start together, so their rates add up to the server's load. */
+int perf_clients_barrier(void);
 
 /* One measured point; the client fills value and unit, the table shows ratio. */
 struct perf_point {

@@ -53,7 +53,7 @@ struct perf_ids {
 };
 
 struct srv_state {
-    int quit;
+    int quit; /* clients that said they are done */
     void *region;
     hg_bulk_t bulk;
     double idle_wall, idle_cpu;
@@ -122,7 +122,7 @@ static hg_return_t idle_rpc(hg_handle_t h)
 
 static hg_return_t quit_rpc(hg_handle_t h)
 {
-    srv.quit = 1;
+    srv.quit++;
     return HG_Destroy(h);
 }
 
@@ -231,6 +231,8 @@ static double rate(struct client *c, int k, long total)
     for (int i = 0; i < k; i++)
         if (HG_Create(c->ctx, c->addr, c->ids.lat, &h[i]) != HG_SUCCESS)
             return -1;
+    if (perf_clients_barrier()) /* other clients start this point now too */
+        return -1;
     double t0 = perf_now();
     for (int i = 0; i < k; i++, started++) {
         s[i] = (struct rate_slot){.done = &done};
@@ -270,6 +272,8 @@ static double rate_hgx(struct client *c, int k, long total)
     for (int i = 0; i < k; i++)
         if (HG_Create(c->ctx, c->addr, c->ids.lat, &h[i]) != HG_SUCCESS)
             return -1;
+    if (perf_clients_barrier()) /* other clients start this point now too */
+        return -1;
     double t0 = perf_now();
     for (int i = 0; i < k; i++, started++)
         if (hgx_iforward(h[i], &in, &req[i]) != HG_SUCCESS)
@@ -582,32 +586,35 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
         }
         if (self != HG_ADDR_NULL)
             HG_Addr_free(cls, self);
-        perf_oob_send_blob(oob, addr, strlen(addr) + 1);
+        for (int k = 0; k < cfg->clients; k++)
+            perf_oob_send_blob(&oob[k], addr, strlen(addr) + 1);
         if (!addr[0])
             goto out;
         srv = (struct srv_state){0}; /* a fresh run (--repeat) */
         register_rpcs(cls, &ids, 1);
-        perf_oob_sync(oob); /* RPCs registered before the client forwards */
+        perf_oob_barrier(cfg, oob); /* RPCs registered before a client forwards */
         /* Gives up after 300 s without a request. Idle time is counted in
          * progress timeouts, not read from the clock: a clock read between a
          * request's arrival and its handler would delay every reply (the raw
          * server reads none). */
         unsigned int idle_ms = 0;
-        while (!srv.quit && idle_ms < 300000) {
+        bool done = false;
+        while (!done && idle_ms < 300000) {
             unsigned int n = 0;
             do {
                 n = 0;
                 HG_Trigger(ctx, 0, 64, &n);
                 if (n)
                     idle_ms = 0;
-            } while (n && !srv.quit);
-            if (!srv.quit && HG_Progress(ctx, 100) == HG_TIMEOUT)
+                done = srv.quit >= cfg->clients;
+            } while (n && !done);
+            if (!done && HG_Progress(ctx, 100) == HG_TIMEOUT)
                 idle_ms += 100;
         }
         if (srv.bulk)
             HG_Bulk_free(srv.bulk);
         free(srv.region);
-        ret = srv.quit ? 0 : -1;
+        ret = done ? 0 : -1;
     } else {
         struct client c = {.cls = cls, .ctx = ctx, .addr = HG_ADDR_NULL};
         if (perf_oob_recv_blob(oob, addr, sizeof(addr) - 1, &alen) || !addr[0]) {
@@ -615,7 +622,7 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
             goto out;
         }
         addr[alen < sizeof(addr) ? alen : sizeof(addr) - 1] = '\0';
-        perf_oob_sync(oob);
+        perf_oob_barrier(cfg, oob);
         if (!ctx) {
             fprintf(stderr, "hgx-perf: HG_Init(%s) failed\n", cfg->transport);
             goto out;
@@ -637,7 +644,7 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
         HG_Addr_free(cls, c.addr);
     }
 out:
-    perf_oob_sync(oob);
+    perf_oob_barrier(cfg, oob);
     if (ctx)
         HG_Context_destroy(ctx);
     if (cls)

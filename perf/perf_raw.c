@@ -21,6 +21,9 @@ size_t perf_raw_big_size(const struct perf_config *cfg)
     return m;
 }
 
+/* This client's bits in its request tags (see perf_raw.h). */
+static uint64_t client_bits;
+
 /* Per-slot completion state of the client. */
 static unsigned char sent_done[PERF_RAW_NSLOTS], recv_done[PERF_RAW_NSLOTS];
 static size_t recv_len[PERF_RAW_NSLOTS];
@@ -60,10 +63,10 @@ static int pump(struct raw_transport *rt, long *nrecv, long *ncancel, int *rma_d
 
 /* ---------------------------------------------------------------- server */
 
-static int serve(struct raw_transport *rt)
+static int serve(struct raw_transport *rt, int nclients)
 {
     char *bufs = rt->msg;
-    int ret = 0, quit = 0;
+    int ret = 0, quit = 0, quits = 0;
     long sendctr = 0;
     for (int s = 0; s < PERF_RAW_SRV_RECVS; s++)
         if (rt->recv(rt->t, s, bufs + (size_t)s * PERF_RAW_MSG_MAX, PERF_RAW_MSG_MAX, 0,
@@ -79,8 +82,15 @@ static int serve(struct raw_transport *rt)
         for (int i = 0; i < n && !ret; i++) {
             if (c[i].ev != RAW_EV_RECV)
                 continue;
-            unsigned cmd = (unsigned)(c[i].tag >> 16);
+            unsigned cmd = (unsigned)(c[i].tag >> 16) & 0xffffu;
             unsigned cslot = (unsigned)(c[i].tag & 0xffff);
+            uint64_t peer = c[i].tag >> RAW_TAG_CLIENT_SHIFT;
+            if (peer >= (uint64_t)nclients) {
+                fprintf(stderr, "hgx-perf raw server: tag %#llx from no client\n",
+                        (unsigned long long)c[i].tag);
+                ret = -1;
+                break;
+            }
             int sslot = PERF_RAW_SEND_BASE +
                         (int)(sendctr++ % (PERF_RAW_NSLOTS - 1 - PERF_RAW_SEND_BASE));
             char *mbuf = c[i].slot < PERF_RAW_SRV_RECVS
@@ -88,12 +98,13 @@ static int serve(struct raw_transport *rt)
                              : NULL;
             switch (cmd) {
             case RAW_CMD_ECHO:
-                ret = rt->send(rt->t, sslot, rt->big, 0, RAW_TAG(RAW_CMD_REPLY, cslot));
+                ret = rt->send(rt->t, (int)peer, sslot, rt->big, 0,
+                               RAW_TAG(RAW_CMD_REPLY, cslot));
                 break;
             case RAW_CMD_PULL: {
                 uint64_t sz = 0;
                 memcpy(&sz, mbuf, sizeof(sz));
-                ret = rt->send(rt->t, sslot, rt->big, (size_t)sz,
+                ret = rt->send(rt->t, (int)peer, sslot, rt->big, (size_t)sz,
                                RAW_TAG(RAW_CMD_REPLY, cslot));
                 break;
             }
@@ -106,10 +117,11 @@ static int serve(struct raw_transport *rt)
                 break;
             }
             case RAW_CMD_PUSHDATA:
-                ret = rt->send(rt->t, sslot, rt->big, 0, RAW_TAG(RAW_CMD_REPLY, cslot));
+                ret = rt->send(rt->t, (int)peer, sslot, rt->big, 0,
+                               RAW_TAG(RAW_CMD_REPLY, cslot));
                 break;
             case RAW_CMD_QUIT:
-                quit = 1;
+                quit = ++quits >= nclients;
                 break;
             default:
                 fprintf(stderr, "hgx-perf raw server: unexpected tag %#llx\n",
@@ -142,7 +154,8 @@ static int post_pair(struct raw_transport *rt, int s, unsigned cmd, const void *
     recv_done[s] = 0;
     if (rt->recv(rt->t, s, rbuf, rlen, RAW_TAG(RAW_CMD_REPLY, s), 0))
         return -1;
-    return rt->send(rt->t, PERF_RAW_SEND_BASE + s, buf, len, RAW_TAG(cmd, s));
+    return rt->send(rt->t, 0, PERF_RAW_SEND_BASE + s, buf, len,
+                    client_bits | RAW_TAG(cmd, s));
 }
 
 static int wait_pair(struct raw_transport *rt, int s)
@@ -177,6 +190,8 @@ static double rate(struct raw_transport *rt, int k, long total)
 {
     char *sbuf = rt->msg, *rbuf = rt->msg + PERF_RAW_MSG_MAX;
     long started = 0, done = 0;
+    if (perf_clients_barrier()) /* other clients start this point now too */
+        return -1;
     double t0 = perf_now();
     for (int s = 0; s < k; s++, started++)
         if (post_pair(rt, s, RAW_CMD_ECHO, sbuf, 0, rbuf, 0))
@@ -258,8 +273,8 @@ static double bulk(struct raw_transport *rt, int put, size_t size, long iters,
             sent_done[PERF_RAW_SEND_BASE + 1] = 0;
             if (post_pair(rt, 0, RAW_CMD_PUSHREQ, rt->msg, sizeof(sz),
                           rt->msg + PERF_RAW_MSG_MAX, 0) ||
-                rt->send(rt->t, PERF_RAW_SEND_BASE + 1, local, size,
-                         RAW_TAG(RAW_CMD_PUSHDATA, 0)) ||
+                rt->send(rt->t, 0, PERF_RAW_SEND_BASE + 1, local, size,
+                         client_bits | RAW_TAG(RAW_CMD_PUSHDATA, 0)) ||
                 wait_pair(rt, 0))
                 return -1;
             while (!sent_done[PERF_RAW_SEND_BASE + 1])
@@ -291,6 +306,9 @@ static int client(const struct perf_config *cfg, struct raw_transport *rt,
         }
         break;
     case PERF_RATE:
+        /* Wire-up (UCX connects lazily) before the first timed point. */
+        if (pingpong(rt, 0, 1, 100) < 0)
+            return -1;
         for (int i = 0; i < perf_rate_n; i++) {
             long it = perf_iters_for(cfg, 0, 0) * 4;
             perf_progress(cfg, "raw rate %zu in flight", perf_rate_inflight[i]);
@@ -348,11 +366,13 @@ int perf_raw_drive(const struct perf_config *cfg, struct raw_transport *rt,
                    struct perf_results *res)
 {
     if (cfg->server)
-        return serve(rt);
+        return serve(rt, cfg->clients);
+    client_bits = (uint64_t)cfg->client_id << RAW_TAG_CLIENT_SHIFT;
     int ret = client(cfg, rt, res);
     /* tell the server to stop (even after a failure, so it does not hang) */
     sent_done[PERF_RAW_SEND_BASE] = 0;
-    if (rt->send(rt->t, PERF_RAW_SEND_BASE, rt->msg, 0, RAW_TAG(RAW_CMD_QUIT, 0)) == 0)
+    if (rt->send(rt->t, 0, PERF_RAW_SEND_BASE, rt->msg, 0,
+                 client_bits | RAW_TAG(RAW_CMD_QUIT, 0)) == 0)
         while (!sent_done[PERF_RAW_SEND_BASE])
             if (pump(rt, NULL, NULL, NULL) < 0)
                 break;

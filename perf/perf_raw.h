@@ -5,7 +5,9 @@
  *
  * Slots name posted operations: receives use slots [0, PERF_RAW_SEND_BASE),
  * sends [PERF_RAW_SEND_BASE, PERF_RAW_NSLOTS), RMA uses PERF_RAW_RMA_SLOT.
- * Tags are (command << 16) | client slot.
+ * Tags are (client << 32) | (command << 16) | client slot; the client bits,
+ * set on requests only, tell a server of several clients whom to answer
+ * (peer index: the client's --clients index; a client's only peer is 0).
  */
 #ifndef HGX_PERF_RAW_H
 #define HGX_PERF_RAW_H
@@ -16,7 +18,11 @@
 #define PERF_RAW_NSLOTS 32768
 #define PERF_RAW_RMA_SLOT (PERF_RAW_NSLOTS - 1)
 #define PERF_RAW_MSG_MAX 65536 /* largest lat payload */
-#define PERF_RAW_SRV_RECVS 128 /* wildcard receives the server keeps posted */
+/* Wildcard receives the server keeps posted: more than the requests that can
+ * be outstanding (8 clients x 64 in flight). With fewer, libfabric 1.17's shm
+ * provider stalled: 8 clients x 64 against 128 posted receives left every
+ * process waiting for a message none of them received. */
+#define PERF_RAW_SRV_RECVS (PERF_MAX_CLIENTS * 64 + 64)
 
 enum {
     RAW_CMD_REPLY = 1,
@@ -28,6 +34,7 @@ enum {
     RAW_CMD_NEVER
 };
 #define RAW_TAG(cmd, slot) (((uint64_t)(cmd) << 16) | (uint64_t)(slot))
+#define RAW_TAG_CLIENT_SHIFT 32
 
 enum raw_event { RAW_EV_SEND, RAW_EV_RECV, RAW_EV_RMA, RAW_EV_CANCELLED };
 
@@ -46,7 +53,7 @@ struct raw_transport {
     char *msg, *big;
     size_t big_size;
     int max_recvs; /* receives that can be posted at once (0: no limit) */
-    int (*send)(void *t, int slot, const void *buf, size_t len, uint64_t tag);
+    int (*send)(void *t, int peer, int slot, const void *buf, size_t len, uint64_t tag);
     int (*recv)(void *t, int slot, void *buf, size_t len, uint64_t tag, int any_tag);
     int (*poll)(void *t, struct raw_completion *out, int max); /* count, < 0 error */
     int (*cancel)(void *t, int slot);

@@ -89,9 +89,11 @@ static MPI_Comm comm_of(const struct mpi_raw *m, uint64_t tag)
     return tag >> 16 == RAW_CMD_PUSHDATA ? m->data : m->comm;
 }
 
-static int mpi_send(void *t, int slot, const void *buf, size_t len, uint64_t tag)
+static int mpi_send(void *t, int peer, int slot, const void *buf, size_t len,
+                    uint64_t tag)
 {
     struct mpi_raw *m = t;
+    (void)peer; /* one client: its rank is the only peer */
     widen(m, slot);
     return MPI_Isend(buf, (int)len, MPI_BYTE, peer_rank, (int)tag, comm_of(m, tag),
                      &m->req[slot]) == MPI_SUCCESS
@@ -203,7 +205,7 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
                                    .cancel = mpi_cancel,
                                    .rma = NULL};
         ret = perf_raw_drive(cfg, &rt, res);
-        perf_oob_sync(oob);
+        perf_oob_barrier(cfg, oob);
         MPI_Comm_free(&m->data);
         MPI_Comm_free(&m->comm);
     }

@@ -37,7 +37,7 @@ struct ofi_raw {
     void *desc_msg, *desc_big;
     char *msg, *big;
     size_t msg_size, big_size;
-    fi_addr_t peer;
+    fi_addr_t peer[PERF_MAX_CLIENTS]; /* a client's server is peer[0] */
     uint64_t rkey, raddr;
     size_t max_msg;
     uint64_t put_flags; /* what hgx asks of a put of this size class */
@@ -64,14 +64,16 @@ static void *desc_of(struct ofi_raw *o, const void *buf)
 
 static int ofi_progress_cq(struct ofi_raw *o, struct raw_completion *out, int max);
 
-static int ofi_send(void *t, int slot, const void *buf, size_t len, uint64_t tag)
+static int ofi_send(void *t, int peer, int slot, const void *buf, size_t len,
+                    uint64_t tag)
 {
     struct ofi_raw *o = t;
     struct ofi_slot *s = &o->slots[slot];
     s->slot = slot;
     s->rma = 0;
     for (;;) {
-        ssize_t rc = fi_tsend(o->ep, buf, len, desc_of(o, buf), o->peer, tag, &s->ctx);
+        ssize_t rc =
+            fi_tsend(o->ep, buf, len, desc_of(o, buf), o->peer[peer], tag, &s->ctx);
         if (rc == 0)
             return 0;
         if (rc != -FI_EAGAIN) {
@@ -171,13 +173,13 @@ static int ofi_rma(void *t, int put, void *local, size_t len)
             struct fi_msg_rma m = {.msg_iov = &iov,
                                    .desc = &o->desc_big,
                                    .iov_count = 1,
-                                   .addr = o->peer,
+                                   .addr = o->peer[0],
                                    .rma_iov = &riov,
                                    .rma_iov_count = 1,
                                    .context = &s->ctx};
             ssize_t rc = put ? fi_writemsg(o->ep, &m, o->put_flags)
                              : fi_read(o->ep, (char *)local + off, n, o->desc_big,
-                                       o->peer, o->raddr + off, o->rkey, &s->ctx);
+                                       o->peer[0], o->raddr + off, o->rkey, &s->ctx);
             if (rc == 0)
                 break;
             if (rc != -FI_EAGAIN) {
@@ -281,20 +283,27 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg,
                         (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
                             ? (uint64_t)(uintptr_t)o->big
                             : 0};
-    uint64_t theirs[2];
-    char peer[256];
-    size_t plen = 0;
-    if (perf_oob_send_blob(oob, name, len) ||
-        perf_oob_send_blob(oob, mine, sizeof(mine)) ||
-        perf_oob_recv_blob(oob, peer, sizeof(peer), &plen) ||
-        perf_oob_recv_blob(oob, theirs, sizeof(theirs), &len))
-        return -1;
-    if (fi_av_insert(o->av, peer, 1, &o->peer, 0, NULL) != 1) {
-        fprintf(stderr, "hgx-perf raw ofi: fi_av_insert failed\n");
-        return -1;
+    /* One exchange per channel: a server inserts each client; the remote
+     * key is of the first peer only (a client's server: only clients issue
+     * RMA). */
+    for (int k = 0; k < perf_oob_count(cfg); k++) {
+        uint64_t theirs[2];
+        char peer[256];
+        size_t plen = 0, tlen = 0;
+        if (perf_oob_send_blob(&oob[k], name, len) ||
+            perf_oob_send_blob(&oob[k], mine, sizeof(mine)) ||
+            perf_oob_recv_blob(&oob[k], peer, sizeof(peer), &plen) ||
+            perf_oob_recv_blob(&oob[k], theirs, sizeof(theirs), &tlen))
+            return -1;
+        if (fi_av_insert(o->av, peer, 1, &o->peer[k], 0, NULL) != 1) {
+            fprintf(stderr, "hgx-perf raw ofi: fi_av_insert failed\n");
+            return -1;
+        }
+        if (k == 0) {
+            o->rkey = theirs[0];
+            o->raddr = theirs[1];
+        }
     }
-    o->rkey = theirs[0];
-    o->raddr = theirs[1];
     return 0;
 }
 
@@ -340,7 +349,7 @@ int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob,
                                    .max_recvs = (int)o->info->rx_attr->size};
         ret = perf_raw_drive(cfg, &rt, res);
     }
-    perf_oob_sync(oob); /* both done before either closes its endpoint */
+    perf_oob_barrier(cfg, oob); /* all done before any closes its endpoint */
     ofi_teardown(o);
     free(o);
     return ret;

@@ -15,7 +15,8 @@
 struct ucx_raw {
     ucp_context_h ctx;
     ucp_worker_h worker;
-    ucp_ep_h ep;
+    ucp_ep_h ep[PERF_MAX_CLIENTS]; /* a client's server is ep[0] */
+    int nep;
     ucp_mem_h mem_big;
     ucp_rkey_h rkey;
     uint64_t raddr;
@@ -71,14 +72,15 @@ static void rma_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-static int ucx_send(void *t, int slot, const void *buf, size_t len, uint64_t tag)
+static int ucx_send(void *t, int peer, int slot, const void *buf, size_t len,
+                    uint64_t tag)
 {
     struct ucx_raw *u = t;
     ucp_request_param_t p = {.op_attr_mask =
                                  UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
                              .cb.send = send_cb,
                              .user_data = (void *)(intptr_t)slot};
-    ucs_status_ptr_t sp = ucp_tag_send_nbx(u->ep, buf, len, tag, &p);
+    ucs_status_ptr_t sp = ucp_tag_send_nbx(u->ep[peer], buf, len, tag, &p);
     if (UCS_PTR_IS_ERR(sp)) {
         fprintf(stderr, "hgx-perf raw ucx: send: %s\n",
                 ucs_status_string(UCS_PTR_STATUS(sp)));
@@ -143,14 +145,14 @@ static int ucx_rma(void *t, int put, void *local, size_t len)
     struct ucx_raw *u = t;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK,
                              .cb.send = rma_cb};
-    ucs_status_ptr_t sp = put ? ucp_put_nbx(u->ep, local, len, u->raddr, u->rkey, &p)
-                              : ucp_get_nbx(u->ep, local, len, u->raddr, u->rkey, &p);
+    ucs_status_ptr_t sp = put ? ucp_put_nbx(u->ep[0], local, len, u->raddr, u->rkey, &p)
+                              : ucp_get_nbx(u->ep[0], local, len, u->raddr, u->rkey, &p);
     if (UCS_PTR_IS_ERR(sp))
         return -1;
     if (sp)
         u->rma_pending++;
     if (put) { /* as na_ucx: a put is complete once flushed */
-        sp = ucp_ep_flush_nbx(u->ep, &p);
+        sp = ucp_ep_flush_nbx(u->ep[0], &p);
         if (UCS_PTR_IS_ERR(sp))
             return -1;
         if (sp)
@@ -211,21 +213,36 @@ static int ucx_setup(struct ucx_raw *u, const struct perf_config *cfg,
     uint64_t base = (uint64_t)(uintptr_t)u->big;
     static char peer[8192], prk[8192];
     size_t plen, prlen, blen;
-    uint64_t pbase;
-    int bad = perf_oob_send_blob(oob, addr, alen) ||
-              perf_oob_send_blob(oob, rkbuf, rlen) ||
-              perf_oob_send_blob(oob, &base, sizeof(base)) ||
-              perf_oob_recv_blob(oob, peer, sizeof(peer), &plen) ||
-              perf_oob_recv_blob(oob, prk, sizeof(prk), &prlen) ||
-              perf_oob_recv_blob(oob, &pbase, sizeof(pbase), &blen);
+    uint64_t pbase = 0;
+    int bad = 0;
+    /* One exchange per channel: a server gets an ep to each client. The
+     * remote key is of the first peer only: a client's server (only clients
+     * issue RMA). */
+    for (int k = 0; k < perf_oob_count(cfg) && !bad; k++) {
+        struct perf_oob *ch = &oob[k];
+        uint64_t pb = 0;
+        bad = perf_oob_send_blob(ch, addr, alen) || perf_oob_send_blob(ch, rkbuf, rlen) ||
+              perf_oob_send_blob(ch, &base, sizeof(base)) ||
+              perf_oob_recv_blob(ch, peer, sizeof(peer), &plen) ||
+              perf_oob_recv_blob(ch, prk, sizeof(prk), &prlen) ||
+              perf_oob_recv_blob(ch, &pb, sizeof(pb), &blen);
+        if (k == 0)
+            pbase = pb;
+        ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                              .address = (const ucp_address_t *)peer};
+        if (!bad && ucp_ep_create(u->worker, &ep, &u->ep[k]) != UCS_OK)
+            bad = 1;
+        if (!bad)
+            u->nep = k + 1;
+        if (!bad && k == 0 && ucp_ep_rkey_unpack(u->ep[0], prk, &u->rkey) != UCS_OK)
+            bad = 1;
+    }
     ucp_worker_release_address(u->worker, addr);
     ucp_rkey_buffer_release(rkbuf);
-    if (bad)
+    if (bad) {
+        fprintf(stderr, "hgx-perf raw ucx: address exchange or ep creation failed\n");
         return -1;
-    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
-                          .address = (const ucp_address_t *)peer};
-    UCX_CHK(ucp_ep_create(u->worker, &ep, &u->ep));
-    UCX_CHK(ucp_ep_rkey_unpack(u->ep, prk, &u->rkey));
+    }
     u->raddr = pbase;
     return 0;
 }
@@ -234,10 +251,10 @@ static void ucx_teardown(struct ucx_raw *u)
 {
     if (u->rkey)
         ucp_rkey_destroy(u->rkey);
-    if (u->ep) {
+    for (int k = 0; k < u->nep; k++) {
         ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                  .flags = UCP_EP_CLOSE_FLAG_FORCE};
-        ucs_status_ptr_t sp = ucp_ep_close_nbx(u->ep, &p);
+        ucs_status_ptr_t sp = ucp_ep_close_nbx(u->ep[k], &p);
         if (sp && !UCS_PTR_IS_ERR(sp)) {
             while (ucp_request_check_status(sp) == UCS_INPROGRESS)
                 ucp_worker_progress(u->worker);
@@ -278,7 +295,7 @@ int perf_raw_ucx_run(const struct perf_config *cfg, struct perf_oob *oob,
         for (int i = 0; i < 1000; i++)
             ucp_worker_progress(u->worker);
     }
-    perf_oob_sync(oob);
+    perf_oob_barrier(cfg, oob);
     ucx_teardown(u);
     free(u);
     g_ucx = NULL;

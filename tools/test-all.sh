@@ -44,7 +44,8 @@ run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
 # the instrumented library)
 asan_tests="tests/test_na tests/test_na_idle tests/test_proc tests/test_hg tests/test_hgx \
-tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello examples/hg_save examples/hg_timeout"
+tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello examples/hg_save examples/hg_timeout \
+tests/perf-smoke.sh"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind

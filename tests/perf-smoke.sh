@@ -1,0 +1,63 @@
+#!/bin/sh
+# perf-smoke.sh: hgx-perf runs every mode briefly and prints a full table.
+#
+# For each transport built here (ofi+tcp, ucx+shm), each mode runs with few
+# iterations; rate runs with 3 clients. A run passes when it exits 0 and every
+# row of its table has a number in both the hgx and the raw column (cancel
+# storm and scale included). Figures are not judged: this is a functional
+# check of the benchmark tool, not a timed test.
+set -u
+perf=${top_builddir:-.}/hgx-perf
+[ -x "$perf" ] || { echo "perf-smoke: $perf not built"; exit 1; }
+transports=${HGX_PERF_SMOKE_TRANSPORTS:-"ofi+tcp ucx+shm"}
+out=$(mktemp "${TMPDIR:-/tmp}/hgx-perf-smoke.XXXXXX") || exit 1
+trap 'rm -f "$out"' EXIT INT TERM
+passed=0 failed=0
+
+check() { # label, then the hgx-perf arguments
+    label=$1
+    shift
+    if ! "$perf" "$@" --quiet >"$out" 2>&1; then
+        echo "FAIL $label: exit status $?"
+        sed 's/^/    /' "$out"
+        failed=$((failed + 1))
+        return
+    fi
+    # rows: test param iters hgx raw ratio; hgx-only rows of rate mode
+    # (request-layer figures) have "-" for raw by design.
+    bad=$(awk '!/^#/ && $1 != "test" && NF >= 6 && $1 !~ /^rate-req/ &&
+               ($4 !~ /^[0-9.]+$/ || $5 !~ /^[0-9.]+$/) {print}' "$out")
+    rows=$(awk '!/^#/ && $1 != "test" && NF >= 6' "$out" | wc -l)
+    if [ -n "$bad" ] || [ "$rows" -eq 0 ]; then
+        echo "FAIL $label: rows without figures ($rows rows)"
+        sed 's/^/    /' "$out"
+        failed=$((failed + 1))
+        return
+    fi
+    echo "PASS $label ($rows rows)"
+    passed=$((passed + 1))
+}
+
+for t in $transports; do
+    case $t in
+    ofi+*) grep -q "define HGX_HAVE_OFI 1" "${top_builddir:-.}/config.h" ||
+        { echo "SKIP $t: built without libfabric"; continue; } ;;
+    ucx+*) grep -q "define HGX_HAVE_UCX 1" "${top_builddir:-.}/config.h" ||
+        { echo "SKIP $t: built without UCX"; continue; } ;;
+    esac
+    check "$t lat" --transport "$t" --mode lat --sizes 0-1K --iters 200
+    check "$t rate, 3 clients" --transport "$t" --mode rate --iters 50 --clients 3
+    check "$t bw" --transport "$t" --mode bw --sizes 4K-1M --iters 5
+    check "$t cancel" --transport "$t" --mode cancel --iters 5
+    check "$t scale" --transport "$t" --mode scale --iters 2
+done
+# Bad arguments are refused with the usage text, exit status 2.
+if "$perf" --mode lat --clients 2 >/dev/null 2>&1; then
+    echo "FAIL --clients outside rate mode was accepted"
+    failed=$((failed + 1))
+else
+    echo "PASS --clients outside rate mode refused"
+    passed=$((passed + 1))
+fi
+echo "perf-smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
