@@ -174,12 +174,14 @@ int perf_oob_barrier(const struct perf_config *cfg, struct perf_oob *oob)
 /* ------------------------------------------------------------ clients */
 
 /* With --clients N, client 0 (the first process) coordinates the others
- * over a pipe pair each: barriers, and their results at the end. */
+ * over a pipe pair each: barriers, and their results at the end (under MPI:
+ * a barrier of the client ranks, and MPI messages). */
 static struct {
     int n;                                            /* clients, 1: no group */
     int up[PERF_MAX_CLIENTS], down[PERF_MAX_CLIENTS]; /* client 0: per client */
     int to0, from0;                                   /* other clients: to client 0 */
     int id;
+    int mpi; /* MPI ranks: an MPI barrier of the client ranks instead */
 } group = {.n = 1};
 
 int perf_clients_barrier(void)
@@ -188,6 +190,8 @@ int perf_clients_barrier(void)
     int ret = 0;
     if (group.n <= 1)
         return 0;
+    if (group.mpi)
+        return perf_mpi_clients_barrier();
     if (group.id == 0) {
         for (int i = 1; i < group.n; i++)
             ret |= read(group.up[i], &c, 1) != 1;
@@ -424,11 +428,6 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
         fprintf(stderr, "hgx-perf: --clients applies to --mode rate only\n");
         return -1;
     }
-    if (cfg->clients > 1 && cfg->kind == PERF_MPI) {
-        fprintf(stderr, "hgx-perf: --clients > 1 is not supported over mpi+static yet "
-                        "(one client rank)\n");
-        return -1;
-    }
     if (!cfg->repeat)
         cfg->repeat = 1;
     if (!cfg->iters)
@@ -637,18 +636,47 @@ int main(int argc, char **argv)
         int rank, size;
         if (perf_mpi_init(&argc, &argv, &rank, &size))
             return 1;
-        if (size != 2) {
+        if (size != cfg.clients + 1) {
             if (rank == 0)
                 fprintf(stderr,
-                        "hgx-perf: mpi+static needs exactly 2 ranks (mpirun -np 2)\n");
+                        "hgx-perf: mpi+static needs %d ranks (mpirun -np %d): rank 0 "
+                        "serves, the others are the --clients %d\n",
+                        cfg.clients + 1, cfg.clients + 1, cfg.clients);
             perf_mpi_finalize();
             return 2;
         }
         cfg.server = rank == 0;
-        perf_mpi_oob(&oob);
-        ret = run_repeated(&cfg, &oob, &res);
-        if (!cfg.server && !ret)
-            report(&cfg, &res);
+        cfg.client_id = rank ? rank - 1 : 0;
+        group.n = cfg.clients;
+        group.id = cfg.client_id;
+        group.mpi = 1;
+        if (cfg.client_id)
+            cfg.quiet = 1;
+        static struct perf_oob chans[PERF_MAX_CLIENTS];
+        for (int k = 0; k < (cfg.server ? cfg.clients : 1); k++)
+            perf_mpi_oob(&chans[k], cfg.server ? k + 1 : 0);
+        ret = run_repeated(&cfg, chans, &res);
+        /* The other clients' results go to client 0 (rank 1), which reports. */
+        if (!cfg.server && cfg.client_id) {
+            perf_mpi_send_to(1, &ret, sizeof(ret));
+            perf_mpi_send_to(1, &res, sizeof(res));
+        } else if (!cfg.server) {
+            for (int k = 1; k < cfg.clients; k++) {
+                static struct perf_results other;
+                int r = 1;
+                if (perf_mpi_recv_from(k + 1, &r, sizeof(r)) ||
+                    perf_mpi_recv_from(k + 1, &other, sizeof(other)) || r) {
+                    fprintf(stderr, "hgx-perf: client %d failed\n", k);
+                    ret = 1;
+                } else {
+                    add_client_rates(&res, &other);
+                }
+            }
+            if (cfg.clients > 1)
+                rate_req_ratios(&res);
+            if (!ret)
+                report(&cfg, &res);
+        }
         perf_mpi_finalize();
         return ret;
 #else

@@ -98,7 +98,13 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
 
 /* MPI helpers (perf_raw_mpi.c). */
 int perf_mpi_init(int *argc, char ***argv, int *rank, int *size);
-void perf_mpi_oob(struct perf_oob *oob);
+/* oob: the channel to peer_rank over MPI_COMM_WORLD. */
+void perf_mpi_oob(struct perf_oob *oob, int peer_rank);
+/* A barrier of the client ranks (1..N). */
+int perf_mpi_clients_barrier(void);
+/* Plain transfers between ranks (a client's results to client 0). */
+int perf_mpi_send_to(int rank, const void *buf, size_t len);
+int perf_mpi_recv_from(int rank, void *buf, size_t len);
 void perf_mpi_finalize(void);
 
 /* Helpers (hgx_perf.c). */

@@ -68,7 +68,8 @@ static int serve(struct raw_transport *rt, int nclients)
     char *bufs = rt->msg;
     int ret = 0, quit = 0, quits = 0;
     long sendctr = 0;
-    for (int s = 0; s < PERF_RAW_SRV_RECVS; s++)
+    const int posted = PERF_RAW_SRV_POSTED(nclients);
+    for (int s = 0; s < posted; s++)
         if (rt->recv(rt->t, s, bufs + (size_t)s * PERF_RAW_MSG_MAX, PERF_RAW_MSG_MAX, 0,
                      1))
             return -1;
@@ -135,7 +136,7 @@ static int serve(struct raw_transport *rt, int nclients)
             return -1;
     }
     /* cancel the wildcard receives still posted, then drain */
-    for (int s = 0; s < PERF_RAW_SRV_RECVS; s++)
+    for (int s = 0; s < posted; s++)
         rt->cancel(rt->t, s);
     double t0 = perf_now();
     while (perf_now() - t0 < 0.2)

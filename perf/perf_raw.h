@@ -19,10 +19,12 @@
 #define PERF_RAW_RMA_SLOT (PERF_RAW_NSLOTS - 1)
 #define PERF_RAW_MSG_MAX 65536 /* largest lat payload */
 /* Wildcard receives the server keeps posted: more than the requests that can
- * be outstanding (8 clients x 64 in flight). With fewer, libfabric 1.17's shm
- * provider stalled: 8 clients x 64 against 128 posted receives left every
- * process waiting for a message none of them received. */
-#define PERF_RAW_SRV_RECVS (PERF_MAX_CLIENTS * 64 + 64)
+ * be outstanding, 64 per client plus 64 (128 with one client). With fewer,
+ * libfabric 1.17's shm provider stalled: 8 clients x 64 in flight against 128
+ * posted receives left every process waiting for a message none of them
+ * received. PERF_RAW_SRV_RECVS is the most, for 8 clients. */
+#define PERF_RAW_SRV_POSTED(nclients) ((nclients)*64 + 64)
+#define PERF_RAW_SRV_RECVS PERF_RAW_SRV_POSTED(PERF_MAX_CLIENTS)
 
 enum {
     RAW_CMD_REPLY = 1,

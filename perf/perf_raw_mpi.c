@@ -1,6 +1,7 @@
 /*
- * perf_raw_mpi.c -- MPI start-up for hgx-perf (rank 0 server, rank 1 client),
- * the out-of-band channel over MPI_COMM_WORLD, and the raw MPI baseline:
+ * perf_raw_mpi.c -- MPI start-up for hgx-perf (rank 0 server, ranks 1..N the
+ * clients), the out-of-band channels over MPI_COMM_WORLD (a channel's rfd is
+ * its peer's rank), the clients' barrier, and the raw MPI baseline:
  * MPI_Isend/MPI_Irecv on a private communicator, completions via MPI_Testsome.
  * Bulk has no RMA here: pull is a request answered with the data, push is
  * the data answered with an empty ack (what an MPI-only transport must do).
@@ -17,20 +18,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int peer_rank;
+static MPI_Comm clients_comm = MPI_COMM_NULL; /* ranks 1..N */
 
 static int mpi_oob_send(struct perf_oob *o, const void *buf, size_t len)
 {
-    (void)o;
-    return MPI_Send(buf, (int)len, MPI_BYTE, peer_rank, 77, MPI_COMM_WORLD) == MPI_SUCCESS
+    return MPI_Send(buf, (int)len, MPI_BYTE, o->rfd, 77, MPI_COMM_WORLD) == MPI_SUCCESS
                ? 0
                : -1;
 }
 
 static int mpi_oob_recv(struct perf_oob *o, void *buf, size_t len)
 {
-    (void)o;
-    return MPI_Recv(buf, (int)len, MPI_BYTE, peer_rank, 77, MPI_COMM_WORLD,
+    return MPI_Recv(buf, (int)len, MPI_BYTE, o->rfd, 77, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE) == MPI_SUCCESS
+               ? 0
+               : -1;
+}
+
+int perf_mpi_clients_barrier(void)
+{
+    return clients_comm == MPI_COMM_NULL || MPI_Barrier(clients_comm) == MPI_SUCCESS ? 0
+                                                                                     : -1;
+}
+
+int perf_mpi_send_to(int rank, const void *buf, size_t len)
+{
+    return MPI_Send(buf, (int)len, MPI_BYTE, rank, 78, MPI_COMM_WORLD) == MPI_SUCCESS
+               ? 0
+               : -1;
+}
+
+int perf_mpi_recv_from(int rank, void *buf, size_t len)
+{
+    return MPI_Recv(buf, (int)len, MPI_BYTE, rank, 78, MPI_COMM_WORLD,
                     MPI_STATUS_IGNORE) == MPI_SUCCESS
                ? 0
                : -1;
@@ -43,18 +63,23 @@ int perf_mpi_init(int *argc, char ***argv, int *rank, int *size)
         return -1;
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, size);
-    peer_rank = *rank == 0 ? 1 : 0;
+    if (MPI_Comm_split(MPI_COMM_WORLD, *rank ? 1 : MPI_UNDEFINED, *rank, &clients_comm) !=
+        MPI_SUCCESS)
+        return -1;
     return 0;
 }
 
-void perf_mpi_oob(struct perf_oob *oob)
+void perf_mpi_oob(struct perf_oob *oob, int peer_rank)
 {
     oob->send = mpi_oob_send;
     oob->recv = mpi_oob_recv;
+    oob->rfd = peer_rank;
 }
 
 void perf_mpi_finalize(void)
 {
+    if (clients_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&clients_comm);
     MPI_Finalize();
 }
 
@@ -67,7 +92,16 @@ struct mpi_raw {
     int slo, shi;
     char *msg, *big;
     size_t big_size;
+    int server;   /* clients are ranks 1..N, peer index + 1; a client's server is 0 */
+    int nclients; /* a server of one client receives from rank 1 only, as before */
 };
+
+/* MPI tags are ints: the client index travels as the source rank instead of
+ * the tag's client bits (perf_raw.h), and is put back on receipt. */
+static int mpi_tag(uint64_t tag)
+{
+    return (int)(tag & 0xffffffffu);
+}
 
 static void widen(struct mpi_raw *m, int slot)
 {
@@ -93,10 +127,9 @@ static int mpi_send(void *t, int peer, int slot, const void *buf, size_t len,
                     uint64_t tag)
 {
     struct mpi_raw *m = t;
-    (void)peer; /* one client: its rank is the only peer */
     widen(m, slot);
-    return MPI_Isend(buf, (int)len, MPI_BYTE, peer_rank, (int)tag, comm_of(m, tag),
-                     &m->req[slot]) == MPI_SUCCESS
+    return MPI_Isend(buf, (int)len, MPI_BYTE, m->server ? peer + 1 : 0, mpi_tag(tag),
+                     comm_of(m, tag), &m->req[slot]) == MPI_SUCCESS
                ? 0
                : -1;
 }
@@ -105,7 +138,9 @@ static int mpi_recv(void *t, int slot, void *buf, size_t len, uint64_t tag, int 
 {
     struct mpi_raw *m = t;
     widen(m, slot);
-    return MPI_Irecv(buf, (int)len, MPI_BYTE, peer_rank, any ? MPI_ANY_TAG : (int)tag,
+    /* A server's exact receives (push data) are from its one bw client. */
+    int source = !m->server ? 0 : any && m->nclients > 1 ? MPI_ANY_SOURCE : 1;
+    return MPI_Irecv(buf, (int)len, MPI_BYTE, source, any ? MPI_ANY_TAG : mpi_tag(tag),
                      any ? m->comm : comm_of(m, tag), &m->req[slot]) == MPI_SUCCESS
                ? 0
                : -1;
@@ -132,7 +167,10 @@ static int testsome(struct mpi_raw *m, int lo, int hi, struct raw_completion *ou
         out[(*k)++] = (struct raw_completion){
             .slot = slot,
             .ev = slot >= PERF_RAW_SEND_BASE ? RAW_EV_SEND : RAW_EV_RECV,
-            .tag = (uint64_t)m->st[i].MPI_TAG,
+            .tag = (uint64_t)(unsigned)m->st[i].MPI_TAG |
+                   (m->server && m->st[i].MPI_SOURCE > 0
+                        ? (uint64_t)(m->st[i].MPI_SOURCE - 1) << RAW_TAG_CLIENT_SHIFT
+                        : 0),
             .len = (size_t)cnt};
     }
     return 0;
@@ -188,6 +226,8 @@ int perf_raw_mpi_run(const struct perf_config *cfg, struct perf_oob *oob,
         m->req[i] = MPI_REQUEST_NULL;
     m->lo = PERF_RAW_SEND_BASE;
     m->slo = PERF_RAW_NSLOTS;
+    m->server = cfg->server;
+    m->nclients = cfg->clients;
     m->big_size = perf_raw_big_size(cfg);
     m->msg = calloc(PERF_RAW_SRV_RECVS + 2, PERF_RAW_MSG_MAX);
     m->big = malloc(m->big_size);
@@ -226,9 +266,23 @@ int perf_mpi_init(int *argc, char ***argv, int *rank, int *size)
     (void)argc, (void)argv, (void)rank, (void)size;
     return -1;
 }
-void perf_mpi_oob(struct perf_oob *oob)
+void perf_mpi_oob(struct perf_oob *oob, int peer_rank)
 {
-    (void)oob;
+    (void)oob, (void)peer_rank;
 }
 void perf_mpi_finalize(void) {}
+int perf_mpi_clients_barrier(void)
+{
+    return 0;
+}
+int perf_mpi_send_to(int rank, const void *buf, size_t len)
+{
+    (void)rank, (void)buf, (void)len;
+    return -1;
+}
+int perf_mpi_recv_from(int rank, void *buf, size_t len)
+{
+    (void)rank, (void)buf, (void)len;
+    return -1;
+}
 #endif

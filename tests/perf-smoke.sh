@@ -1,8 +1,9 @@
 #!/bin/sh
 # perf-smoke.sh: hgx-perf runs every mode briefly and prints a full table.
 #
-# For each transport built here (ofi+tcp, ucx+shm), each mode runs with few
-# iterations; rate runs with 3 clients. A run passes when it exits 0 and every
+# For each transport of $HGX_PERF_SMOKE_TRANSPORTS (default: ofi+tcp and
+# ucx+shm; mpi+static runs under mpitests/run-mpi.sh with a rank per process),
+# each mode runs with few iterations; rate runs with 3 clients. A run passes when it exits 0 and every
 # row of its table has a number in both the hgx and the raw column (cancel
 # storm and scale included). Figures are not judged: this is a functional
 # check of the benchmark tool, not a timed test.
@@ -14,11 +15,15 @@ out=$(mktemp "${TMPDIR:-/tmp}/hgx-perf-smoke.XXXXXX") || exit 1
 trap 'rm -f "$out"' EXIT INT TERM
 passed=0 failed=0
 
-check() { # label, then the hgx-perf arguments
-    label=$1
-    shift
-    if ! "$perf" "$@" --quiet >"$out" 2>&1; then
-        echo "FAIL $label: exit status $?"
+check() { # label, ranks (mpi+static), then the hgx-perf arguments
+    label=$1 ranks=$2
+    shift 2
+    launch=
+    [ "$ranks" -gt 0 ] && launch="$top_srcdir/mpitests/run-mpi.sh $ranks"
+    $launch "$perf" "$@" --quiet >"$out" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "FAIL $label: exit status $rc"
         sed 's/^/    /' "$out"
         failed=$((failed + 1))
         return
@@ -44,12 +49,16 @@ for t in $transports; do
         { echo "SKIP $t: built without libfabric"; continue; } ;;
     ucx+*) grep -q "define HGX_HAVE_UCX 1" "${top_builddir:-.}/config.h" ||
         { echo "SKIP $t: built without UCX"; continue; } ;;
+    mpi+*) grep -q "define HGX_HAVE_MPI 1" "${top_builddir:-.}/config.h" ||
+        { echo "SKIP $t: built without MPI"; continue; } ;;
     esac
-    check "$t lat" --transport "$t" --mode lat --sizes 0-1K --iters 200
-    check "$t rate, 3 clients" --transport "$t" --mode rate --iters 50 --clients 3
-    check "$t bw" --transport "$t" --mode bw --sizes 4K-1M --iters 5
-    check "$t cancel" --transport "$t" --mode cancel --iters 5
-    check "$t scale" --transport "$t" --mode scale --iters 2
+    np=0 np3=0
+    case $t in mpi+*) np=2 np3=4 ;; esac
+    check "$t lat" $np --transport "$t" --mode lat --sizes 0-1K --iters 200
+    check "$t rate, 3 clients" $np3 --transport "$t" --mode rate --iters 50 --clients 3
+    check "$t bw" $np --transport "$t" --mode bw --sizes 4K-1M --iters 5
+    check "$t cancel" $np --transport "$t" --mode cancel --iters 5
+    check "$t scale" $np --transport "$t" --mode scale --iters 2
 done
 # Bad arguments are refused with the usage text, exit status 2.
 if "$perf" --mode lat --clients 2 >/dev/null 2>&1; then
