@@ -167,7 +167,7 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
     if (info.init_info->thread_mode & ~NA_THREAD_MODE_SINGLE) {
         HGX_LOG_ERROR(NA, "thread mode 0x%x has bits other than NA_THREAD_MODE_SINGLE",
                       (unsigned)info.init_info->thread_mode);
-        return NULL;
+        goto error;
     }
 
     const struct na_ops *ops = na_plugin_find(info.plugin_name, NULL);
