@@ -4,7 +4,8 @@
  * transport (default ofi+tcp and ucx+tcp; HGX_TEST_TRANSPORTS overrides).
  * Checks: every RPC answered exactly once (client side: one completion per
  * RPC with the right seq; server side: per-client counts, no duplicate seq),
- * the server's RSS after warm-up (10% of the RPCs) flat within +-5%, server
+ * the server's RSS after warm-up (a quarter of the RPCs: libfabric shm's pools
+ * still grow by ~5% after a tenth) flat within +-5%, server
  * fds the same at warm-up and at the end, client fds the same before
  * HG_Init and after HG_Finalize.
  * HGX_LOAD_CLIENTS / HGX_LOAD_RPCS: defaults 4 x 2000 (full run: 8 x 100000).
@@ -118,7 +119,7 @@ static int client_main(const char *info, const char *addr_str, unsigned int id,
         else
             errors++;
         HG_Free_output(h, &out);
-        if (id == 0 && seq == m / 10) {
+        if (id == 0 && seq == m / 4) {
             ft_stats_in_t sin = {.client = id, .mark = 1};
             ft_stats_out_t sout;
             call(ctx, addr, ids.stats, &sin, &sout, 10000);

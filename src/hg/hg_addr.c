@@ -3,6 +3,7 @@
  */
 #include "hg_internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,16 +34,24 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr)
 
 /*
  * Requests from one peer come with the same NA address object when the
- * plugin keeps one per peer (na_addr_init_owned): the context keeps the last
- * source wrapped, and a request from the same peer reuses it instead of
- * allocating and freeing a wrapper. The cached wrapper holds its NA address,
- * so no other address can reuse that pointer while it is compared. Taken out
- * and put back with atomic exchanges: triggers on other threads stay safe.
+ * plugin keeps one per peer (na_addr_init_owned): the context keeps recent
+ * sources wrapped, in slots chosen by the NA address, and a request from a
+ * peer seen before reuses its wrapper instead of allocating and freeing one
+ * (with several clients a single slot would miss at every change of peer).
+ * A cached wrapper holds its NA address, so no other address can reuse that
+ * pointer while it is compared. Taken out and put back with atomic
+ * exchanges: triggers on other threads stay safe.
  */
+static _Atomic(hg_addr_t) *source_slot(hg_context_t *context, const na_addr_t *source)
+{
+    return &context->sources[((uintptr_t)source >> 6) % HG_SOURCE_CACHE];
+}
+
 hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
 {
     hg_class_t *hg_class = context->hg_class;
-    hg_addr_t last = atomic_exchange(&context->last_source, HG_ADDR_NULL);
+    _Atomic(hg_addr_t) *slot = source_slot(context, source);
+    hg_addr_t last = atomic_exchange(slot, HG_ADDR_NULL);
     hg_addr_t addr;
 
     if (last && last->na_addr == source) {
@@ -55,13 +64,15 @@ hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
             return HG_ADDR_NULL;
     }
     atomic_fetch_add(&addr->refcount, 1); /* the caller's; the cache keeps the other */
-    HG_Addr_free(hg_class, atomic_exchange(&context->last_source, addr));
+    HG_Addr_free(hg_class, atomic_exchange(slot, addr));
     return addr;
 }
 
 void hg_addr_source_forget(hg_context_t *context)
 {
-    HG_Addr_free(context->hg_class, atomic_exchange(&context->last_source, HG_ADDR_NULL));
+    for (unsigned int i = 0; i < HG_SOURCE_CACHE; i++)
+        HG_Addr_free(context->hg_class,
+                     atomic_exchange(&context->sources[i], HG_ADDR_NULL));
 }
 
 static void lookup_run(struct hg_completion *completion)

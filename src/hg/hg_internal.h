@@ -20,6 +20,8 @@
 
 /* Unexpected receives each listening context keeps posted. */
 #define HG_POST_POOL_DEFAULT 64
+/* Recent request sources a context keeps wrapped (hg_addr_of_source). */
+#define HG_SOURCE_CACHE 16
 
 /* An entry of a context's completion queue: run() is called by HG_Trigger(). */
 struct hg_completion {
@@ -73,10 +75,12 @@ struct hg_context {
     _Atomic(struct hg_post *) repost; /* received posts to post again (a stack) */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
-    _Atomic(hg_addr_t) last_source; /* source of the last request (one reference) */
+    /* sources of recent requests, direct-mapped by NA address (one reference each) */
+    _Atomic(hg_addr_t) sources[HG_SOURCE_CACHE];
     unsigned int handle_cache_n;
-    struct hg_rpc_info rpc_last; /* registration of the last request (under cq_lock) */
-    unsigned int rpc_last_gen;   /* hg_class->rpc_gen it was read at */
+    unsigned int handle_cache_cap; /* most handles kept (under cq_lock) */
+    struct hg_rpc_info rpc_last;   /* registration of the last request (under cq_lock) */
+    unsigned int rpc_last_gen;     /* hg_class->rpc_gen it was read at */
     bool rpc_last_ok;
     bool unposting;
     void *data;
