@@ -353,6 +353,13 @@ static int client(const struct perf_config *cfg, struct raw_transport *rt,
         for (int i = 0; i < perf_scale_n; i++) {
             int n = (int)perf_scale_counts[i];
             long rounds = perf_iters_for(cfg, (size_t)n, 0);
+            if (rt->max_outstanding && n > rt->max_outstanding) {
+                fprintf(stderr,
+                        "hgx-perf: raw %s scale stops at %d outstanding (the provider "
+                        "stalls past it); no raw figure for %d\n",
+                        cfg->transport, rt->max_outstanding, n);
+                continue;
+            }
             perf_progress(cfg, "raw scale %d outstanding", n);
             if ((v = batch(rt, n, rounds)) < 0)
                 return -1;

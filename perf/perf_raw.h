@@ -55,6 +55,11 @@ struct raw_transport {
     char *msg, *big;
     size_t big_size;
     int max_recvs; /* receives that can be posted at once (0: no limit) */
+    /* Requests a client may have outstanding at the server (0: no limit):
+     * libfabric 1.17 shm stalls when a few hundred of them arrive before
+     * receives are posted (every process then waits for a message none of
+     * them received), so over shm no more than the server keeps posted. */
+    int max_outstanding;
     int (*send)(void *t, int peer, int slot, const void *buf, size_t len, uint64_t tag);
     int (*recv)(void *t, int slot, void *buf, size_t len, uint64_t tag, int any_tag);
     int (*poll)(void *t, struct raw_completion *out, int max); /* count, < 0 error */

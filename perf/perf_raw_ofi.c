@@ -337,16 +337,18 @@ int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob,
         return -1;
     int ret = ofi_setup(o, cfg, oob);
     if (ret == 0) {
-        struct raw_transport rt = {.t = o,
-                                   .msg = o->msg,
-                                   .big = o->big,
-                                   .big_size = o->big_size,
-                                   .send = ofi_send,
-                                   .recv = ofi_recv,
-                                   .poll = ofi_poll,
-                                   .cancel = ofi_cancel,
-                                   .rma = ofi_rma,
-                                   .max_recvs = (int)o->info->rx_attr->size};
+        struct raw_transport rt = {
+            .t = o,
+            .msg = o->msg,
+            .big = o->big,
+            .big_size = o->big_size,
+            .send = ofi_send,
+            .recv = ofi_recv,
+            .poll = ofi_poll,
+            .cancel = ofi_cancel,
+            .rma = ofi_rma,
+            .max_recvs = (int)o->info->rx_attr->size,
+            .max_outstanding = strcmp(cfg->proto, "shm") ? 0 : PERF_RAW_SRV_POSTED(1)};
         ret = perf_raw_drive(cfg, &rt, res);
     }
     perf_oob_barrier(cfg, oob); /* all done before any closes its endpoint */
