@@ -256,6 +256,45 @@ static void rate_req_ratios(struct perf_results *r)
     }
 }
 
+/* A client's results to client 0: over its pipe, or to rank 1 under MPI. */
+static int group_send(const void *buf, size_t len)
+{
+    return group.mpi ? perf_mpi_send_to(1, buf, len) : fd_write_all(group.to0, buf, len);
+}
+
+/* Client 0: client k's results. */
+static int group_recv(int k, void *buf, size_t len)
+{
+    return group.mpi ? perf_mpi_recv_from(k + 1, buf, len)
+                     : fd_read_all(group.up[k], buf, len);
+}
+
+/* Clients other than 0: hand the exit status and results to client 0. */
+static int clients_send_results(int ret, const struct perf_results *res)
+{
+    return group_send(&ret, sizeof(ret)) || group_send(res, sizeof(*res)) ? -1 : 0;
+}
+
+/* Client 0: add the other clients' results to its own; nonzero if one
+ * failed. */
+static int clients_gather_results(struct perf_results *res)
+{
+    static struct perf_results other;
+    int failed = 0;
+    for (int k = 1; k < group.n; k++) {
+        int r = 1;
+        if (group_recv(k, &r, sizeof(r)) || group_recv(k, &other, sizeof(other)) || r) {
+            fprintf(stderr, "hgx-perf: client %d failed\n", k);
+            failed = 1;
+        } else {
+            add_client_rates(res, &other);
+        }
+    }
+    if (group.n > 1)
+        rate_req_ratios(res);
+    return failed;
+}
+
 /* ------------------------------------------------------------ binding */
 
 /* The first two CPUs this process may run on; false if it has fewer. Where
@@ -658,22 +697,9 @@ int main(int argc, char **argv)
         ret = run_repeated(&cfg, chans, &res);
         /* The other clients' results go to client 0 (rank 1), which reports. */
         if (!cfg.server && cfg.client_id) {
-            perf_mpi_send_to(1, &ret, sizeof(ret));
-            perf_mpi_send_to(1, &res, sizeof(res));
+            clients_send_results(ret, &res);
         } else if (!cfg.server) {
-            for (int k = 1; k < cfg.clients; k++) {
-                static struct perf_results other;
-                int r = 1;
-                if (perf_mpi_recv_from(k + 1, &r, sizeof(r)) ||
-                    perf_mpi_recv_from(k + 1, &other, sizeof(other)) || r) {
-                    fprintf(stderr, "hgx-perf: client %d failed\n", k);
-                    ret = 1;
-                } else {
-                    add_client_rates(&res, &other);
-                }
-            }
-            if (cfg.clients > 1)
-                rate_req_ratios(&res);
+            ret |= clients_gather_results(&res);
             if (!ret)
                 report(&cfg, &res);
         }
@@ -751,10 +777,7 @@ int main(int argc, char **argv)
             oob.wfd = c2s[k][1];
             signal(SIGPIPE, SIG_IGN);
             int r = run_repeated(&cfg, &oob, &res);
-            if (fd_write_all(up[k][1], &r, sizeof(r)) ||
-                fd_write_all(up[k][1], &res, sizeof(res)))
-                r = 1;
-            _exit(r);
+            _exit(clients_send_results(r, &res) ? 1 : r);
         }
     }
     for (int k = 1; k < n; k++) {
@@ -773,22 +796,13 @@ int main(int argc, char **argv)
     if (!cfg.quiet && isatty(STDERR_FILENO))
         fputs("\r\033[K", stderr);
     close(oob.wfd);
+    ret |= clients_gather_results(&res);
     for (int k = 1; k < n; k++) {
-        static struct perf_results other;
-        int r = 1, status = 0;
-        if (fd_read_all(group.up[k], &r, sizeof(r)) ||
-            fd_read_all(group.up[k], &other, sizeof(other)) || r) {
-            fprintf(stderr, "hgx-perf: client %d failed\n", k);
-            ret = 1;
-        } else {
-            add_client_rates(&res, &other);
-        }
+        int status = 0;
         if (waitpid(kids[k], &status, 0) != kids[k] || !WIFEXITED(status) ||
             WEXITSTATUS(status))
             ret = 1;
     }
-    if (n > 1)
-        rate_req_ratios(&res);
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
         fprintf(stderr, "hgx-perf: server exited abnormally (status %#x)\n", status);

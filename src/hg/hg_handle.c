@@ -14,7 +14,8 @@
 
 /* Target handles are recycled per context with their NA message buffers and
  * op ids, so a server allocates nothing per RPC on the steady path. The
- * cache keeps as many handles as were live at once (at least MIN, at most
+ * cache keeps as many handles as the context had live at once (handles and
+ * transfers, counted when a target handle is taken; at least MIN, at most
  * MAX): a server that had n requests in flight allocates nothing when it has
  * n again, and holds no more memory than that peak needed. */
 #define HG_HANDLE_CACHE_MIN 64
@@ -25,8 +26,9 @@ static hg_handle_t hg_handle_cache_take(hg_context_t *context)
     hgx_lock(&context->cq_lock);
     long live = atomic_load_explicit(&context->n_handles, memory_order_relaxed) + 1;
     if (live > (long)context->handle_cache_cap)
-        context->handle_cache_cap =
-            live < HG_HANDLE_CACHE_MAX ? (unsigned int)live : HG_HANDLE_CACHE_MAX;
+        context->handle_cache_cap = live < HG_HANDLE_CACHE_MIN   ? HG_HANDLE_CACHE_MIN
+                                    : live < HG_HANDLE_CACHE_MAX ? (unsigned int)live
+                                                                 : HG_HANDLE_CACHE_MAX;
     hg_handle_t handle = context->handle_cache;
     if (handle) {
         context->handle_cache = handle->cache_next;
@@ -58,8 +60,7 @@ static bool hg_handle_cache_put(hg_context_t *context, hg_handle_t handle)
 {
     memset(handle, 0, offsetof(struct hg_handle, send_buf));
     hgx_lock(&context->cq_lock);
-    bool kept = context->handle_cache_n < context->handle_cache_cap ||
-                context->handle_cache_n < HG_HANDLE_CACHE_MIN;
+    bool kept = context->handle_cache_n < context->handle_cache_cap;
     if (kept) {
         handle->cache_next = context->handle_cache;
         context->handle_cache = handle;
