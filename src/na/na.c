@@ -900,21 +900,35 @@ static na_return_t na_rma_check(na_class_t *na_class, na_context_t *context,
     return NA_SUCCESS;
 }
 
+/* NA_Put and NA_Get differ only in direction: the access the local memory
+ * must allow, the completion type and the plugin op. */
+static na_return_t na_rma_post(na_class_t *na_class, na_context_t *context, bool put,
+                               na_cb_t callback, void *arg, na_mem_handle_t *local,
+                               na_offset_t local_offset, na_mem_handle_t *remote,
+                               na_offset_t remote_offset, size_t data_size,
+                               na_addr_t *remote_addr, uint8_t remote_id,
+                               na_op_id_t *op_id)
+{
+    na_return_t ret = na_rma_check(na_class, context, local, local_offset, remote,
+                                   remote_offset, data_size, remote_addr, remote_id,
+                                   put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY);
+    if (ret != NA_SUCCESS)
+        return ret;
+    NA_POST(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET, callback, arg,
+            (put ? na_class->ops->put : na_class->ops->get)(
+                na_class, context, op_id, local, local_offset, remote, remote_offset,
+                data_size, remote_addr, remote_id));
+}
+
 na_return_t NA_Put(na_class_t *na_class, na_context_t *context, na_cb_t callback,
                    void *arg, na_mem_handle_t *local_mem_handle, na_offset_t local_offset,
                    na_mem_handle_t *remote_mem_handle, na_offset_t remote_offset,
                    size_t data_size, na_addr_t *remote_addr, uint8_t remote_id,
                    na_op_id_t *op_id)
 {
-    na_return_t ret =
-        na_rma_check(na_class, context, local_mem_handle, local_offset, remote_mem_handle,
-                     remote_offset, data_size, remote_addr, remote_id, NA_MEM_WRITE_ONLY);
-    if (ret != NA_SUCCESS)
-        return ret;
-    NA_POST(na_class, context, op_id, NA_CB_PUT, callback, arg,
-            na_class->ops->put(na_class, context, op_id, local_mem_handle, local_offset,
-                               remote_mem_handle, remote_offset, data_size, remote_addr,
-                               remote_id));
+    return na_rma_post(na_class, context, true, callback, arg, local_mem_handle,
+                       local_offset, remote_mem_handle, remote_offset, data_size,
+                       remote_addr, remote_id, op_id);
 }
 
 na_return_t NA_Get(na_class_t *na_class, na_context_t *context, na_cb_t callback,
@@ -923,13 +937,7 @@ na_return_t NA_Get(na_class_t *na_class, na_context_t *context, na_cb_t callback
                    size_t data_size, na_addr_t *remote_addr, uint8_t remote_id,
                    na_op_id_t *op_id)
 {
-    na_return_t ret =
-        na_rma_check(na_class, context, local_mem_handle, local_offset, remote_mem_handle,
-                     remote_offset, data_size, remote_addr, remote_id, NA_MEM_READ_ONLY);
-    if (ret != NA_SUCCESS)
-        return ret;
-    NA_POST(na_class, context, op_id, NA_CB_GET, callback, arg,
-            na_class->ops->get(na_class, context, op_id, local_mem_handle, local_offset,
-                               remote_mem_handle, remote_offset, data_size, remote_addr,
-                               remote_id));
+    return na_rma_post(na_class, context, false, callback, arg, local_mem_handle,
+                       local_offset, remote_mem_handle, remote_offset, data_size,
+                       remote_addr, remote_id, op_id);
 }

@@ -1987,14 +1987,13 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
     return ret;
 }
 
-static na_return_t ucx_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+/* Put and get differ only in direction. */
+static na_return_t ucx_rma_dir(na_class_t *na_class, na_op_id_t *op, bool put,
+                               na_mem_handle_t *local, na_offset_t local_offset,
+                               na_mem_handle_t *remote, na_offset_t remote_offset,
+                               size_t size, na_addr_t *remote_addr)
 {
-    (void)context;
-    (void)remote_id;
-    struct ucx_rma_args a = {.put = true,
+    struct ucx_rma_args a = {.put = put,
                              .local = ucx_mh(local),
                              .remote = ucx_mh(remote),
                              .loff = local_offset,
@@ -2004,6 +2003,17 @@ static na_return_t ucx_put(na_class_t *na_class, na_context_t *context, na_op_id
     return ucx_rma(na_class, op, &a);
 }
 
+static na_return_t ucx_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
+{
+    (void)context;
+    (void)remote_id;
+    return ucx_rma_dir(na_class, op, true, local, local_offset, remote, remote_offset,
+                       size, remote_addr);
+}
+
 static na_return_t ucx_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
                            na_mem_handle_t *local, na_offset_t local_offset,
                            na_mem_handle_t *remote, na_offset_t remote_offset,
@@ -2011,14 +2021,8 @@ static na_return_t ucx_get(na_class_t *na_class, na_context_t *context, na_op_id
 {
     (void)context;
     (void)remote_id;
-    struct ucx_rma_args a = {.put = false,
-                             .local = ucx_mh(local),
-                             .remote = ucx_mh(remote),
-                             .loff = local_offset,
-                             .roff = remote_offset,
-                             .size = size,
-                             .peer = ucx_peer_of(remote_addr)};
-    return ucx_rma(na_class, op, &a);
+    return ucx_rma_dir(na_class, op, false, local, local_offset, remote, remote_offset,
+                       size, remote_addr);
 }
 
 /*---------------------------------------------------------------- cancel */
