@@ -915,9 +915,8 @@ static na_return_t na_rma_post(na_class_t *na_class, na_context_t *context, bool
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET, callback, arg,
-            (put ? na_class->ops->put : na_class->ops->get)(
-                na_class, context, op_id, local, local_offset, remote, remote_offset,
-                data_size, remote_addr, remote_id));
+            na_class->ops->rma(na_class, op_id, put, local, local_offset, remote,
+                               remote_offset, data_size, remote_addr));
 }
 
 na_return_t NA_Put(na_class_t *na_class, na_context_t *context, na_cb_t callback,

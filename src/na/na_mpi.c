@@ -2220,10 +2220,10 @@ static void rma_done(void *arg, na_return_t ret)
     op_done(PC(mo->na_class), op, ret);
 }
 
-static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
-                       na_mem_handle_t *local, na_offset_t local_offset,
-                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                       na_addr_t *remote_addr)
+static na_return_t mpi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
+                           na_mem_handle_t *local, na_offset_t local_offset,
+                           na_mem_handle_t *remote, na_offset_t remote_offset,
+                           size_t size, na_addr_t *remote_addr)
 {
     struct mpi_class *pc = PC(na_class);
     struct mpi_op *mo = na_op_plugin(op);
@@ -2283,26 +2283,6 @@ static na_return_t rma(bool put, na_class_t *na_class, na_op_id_t *op,
     }
     pthread_mutex_unlock(&pc->lock);
     return ret;
-}
-
-static na_return_t mpi_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
-{
-    (void)context, (void)remote_id;
-    return rma(true, na_class, op, local, local_offset, remote, remote_offset, size,
-               remote_addr);
-}
-
-static na_return_t mpi_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
-{
-    (void)context, (void)remote_id;
-    return rma(false, na_class, op, local, local_offset, remote, remote_offset, size,
-               remote_addr);
 }
 
 /*------------------------------------------------------------ progress */
@@ -2657,8 +2637,7 @@ const struct na_ops na_mpi_ops = {
     .mem_handle_get_serialize_size = mpi_mem_serialize_size,
     .mem_handle_serialize = mpi_mem_serialize,
     .mem_handle_deserialize = mpi_mem_deserialize,
-    .put = mpi_put,
-    .get = mpi_get,
+    .rma = mpi_rma,
     .poll_get_fd = NULL,
     .poll_try_wait = NULL,
     .poll = mpi_poll,

@@ -2570,12 +2570,13 @@ static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *s
 
 /* Split the transfer into parts and submit them. parts_left holds one extra
  * count (the posting guard) until every part is posted. */
-static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, enum ofi_op_kind kind,
+static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
                            na_mem_handle_t *local, na_offset_t local_offset,
                            na_mem_handle_t *remote, na_offset_t remote_offset,
                            size_t size, na_addr_t *remote_addr)
 {
     struct ofi_class *cls = ofi_class(na_class);
+    enum ofi_op_kind kind = put ? OFI_OP_PUT : OFI_OP_GET;
     struct ofi_op *oop = ofi_op_start(op, kind, ofi_addr_peer(remote_addr));
     na_return_t ret = NA_SUCCESS;
 
@@ -2620,28 +2621,6 @@ static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, enum ofi_op_kin
 error:
     ofi_op_release(cls, oop);
     return ret;
-}
-
-static na_return_t ofi_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
-{
-    (void)context;
-    (void)remote_id; /* RMA targets the endpoint, not a context */
-    return ofi_rma(na_class, op, OFI_OP_PUT, local, local_offset, remote, remote_offset,
-                   size, remote_addr);
-}
-
-static na_return_t ofi_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
-{
-    (void)context;
-    (void)remote_id;
-    return ofi_rma(na_class, op, OFI_OP_GET, local, local_offset, remote, remote_offset,
-                   size, remote_addr);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2938,8 +2917,7 @@ const struct na_ops na_ofi_ops = {
     .mem_handle_get_serialize_size = ofi_mem_handle_get_serialize_size,
     .mem_handle_serialize = ofi_mem_handle_serialize,
     .mem_handle_deserialize = ofi_mem_handle_deserialize,
-    .put = ofi_put,
-    .get = ofi_get,
+    .rma = ofi_rma,
     .poll_get_fd = ofi_poll_get_fd,
     .poll_try_wait = ofi_poll_try_wait,
     .poll = ofi_poll,

@@ -175,15 +175,13 @@ struct na_ops {
                                           na_mem_handle_t **mem_handle_p, const void *buf,
                                           size_t buf_size);
 
-    /* Bounds and permissions were checked by the core. */
-    na_return_t (*put)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+    /* Put (local to remote memory) or get (remote to local): one op, as the
+     * two differ only in direction. Bounds and permissions were checked by
+     * the core; the transfer targets the peer, not one of its contexts. */
+    na_return_t (*rma)(na_class_t *na_class, na_op_id_t *op, bool put,
                        na_mem_handle_t *local, na_offset_t local_offset,
                        na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                       na_addr_t *remote_addr, uint8_t remote_id);
-    na_return_t (*get)(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                       na_mem_handle_t *local, na_offset_t local_offset,
-                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                       na_addr_t *remote_addr, uint8_t remote_id);
+                       na_addr_t *remote_addr);
 
     int (*poll_get_fd)(na_class_t *na_class, na_context_t *context);    /* optional: -1 */
     bool (*poll_try_wait)(na_class_t *na_class, na_context_t *context); /* optional */

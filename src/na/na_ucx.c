@@ -1987,11 +1987,10 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
     return ret;
 }
 
-/* Put and get differ only in direction. */
-static na_return_t ucx_rma_dir(na_class_t *na_class, na_op_id_t *op, bool put,
-                               na_mem_handle_t *local, na_offset_t local_offset,
-                               na_mem_handle_t *remote, na_offset_t remote_offset,
-                               size_t size, na_addr_t *remote_addr)
+static na_return_t ucx_rma_op(na_class_t *na_class, na_op_id_t *op, bool put,
+                              na_mem_handle_t *local, na_offset_t local_offset,
+                              na_mem_handle_t *remote, na_offset_t remote_offset,
+                              size_t size, na_addr_t *remote_addr)
 {
     struct ucx_rma_args a = {.put = put,
                              .local = ucx_mh(local),
@@ -2001,28 +2000,6 @@ static na_return_t ucx_rma_dir(na_class_t *na_class, na_op_id_t *op, bool put,
                              .size = size,
                              .peer = ucx_peer_of(remote_addr)};
     return ucx_rma(na_class, op, &a);
-}
-
-static na_return_t ucx_put(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
-{
-    (void)context;
-    (void)remote_id;
-    return ucx_rma_dir(na_class, op, true, local, local_offset, remote, remote_offset,
-                       size, remote_addr);
-}
-
-static na_return_t ucx_get(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                           na_mem_handle_t *local, na_offset_t local_offset,
-                           na_mem_handle_t *remote, na_offset_t remote_offset,
-                           size_t size, na_addr_t *remote_addr, uint8_t remote_id)
-{
-    (void)context;
-    (void)remote_id;
-    return ucx_rma_dir(na_class, op, false, local, local_offset, remote, remote_offset,
-                       size, remote_addr);
 }
 
 /*---------------------------------------------------------------- cancel */
@@ -2158,8 +2135,7 @@ const struct na_ops na_ucx_ops = {
     .mem_handle_get_serialize_size = ucx_mem_handle_get_serialize_size,
     .mem_handle_serialize = ucx_mem_handle_serialize,
     .mem_handle_deserialize = ucx_mem_handle_deserialize,
-    .put = ucx_put,
-    .get = ucx_get,
+    .rma = ucx_rma_op,
     .poll_get_fd = ucx_poll_get_fd,
     .poll_try_wait = ucx_poll_try_wait,
     .poll = ucx_poll,
