@@ -28,7 +28,7 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr)
     addr->na_addr = na_addr;
     addr->is_self = NA_Addr_is_self(hg_class->na_class, na_addr);
     atomic_init(&addr->refcount, 1);
-    atomic_fetch_add(&hg_class->n_addrs, 1);
+    hgx_long_add(&hg_class->n_addrs, 1, hg_class->single);
     return addr;
 }
 
@@ -47,11 +47,21 @@ static _Atomic(hg_addr_t) *source_slot(hg_context_t *context, const na_addr_t *s
     return &context->sources[((uintptr_t)source >> 6) % HG_SOURCE_CACHE];
 }
 
+/* Put addr in a slot, take what it held (a plain swap for one thread). */
+static hg_addr_t source_swap(_Atomic(hg_addr_t) *slot, hg_addr_t addr, bool single)
+{
+    if (!single)
+        return atomic_exchange(slot, addr);
+    hg_addr_t old = atomic_load_explicit(slot, memory_order_relaxed);
+    atomic_store_explicit(slot, addr, memory_order_relaxed);
+    return old;
+}
+
 hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
 {
     hg_class_t *hg_class = context->hg_class;
     _Atomic(hg_addr_t) *slot = source_slot(context, source);
-    hg_addr_t last = atomic_exchange(slot, HG_ADDR_NULL);
+    hg_addr_t last = source_swap(slot, HG_ADDR_NULL, hg_class->single);
     hg_addr_t addr;
 
     if (last && last->na_addr == source) {
@@ -63,8 +73,9 @@ hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
         if (!addr)
             return HG_ADDR_NULL;
     }
-    atomic_fetch_add(&addr->refcount, 1); /* the caller's; the cache keeps the other */
-    HG_Addr_free(hg_class, atomic_exchange(slot, addr));
+    hgx_int_add(&addr->refcount, 1,
+                hg_class->single); /* the caller's; the cache keeps the other */
+    HG_Addr_free(hg_class, source_swap(slot, addr, hg_class->single));
     return addr;
 }
 
@@ -128,9 +139,10 @@ hg_return_t HG_Addr_free(hg_class_t *hg_class, hg_addr_t addr)
     (void)hg_class;
     if (!addr)
         return HG_SUCCESS;
-    if (atomic_fetch_sub(&addr->refcount, 1) == 1) {
+    bool single = addr->hg_class->single;
+    if (hgx_int_add(&addr->refcount, -1, single) == 1) {
         NA_Addr_free(addr->hg_class->na_class, addr->na_addr);
-        atomic_fetch_sub(&addr->hg_class->n_addrs, 1);
+        hgx_long_add(&addr->hg_class->n_addrs, -1, single);
         free(addr);
     }
     return HG_SUCCESS;

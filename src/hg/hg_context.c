@@ -118,12 +118,13 @@ static hg_return_t post_one(struct hg_post *post)
     hg_context_t *context = post->context;
     hg_class_t *hg_class = context->hg_class;
 
-    atomic_fetch_add(&context->n_posted, 1);
+    bool single = hg_class->single;
+    hgx_long_add(&context->n_posted, 1, single);
     na_return_t na_ret = NA_Msg_recv_unexpected(
         hg_class->na_class, context->na_context, post_cb, post, post->buf,
         hg_class->unexpected_size, post->plugin, post->op);
     if (na_ret != NA_SUCCESS) {
-        atomic_fetch_sub(&context->n_posted, 1);
+        hgx_long_add(&context->n_posted, -1, single);
         HGX_LOG_ERROR(HG, "could not post unexpected receive: %s",
                       NA_Error_to_string(na_ret));
         return hg_ret_from_na(na_ret);
@@ -137,7 +138,7 @@ static void post_cb(const struct na_cb_info *info)
     hg_context_t *context = post->context;
     na_addr_t *source = info->info.recv_unexpected.source;
 
-    atomic_fetch_sub(&context->n_posted, 1);
+    hgx_long_add(&context->n_posted, -1, context->hg_class->single);
     if (info->ret == NA_SUCCESS)
         hg_target_receive(context, post->buf, info->info.recv_unexpected.actual_buf_size,
                           source);
@@ -154,6 +155,11 @@ static void post_cb(const struct na_cb_info *info)
      * posting costs as much as handling a small request, and the transport
      * holds what arrives meanwhile. */
     struct hg_post *head = atomic_load_explicit(&context->repost, memory_order_relaxed);
+    if (context->hg_class->single) {
+        post->repost_next = head;
+        atomic_store_explicit(&context->repost, post, memory_order_relaxed);
+        return;
+    }
     do
         post->repost_next = head;
     while (!atomic_compare_exchange_weak_explicit(
@@ -164,8 +170,13 @@ static void posts_flush(hg_context_t *context)
 {
     if (!atomic_load_explicit(&context->repost, memory_order_relaxed))
         return;
-    struct hg_post *post =
-        atomic_exchange_explicit(&context->repost, NULL, memory_order_acquire);
+    struct hg_post *post;
+    if (context->hg_class->single) {
+        post = atomic_load_explicit(&context->repost, memory_order_relaxed);
+        atomic_store_explicit(&context->repost, NULL, memory_order_relaxed);
+    } else {
+        post = atomic_exchange_explicit(&context->repost, NULL, memory_order_acquire);
+    }
     while (post) {
         struct hg_post *next = post->repost_next;
         if (!context->unposting)

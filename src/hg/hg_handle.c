@@ -97,7 +97,7 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     atomic_init(&handle->pending, 0);
     atomic_init(&handle->canceled, false);
     atomic_init(&handle->send_failed, false);
-    atomic_fetch_add(&context->n_handles, 1);
+    hgx_long_add(&context->n_handles, 1, context->hg_class->single);
     return handle;
 }
 
@@ -121,9 +121,10 @@ void hg_handle_free_extra(hg_handle_t handle)
 
 void hg_handle_release(hg_handle_t handle)
 {
-    if (atomic_fetch_sub(&handle->refcount, 1) != 1)
-        return;
     hg_context_t *context = handle->info.context;
+    bool single = context->hg_class->single;
+    if (hgx_int_add(&handle->refcount, -1, single) != 1)
+        return;
     na_class_t *na_class = context->hg_class->na_class;
 
     if (handle->data_free)
@@ -132,7 +133,7 @@ void hg_handle_release(hg_handle_t handle)
     hg_handle_free_extra(handle);
     HG_Addr_free(context->hg_class, handle->info.addr);
     bool reuse = handle->target && !handle->self_target;
-    atomic_fetch_sub(&context->n_handles, 1);
+    hgx_long_add(&context->n_handles, -1, single);
     if (!reuse || !hg_handle_cache_put(context, handle))
         hg_handle_free_na(na_class, handle);
 }
@@ -331,7 +332,7 @@ static void op_complete_run(struct hg_completion *completion)
 void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callback,
                         void *arg, unsigned int n_ops)
 {
-    atomic_fetch_add(&handle->refcount, 1);
+    hgx_int_add(&handle->refcount, 1, handle->info.hg_class->single);
     handle->op = op;
     handle->callback = callback;
     handle->arg = arg;
@@ -344,7 +345,7 @@ void hg_handle_op_begin(hg_handle_t handle, enum hg_handle_op op, hg_cb_t callba
 
 void hg_handle_op_unpost(hg_handle_t handle, unsigned int n)
 {
-    atomic_fetch_sub(&handle->pending, (int)n);
+    hgx_int_add(&handle->pending, -(int)n, handle->info.hg_class->single);
 }
 
 void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)
@@ -355,7 +356,7 @@ void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)
 
 void hg_handle_op_done(hg_handle_t handle)
 {
-    if (atomic_fetch_sub(&handle->pending, 1) != 1)
+    if (hgx_int_add(&handle->pending, -1, handle->info.hg_class->single) != 1)
         return;
     if (!handle->callback) {
         /* Nothing for HG_Trigger to run (a response sent without a

@@ -9,6 +9,7 @@
 #define HG_INTERNAL_H
 
 #include "hg_rpc_map.h"
+#include "hgx_atomic.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
 #include "mercury.h"

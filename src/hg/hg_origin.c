@@ -229,7 +229,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
         if (ret != HG_SUCCESS)
             return ret;
     }
-    uint64_t n = atomic_fetch_add(&hg_class->cookie_next, 1);
+    uint64_t n = hgx_uint_add(&hg_class->cookie_next, 1, hg_class->single);
     handle->cookie = (uint32_t)(n % ((uint64_t)hg_class->max_tag + 1));
     hdr.cookie = handle->cookie;
     NA_Msg_init_unexpected(hg_class->na_class, handle->send_buf, skip + payload_len);

@@ -2,6 +2,7 @@
  * na_op.c -- op ids, completion queues, progress, trigger and cancel of the NA core.
  */
 #include "na_op.h"
+#include "hgx_atomic.h"
 #include "hgx_spin.h"
 
 #include <limits.h>
@@ -104,14 +105,14 @@ na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_
     memset(&op->info, 0, sizeof(op->info));
     op->info.arg = arg;
     op->info.type = type;
-    atomic_fetch_add_explicit(&context->n_posted, 1, memory_order_relaxed);
+    hgx_ulong_add(&context->n_posted, 1, na_class->single);
     na_activity_note();
     return NA_SUCCESS;
 }
 
 void na_op_post_abort(na_op_id_t *op)
 {
-    atomic_fetch_sub(&op->context->n_posted, 1);
+    hgx_ulong_add(&op->context->n_posted, (unsigned long)-1, op->na_class->single);
     atomic_store(&op->state, NA_OP_IDLE);
 }
 
