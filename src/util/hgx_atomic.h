@@ -17,44 +17,20 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-/* *v += d; returns the value before. */
-static inline int hgx_int_add(atomic_int *v, int d, bool single)
-{
-    if (!single)
-        return atomic_fetch_add(v, d);
-    int old = atomic_load_explicit(v, memory_order_relaxed);
-    atomic_store_explicit(v, old + d, memory_order_relaxed);
-    return old;
-}
+/* name(v, d, single): *v += d, returning the value before. */
+#define HGX_ATOMIC_ADD_FN(name, atomic_type, type)                                       \
+    static inline type name(atomic_type *v, type d, bool single)                         \
+    {                                                                                    \
+        if (!single)                                                                     \
+            return atomic_fetch_add(v, d);                                               \
+        type old = atomic_load_explicit(v, memory_order_relaxed);                        \
+        atomic_store_explicit(v, old + d, memory_order_relaxed);                         \
+        return old;                                                                      \
+    }
 
-/* *v += d; returns the value before. */
-static inline long hgx_long_add(atomic_long *v, long d, bool single)
-{
-    if (!single)
-        return atomic_fetch_add(v, d);
-    long old = atomic_load_explicit(v, memory_order_relaxed);
-    atomic_store_explicit(v, old + d, memory_order_relaxed);
-    return old;
-}
-
-/* *v += d; returns the value before. */
-static inline unsigned int hgx_uint_add(atomic_uint *v, unsigned int d, bool single)
-{
-    if (!single)
-        return atomic_fetch_add(v, d);
-    unsigned int old = atomic_load_explicit(v, memory_order_relaxed);
-    atomic_store_explicit(v, old + d, memory_order_relaxed);
-    return old;
-}
-
-/* *v += d; returns the value before. */
-static inline unsigned long hgx_ulong_add(atomic_ulong *v, unsigned long d, bool single)
-{
-    if (!single)
-        return atomic_fetch_add(v, d);
-    unsigned long old = atomic_load_explicit(v, memory_order_relaxed);
-    atomic_store_explicit(v, old + d, memory_order_relaxed);
-    return old;
-}
+HGX_ATOMIC_ADD_FN(hgx_int_add, atomic_int, int)
+HGX_ATOMIC_ADD_FN(hgx_uint_add, atomic_uint, unsigned int)
+HGX_ATOMIC_ADD_FN(hgx_long_add, atomic_long, long)
+HGX_ATOMIC_ADD_FN(hgx_ulong_add, atomic_ulong, unsigned long)
 
 #endif /* HGX_ATOMIC_H */
