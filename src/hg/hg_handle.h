@@ -58,7 +58,7 @@ struct hg_handle {
     struct hg_handle *cache_next; /* in the context's cache of released handles */
 
     /* Kept when a target handle is cached for reuse: from send_buf to the end
-     * (hg_handle_cache_put clears only what comes before). NA message
+     * (hg_handle_reset clears every field before: keep it in step). NA message
      * buffers, allocated on first use. Origin: send = request (unexpected
      * size), recv = response (expected size). Target: recv = ack of a large
      * output, send = response. */
