@@ -11,8 +11,11 @@
  *   bits 32..62: sender id | bits 0..31: NA tag,
  * matched by UCX against the posted receive. An unexpected message is an
  * eager active message whose 8-byte header holds the sender id and the NA
- * tag: the plugin matches it itself, to the oldest posted receive, or keeps
- * it (in arrival order) until a receive is posted. That is cheaper than a
+ * tag: the plugin matches it itself, to the newest posted receive, or keeps
+ * it (in arrival order) until a receive is posted. Newest first: a receive
+ * posted again after its message was handled takes the next one, so one
+ * buffer and op stay in cache instead of a pool's worth rotating through
+ * it (messages still complete in arrival order). That is cheaper than a
  * tag receive, which UCX must allocate a request for and search its
  * unexpected queue with on every post (callgrind, 0 B RPC over shm: about
  * 240 fewer instructions a round trip, the AM send costing ~190 more than a
@@ -97,8 +100,9 @@
 
 struct ucx_op;
 
-/* Ops waiting in order: a peer's sends waiting for resources, or the posted
- * unexpected receives (an op waits in one queue at a time: ucx_op.qnext). */
+/* Ops waiting in order: a peer's sends waiting for resources (first in,
+ * first out), or the posted unexpected receives (newest first). An op waits
+ * in one queue at a time: ucx_op.qnext. */
 struct ucx_queue {
     struct ucx_op *head, *tail;
 };
@@ -250,6 +254,15 @@ static void ucx_queue_push(struct ucx_queue *q, struct ucx_op *uop)
     else
         q->head = uop;
     q->tail = uop;
+}
+
+/* Put uop first: the next pop takes it (a stack). */
+static void ucx_queue_push_front(struct ucx_queue *q, struct ucx_op *uop)
+{
+    uop->qnext = q->head;
+    q->head = uop;
+    if (!q->tail)
+        q->tail = uop;
 }
 
 static struct ucx_op *ucx_queue_pop(struct ucx_queue *q)
@@ -1590,7 +1603,8 @@ static na_return_t ucx_am_handler_set(struct ucx_class *cls)
     return NA_SUCCESS;
 }
 
-/* A posted receive takes the oldest kept message, or waits for the next. */
+/* A posted receive takes the oldest kept message, or waits first in line
+ * for the next (see the top of the file). */
 static na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
                                            na_op_id_t *op, void *buf, size_t buf_size,
                                            void *plugin_data)
@@ -1613,7 +1627,7 @@ static na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *c
         ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
         free(m);
     } else {
-        ucx_queue_push(&cls->unexp, uop);
+        ucx_queue_push_front(&cls->unexp, uop);
     }
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
