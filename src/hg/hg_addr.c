@@ -73,8 +73,8 @@ hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
         if (!addr)
             return HG_ADDR_NULL;
     }
-    hgx_int_add(&addr->refcount, 1,
-                hg_class->single); /* the caller's; the cache keeps the other */
+    /* One reference for the caller; the cache keeps the other. */
+    hgx_int_add(&addr->refcount, 1, hg_class->single);
     HG_Addr_free(hg_class, source_swap(slot, addr, hg_class->single));
     return addr;
 }
