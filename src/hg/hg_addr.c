@@ -47,15 +47,8 @@ static _Atomic(hg_addr_t) *source_slot(hg_context_t *context, const na_addr_t *s
     return &context->sources[((uintptr_t)source >> 6) % HG_SOURCE_CACHE];
 }
 
-/* Put addr in a slot, take what it held (a plain swap for one thread). */
-static hg_addr_t source_swap(_Atomic(hg_addr_t) *slot, hg_addr_t addr, bool single)
-{
-    if (!single)
-        return atomic_exchange(slot, addr);
-    hg_addr_t old = atomic_load_explicit(slot, memory_order_relaxed);
-    atomic_store_explicit(slot, addr, memory_order_relaxed);
-    return old;
-}
+/* Put an address in a slot, take what it held. */
+HGX_ATOMIC_SWAP_FN(source_swap, _Atomic(hg_addr_t), hg_addr_t)
 
 hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source)
 {

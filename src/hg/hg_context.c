@@ -166,17 +166,14 @@ static void post_cb(const struct na_cb_info *info)
         &context->repost, &head, post, memory_order_release, memory_order_relaxed));
 }
 
+/* Take the whole repost stack. */
+HGX_ATOMIC_SWAP_FN(repost_swap, _Atomic(struct hg_post *), struct hg_post *)
+
 static void posts_flush(hg_context_t *context)
 {
     if (!atomic_load_explicit(&context->repost, memory_order_relaxed))
         return;
-    struct hg_post *post;
-    if (context->hg_class->single) {
-        post = atomic_load_explicit(&context->repost, memory_order_relaxed);
-        atomic_store_explicit(&context->repost, NULL, memory_order_relaxed);
-    } else {
-        post = atomic_exchange_explicit(&context->repost, NULL, memory_order_acquire);
-    }
+    struct hg_post *post = repost_swap(&context->repost, NULL, context->hg_class->single);
     while (post) {
         struct hg_post *next = post->repost_next;
         if (!context->unposting)

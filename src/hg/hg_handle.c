@@ -130,10 +130,8 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     handle->info.id = rpc->id;
     handle->rpc = *rpc;
     handle->target = target;
+    /* The other counts and flags are zero: calloc or hg_handle_reset. */
     atomic_init(&handle->refcount, 1);
-    atomic_init(&handle->pending, 0);
-    atomic_init(&handle->canceled, false);
-    atomic_init(&handle->send_failed, false);
     hgx_long_add(&context->n_handles, 1, context->hg_class->single);
     return handle;
 }

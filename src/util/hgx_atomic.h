@@ -17,16 +17,27 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-/* name(v, d, single): *v += d, returning the value before. */
-#define HGX_ATOMIC_ADD_FN(name, atomic_type, type)                                       \
-    static inline type name(atomic_type *v, type d, bool single)                         \
+/* name(v, x, single): the read-modify-write rmw(v, x), or in single mode a
+ * plain load of old and a store of next (an expression of old and x);
+ * returns old. */
+#define HGX_SINGLE_RMW_FN(name, atomic_type, type, rmw, next)                            \
+    static inline type name(atomic_type *v, type x, bool single)                         \
     {                                                                                    \
         if (!single)                                                                     \
-            return atomic_fetch_add(v, d);                                               \
+            return rmw(v, x);                                                            \
         type old = atomic_load_explicit(v, memory_order_relaxed);                        \
-        atomic_store_explicit(v, old + d, memory_order_relaxed);                         \
+        atomic_store_explicit(v, next, memory_order_relaxed);                            \
         return old;                                                                      \
     }
+
+/* name(v, d, single): *v += d, returning the value before. */
+#define HGX_ATOMIC_ADD_FN(name, atomic_type, type)                                       \
+    HGX_SINGLE_RMW_FN(name, atomic_type, type, atomic_fetch_add, old + x)
+
+/* name(v, x, single): *v = x, returning the value before. For pointer
+ * slots: each user instantiates it for its own type. */
+#define HGX_ATOMIC_SWAP_FN(name, atomic_type, type)                                      \
+    HGX_SINGLE_RMW_FN(name, atomic_type, type, atomic_exchange, x)
 
 HGX_ATOMIC_ADD_FN(hgx_int_add, atomic_int, int)
 HGX_ATOMIC_ADD_FN(hgx_uint_add, atomic_uint, unsigned int)
