@@ -1,11 +1,14 @@
 /*
  * test_na_ucx_am.c -- unexpected messages of the UCX plugin are active
- * messages whose header the plugin parses: untrusted bytes. A raw UCP client
- * (no hgx) connects to an hgx UCX listener and sends, on the plugin's active
- * message id, messages no hgx peer sends: a short header, a header naming an
- * unknown sender, a payload above the message size limit, and a rendezvous
- * message. Each must be dropped without reaching the posted receive; a well
- * formed message sent last must arrive intact, with its tag and source.
+ * messages whose data leads with a header the plugin parses: untrusted
+ * bytes. A raw UCP client (no hgx) connects to an hgx UCX listener and
+ * sends, on the plugin's active message id, messages no hgx peer sends: data
+ * shorter than the header, a header naming an unknown sender, an active
+ * message header (the plugin's messages have none), a payload above the
+ * message size limit, and a rendezvous message. Each must be dropped
+ * without reaching the posted receive; well formed messages sent last, one
+ * short and one of the largest size, must arrive intact, with their tags
+ * and source.
  */
 #include "na_test_proto.h"
 
@@ -24,7 +27,17 @@
 #define RAW_CLIENT_ID 0x1234u
 #define GOOD_TAG 77u
 
+#define HDR 8 /* the plugin's header: sender id, tag */
+
 long na_ucx_held_count(long *peak);
+
+static void put_hdr(unsigned char *p, uint32_t sender, uint32_t tag)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (unsigned char)(sender >> (8 * i));
+        p[4 + i] = (unsigned char)(tag >> (8 * i));
+    }
+}
 
 struct raw_client {
     ucp_context_h ctx;
@@ -94,6 +107,8 @@ static void raw_send(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
                      const void *hdr, size_t hlen, const void *data, size_t len,
                      bool eager)
 {
+    if (hlen == 0)
+        hdr = NULL;
     int done = 0;
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA |
@@ -136,29 +151,46 @@ static void test_malformed(void **state)
     raw_connect(&rc, addr);
     progress_both(cls, ctx, &rc, 200, NULL); /* wire-up */
 
-    uint32_t good[2] = {RAW_CLIENT_ID, GOOD_TAG}, stranger[2] = {0x0badbeefu, GOOD_TAG};
+    /* Messages start with the plugin's header: sender id, tag (little-endian). */
     size_t big = size + 1024;
-    char *payload = malloc(big);
-    assert_non_null(payload);
-    memset(payload, 0xee, big);
-    raw_send(cls, ctx, &rc, good, 3, payload, 16, true);        /* short header */
-    raw_send(cls, ctx, &rc, stranger, 8, payload, 16, true);    /* unknown sender */
-    raw_send(cls, ctx, &rc, good, 8, payload, big, true);       /* above the limit */
-    raw_send(cls, ctx, &rc, good, 8, payload, 4 * 4096, false); /* rendezvous */
+    unsigned char *good = malloc(HDR + big), *stranger = malloc(HDR + 16);
+    assert_non_null(good);
+    assert_non_null(stranger);
+    memset(good, 0xee, HDR + big);
+    put_hdr(good, RAW_CLIENT_ID, GOOD_TAG);
+    memset(stranger, 0xee, HDR + 16);
+    put_hdr(stranger, 0x0badbeefu, GOOD_TAG);
+    raw_send(cls, ctx, &rc, NULL, 0, good, 3, true);            /* shorter than header */
+    raw_send(cls, ctx, &rc, NULL, 0, stranger, HDR + 16, true); /* unknown sender */
+    raw_send(cls, ctx, &rc, good, HDR, good + HDR, 16, true);   /* an AM header */
+    raw_send(cls, ctx, &rc, NULL, 0, good, HDR + big, true);    /* above the limit */
+    raw_send(cls, ctx, &rc, NULL, 0, good, 4 * 4096, false);    /* rendezvous */
     progress_both(cls, ctx, &rc, 300, NULL);
     assert_int_equal(got.count, 0);               /* none of them reached the receive */
     assert_int_equal(na_ucx_held_count(NULL), 0); /* nor was kept */
 
-    const char msg[] = "well formed";
-    raw_send(cls, ctx, &rc, good, 8, msg, sizeof(msg), true);
-    progress_both(cls, ctx, &rc, 5000, &got.count);
-    assert_int_equal(got.count, 1);
-    assert_int_equal(got.ret, NA_SUCCESS);
-    assert_int_equal(got.size, sizeof(msg));
-    assert_int_equal(got.tag, GOOD_TAG);
-    assert_memory_equal(buf, msg, sizeof(msg));
-    assert_non_null(got.source);
-    NA_Addr_free(cls, got.source);
+    /* Well formed: a short message, then one of the largest size. */
+    const size_t lens[2] = {12, size};
+    for (int i = 0; i < 2; i++) {
+        put_hdr(good, RAW_CLIENT_ID, GOOD_TAG + (uint32_t)i);
+        for (size_t k = 0; k < lens[i]; k++)
+            good[HDR + k] = (unsigned char)(k * 7 + (size_t)i);
+        got.count = 0;
+        memset(buf, 0, size);
+        if (i > 0)
+            assert_int_equal(
+                NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &got, buf, size, NULL, op),
+                NA_SUCCESS);
+        raw_send(cls, ctx, &rc, NULL, 0, good, HDR + lens[i], true);
+        progress_both(cls, ctx, &rc, 5000, &got.count);
+        assert_int_equal(got.count, 1);
+        assert_int_equal(got.ret, NA_SUCCESS);
+        assert_int_equal(got.size, lens[i]);
+        assert_int_equal(got.tag, GOOD_TAG + (uint32_t)i);
+        assert_memory_equal(buf, good + HDR, lens[i]);
+        assert_non_null(got.source);
+        NA_Addr_free(cls, got.source);
+    }
 
     ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                               .flags = UCP_EP_CLOSE_FLAG_FORCE};
@@ -169,7 +201,8 @@ static void test_malformed(void **state)
         ucp_request_free(sp);
     ucp_worker_destroy(rc.worker);
     ucp_cleanup(rc.ctx);
-    free(payload);
+    free(good);
+    free(stranger);
     free(buf);
     NA_Op_destroy(cls, op);
     assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
