@@ -77,6 +77,8 @@ bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level)
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
                    int line, const char *func, const char *fmt, ...)
 {
+    if (!hgx_log_enabled(subsys, level))
+        return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);

@@ -34,9 +34,12 @@ enum hgx_log_subsys {
 };
 
 bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level);
+/* Write one line if subsys logs at level. Cold and out of line: a hot
+ * function that may log an error then keeps its fast path free of the
+ * level check and of the registers the call needs. */
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
                    int line, const char *func, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+    __attribute__((format(printf, 6, 7), cold, noinline));
 /* Set the level of every subsystem whose name starts with prefix ("" for all). */
 void hgx_log_set_level(const char *prefix, const char *level);
 /* Parse an HG_LOG_SUBSYS-style list and apply it. */
@@ -49,8 +52,15 @@ void hgx_log_set_subsys(const char *list);
                           __func__, __VA_ARGS__);                                        \
     } while (0)
 
-#define HGX_LOG_ERROR(subsys, ...) HGX_LOG(subsys, ERROR, __VA_ARGS__)
-#define HGX_LOG_WARNING(subsys, ...) HGX_LOG(subsys, WARNING, __VA_ARGS__)
+/* Errors and warnings are rare: hgx_log_write checks the level itself.
+ * Debug lines are frequent: checked here, so their arguments cost nothing
+ * when off. */
+#define HGX_LOG_ERROR(subsys, ...)                                                       \
+    hgx_log_write(HGX_SUBSYS_##subsys, HGX_LOG_ERROR, __FILE__, __LINE__, __func__,      \
+                  __VA_ARGS__)
+#define HGX_LOG_WARNING(subsys, ...)                                                     \
+    hgx_log_write(HGX_SUBSYS_##subsys, HGX_LOG_WARNING, __FILE__, __LINE__, __func__,    \
+                  __VA_ARGS__)
 #define HGX_LOG_DEBUG(subsys, ...) HGX_LOG(subsys, DEBUG, __VA_ARGS__)
 
 /* Check cond; on failure log, set ret and jump to label. */
