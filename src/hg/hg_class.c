@@ -111,7 +111,11 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
     hg_class->expected_size = NA_Msg_get_max_expected_size(hg_class->na_class);
     hg_class->unexpected_header = NA_Msg_get_unexpected_header_size(hg_class->na_class);
     hg_class->expected_header = NA_Msg_get_expected_header_size(hg_class->na_class);
-    hg_class->max_tag = NA_Msg_get_max_tag(hg_class->na_class);
+    /* Cookies wrap with a mask, not a division on every forward. */
+    uint64_t tags = (uint64_t)NA_Msg_get_max_tag(hg_class->na_class) + 1;
+    while (tags & (tags - 1))
+        tags &= tags - 1; /* keep the highest bit */
+    hg_class->cookie_mask = (uint32_t)(tags - 1);
     if (hg_class->unexpected_size < hg_class->unexpected_header + HG_HEADER_SIZE + 256 ||
         hg_class->expected_size < hg_class->expected_header + HG_HEADER_SIZE + 256) {
         HGX_LOG_ERROR(HG, "NA message sizes too small (%zu / %zu)",

@@ -43,8 +43,8 @@ struct hg_class {
     size_t expected_size;     /* NA max expected size */
     size_t unexpected_header; /* NA header bytes of unexpected messages */
     size_t expected_header;   /* NA header bytes of expected messages */
-    na_tag_t max_tag;
-    atomic_uint cookie_next; /* source of response tags */
+    uint32_t cookie_mask;     /* response tags: largest 2^k - 1 not above NA's max tag */
+    atomic_uint cookie_next;  /* source of response tags */
     struct hg_rpc_map *rpc_map;
     atomic_uint rpc_gen;  /* bumped (under lock) by every change of a registration */
     pthread_mutex_t lock; /* guards rpc_map and local_bulks */

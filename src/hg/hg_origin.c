@@ -230,11 +230,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
             return ret;
     }
     uint64_t n = hgx_uint_add(&hg_class->cookie_next, 1, hg_class->single);
-    /* A full 32-bit tag space (UCX) needs no division, which costs tens of
-     * cycles on the request's path. */
-    handle->cookie = hg_class->max_tag == UINT32_MAX
-                         ? (uint32_t)n
-                         : (uint32_t)(n % ((uint64_t)hg_class->max_tag + 1));
+    handle->cookie = (uint32_t)n & hg_class->cookie_mask;
     hdr.cookie = handle->cookie;
     NA_Msg_init_unexpected(hg_class->na_class, handle->send_buf, skip + payload_len);
     hg_header_encode((char *)handle->send_buf + hg_class->unexpected_header, &hdr,

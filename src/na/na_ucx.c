@@ -647,6 +647,13 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
 
 static void ucx_send_cb(void *request, ucs_status_t status, void *user_data);
 static void ucx_cancel_check(struct ucx_class *cls);
+
+/* An unexpected send whose data is copied behind its header in stage (one
+ * buffer); a longer one goes as an iov. */
+static inline bool ucx_unexp_staged(const struct ucx_op *uop)
+{
+    return uop->len <= UCX_STAGE_MAX - UCX_UNEXP_HDR;
+}
 static na_return_t ucx_am_handler_set(struct ucx_class *cls);
 
 /* Post one send; NO_RESOURCE (window full, UCX not called) is returned for
@@ -665,7 +672,7 @@ static ucs_status_t ucx_send_post(struct ucx_op *uop)
         /* Eager only: a rendezvous would hold the send until the peer fetched it. */
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = UCP_AM_SEND_FLAG_EAGER;
-        if (uop->len <= UCX_STAGE_MAX - UCX_UNEXP_HDR) {
+        if (ucx_unexp_staged(uop)) {
             sp = ucp_am_send_nbx(p->ep, UCX_AM_UNEXP, NULL, 0, uop->stage,
                                  UCX_UNEXP_HDR + uop->len, &param);
         } else {
@@ -1406,7 +1413,7 @@ static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag)
 {
     hgx_put_u32(uop->stage, sender);
     hgx_put_u32(uop->stage + 4, (uint32_t)tag);
-    if (uop->len <= UCX_STAGE_MAX - UCX_UNEXP_HDR) {
+    if (ucx_unexp_staged(uop)) {
         memcpy(uop->stage + UCX_UNEXP_HDR, uop->buf, uop->len);
     } else {
         uop->iov[0] = (ucp_dt_iov_t){.buffer = uop->stage, .length = UCX_UNEXP_HDR};
