@@ -388,7 +388,7 @@ void NA_Addr_free(na_class_t *na_class, na_addr_t *addr)
         return;
     if (!na_addr_valid(na_class, addr))
         return;
-    if (atomic_fetch_sub(&addr->refcount, 1) == 1) {
+    if (hgx_int_add(&addr->refcount, -1, na_class->single) == 1) {
         atomic_fetch_sub(&na_class->n_addrs, 1);
         na_class->ops->addr_destroy(na_class, addr);
     }
@@ -416,7 +416,7 @@ na_return_t NA_Addr_dup(na_class_t *na_class, na_addr_t *addr, na_addr_t **new_a
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!na_addr_valid(na_class, addr) || !new_addr_p)
         return NA_INVALID_ARG;
-    atomic_fetch_add(&addr->refcount, 1);
+    hgx_int_add(&addr->refcount, 1, na_class->single);
     *new_addr_p = addr;
     return NA_SUCCESS;
 }
@@ -581,11 +581,11 @@ na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf, size_t buf_siz
                        NA_Msg_get_expected_header_size(na_class));
 }
 
-/* Checks shared by all message posts (receives pass size_max SIZE_MAX). */
-static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
-                                const void *buf, size_t buf_size, size_t size_max,
-                                size_t header, na_addr_t *addr, bool need_addr,
-                                uint8_t ctx_id, na_tag_t tag, bool check_tag)
+/* Say which check of a message post failed (cold: na_msg_check found one). */
+__attribute__((cold, noinline)) static na_return_t
+na_msg_refuse(na_class_t *na_class, na_context_t *context, const void *buf,
+              size_t buf_size, size_t size_max, size_t header, na_addr_t *addr,
+              bool need_addr, uint8_t ctx_id, na_tag_t tag)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!context || !buf) {
@@ -609,11 +609,26 @@ static na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
                       na_class->max_contexts);
         return NA_INVALID_ARG;
     }
-    if (check_tag && tag > na_class->msg.max_tag) {
-        HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag, na_class->msg.max_tag);
-        return NA_INVALID_ARG;
-    }
-    return NA_SUCCESS;
+    HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag, na_class->msg.max_tag);
+    return NA_INVALID_ARG;
+}
+
+/* Checks shared by all message posts (receives pass size_max SIZE_MAX and
+ * no tag check). Inline, as one predicted branch: every message passes here. */
+static inline na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
+                                       const void *buf, size_t buf_size, size_t size_max,
+                                       size_t header, na_addr_t *addr, bool need_addr,
+                                       uint8_t ctx_id, na_tag_t tag, bool check_tag)
+{
+    if (__builtin_expect(na_class && context && buf && buf_size <= size_max &&
+                             buf_size >= header &&
+                             (!need_addr || (addr && addr->na_class == na_class)) &&
+                             ctx_id < na_class->max_contexts &&
+                             (!check_tag || tag <= na_class->msg.max_tag),
+                         1))
+        return NA_SUCCESS;
+    return na_msg_refuse(na_class, context, buf, buf_size, size_max, header, addr,
+                         need_addr, ctx_id, tag);
 }
 
 #define NA_POST(na_class, context, op, type, callback, arg, call)                        \

@@ -15,7 +15,7 @@
  * completions only raise na_active (no clock read on the message path); the
  * next clock read of NA_Poll_wait dates it. */
 static atomic_ullong na_last_activity_ns;
-static atomic_bool na_active;
+atomic_bool na_active;
 
 /* Polls between two clock reads of a spinning NA_Poll_wait: a clock read costs
  * about as much as a shared-memory poll in a VM, and the deadlines it serves
@@ -27,12 +27,6 @@ static uint64_t na_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void na_activity_note(void)
-{
-    if (!atomic_load_explicit(&na_active, memory_order_relaxed))
-        atomic_store_explicit(&na_active, true, memory_order_relaxed);
 }
 
 /* Date a noted activity with a clock value read anyway. */
@@ -78,8 +72,7 @@ void NA_Op_destroy(na_class_t *na_class, na_op_id_t *op_id)
     free(op_id);
 }
 
-na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                             na_cb_type_t type, na_cb_t callback, void *arg)
+na_return_t na_op_post_refuse(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     if (!op || op == (na_op_id_t *)1) {
         HGX_LOG_ERROR(NA, "op id must come from NA_Op_create()");
@@ -93,21 +86,8 @@ na_return_t na_op_post_begin(na_class_t *na_class, na_context_t *context, na_op_
         HGX_LOG_ERROR(NA, "context %p belongs to another class", (void *)context);
         return NA_INVALID_ARG;
     }
-    /* A plain check, not a compare-and-swap: posting one op id from two
-     * threads at once is a caller bug that no NA implementation guards. */
-    if (atomic_load_explicit(&op->state, memory_order_acquire) != NA_OP_IDLE) {
-        HGX_LOG_ERROR(NA, "op id %p is already in use", (void *)op);
-        return NA_BUSY;
-    }
-    atomic_store_explicit(&op->state, NA_OP_POSTED, memory_order_relaxed);
-    op->context = context;
-    op->callback = callback;
-    memset(&op->info, 0, sizeof(op->info));
-    op->info.arg = arg;
-    op->info.type = type;
-    hgx_ulong_add(&context->n_posted, 1, na_class->single);
-    na_activity_note();
-    return NA_SUCCESS;
+    HGX_LOG_ERROR(NA, "op id %p is already in use", (void *)op);
+    return NA_BUSY;
 }
 
 void na_op_post_abort(na_op_id_t *op)

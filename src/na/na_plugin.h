@@ -11,6 +11,7 @@
 #define NA_PLUGIN_H
 
 #include "config.h"
+#include "hgx_atomic.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
 #include "na.h"
@@ -226,7 +227,7 @@ void na_addr_init(na_class_t *na_class, na_addr_t *addr);
 void na_addr_init_owned(na_class_t *na_class, na_addr_t *addr);
 static inline na_addr_t *na_addr_ref(na_addr_t *addr)
 {
-    atomic_fetch_add_explicit(&addr->refcount, 1, memory_order_relaxed);
+    hgx_int_add(&addr->refcount, 1, addr->na_class->single);
     return addr;
 }
 

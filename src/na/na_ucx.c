@@ -658,7 +658,7 @@ static na_return_t ucx_am_handler_set(struct ucx_class *cls);
 
 /* Post one send; NO_RESOURCE (window full, UCX not called) is returned for
  * the caller to queue it. */
-static ucs_status_t ucx_send_post(struct ucx_op *uop)
+static inline ucs_status_t ucx_send_post(struct ucx_op *uop)
 {
     struct ucx_peer *p = uop->peer;
     if (p->inflight >= p->cls->send_window)
@@ -1422,9 +1422,25 @@ static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag)
     }
 }
 
-static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
-                            size_t buf_size, na_addr_t *dest_addr, bool unexpected,
-                            na_tag_t tag)
+/* A send UCX was not given: queued behind others or for resources (the
+ * window is full), or failed. Lock held. */
+static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st)
+{
+    struct ucx_peer *p = uop->peer;
+    if (st == UCS_ERR_NO_RESOURCE) {
+        ucx_queue_push(&p->pend, uop);
+        ucx_queued_add(p->cls, 1);
+        return NA_SUCCESS;
+    }
+    HGX_LOG_ERROR(UCX, "send to %s failed: %s", p->str, ucs_status_string(st));
+    return ucx_status_to_na(st);
+}
+
+/* Both message sends; inlined into each so the common case (a connected
+ * peer with room in its window) costs no call before UCX's. */
+static inline __attribute__((always_inline)) na_return_t
+ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
+         na_addr_t *dest_addr, bool unexpected, na_tag_t tag)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
@@ -1435,22 +1451,19 @@ static na_return_t ucx_send(na_class_t *na_class, na_op_id_t *op, const void *bu
     uop->peer = p;
     uop->buf = buf;
     uop->len = buf_size;
-    uop->tag = ucx_tag(cls->id, tag);
     uop->am = unexpected;
     if (unexpected)
         ucx_unexp_stage(uop, cls->id, tag);
+    else
+        uop->tag = ucx_tag(cls->id, tag);
     hgx_lock(&cls->lock);
-    if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
+    if (__builtin_expect(p->ep != NULL && !p->failed, 1) ||
+        (ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
         /* Behind queued sends, or out of resources: queue to keep the order. */
         ucs_status_t st = p->pend.head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
-        if (st == UCS_ERR_NO_RESOURCE) {
-            ucx_queue_push(&p->pend, uop);
-            ucx_queued_add(cls, 1);
-        } else if (UCS_STATUS_IS_ERR(st)) {
-            HGX_LOG_ERROR(UCX, "send to %s failed: %s", p->str, ucs_status_string(st));
-            ret = ucx_status_to_na(st);
-        }
+        if (__builtin_expect(UCS_STATUS_IS_ERR(st), 0))
+            ret = ucx_send_not_posted(uop, st);
     }
     hgx_unlock(&cls->lock);
     return ret;
