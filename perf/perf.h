@@ -13,7 +13,7 @@ enum perf_mode { PERF_LAT, PERF_RATE, PERF_BW, PERF_CANCEL, PERF_SCALE };
 enum perf_kind { PERF_OFI, PERF_UCX, PERF_MPI };
 
 #define PERF_MAX_POINTS 32
-#define PERF_MAX_REPEAT 15
+#define PERF_MAX_REPEAT 101
 #define PERF_MAX_CLIENTS 8
 
 struct perf_config {

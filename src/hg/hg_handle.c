@@ -230,7 +230,8 @@ hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *str
     hg_return_t ret;
 
     *size_p = 0;
-    hg_handle_free_extra(handle);
+    if (handle->extra_bulk || handle->extra_buf)
+        hg_handle_free_extra(handle);
     if (!proc_cb)
         return HG_SUCCESS;
     hg_proc_setup(proc, handle->info.hg_class, handle, payload, room, HG_ENCODE);

@@ -75,11 +75,6 @@ static void hg_proc_drop_extra(struct hg_proc *proc)
     proc->extra_buf = (struct hg_proc_buf){0};
 }
 
-void hg_proc_fini(struct hg_proc *proc)
-{
-    hg_proc_drop_extra(proc);
-}
-
 hg_return_t hg_proc_free(hg_proc_t proc)
 {
     if (proc == HG_PROC_NULL)

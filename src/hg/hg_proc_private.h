@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 /** Largest checksum hg_proc_checksum_get() writes (HG_CRC64). */
 #define HG_PROC_CHECKSUM_MAX_SIZE 8
@@ -53,7 +54,14 @@ hg_return_t hg_proc_create_internal(hg_proc_hash_t hash, hg_proc_t *proc);
  * acquired, hg_proc_free() must not be called on it.
  */
 void hg_proc_init(struct hg_proc *proc, hg_class_t *hg_class, hg_proc_hash_t hash);
-void hg_proc_fini(struct hg_proc *proc);
+
+/* Release what the processor acquired (an extra buffer it grew); the
+ * processor itself is left as is, for its owner to drop. */
+static inline void hg_proc_fini(struct hg_proc *proc)
+{
+    if (proc->extra_buf.is_mine)
+        free(proc->extra_buf.buf);
+}
 
 /**
  * What hg_proc_init(), hg_proc_set_handle() and hg_proc_reset() do together,

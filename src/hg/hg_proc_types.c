@@ -21,24 +21,44 @@ static inline void hg_proc_copy_le(void *dst, const void *src, size_t width)
 }
 
 /* Inlined with a constant width into each typed routine below. */
-static inline hg_return_t hg_proc_int(hg_proc_t proc, void *data, size_t width)
+static inline void hg_proc_int_move(hg_proc_t proc, unsigned char *p, void *data,
+                                    size_t width)
+{
+    if (proc->op == HG_ENCODE)
+        hg_proc_copy_le(p, data, width);
+    else
+        hg_proc_copy_le(data, p, width);
+}
+
+/* The rare cases, out of line so the common one needs no stack frame: NULL
+ * arguments, or bytes beyond the current buffer (grow or overflow). */
+static hg_return_t hg_proc_int_slow(hg_proc_t proc, void *data, size_t width)
 {
     hg_return_t ret = HG_SUCCESS;
-    unsigned char *p;
 
     if (proc == HG_PROC_NULL || data == NULL) {
         HGX_LOG_ERROR(PROC, "NULL proc or data");
         return HG_INVALID_ARG;
     }
-    if (proc->op == HG_FREE)
-        return HG_SUCCESS;
-    p = hg_proc_advance(proc, width, &ret);
+    unsigned char *p = hg_proc_advance_slow(proc, width, &ret);
     if (p == NULL)
         return ret;
-    if (proc->op == HG_ENCODE)
-        hg_proc_copy_le(p, data, width);
-    else
-        hg_proc_copy_le(data, p, width);
+    hg_proc_int_move(proc, p, data, width);
+    return HG_SUCCESS;
+}
+
+static inline hg_return_t hg_proc_int(hg_proc_t proc, void *data, size_t width)
+{
+    if (__builtin_expect(proc == HG_PROC_NULL || data == NULL, 0))
+        return hg_proc_int_slow(proc, data, width);
+    if (proc->op == HG_FREE)
+        return HG_SUCCESS;
+    struct hg_proc_buf *b = proc->current_buf;
+    if (__builtin_expect(width > b->size - b->pos, 0))
+        return hg_proc_int_slow(proc, data, width);
+    unsigned char *p = b->buf + b->pos;
+    b->pos += width;
+    hg_proc_int_move(proc, p, data, width);
     return HG_SUCCESS;
 }
 
