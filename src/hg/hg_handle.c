@@ -173,47 +173,30 @@ void hg_handle_release(hg_handle_t handle)
         hg_handle_free_na(na_class, handle);
 }
 
-hg_return_t hg_handle_alloc_send(hg_handle_t handle, bool unexpected)
+hg_return_t hg_handle_new_send(hg_handle_t handle, bool unexpected)
 {
     hg_class_t *hg_class = handle->info.hg_class;
 
-    if (handle->send_buf)
-        return HG_SUCCESS;
     handle->send_size = unexpected ? hg_class->unexpected_size : hg_class->expected_size;
     handle->send_buf = NA_Msg_buf_alloc(hg_class->na_class, handle->send_size, NA_SEND,
                                         &handle->send_plugin);
     return handle->send_buf ? HG_SUCCESS : HG_NOMEM;
 }
 
-hg_return_t hg_handle_alloc_recv(hg_handle_t handle, bool unexpected)
+hg_return_t hg_handle_new_recv(hg_handle_t handle, bool unexpected)
 {
     hg_class_t *hg_class = handle->info.hg_class;
 
-    if (handle->recv_buf)
-        return HG_SUCCESS;
     handle->recv_size = unexpected ? hg_class->unexpected_size : hg_class->expected_size;
     handle->recv_buf = NA_Msg_buf_alloc(hg_class->na_class, handle->recv_size, NA_RECV,
                                         &handle->recv_plugin);
     return handle->recv_buf ? HG_SUCCESS : HG_NOMEM;
 }
 
-hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op)
+hg_return_t hg_handle_new_op(hg_handle_t handle, na_op_id_t **op)
 {
-    if (!*op)
-        *op = NA_Op_create(handle->info.hg_class->na_class, NA_OP_SINGLE);
+    *op = NA_Op_create(handle->info.hg_class->na_class, NA_OP_SINGLE);
     return *op ? HG_SUCCESS : HG_NOMEM;
-}
-
-uint8_t hg_class_checksum_flags(const hg_class_t *hg_class)
-{
-    switch (hg_class->checksum_level) {
-    case HG_CHECKSUM_RPC_HEADERS:
-        return HG_HEADER_CHECKSUM;
-    case HG_CHECKSUM_RPC_PAYLOAD:
-        return HG_HEADER_CHECKSUM | HG_HEADER_CHECKSUM_PAYLOAD;
-    default:
-        return 0;
-    }
 }
 
 void hgx_test_corrupt_next_header(hg_class_t *hg_class)

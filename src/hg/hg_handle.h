@@ -5,6 +5,7 @@
 #ifndef HG_HANDLE_H
 #define HG_HANDLE_H
 
+#include "hg_header.h"
 #include "hg_internal.h"
 #include "hg_rpc_map.h"
 
@@ -93,10 +94,28 @@ void hg_handle_op_error(hg_handle_t handle, hg_return_t ret);
 /* One sub-operation finished: at zero pending the user callback is queued. */
 void hg_handle_op_done(hg_handle_t handle);
 
-/* Allocate the NA message buffers / op ids the handle needs. */
-hg_return_t hg_handle_alloc_send(hg_handle_t handle, bool unexpected);
-hg_return_t hg_handle_alloc_recv(hg_handle_t handle, bool unexpected);
-hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op);
+/* Allocate an NA message buffer or op id at its first use (kept across reuse
+ * of the handle). */
+hg_return_t hg_handle_new_send(hg_handle_t handle, bool unexpected);
+hg_return_t hg_handle_new_recv(hg_handle_t handle, bool unexpected);
+hg_return_t hg_handle_new_op(hg_handle_t handle, na_op_id_t **op);
+
+/* Make sure the handle has the NA message buffers / op ids it needs: inline,
+ * since every forward and response asks and the answer is nearly always yes. */
+static inline hg_return_t hg_handle_alloc_send(hg_handle_t handle, bool unexpected)
+{
+    return handle->send_buf ? HG_SUCCESS : hg_handle_new_send(handle, unexpected);
+}
+
+static inline hg_return_t hg_handle_alloc_recv(hg_handle_t handle, bool unexpected)
+{
+    return handle->recv_buf ? HG_SUCCESS : hg_handle_new_recv(handle, unexpected);
+}
+
+static inline hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op)
+{
+    return *op ? HG_SUCCESS : hg_handle_new_op(handle, op);
+}
 
 /*
  * Encode struct_ptr with proc_cb at payload (room bytes). If it does not fit
@@ -143,6 +162,16 @@ hg_return_t hg_self_respond(hg_handle_t handle, void *out_struct);
 void hg_self_cancel(hg_handle_t handle);
 
 /* Header flags for checksums the class asks for. */
-uint8_t hg_class_checksum_flags(const hg_class_t *hg_class);
+static inline uint8_t hg_class_checksum_flags(const hg_class_t *hg_class)
+{
+    switch (hg_class->checksum_level) {
+    case HG_CHECKSUM_RPC_HEADERS:
+        return HG_HEADER_CHECKSUM;
+    case HG_CHECKSUM_RPC_PAYLOAD:
+        return HG_HEADER_CHECKSUM | HG_HEADER_CHECKSUM_PAYLOAD;
+    default:
+        return 0;
+    }
+}
 
 #endif /* HG_HANDLE_H */
