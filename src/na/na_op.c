@@ -17,10 +17,9 @@
 static atomic_ullong na_last_activity_ns;
 atomic_bool na_active;
 
-/* Polls between two clock reads of a spinning NA_Poll_wait, and between two
- * of its pauses: a clock read costs about as much as a shared-memory poll in
- * a VM, the deadlines it serves are milliseconds apart, and the bookkeeping
- * between polls delays noticing a message that arrives meanwhile. */
+/* Polls between two clock reads of a spinning NA_Poll_wait: a clock read costs
+ * about as much as a shared-memory poll in a VM, and the deadlines it serves
+ * are milliseconds apart. */
 #define NA_POLLS_PER_CLOCK 16
 
 static uint64_t na_now_ns(void)
@@ -242,20 +241,18 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
         }
         if (timeout_ms == 0)
             break;
-        /* Between two clock reads the spin is a bare poll loop: a message
-         * that arrives during bookkeeping waits for it to finish. */
-        if (dated && polls % NA_POLLS_PER_CLOCK != 0)
-            continue;
-        now = na_now_ns();
-        if (!dated) {
-            dated = true;
-            deadline = now + (uint64_t)timeout_ms * 1000000u;
+        if (!dated || polls % NA_POLLS_PER_CLOCK == 0) {
+            now = na_now_ns();
+            if (!dated) {
+                dated = true;
+                deadline = now + (uint64_t)timeout_ms * 1000000u;
+            }
+            na_activity_date(now);
+            spin_end = atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) +
+                       na_spin_ns();
+            if (now >= deadline)
+                break;
         }
-        na_activity_date(now);
-        spin_end = atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) +
-                   na_spin_ns();
-        if (now >= deadline)
-            break;
         if (na_class->progress_mode & NA_NO_BLOCK)
             continue;
         if (now < spin_end) {
