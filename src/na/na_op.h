@@ -18,9 +18,9 @@ static inline void na_activity_note(void)
         atomic_store_explicit(&na_active, true, memory_order_relaxed);
 }
 
-/* Log why op could not be claimed and return the error (cold). */
-na_return_t na_op_post_refuse(na_class_t *na_class, na_context_t *context,
-                              na_op_id_t *op);
+/* Log why op could not be claimed and return the error. */
+__attribute__((cold)) na_return_t
+na_op_post_refuse(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
 
 /* Claim an IDLE op id for a new operation of the given type. Every post
  * passes here: inline, its checks one predicted branch, the refusal out of
