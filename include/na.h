@@ -109,18 +109,7 @@ NA_PUBLIC unsigned int NA_Context_get_completion_count(const na_context_t *conte
 /**
  * Allocate an operation id. One id serves one pending operation at a time and
  * can be reused after its callback has run. Free it with NA_Op_destroy().
- *
- * NA_OP_DIRECT (an hgx extension) applies to classes initialized with
- * NA_THREAD_MODE_SINGLE whose plugin supports it (ucx) and is ignored
- * elsewhere: the callback of an operation
- * posted with the id runs as soon as the operation completes, inside the
- * NA_Poll, NA_Poll_wait, NA_Progress, post or NA_Cancel call that completed
- * it, instead of being queued for NA_Trigger. NA_Poll_wait and NA_Progress
- * return once such a callback ran. The callback must not block, must not
- * call NA_Poll, NA_Poll_wait, NA_Progress or NA_Trigger, and must not post
- * again the id it reports (other ids it may post, and this one later).
- *
- * \param flags [IN] NA_OP_SINGLE, or NA_OP_DIRECT (NA_OP_MULTI is not supported)
+ * \param flags [IN] NA_OP_SINGLE (NA_OP_MULTI is not supported)
  * \return the id, or NULL
  */
 NA_PUBLIC na_op_id_t *NA_Op_create(na_class_t *na_class,

@@ -175,7 +175,6 @@ typedef void (*na_cb_t)(const struct na_cb_info *callback_info);
 /* NA_Op_create() flags */
 #define NA_OP_SINGLE 0x00
 #define NA_OP_MULTI 0x01
-#define NA_OP_DIRECT 0x02 /* hgx: callback runs at completion (see NA_Op_create) */
 
 #define NA_TAG_MAX UINT_MAX
 

@@ -551,67 +551,6 @@ static void test_self(void **state)
     assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
 }
 
-/* NA_OP_DIRECT: in a single-thread class of a plugin that supports it (ucx),
- * a receive's callback runs inside the NA_Poll_wait that completed it, which
- * then returns; in any other class the flag is ignored and the callback waits
- * for NA_Trigger. Unknown op id flags are refused. */
-static void test_direct_ops(void **state)
-{
-    struct na_test_state *st = *state;
-    assert_null(NA_Op_create(st->cls, 0x80));
-    for (int single = 0; single < 2; single++) {
-        struct na_init_info init = NA_INIT_INFO_INITIALIZER;
-        init.thread_mode = single ? NA_THREAD_MODE_SINGLE : 0;
-        na_class_t *cls = NA_Initialize_opt(st->info, true, &init);
-        assert_non_null(cls);
-        na_context_t *ctx = NA_Context_create(cls);
-        na_addr_t *self = NULL;
-        assert_int_equal(NA_Addr_self(cls, &self), NA_SUCCESS);
-        na_op_id_t *rop = NA_Op_create(cls, NA_OP_DIRECT),
-                   *sop = NA_Op_create(cls, NA_OP_SINGLE);
-        assert_non_null(rop);
-        size_t h = NA_Msg_get_unexpected_header_size(cls), size = h + 64;
-        void *pd = NULL;
-        char *out = NA_Msg_buf_alloc(cls, size, NA_SEND, &pd), *in = malloc(size);
-        struct na_test_done r = {0}, s = {0};
-        test_fill(out + h, size - h, 21);
-        assert_int_equal(NA_Msg_init_unexpected(cls, out, size), NA_SUCCESS);
-        assert_int_equal(
-            NA_Msg_recv_unexpected(cls, ctx, na_test_cb, &r, in, size, NULL, rop),
-            NA_SUCCESS);
-        assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &s, out, size, pd,
-                                                self, 0, 3, sop),
-                         NA_SUCCESS);
-        bool direct = single && strncmp(st->info, "ucx", 3) == 0;
-        /* Progress, never trigger: a direct receive reports itself; any other
-         * is queued with the send (two callbacks waiting). */
-        for (int i = 0;
-             i < 500 && r.count == 0 && NA_Context_get_completion_count(ctx) < 2; i++)
-            NA_Poll_wait(cls, ctx, 10, NULL);
-        if (direct) {
-            assert_int_equal(r.count, 1);
-        } else {
-            assert_int_equal(r.count, 0);
-            assert_int_equal(NA_Context_get_completion_count(ctx), 2);
-        }
-        assert_true(na_test_wait(cls, ctx, &r, 1, 5000));
-        assert_true(na_test_wait(cls, ctx, &s, 1, 5000));
-        assert_int_equal(r.count, 1);
-        assert_int_equal(r.ret, NA_SUCCESS);
-        assert_int_equal(r.size, size);
-        assert_int_equal(r.tag, 3);
-        assert_true(test_check(in + h, size - h, 21));
-        NA_Addr_free(cls, r.source);
-        NA_Msg_buf_free(cls, out, pd);
-        free(in);
-        NA_Op_destroy(cls, rop);
-        NA_Op_destroy(cls, sop);
-        NA_Addr_free(cls, self);
-        assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
-        assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
-    }
-}
-
 /* Many more unexpected messages than posted receives, with tags spread over
  * all 32 bits: each arrives exactly once with its tag. shm 1.17 lost the
  * messages it held unmatched when receives ignored the tag bits. */
@@ -799,7 +738,6 @@ int main(void)
         cmocka_unit_test(test_cancel_recv),
         cmocka_unit_test(test_cancel_inflight),
         cmocka_unit_test(test_self),
-        cmocka_unit_test(test_direct_ops),
         cmocka_unit_test(test_unexpected_backlog),
         cmocka_unit_test(test_optional_features),
     };

@@ -194,9 +194,7 @@ static hg_return_t posts_create(hg_context_t *context)
         post->context = context;
         post->buf = NA_Msg_buf_alloc(hg_class->na_class, hg_class->unexpected_size,
                                      NA_RECV, &post->plugin);
-        /* Direct (single-thread classes): the request reaches HG as soon as
-         * it arrives, without a pass through NA's queue. */
-        post->op = NA_Op_create(hg_class->na_class, NA_OP_DIRECT);
+        post->op = NA_Op_create(hg_class->na_class, NA_OP_SINGLE);
         context->n_posts++;
         if (!post->buf || !post->op)
             return HG_NOMEM;

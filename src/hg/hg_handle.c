@@ -193,9 +193,9 @@ hg_return_t hg_handle_new_recv(hg_handle_t handle, bool unexpected)
     return handle->recv_buf ? HG_SUCCESS : HG_NOMEM;
 }
 
-hg_return_t hg_handle_new_op(hg_handle_t handle, na_op_id_t **op, unsigned long flags)
+hg_return_t hg_handle_new_op(hg_handle_t handle, na_op_id_t **op)
 {
-    *op = NA_Op_create(handle->info.hg_class->na_class, flags);
+    *op = NA_Op_create(handle->info.hg_class->na_class, NA_OP_SINGLE);
     return *op ? HG_SUCCESS : HG_NOMEM;
 }
 

@@ -98,7 +98,7 @@ void hg_handle_op_done(hg_handle_t handle);
  * of the handle). */
 hg_return_t hg_handle_new_send(hg_handle_t handle, bool unexpected);
 hg_return_t hg_handle_new_recv(hg_handle_t handle, bool unexpected);
-hg_return_t hg_handle_new_op(hg_handle_t handle, na_op_id_t **op, unsigned long flags);
+hg_return_t hg_handle_new_op(hg_handle_t handle, na_op_id_t **op);
 
 /* Make sure the handle has the NA message buffers / op ids it needs: inline,
  * since every forward and response asks and the answer is nearly always yes. */
@@ -114,15 +114,7 @@ static inline hg_return_t hg_handle_alloc_recv(hg_handle_t handle, bool unexpect
 
 static inline hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **op)
 {
-    return *op ? HG_SUCCESS : hg_handle_new_op(handle, op, NA_OP_SINGLE);
-}
-
-/* The same for the origin's response receive, whose callback runs as soon as
- * the response arrives when the class is single-threaded (NA_OP_DIRECT): one
- * queue hop less between the response and the user's callback. */
-static inline hg_return_t hg_handle_ensure_recv_op(hg_handle_t handle, na_op_id_t **op)
-{
-    return *op ? HG_SUCCESS : hg_handle_new_op(handle, op, NA_OP_DIRECT);
+    return *op ? HG_SUCCESS : hg_handle_new_op(handle, op);
 }
 
 /*

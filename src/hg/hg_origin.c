@@ -203,7 +203,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     if (ret == HG_SUCCESS)
         ret = hg_handle_ensure_op(handle, &handle->send_op);
     if (ret == HG_SUCCESS && !handle->rpc.no_response)
-        ret = hg_handle_ensure_recv_op(handle, &handle->recv_op);
+        ret = hg_handle_ensure_op(handle, &handle->recv_op);
     if (ret != HG_SUCCESS)
         return ret;
 

@@ -48,10 +48,6 @@ na_op_id_t *NA_Op_create(na_class_t *na_class, unsigned long flags)
         HGX_LOG_ERROR(NA, "NA_OP_MULTI op ids are not supported (no multi-recv)");
         return NULL;
     }
-    if (flags & ~(unsigned long)NA_OP_DIRECT) {
-        HGX_LOG_ERROR(NA, "unknown op id flags 0x%lx", flags);
-        return NULL;
-    }
     na_op_id_t *op = calloc(1, sizeof(*op) + na_class->ops->op_size);
     if (!op) {
         HGX_LOG_ERROR(NA, "out of memory for an op id");
@@ -59,8 +55,6 @@ na_op_id_t *NA_Op_create(na_class_t *na_class, unsigned long flags)
     }
     op->na_class = na_class;
     atomic_init(&op->state, NA_OP_IDLE);
-    op->direct =
-        (flags & NA_OP_DIRECT) && na_class->single && na_class->ops->direct_completion;
     return op;
 }
 
@@ -102,38 +96,11 @@ void na_op_post_abort(na_op_id_t *op)
     atomic_store(&op->state, NA_OP_IDLE);
 }
 
-/* Run the callback of a completed op, released first: the callback may post
- * it again. An unexpected receive without a callback frees its source. */
-static void na_op_run(na_context_t *context, na_op_id_t *op)
-{
-    struct na_cb_info info = op->info;
-    na_cb_t callback = op->callback;
-    atomic_store_explicit(&op->state, NA_OP_IDLE, memory_order_release);
-    if (callback)
-        callback(&info);
-    else if (info.type == NA_CB_RECV_UNEXPECTED && info.info.recv_unexpected.source)
-        NA_Addr_free(context->na_class, info.info.recv_unexpected.source);
-}
-
 void na_op_complete(na_op_id_t *op, na_return_t ret)
 {
     na_context_t *context = op->context;
 
     op->info.ret = ret;
-    if (op->direct) {
-        /* One thread (direct ids exist only in single-thread classes): plain
-         * counter updates. n_direct tells a waiting NA_Poll_wait to return. */
-        atomic_store_explicit(
-            &context->n_finished,
-            atomic_load_explicit(&context->n_finished, memory_order_relaxed) + 1,
-            memory_order_relaxed);
-        atomic_store_explicit(
-            &context->n_direct,
-            atomic_load_explicit(&context->n_direct, memory_order_relaxed) + 1,
-            memory_order_relaxed);
-        na_op_run(context, op);
-        return;
-    }
     op->cq_next = NULL;
     atomic_store_explicit(&op->state, NA_OP_QUEUED, memory_order_release);
     /* The counters change only under cq_lock: plain stores, no atomic
@@ -194,7 +161,14 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
         na_op_id_t *op = na_cq_pop(context);
         if (!op)
             break;
-        na_op_run(context, op);
+        /* Copy out and release the op first: the callback may post it again. */
+        struct na_cb_info info = op->info;
+        na_cb_t callback = op->callback;
+        atomic_store_explicit(&op->state, NA_OP_IDLE, memory_order_release);
+        if (callback)
+            callback(&info);
+        else if (info.type == NA_CB_RECV_UNEXPECTED && info.info.recv_unexpected.source)
+            NA_Addr_free(context->na_class, info.info.recv_unexpected.source);
         count++;
     }
     if (actual_count)
@@ -253,8 +227,7 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
 
     /* The clock is read only once a poll found nothing: a completion that is
      * already there, or arrives during the spin, is returned without one. */
-    unsigned int count = 0, direct0 = atomic_load(&context->n_direct);
-    bool direct_ran = false;
+    unsigned int count = 0;
     uint64_t now = 0, deadline = 0, spin_end = 0;
     bool dated = false;
     for (unsigned int polls = 0;; polls++) {
@@ -262,9 +235,7 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
         count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
-        direct_ran =
-            atomic_load_explicit(&context->n_direct, memory_order_relaxed) != direct0;
-        if (count > 0 || direct_ran) {
+        if (count > 0) {
             na_activity_note();
             break;
         }
@@ -299,7 +270,7 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
     }
     if (count_p)
         *count_p = count;
-    return count > 0 || direct_ran ? NA_SUCCESS : NA_TIMEOUT;
+    return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
 }
 
 na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,

@@ -57,7 +57,6 @@ struct na_context {
     atomic_uint cq_count;               /* written under cq_lock, read without it */
     atomic_ulong n_posted;              /* ops ever posted */
     atomic_ulong n_finished;            /* ops ever completed, written under cq_lock */
-    atomic_uint n_direct;               /* callbacks run at completion (NA_OP_DIRECT) */
 };
 
 struct na_op_id {
@@ -65,9 +64,8 @@ struct na_op_id {
     na_context_t *context;
     struct na_op_id *cq_next;
     na_cb_t callback;
-    struct na_cb_info info; /* type, arg, ret and per-type results */
-    atomic_int state;       /* enum na_op_state */
-    bool direct;            /* NA_OP_DIRECT in a single-thread class: no queue */
+    struct na_cb_info info;                      /* type, arg, ret and per-type results */
+    atomic_int state;                            /* enum na_op_state */
     alignas(max_align_t) unsigned char plugin[]; /* ops->op_size bytes for the plugin */
 };
 
@@ -100,10 +98,6 @@ struct na_ops {
      * NA_RMA_PIECE_MAX_DEFAULT. */
     size_t rma_piece_max;
     size_t op_size; /* plugin bytes in each op id (na_op_plugin) */
-    /* na_op_complete may run callbacks on the spot (NA_OP_DIRECT ids of a
-     * single-thread class): every place the plugin completes an op can take
-     * a callback that posts, cancels or frees addresses there. */
-    bool direct_completion;
 
     bool (*check_protocol)(const char *protocol_name);
     na_return_t (*initialize)(na_class_t *na_class, const struct na_info *info,
@@ -221,8 +215,7 @@ static inline bool na_op_cancel_requested(na_op_id_t *op)
 }
 
 /* Report the end of a posted op exactly once; its callback is queued on the
- * op's context with ret, or runs now for an NA_OP_DIRECT id (see
- * na_ops.direct_completion). Fill op->info.info first for receives. */
+ * op's context with ret. Fill op->info.info first for receives. */
 void na_op_complete(na_op_id_t *op, na_return_t ret);
 
 /* Initialize the common head of a new plugin address (refcount 1). */

@@ -746,19 +746,17 @@ static void ucx_pending_resume(struct ucx_class *cls)
 }
 
 /* Drive the worker until it has nothing left to do (bounded), or until the
- * context has a completion to hand up (queued, or a direct callback ran): every extra
- * pass costs a system call per TCP interface (UCX polls its sockets), and the caller
- * polls again. Send completions free window slots here: refill them from the queues. */
+ * context has a completion to hand up: every extra pass costs a system call
+ * per TCP interface (UCX polls its sockets), and the caller polls again.
+ * Send completions free window slots here: refill them from the queues. */
 static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
 {
     unsigned total = 0, n;
-    unsigned direct0 = context ? atomic_load(&context->n_direct) : 0;
     do {
         n = ucp_worker_progress(cls->worker);
         total += n;
     } while (n && total < UCX_PROGRESS_MAX &&
-             !(context && (atomic_load(&context->cq_count) ||
-                           atomic_load(&context->n_direct) != direct0)));
+             !(context && atomic_load(&context->cq_count)));
     if (cls->queued)
         ucx_pending_resume(cls);
     return total;
@@ -2209,7 +2207,6 @@ const struct na_ops na_ucx_ops = {
      * per transfer up to 16 MiB runs at 0.95-1.0x (docs/performance.md). */
     .rma_piece_max = (size_t)16 << 20,
     .op_size = sizeof(struct ucx_op),
-    .direct_completion = true,
     .check_protocol = ucx_check_protocol,
     .initialize = ucx_initialize,
     .finalize = ucx_finalize,
