@@ -550,17 +550,14 @@ static ucs_status_t ucx_ep_open_client(struct ucx_class *cls, struct ucx_peer *p
     return ucp_ep_create(cls->worker, &params, &p->ep);
 }
 
-/* Make sure p can take an operation: reconnect an outgoing peer whose ep was
- * dropped by a cancel escalation. Lock held. */
-static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p,
-                                  const char *what)
+/* The slow half of ucx_peer_ready: a failed peer, or an ep to reconnect. */
+static na_return_t ucx_peer_reconnect(struct ucx_class *cls, struct ucx_peer *p,
+                                      const char *what)
 {
     if (p->failed) {
         HGX_LOG_ERROR(UCX, "%s to %s: connection failed", what, p->str);
         return NA_HOSTUNREACH;
     }
-    if (p->ep)
-        return NA_SUCCESS;
     ucs_status_t st = p->outgoing ? ucx_ep_open_client(cls, p) : UCS_ERR_NOT_CONNECTED;
     if (st != UCS_OK) {
         HGX_LOG_ERROR(UCX, "%s to %s: cannot reconnect: %s", what, p->str,
@@ -570,6 +567,17 @@ static na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p,
     }
     HGX_LOG_DEBUG(UCX, "reconnecting to %s", p->str);
     return NA_SUCCESS;
+}
+
+/* Make sure p can take an operation: reconnect an outgoing peer whose ep was
+ * dropped by a cancel escalation. Inline: a connected peer, the common case,
+ * costs one test per send. Lock held. */
+static inline na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p,
+                                         const char *what)
+{
+    if (__builtin_expect(p->ep != NULL && !p->failed, 1))
+        return NA_SUCCESS;
+    return ucx_peer_reconnect(cls, p, what);
 }
 
 static void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
@@ -1457,8 +1465,7 @@ ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
     else
         uop->tag = ucx_tag(cls->id, tag);
     hgx_lock(&cls->lock);
-    if (__builtin_expect(p->ep != NULL && !p->failed, 1) ||
-        (ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
+    if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
         /* Behind queued sends, or out of resources: queue to keep the order. */
         ucs_status_t st = p->pend.head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
