@@ -330,7 +330,7 @@ static void usage(FILE *f)
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
         "                [--no-bind] [--no-block] [--raw-wait] [--thread-safe]\n"
-        "                [--clients N]\n"
+        "                [--clients N] [--runs FILE]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
         "  rate: RPCs/s with 1..64 in flight from each of --clients N (1-8)\n"
         "  client processes (their rates add up; only the server is bound)\n"
@@ -343,6 +343,7 @@ static void usage(FILE *f)
         "  different CPUs (as mpirun --bind-to core) unless --no-bind.\n"
         "  --repeat N (1-101): N runs of raw then hgx; medians of the values, and\n"
         "  of the per-run ratios; column best: best hgx run / best raw run.\n"
+        "  --runs FILE: each run's hgx and raw values as CSV (one client only).\n"
         "  --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw loops, no wait\n"
         "  object (an idle server then uses a whole CPU).\n"
         "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
@@ -424,6 +425,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             sizes = v, i++;
         else if (v && !strcmp(o, "--csv"))
             cfg->csv = v, i++;
+        else if (v && !strcmp(o, "--runs"))
+            cfg->runs_csv = v, i++;
         else if (v && !strcmp(o, "--iters")) {
             cfg->iters = atoi(v), i++;
             if (cfg->iters <= 0)
@@ -466,6 +469,19 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     if (cfg->clients > 1 && cfg->mode != PERF_RATE) {
         fprintf(stderr, "hgx-perf: --clients applies to --mode rate only\n");
         return -1;
+    }
+    if (cfg->clients > 1 && cfg->runs_csv) {
+        fprintf(stderr, "hgx-perf: --runs takes one client (rates add up across them)\n");
+        return -1;
+    }
+    if (cfg->runs_csv) { /* fail before measuring, not after */
+        FILE *f = fopen(cfg->runs_csv, "w");
+        if (!f) {
+            fprintf(stderr, "hgx-perf: cannot write %s: %s\n", cfg->runs_csv,
+                    strerror(errno));
+            return -1;
+        }
+        fclose(f);
     }
     if (!cfg->repeat)
         cfg->repeat = 1;
@@ -640,20 +656,57 @@ static void merge_runs(const struct perf_config *cfg, const struct perf_results 
     out->idle_cpu_pct = ncpu ? perf_median(cpu, ncpu) : -1;
 }
 
+/* --runs: every run's pair of values, for a look at how the machine's state
+ * moved them (the medians hide it). */
+static int write_runs(const struct perf_config *cfg, const struct perf_results *runs,
+                      int nruns)
+{
+    FILE *f = fopen(cfg->runs_csv, "w");
+    if (!f) {
+        fprintf(stderr, "hgx-perf: cannot write %s: %s\n", cfg->runs_csv,
+                strerror(errno));
+        return -1;
+    }
+    fprintf(f, "transport,mode,run,test,param,hgx,raw\n");
+    for (int k = 0; k < nruns; k++) {
+        const struct perf_results *r = &runs[k];
+        for (int i = 0; i < r->nhg; i++) {
+            const struct perf_point *w =
+                find(r->raw, r->nraw, r->hg[i].what, r->hg[i].param);
+            fprintf(f, "%s,%s,%d,%s,%zu,%.6g,", cfg->transport, mode_names[cfg->mode], k,
+                    r->hg[i].what, r->hg[i].param, r->hg[i].value);
+            if (w)
+                fprintf(f, "%.6g", w->value);
+            fputc('\n', f);
+        }
+        for (int i = 0; i < r->nraw; i++)
+            if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
+                fprintf(f, "%s,%s,%d,%s,%zu,,%.6g\n", cfg->transport,
+                        mode_names[cfg->mode], k, r->raw[i].what, r->raw[i].param,
+                        r->raw[i].value);
+    }
+    return fclose(f) ? -1 : 0;
+}
+
 /* cfg->repeat runs of raw then hgx, each with its own transport setup. */
 static int run_repeated(const struct perf_config *cfg, struct perf_oob *oob,
                         struct perf_results *res)
 {
     static struct perf_results runs[PERF_MAX_REPEAT];
-    if (cfg->repeat <= 1)
-        return run_both(cfg, oob, res);
-    for (int k = 0; k < cfg->repeat; k++) {
+    int nruns = cfg->repeat > 1 ? cfg->repeat : 1;
+    for (int k = 0; k < nruns; k++) {
         runs[k] = (struct perf_results){.idle_cpu_pct = -1};
-        perf_progress(cfg, "run %d of %d", k + 1, cfg->repeat);
+        if (nruns > 1)
+            perf_progress(cfg, "run %d of %d", k + 1, nruns);
         if (run_both(cfg, oob, &runs[k]))
             return 1;
     }
-    merge_runs(cfg, runs, cfg->repeat, res);
+    if (cfg->runs_csv && !cfg->server && write_runs(cfg, runs, nruns))
+        return 1;
+    if (nruns == 1)
+        *res = runs[0];
+    else
+        merge_runs(cfg, runs, nruns, res);
     return 0;
 }
 

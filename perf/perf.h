@@ -27,11 +27,12 @@ struct perf_config {
     int nsizes;
     int iters;
     const char *csv;
-    int server;      /* this process is the server */
-    int quiet;       /* no progress line */
-    int no_bind;     /* OFI/UCX: leave the two processes unbound */
-    int no_block;    /* hgx busy-polls (NA_NO_BLOCK): no wait object, never sleeps */
-    int repeat;      /* runs of raw + hgx; medians reported */
+    const char *runs_csv; /* --runs: every run's values */
+    int server;           /* this process is the server */
+    int quiet;            /* no progress line */
+    int no_bind;          /* OFI/UCX: leave the two processes unbound */
+    int no_block;         /* hgx busy-polls (NA_NO_BLOCK): no wait object, never sleeps */
+    int repeat;           /* runs of raw + hgx; medians reported */
     int raw_wait;    /* OFI: the raw loop's CQ has a wait fd, as hgx's default mode's */
     int thread_safe; /* hgx without NA_THREAD_MODE_SINGLE: locks on, as a threaded app */
     int clients;     /* rate mode: client processes against the one server (1-8) */

@@ -12,7 +12,8 @@ perf=${top_builddir:-.}/hgx-perf
 [ -x "$perf" ] || { echo "perf-smoke: $perf not built"; exit 1; }
 transports=${HGX_PERF_SMOKE_TRANSPORTS:-"ofi+tcp ucx+shm"}
 out=$(mktemp "${TMPDIR:-/tmp}/hgx-perf-smoke.XXXXXX") || exit 1
-trap 'rm -f "$out"' EXIT INT TERM
+runs=
+trap 'rm -f "$out" ${runs:+"$runs"}' EXIT INT TERM
 passed=0 failed=0
 
 check() { # label, ranks (mpi+static), then the hgx-perf arguments
@@ -60,7 +61,38 @@ for t in $transports; do
     check "$t cancel" $np --transport "$t" --mode cancel --iters 5
     check "$t scale" $np --transport "$t" --mode scale --iters 2
 done
+# --runs: one CSV line per run and row, each with both figures.
+t=${transports%% *}
+case $t in ofi+* | ucx+*)
+    runs=$(mktemp "${TMPDIR:-/tmp}/hgx-perf-runs.XXXXXX") || exit 1
+    if "$perf" --transport "$t" --mode lat --sizes 0-4 --iters 100 --repeat 3 \
+        --runs "$runs" --quiet >"$out" 2>&1; then
+        lines=$(awk -F, 'NR > 1 && $6 ~ /^[0-9.e+-]+$/ && $7 ~ /^[0-9.e+-]+$/' "$runs" |
+            wc -l)
+        runs_seen=$(awk -F, 'NR > 1 {print $3}' "$runs" | sort -u | wc -l)
+    else
+        lines=0 runs_seen=0
+    fi
+    # sizes 0-4: rows 0, 1 and 4 bytes, in each of 3 runs
+    if [ "$lines" -eq 9 ] && [ "$runs_seen" -eq 3 ]; then
+        echo "PASS $t --runs (9 lines, 3 runs)"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $t --runs: $lines complete lines over $runs_seen runs, want 9 over 3"
+        sed 's/^/    /' "$runs" "$out"
+        failed=$((failed + 1))
+    fi
+    rm -f "$runs"
+    ;;
+esac
 # Bad arguments are refused with the usage text, exit status 2.
+if "$perf" --mode rate --clients 2 --runs /dev/null >/dev/null 2>&1; then
+    echo "FAIL --runs with several clients was accepted"
+    failed=$((failed + 1))
+else
+    echo "PASS --runs with several clients refused"
+    passed=$((passed + 1))
+fi
 if "$perf" --mode lat --clients 2 >/dev/null 2>&1; then
     echo "FAIL --clients outside rate mode was accepted"
     failed=$((failed + 1))
