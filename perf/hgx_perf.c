@@ -394,6 +394,16 @@ static int parse_sizes(struct perf_config *cfg, const char *arg)
     return 0;
 }
 
+/* The --runs file, truncated; NULL (said on stderr) if it cannot be written. */
+static FILE *runs_open(const struct perf_config *cfg)
+{
+    FILE *f = fopen(cfg->runs_csv, "w");
+    if (!f)
+        fprintf(stderr, "hgx-perf: cannot write %s: %s\n", cfg->runs_csv,
+                strerror(errno));
+    return f;
+}
+
 static int parse_args(struct perf_config *cfg, int argc, char **argv)
 {
     const char *sizes = NULL;
@@ -475,12 +485,9 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
         return -1;
     }
     if (cfg->runs_csv) { /* fail before measuring, not after */
-        FILE *f = fopen(cfg->runs_csv, "w");
-        if (!f) {
-            fprintf(stderr, "hgx-perf: cannot write %s: %s\n", cfg->runs_csv,
-                    strerror(errno));
+        FILE *f = runs_open(cfg);
+        if (!f)
             return -1;
-        }
         fclose(f);
     }
     if (!cfg->repeat)
@@ -661,12 +668,9 @@ static void merge_runs(const struct perf_config *cfg, const struct perf_results 
 static int write_runs(const struct perf_config *cfg, const struct perf_results *runs,
                       int nruns)
 {
-    FILE *f = fopen(cfg->runs_csv, "w");
-    if (!f) {
-        fprintf(stderr, "hgx-perf: cannot write %s: %s\n", cfg->runs_csv,
-                strerror(errno));
+    FILE *f = runs_open(cfg);
+    if (!f)
         return -1;
-    }
     fprintf(f, "transport,mode,run,test,param,hgx,raw\n");
     for (int k = 0; k < nruns; k++) {
         const struct perf_results *r = &runs[k];
