@@ -330,7 +330,7 @@ static void usage(FILE *f)
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
         "                [--no-bind] [--no-block] [--raw-wait] [--thread-safe]\n"
-        "                [--clients N] [--runs FILE]\n"
+        "                [--clients N] [--runs FILE] [--na]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
         "  rate: RPCs/s with 1..64 in flight from each of --clients N (1-8)\n"
         "  client processes (their rates add up; only the server is bound)\n"
@@ -344,6 +344,8 @@ static void usage(FILE *f)
         "  --repeat N (1-101): N runs of raw then hgx; medians of the values, and\n"
         "  of the per-run ratios; column best: best hgx run / best raw run.\n"
         "  --runs FILE: each run's hgx and raw values as CSV (one client only).\n"
+        "  --na (lat only): the hgx column is the NA layer alone: an unexpected\n"
+        "  request and an empty expected reply, the messages of an RPC without HG.\n"
         "  --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw loops, no wait\n"
         "  object (an idle server then uses a whole CPU).\n"
         "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
@@ -426,6 +428,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->raw_wait = 1;
         else if (!strcmp(o, "--thread-safe"))
             cfg->thread_safe = 1;
+        else if (!strcmp(o, "--na"))
+            cfg->na_layer = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             exit(0);
@@ -478,6 +482,10 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
         cfg->clients = 1;
     if (cfg->clients > 1 && cfg->mode != PERF_RATE) {
         fprintf(stderr, "hgx-perf: --clients applies to --mode rate only\n");
+        return -1;
+    }
+    if (cfg->na_layer && cfg->mode != PERF_LAT) {
+        fprintf(stderr, "hgx-perf: --na applies to --mode lat only\n");
         return -1;
     }
     if (cfg->clients > 1 && cfg->runs_csv) {
@@ -534,13 +542,14 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
             rows[nrows++] = &r->raw[i];
 
-    printf(
-        "# hgx-perf: transport %s%s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled per "
-        "point), values in %s",
-        cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
-        cfg->thread_safe ? " (hgx thread-safe)" : "",
-        cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
-        cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
+    printf("# hgx-perf: transport %s%s%s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled "
+           "per "
+           "point), values in %s",
+           cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
+           cfg->na_layer ? " (hgx column: NA alone, --na)" : "",
+           cfg->thread_safe ? " (hgx thread-safe)" : "",
+           cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
+           cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
     if (cfg->clients > 1)
         printf(", %d clients (rates summed over them)", cfg->clients);
     bool best = cfg->repeat > 1;
@@ -610,9 +619,9 @@ static int run_both(const struct perf_config *cfg, struct perf_oob *oob,
         }
         perf_oob_barrier(cfg, oob);
     }
-    if (!cfg->raw_only && perf_hg_run(cfg, oob, res)) {
-        fprintf(stderr, "hgx-perf: hgx %s run failed (%s)\n", cfg->transport,
-                cfg->server ? "server" : "client");
+    if (!cfg->raw_only && (cfg->na_layer ? perf_na_run : perf_hg_run)(cfg, oob, res)) {
+        fprintf(stderr, "hgx-perf: %s %s run failed (%s)\n", cfg->na_layer ? "NA" : "hgx",
+                cfg->transport, cfg->server ? "server" : "client");
         ret = 1;
     }
     return ret;

@@ -35,6 +35,7 @@ struct perf_config {
     int repeat;           /* runs of raw + hgx; medians reported */
     int raw_wait;    /* OFI: the raw loop's CQ has a wait fd, as hgx's default mode's */
     int thread_safe; /* hgx without NA_THREAD_MODE_SINGLE: locks on, as a threaded app */
+    int na_layer;    /* --na: the hgx side runs NA alone (perf_na.c) */
     int clients;     /* rate mode: client processes against the one server (1-8) */
     int client_id;   /* this client's index, 0 .. clients - 1 */
 };
@@ -89,6 +90,8 @@ struct perf_results {
 
 /* Runners: run the whole mode as client or server; 0 on success. */
 int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
+                struct perf_results *res);
+int perf_na_run(const struct perf_config *cfg, struct perf_oob *oob,
                 struct perf_results *res);
 int perf_raw_ofi_run(const struct perf_config *cfg, struct perf_oob *oob,
                      struct perf_results *res);

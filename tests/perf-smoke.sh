@@ -1,5 +1,6 @@
 #!/bin/sh
-# perf-smoke.sh: hgx-perf runs every mode briefly and prints a full table.
+# perf-smoke.sh: hgx-perf runs every mode briefly and prints a full table
+# (lat also with --na, the NA layer alone).
 #
 # For each transport of $HGX_PERF_SMOKE_TRANSPORTS (default: ofi+tcp and
 # ucx+shm; mpi+static runs under mpitests/run-mpi.sh with a rank per process),
@@ -56,6 +57,7 @@ for t in $transports; do
     np=0 np3=0
     case $t in mpi+*) np=2 np3=4 ;; esac
     check "$t lat" $np --transport "$t" --mode lat --sizes 0-1K --iters 200
+    check "$t lat, NA alone" $np --transport "$t" --mode lat --sizes 0-1K --iters 200 --na
     check "$t rate, 3 clients" $np3 --transport "$t" --mode rate --iters 50 --clients 3
     check "$t bw" $np --transport "$t" --mode bw --sizes 4K-1M --iters 5
     check "$t cancel" $np --transport "$t" --mode cancel --iters 5
@@ -86,6 +88,13 @@ case $t in ofi+* | ucx+*)
     ;;
 esac
 # Bad arguments are refused with the usage text, exit status 2.
+if "$perf" --mode bw --na >/dev/null 2>&1; then
+    echo "FAIL --na outside lat mode was accepted"
+    failed=$((failed + 1))
+else
+    echo "PASS --na outside lat mode refused"
+    passed=$((passed + 1))
+fi
 if "$perf" --mode rate --clients 2 --runs /dev/null >/dev/null 2>&1; then
     echo "FAIL --runs with several clients was accepted"
     failed=$((failed + 1))
