@@ -99,6 +99,7 @@
 #define UCX_ADDR_STR_MAX 64
 #define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
 #define UCX_CONNECT_MS 5000   /* lookup waits this long for the wire-up */
+#define UCX_LISTEN_TRIES 8    /* free ports picked for port 0 before giving up */
 #define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
 /* A cancelled send/RMA still pending after this long: drop the ep. */
 #define UCX_CANCEL_ESCALATE_MS 10000
@@ -959,8 +960,10 @@ static int ucx_free_port(const struct sockaddr_in *sin)
     return port;
 }
 
+/* A port in use is told apart (NA_ADDRINUSE) and, when the caller will try
+ * another (busy_quiet), not logged as an error. */
 static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *sin,
-                              char *str, size_t size)
+                              char *str, size_t size, bool busy_quiet)
 {
     ucp_listener_params_t params = {
         .field_mask =
@@ -968,6 +971,10 @@ static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *s
         .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)},
         .conn_handler = {.cb = ucx_conn_cb, .arg = cls}};
     ucs_status_t st = ucp_listener_create(cls->worker, &params, &cls->listener);
+    if (st == UCS_ERR_BUSY && busy_quiet) {
+        HGX_LOG_DEBUG(UCX, "port of %s taken before the listener bound it", str);
+        return NA_ADDRINUSE;
+    }
     if (st != UCS_OK) {
         HGX_LOG_ERROR(UCX, "cannot listen on %s: %s", str, ucs_status_string(st));
         return st == UCS_ERR_BUSY ? NA_ADDRINUSE : NA_ADDRNOTAVAIL;
@@ -1003,6 +1010,30 @@ static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *
     ucx_sockaddr_string((const struct sockaddr *)sin, cls->proto, str, size);
     cls->id = ucx_hash_id(strstr(str, "://") + 3);
     return NA_SUCCESS;
+}
+
+/* Listen on info's address, the worker created with the id derived from it.
+ * For port 0 the port is picked first (the id needs it before the worker
+ * exists), and another socket can take it before the listener binds it:
+ * outgoing connections draw from the same ephemeral range. Then a new port
+ * is picked, with a new worker for its id. */
+static na_return_t ucx_open_listening(struct ucx_class *cls, const struct na_info *info,
+                                      char *str, size_t size)
+{
+    for (int tries = 1;; tries++) {
+        struct sockaddr_in sin;
+        bool retry = info->port == 0 && tries < UCX_LISTEN_TRIES;
+        na_return_t ret = ucx_listen_addr(cls, info, &sin, str, size);
+        if (ret == NA_SUCCESS)
+            ret = ucx_worker_open(cls);
+        if (ret == NA_SUCCESS)
+            ret = ucx_listen(cls, &sin, str, size, retry);
+        if (ret != NA_ADDRINUSE || !retry)
+            return ret;
+        ucp_worker_destroy(cls->worker);
+        cls->worker = NULL;
+        cls->efd = -1;
+    }
 }
 
 /* Our own peer: an ep on our own worker (the "self" transport). */
@@ -1125,12 +1156,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     if (ret != NA_SUCCESS)
         goto error;
     if (listen) {
-        struct sockaddr_in sin;
-        ret = ucx_listen_addr(cls, info, &sin, str, sizeof(str));
-        if (ret == NA_SUCCESS)
-            ret = ucx_worker_open(cls);
-        if (ret == NA_SUCCESS)
-            ret = ucx_listen(cls, &sin, str, sizeof(str));
+        ret = ucx_open_listening(cls, info, str, sizeof(str));
     } else {
         cls->id = ucx_random_id();
         snprintf(str, sizeof(str), "ucx+%s://id-%08x", cls->proto, cls->id);
