@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -312,7 +313,6 @@ struct ofi_class {
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg_size;
     size_t max_unexpected_size, max_expected_size;
-    atomic_uint_fast64_t next_mr_key; /* keys we pick when not FI_MR_PROV_KEY */
 
     unsigned char self_raw[OFI_RAW_ADDR_MAX];
     size_t self_len;
@@ -979,9 +979,13 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto, bool single)
     hints->domain_attr->cq_data_size = sizeof(na_tag_t); /* unexpected messages' tags */
     /* One thread alone: the provider may skip its own locks. */
     hints->domain_attr->threading = single ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
-    /* Every registration mode we can honor; the provider keeps what it needs. */
+    /* Every registration mode we can honor; the provider keeps what it needs.
+     * Not FI_MR_PROV_KEY: tcp and sockets then number keys 0, 1, 2... in
+     * every process alike, and a descriptor whose key was changed by one, or
+     * that came from another process, reached another region of the target.
+     * Our keys are random (ofi_mr_open). */
     hints->domain_attr->mr_mode =
-        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
     hints->fabric_attr->prov_name = strdup(proto->prov_name);
     if (!hints->fabric_attr->prov_name) {
         fi_freeinfo(hints);
@@ -1250,7 +1254,6 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->single = na_class->single;
-    atomic_init(&cls->next_mr_key, 1);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
     HGX_CHECK(OFI, !cls->proto, error, ret, NA_PROTONOSUPPORT,
               "protocol \"%s\" not supported by ofi", info->protocol_name);
@@ -1345,9 +1348,19 @@ static struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t
                                   uint64_t access, na_return_t *ret)
 {
     struct fid_mr *mr = NULL;
-    uint64_t key =
-        (cls->mr_mode & FI_MR_PROV_KEY) ? 0 : atomic_fetch_add(&cls->next_mr_key, 1);
-    int rc = fi_mr_reg(cls->domain, buf, len, access, 0, key, 0, &mr, NULL);
+    int rc = -FI_ENOKEY;
+
+    /* A random key: a forged or foreign one names no registration (a
+     * collision with a live key is refused by the provider: draw again). */
+    for (int tries = 0; rc == -FI_ENOKEY && tries < 8; tries++) {
+        uint64_t key = 0;
+        if (getrandom(&key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+            HGX_LOG_ERROR(OFI, "getrandom failed for a memory key");
+            *ret = NA_PROTOCOL_ERROR;
+            return NULL;
+        }
+        rc = fi_mr_reg(cls->domain, buf, len, access, 0, key, 0, &mr, NULL);
+    }
 
     if (rc == 0 && (cls->mr_mode & FI_MR_ENDPOINT)) {
         rc = fi_mr_bind(mr, &cls->ep->fid, 0);
