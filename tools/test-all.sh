@@ -45,7 +45,7 @@ run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # the instrumented library)
 asan_tests="tests/test_na tests/test_na_idle tests/test_proc tests/test_hg tests/test_hgx \
 tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello examples/hg_save examples/hg_timeout \
-tests/perf-smoke.sh"
+tests/perf-smoke.sh tests/test_bulk_forge"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind
@@ -90,6 +90,13 @@ done
 for t in tests/test_faults tests/test_load tests/netns-cut.sh; do
     if ! grep -q "^PASS: $t" "$logdir/openmpi.check" 2>/dev/null; then
         echo "hgx CI: $t did not pass in the openmpi build"
+        status=1
+    fi
+done
+# Forged bulk descriptors: zero violations, hangs and crashes on every transport.
+for cfg in openmpi asan; do
+    if ! grep -q "^PASS: tests/test_bulk_forge" "$logdir/$cfg.check" 2>/dev/null; then
+        echo "hgx CI: tests/test_bulk_forge did not pass in the $cfg build"
         status=1
     fi
 done
