@@ -65,6 +65,7 @@
  * transport's own buffers (socket, shared-memory FIFO) are full, and 256 of
  * them (2 MiB) keep the link busy until the next progress refills the window.
  */
+#include "na_netif.h"
 #include "na_plugin.h"
 #include "hgx_lock.h"
 #include "hgx_wire.h"
@@ -988,21 +989,31 @@ static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *s
     return NA_SUCCESS;
 }
 
-/* Listening address and id, known before the worker is created. */
+/* Listening address (IPv4: the id derives from it) and id, known before the
+ * worker is created. shm peers share our host: its listener stays on
+ * loopback unless told otherwise. */
 static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *info,
                                    struct sockaddr_in *sin, char *str, size_t size)
 {
-    const char *host = info->host ? info->host : "127.0.0.1";
-    *sin = (struct sockaddr_in){.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)info->port)};
-    if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
-        HGX_LOG_ERROR(UCX, "listen host \"%s\" is not an IPv4 address", host);
-        return NA_INVALID_ARG;
-    }
+    bool shm = strcmp(cls->proto, "shm") == 0;
+    const struct na_netif_spec spec = {.host =
+                                           info->host || !shm ? info->host : "127.0.0.1",
+                                       .port = info->port,
+                                       .subnet = info->init_info->ip_subnet,
+                                       .env_name = "UCX_NET_DEVICES",
+                                       .family = AF_INET};
+    struct sockaddr_storage ss;
+    socklen_t len;
+    na_return_t ret = na_netif_select(&spec, &ss, &len);
+    if (ret != NA_SUCCESS)
+        return ret;
+    memcpy(sin, &ss, sizeof(*sin));
     if (info->port == 0) {
         int port = ucx_free_port(sin);
         if (port <= 0) {
-            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", host, strerror(errno));
+            char ip[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", ip, strerror(errno));
             return NA_ADDRNOTAVAIL;
         }
         sin->sin_port = htons((uint16_t)port);
@@ -1308,6 +1319,14 @@ static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
     na_return_t ret = ucx_parse(cls, name, &sin);
     if (ret != NA_SUCCESS)
         return ret;
+    /* Its tcp is there for wire-up only: a remote peer would never answer. */
+    if (strcmp(cls->proto, "shm") == 0 && !na_netif_is_local((struct sockaddr *)&sin)) {
+        HGX_LOG_ERROR(UCX,
+                      "%s is not on this host: ucx+shm reaches local peers only "
+                      "(use ucx+tcp or ucx+all)",
+                      name);
+        return NA_HOSTUNREACH;
+    }
     ucx_sockaddr_string((const struct sockaddr *)&sin, cls->proto, str, sizeof(str));
     uint32_t id = ucx_hash_id(strstr(str, "://") + 3);
     hgx_lock(&cls->lock);
