@@ -1007,7 +1007,7 @@ static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hint
                                        .family = AF_UNSPEC};
     struct sockaddr_storage ss;
     socklen_t len;
-    na_return_t ret = na_netif_select(&spec, &ss, &len);
+    na_return_t ret = na_netif_select(&spec, &ss, &len, NULL);
     if (ret != NA_SUCCESS)
         return ret;
     char desc[sizeof(cls->bind_desc) - 4];

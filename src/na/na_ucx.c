@@ -74,6 +74,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -892,7 +893,11 @@ static na_return_t ucx_config_set(ucp_config_t *config, const char *name,
     return NA_SUCCESS;
 }
 
-static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
+/* ifname: the interface the class names ("" for any); UCX's network
+ * devices are kept to it, so that a class on loopback never sends over
+ * another interface. The user's UCX_NET_DEVICES wins. */
+static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
+                                    const char *ifname)
 {
     ucp_config_t *config = NULL;
     ucs_status_t st = ucp_config_read(NULL, NULL, &config);
@@ -904,6 +909,8 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
     na_return_t ret = NA_SUCCESS;
     if (tls)
         ret = ucx_config_set(config, "TLS", tls);
+    if (ret == NA_SUCCESS && *ifname && !getenv("UCX_NET_DEVICES"))
+        ret = ucx_config_set(config, "NET_DEVICES", ifname);
     if (ret == NA_SUCCESS && ucx_mm_error_handling(proto))
         ret = ucx_config_set(config, "MM_ERROR_HANDLING", "y");
     if (ret == NA_SUCCESS && ucx_no_rndv_lanes(proto))
@@ -989,13 +996,13 @@ static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *s
     return NA_SUCCESS;
 }
 
-/* Listening address (IPv4: the id derives from it) and id, known before the
- * worker is created. shm peers share our host: its listener stays on
- * loopback unless told otherwise. */
-static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *info,
-                                   struct sockaddr_in *sin, char *str, size_t size)
+/* The listening address (IPv4: the id derives from it; port 0 for any) and
+ * its interface, for a listener or a client that names one. shm peers share
+ * our host: its listener stays on loopback unless told otherwise. */
+static na_return_t ucx_netif(const char *proto, const struct na_info *info,
+                             struct sockaddr_in *sin, char *ifname)
 {
-    bool shm = strcmp(cls->proto, "shm") == 0;
+    bool shm = strcmp(proto, "shm") == 0;
     const struct na_netif_spec spec = {.host =
                                            info->host || !shm ? info->host : "127.0.0.1",
                                        .port = info->port,
@@ -1004,11 +1011,18 @@ static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *
                                        .family = AF_INET};
     struct sockaddr_storage ss;
     socklen_t len;
-    na_return_t ret = na_netif_select(&spec, &ss, &len);
-    if (ret != NA_SUCCESS)
-        return ret;
-    memcpy(sin, &ss, sizeof(*sin));
-    if (info->port == 0) {
+    na_return_t ret = na_netif_select(&spec, &ss, &len, ifname);
+    if (ret == NA_SUCCESS)
+        memcpy(sin, &ss, sizeof(*sin));
+    return ret;
+}
+
+/* Listening address with its port and the id, known before the worker is
+ * created. */
+static na_return_t ucx_listen_addr(struct ucx_class *cls, struct sockaddr_in *sin,
+                                   char *str, size_t size)
+{
+    if (sin->sin_port == 0) {
         int port = ucx_free_port(sin);
         if (port <= 0) {
             char ip[INET_ADDRSTRLEN];
@@ -1028,13 +1042,13 @@ static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *
  * exists), and another socket can take it before the listener binds it:
  * outgoing connections draw from the same ephemeral range. Then a new port
  * is picked, with a new worker for its id. */
-static na_return_t ucx_open_listening(struct ucx_class *cls, const struct na_info *info,
+static na_return_t ucx_open_listening(struct ucx_class *cls, const struct sockaddr_in *at,
                                       char *str, size_t size)
 {
     for (int tries = 1;; tries++) {
-        struct sockaddr_in sin;
-        bool retry = info->port == 0 && tries < UCX_LISTEN_TRIES;
-        na_return_t ret = ucx_listen_addr(cls, info, &sin, str, size);
+        struct sockaddr_in sin = *at;
+        bool retry = at->sin_port == 0 && tries < UCX_LISTEN_TRIES;
+        na_return_t ret = ucx_listen_addr(cls, &sin, str, size);
         if (ret == NA_SUCCESS)
             ret = ucx_worker_open(cls);
         if (ret == NA_SUCCESS)
@@ -1163,11 +1177,18 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
             HGX_LOG_WARNING(UCX, "ignoring HGX_UCX_CANCEL_ESCALATE_MS=\"%s\"", env);
     }
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
-    ret = ucx_context_open(cls, cls->proto);
+    struct sockaddr_in sin;
+    char ifname[IF_NAMESIZE] = "";
+    if (listen || info->host) {
+        ret = ucx_netif(cls->proto, info, &sin, ifname);
+        if (ret != NA_SUCCESS)
+            goto error;
+    }
+    ret = ucx_context_open(cls, cls->proto, ifname);
     if (ret != NA_SUCCESS)
         goto error;
     if (listen) {
-        ret = ucx_open_listening(cls, info, str, sizeof(str));
+        ret = ucx_open_listening(cls, &sin, str, sizeof(str));
     } else {
         cls->id = ucx_random_id();
         snprintf(str, sizeof(str), "ucx+%s://id-%08x", cls->proto, cls->id);

@@ -283,8 +283,17 @@ static na_return_t netif_named(const struct na_netif_spec *spec,
     return NA_NOENTRY; /* not an interface name */
 }
 
+/* The interface that owns ss's address, for a host given as an address. */
+static bool netif_match_addr(const struct ifaddrs *ifa, const void *sa)
+{
+    const unsigned char *a, *b;
+    size_t n = netif_ip_bytes(ifa->ifa_addr, &a);
+    return ifa->ifa_addr->sa_family == ((const struct sockaddr *)sa)->sa_family &&
+           netif_ip_bytes(sa, &b) == n && memcmp(a, b, n) == 0;
+}
+
 na_return_t na_netif_select(const struct na_netif_spec *spec, struct sockaddr_storage *ss,
-                            socklen_t *len)
+                            socklen_t *len, char *ifname)
 {
     struct ifaddrs *list = NULL;
     const struct ifaddrs *pick = NULL;
@@ -296,16 +305,22 @@ na_return_t na_netif_select(const struct na_netif_spec *spec, struct sockaddr_st
     }
     if (spec->host) {
         ret = netif_named(spec, list, &pick);
-        if (ret == NA_NOENTRY)
-            ret = netif_resolve(spec, list, ss, len);
+        if (ret == NA_NOENTRY && (ret = netif_resolve(spec, list, ss, len)) == NA_SUCCESS)
+            pick = netif_find(list, AF_UNSPEC, netif_match_addr, ss);
+        else if (ret == NA_SUCCESS)
+            netif_set(pick->ifa_addr, spec->port, ss, len);
     } else {
         pick = netif_from_env(spec, list);
         ret = pick ? NA_SUCCESS : netif_auto(spec, list, &pick);
+        if (ret == NA_SUCCESS)
+            netif_set(pick->ifa_addr, spec->port, ss, len);
     }
-    if (ret == NA_SUCCESS && pick) {
-        netif_set(pick->ifa_addr, spec->port, ss, len);
-        HGX_LOG_DEBUG(NA, "chose interface %s", pick->ifa_name);
-    }
+    if (ifname)
+        snprintf(ifname, IF_NAMESIZE, "%s",
+                 ret == NA_SUCCESS && pick ? pick->ifa_name : "");
+    if (ret == NA_SUCCESS)
+        HGX_LOG_DEBUG(NA, "chose %s",
+                      pick ? pick->ifa_name : "an address of no interface");
     freeifaddrs(list);
     return ret;
 }

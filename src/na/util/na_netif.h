@@ -39,15 +39,17 @@ struct na_netif_spec {
  * warning. A host is first looked up as an interface name, then as an
  * address literal or host name.
  *
- * \param spec [IN]  request (port and family included)
- * \param ss   [OUT] chosen address with spec->port
- * \param len  [OUT] its length
+ * \param spec   [IN]  request (port and family included)
+ * \param ss     [OUT] chosen address with spec->port
+ * \param len    [OUT] its length
+ * \param ifname [OUT] NULL, or IF_NAMESIZE bytes for the name of the
+ *                     interface that owns the address ("" if none does)
  * \return NA_SUCCESS; NA_INVALID_ARG for a malformed subnet; NA_ADDRNOTAVAIL
  *         when no interface or address matches (the error line lists the
  *         interfaces there are); NA_NOMEM
  */
 na_return_t na_netif_select(const struct na_netif_spec *spec, struct sockaddr_storage *ss,
-                            socklen_t *len);
+                            socklen_t *len, char *ifname);
 
 /**
  * Whether sa's IP address belongs to this host (an address of one of its
