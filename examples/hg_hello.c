@@ -218,11 +218,16 @@ static hg_return_t forward_done(const struct hg_cb_info *info)
     return HG_SUCCESS;
 }
 
-/* "ofi+tcp://1.2.3.4:5" -> "ofi+tcp": the client's info string. */
+/* "ofi+tcp://1.2.3.4:5" -> "ofi+tcp": the client's info string ("ofi+tcp://127.0.0.1"
+ * for a server on loopback). */
 static int info_from_addr(const char *addr, char *info, size_t size)
 {
     const char *sep = strstr(addr, "://");
     size_t len = sep ? (size_t)(sep - addr) : strlen(addr);
+    /* A server on loopback: the client binds loopback too (a plain string
+     * would take a routable interface). */
+    if (sep && (strncmp(sep + 3, "127.", 4) == 0 || strncmp(sep + 3, "[::1]", 5) == 0))
+        len = (size_t)(strrchr(addr, ':') - addr);
     if (len == 0 || len >= size)
         return -1;
     memcpy(info, addr, len);
@@ -345,7 +350,7 @@ static int read_address(int fd, char *buf, size_t size)
 
 static int run_demo(void)
 {
-    const char *info = "ofi+tcp";
+    const char *info = "ofi+tcp://127.0.0.1"; /* the demo runs on this host */
     char addr[256];
     int fds[2], status = 0, rc;
     pid_t pid;

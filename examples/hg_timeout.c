@@ -256,6 +256,10 @@ static int info_from_addr(const char *addr, char *info, size_t size)
 {
     const char *sep = strstr(addr, "://");
     size_t len = sep ? (size_t)(sep - addr) : strlen(addr);
+    /* A server on loopback: the client binds loopback too (a plain string
+     * would take a routable interface). */
+    if (sep && (strncmp(sep + 3, "127.", 4) == 0 || strncmp(sep + 3, "[::1]", 5) == 0))
+        len = (size_t)(strrchr(addr, ':') - addr);
     if (len == 0 || len >= size)
         return -1;
     memcpy(info, addr, len);
@@ -420,7 +424,7 @@ static int run_demo(void)
     }
     if (pid == 0) {
         close(fds[0]);
-        _exit(run_server("ofi+tcp", fds[1]));
+        _exit(run_server("ofi+tcp://127.0.0.1", fds[1]));
     }
     close(fds[1]);
     rc = read_address(fds[0], addr, sizeof addr);

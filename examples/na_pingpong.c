@@ -130,7 +130,7 @@ static int round_trip(na_class_t *cls, na_context_t *ctx, na_addr_t *srv, char *
 
 int main(int argc, char **argv)
 {
-    const char *info = argc > 1 ? argv[1] : "ofi+tcp";
+    const char *info = argc > 1 ? argv[1] : "ofi+tcp://127.0.0.1";
     int iters = argc > 2 ? atoi(argv[2]) : 2000;
     int fds[2];
     char addr[256];

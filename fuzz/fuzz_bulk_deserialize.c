@@ -26,7 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     setenv("HG_LOG_LEVEL", "none", 0);
-    fz_class = HG_Init("ofi+tcp", false);
+    fz_class = HG_Init("ofi+tcp://127.0.0.1", false);
     if (!fz_class) {
         fprintf(stderr, "fuzz_bulk_deserialize: HG_Init(ofi+tcp) failed\n");
         abort();

@@ -30,7 +30,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     setenv("HG_LOG_LEVEL", "none", 0);
-    fz_na = NA_Initialize("ofi+tcp", false);
+    fz_na = NA_Initialize("ofi+tcp://127.0.0.1", false);
     if (!fz_na) {
         fprintf(stderr, "fuzz_na_addr: NA_Initialize(ofi+tcp) failed\n");
         abort();

@@ -28,7 +28,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     setenv("HG_LOG_LEVEL", "none", 0);
     /* A class lets the hg_bulk_t member decode for real; listen is not needed. */
-    fz_class = HG_Init("ofi+tcp", false);
+    fz_class = HG_Init("ofi+tcp://127.0.0.1", false);
     if (!fz_class) {
         fprintf(stderr, "fuzz_proc_struct: HG_Init(ofi+tcp) failed\n");
         abort();

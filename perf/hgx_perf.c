@@ -474,6 +474,13 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     cfg->proto = strchr(cfg->transport, '+') + 1;
     if (cfg->kind != PERF_MPI && strcmp(cfg->proto, "tcp") && strcmp(cfg->proto, "shm"))
         return -1;
+    static char info[32];
+    snprintf(info, sizeof(info), "%s%s", cfg->transport,
+             strcmp(cfg->proto, "tcp") ? "" : "://127.0.0.1");
+    cfg->info = info;
+    /* The raw UCX loop connects by worker address, over any of UCX's devices. */
+    if (cfg->kind == PERF_UCX && !strcmp(cfg->proto, "tcp"))
+        setenv("UCX_NET_DEVICES", "lo", 0);
     if (cfg->raw_wait && cfg->kind != PERF_OFI) {
         fprintf(stderr, "hgx-perf: --raw-wait applies to ofi+ transports only\n");
         return -1;

@@ -20,6 +20,7 @@ struct perf_config {
     const char *transport; /* "ofi+tcp", ... */
     enum perf_kind kind;
     const char *proto; /* part after '+': tcp, shm, static */
+    const char *info;  /* hgx's info string: tcp pinned to loopback (one host) */
     enum perf_mode mode;
     int raw_only; /* --raw: only the raw baseline */
     int hg_only;  /* --no-raw */

@@ -554,11 +554,6 @@ static int client_modes(const struct perf_config *cfg, struct client *c,
 
 /* ------------------------------------------------------------------ run */
 
-static const char *info_string(const struct perf_config *cfg)
-{
-    return cfg->transport;
-}
-
 int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
                 struct perf_results *res)
 {
@@ -569,8 +564,7 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
     /* Each process drives hgx from one thread, as the raw loops do. */
     if (!cfg->thread_safe)
         init.na_init_info.thread_mode = NA_THREAD_MODE_SINGLE;
-    hg_class_t *cls =
-        HG_Init_opt(info_string(cfg), cfg->server ? HG_TRUE : HG_FALSE, &init);
+    hg_class_t *cls = HG_Init_opt(cfg->info, cfg->server ? HG_TRUE : HG_FALSE, &init);
     hg_context_t *ctx = cls ? HG_Context_create(cls) : NULL;
     char addr[256] = "";
     size_t alen = 0;

@@ -70,7 +70,7 @@ static int na_perf_open(struct na_perf *np, const struct perf_config *cfg, bool 
         info.progress_mode = NA_NO_BLOCK;
     if (!cfg->thread_safe)
         info.thread_mode = NA_THREAD_MODE_SINGLE;
-    np->cls = NA_Initialize_opt(cfg->transport, listen, &info);
+    np->cls = NA_Initialize_opt(cfg->info, listen, &info);
     np->ctx = np->cls ? NA_Context_create(np->cls) : NULL;
     if (!np->ctx) {
         fprintf(stderr, "hgx-perf na: NA_Initialize(%s) failed\n", cfg->transport);

@@ -15,34 +15,54 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Tests run on one host: a TCP-capable transport named without a host is
+ * pinned to loopback, as a plain string would take a routable interface. */
+static const char *test_pin_loopback(const char *transport, char *buf, size_t size)
+{
+    if (strstr(transport, "://") || strstr(transport, "shm") ||
+        strchr(transport, '+') == NULL || strncmp(transport, "mpi+", 4) == 0)
+        return transport;
+    snprintf(buf, size, "%s://127.0.0.1", transport);
+    return buf;
+}
+
 size_t test_transports(const char *const **list)
 {
     static const char *const candidates[] = {"ofi+tcp", "ofi+shm", "ofi+sockets",
                                              "ucx+tcp", "ucx+shm"};
-    static const char *defaults[sizeof(candidates) / sizeof(*candidates)];
-    static const char *custom[16];
+    static const char *chosen[16];
+    static char pinned[16][64];
     static char buf[512];
     const char *env = getenv("HGX_TEST_TRANSPORTS");
+    size_t n = 0;
 
     if (!env || !*env) {
         /* Every transport of every plugin built into the library. */
-        size_t n = 0;
         for (size_t i = 0; i < sizeof(candidates) / sizeof(*candidates); i++) {
             struct na_protocol_info *info = NULL;
             if (NA_Get_protocol_info(candidates[i], &info) == NA_SUCCESS && info)
-                defaults[n++] = candidates[i];
+                chosen[n++] = candidates[i];
             NA_Free_protocol_info(info);
         }
-        *list = defaults;
-        return n;
+    } else {
+        snprintf(buf, sizeof(buf), "%s", env);
+        for (char *save = NULL, *t = strtok_r(buf, " ,", &save); t && n < 16;
+             t = strtok_r(NULL, " ,", &save))
+            chosen[n++] = t;
     }
-    snprintf(buf, sizeof(buf), "%s", env);
-    size_t n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, " ,", &save); t && n < 16;
-         t = strtok_r(NULL, " ,", &save))
-        custom[n++] = t;
-    *list = custom;
+    for (size_t i = 0; i < n; i++)
+        chosen[i] = test_pin_loopback(chosen[i], pinned[i], sizeof(pinned[i]));
+    *list = chosen;
     return n;
+}
+
+void test_client_info(const char *addr, char *info, size_t size)
+{
+    const char *sep = strstr(addr, "://");
+    size_t len = sep ? (size_t)(sep - addr) : strlen(addr);
+    if (sep && (strncmp(sep + 3, "127.", 4) == 0 || strncmp(sep + 3, "[::1]", 5) == 0))
+        len = (size_t)(strrchr(addr, ':') - addr);
+    snprintf(info, size, "%.*s", (int)len, addr);
 }
 
 void test_server_publish(int publish_fd, const char *addr)

@@ -12,8 +12,14 @@
 
 #define TEST_ADDR_MAX 256
 
-/* Transports to test: $HGX_TEST_TRANSPORTS (space separated) or the default list. */
+/* Transports to test: $HGX_TEST_TRANSPORTS (space separated) or the default list;
+ * TCP-capable ones named without a host come pinned to loopback
+ * ("ofi+tcp://127.0.0.1"): test traffic stays on this host's lo. */
 size_t test_transports(const char *const **list);
+
+/* The info string of a client of the server at addr: "ofi+tcp" for
+ * "ofi+tcp://IP:PORT", "ofi+tcp://127.0.0.1" for a server on loopback. */
+void test_client_info(const char *addr, char *info, size_t size);
 
 /* A forked server: it writes its address string to the parent, then serves. */
 struct test_server {

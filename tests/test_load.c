@@ -251,10 +251,10 @@ static int call_main(const char *addr_str, unsigned long long size, unsigned int
                      const char *client_info)
 {
     char info[TEST_ADDR_MAX];
-    snprintf(info, sizeof(info), "%s", client_info ? client_info : addr_str);
-    char *p = strstr(info, "://");
-    if (p && !client_info)
-        *p = '\0';
+    if (client_info)
+        snprintf(info, sizeof(info), "%s", client_info);
+    else
+        test_client_info(addr_str, info, sizeof(info));
     hg_class_t *cls = HG_Init(info, HG_FALSE);
     hg_context_t *ctx = cls ? HG_Context_create(cls) : NULL;
     struct ft_ids ids;
@@ -319,7 +319,7 @@ int main(int argc, char **argv)
                 FT_MAX_CLIENTS);
         return 99;
     }
-    static const char *defaults[] = {"ofi+tcp", "ucx+tcp"};
+    static const char *defaults[] = {"ofi+tcp://127.0.0.1", "ucx+tcp://127.0.0.1"};
     const char *const *transports;
     size_t nt;
     if (getenv("HGX_TEST_TRANSPORTS") && *getenv("HGX_TEST_TRANSPORTS"))

@@ -100,7 +100,7 @@ static void test_port0_taken(void **state)
     (void)state;
     calls = 0;
     spoil = 1;
-    na_class_t *srv = NA_Initialize("ucx+tcp", true);
+    na_class_t *srv = NA_Initialize("ucx+tcp://127.0.0.1", true);
     assert_non_null(srv);
     assert_true(taken >= 0);    /* the port the plugin picked was taken */
     assert_int_equal(calls, 2); /* and the plugin picked another */
@@ -116,7 +116,7 @@ static void test_port0_taken(void **state)
     release_taken();
 
     /* A peer looks the class up by its string and reaches it. */
-    na_class_t *cli = NA_Initialize("ucx+tcp", false);
+    na_class_t *cli = NA_Initialize("ucx+tcp://127.0.0.1", false);
     assert_non_null(cli);
     na_context_t *cctx = NA_Context_create(cli);
     assert_non_null(cctx);

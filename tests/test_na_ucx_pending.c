@@ -416,11 +416,16 @@ static void test_flood(void **state)
 int main(void)
 {
     static const struct flood_params p[] = {
-        {"ucx+tcp", "8", FLOOD_PLAIN},  {"ucx+tcp", NULL, FLOOD_PLAIN},
-        {"ucx+tcp", "8", FLOOD_CANCEL}, {"ucx+tcp", "8", FLOOD_ESCALATE},
-        {"ucx+shm", "8", FLOOD_PLAIN},  {"ucx+shm", NULL, FLOOD_PLAIN},
-        {"ucx+shm", "8", FLOOD_CANCEL}, {"ucx+shm", "8", FLOOD_ESCALATE},
-        {"ucx+tcp", NULL, FLOOD_HELD},  {"ucx+shm", NULL, FLOOD_HELD},
+        {"ucx+tcp://127.0.0.1", "8", FLOOD_PLAIN},
+        {"ucx+tcp://127.0.0.1", NULL, FLOOD_PLAIN},
+        {"ucx+tcp://127.0.0.1", "8", FLOOD_CANCEL},
+        {"ucx+tcp://127.0.0.1", "8", FLOOD_ESCALATE},
+        {"ucx+shm", "8", FLOOD_PLAIN},
+        {"ucx+shm", NULL, FLOOD_PLAIN},
+        {"ucx+shm", "8", FLOOD_CANCEL},
+        {"ucx+shm", "8", FLOOD_ESCALATE},
+        {"ucx+tcp://127.0.0.1", NULL, FLOOD_HELD},
+        {"ucx+shm", NULL, FLOOD_HELD},
     };
     static const char *names[] = {"window8", "default", "cancel", "escalate", "held"};
     struct CMUnitTest tests[sizeof(p) / sizeof(*p)];

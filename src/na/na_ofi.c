@@ -36,6 +36,7 @@
  * contexts therefore live in a class pool rather than in the op id.
  */
 #include "hgx_spin.h"
+#include "na_netif.h"
 #include "na_plugin.h"
 
 #include <rdma/fabric.h>
@@ -142,6 +143,7 @@ struct ofi_proto {
     const char *name;       /* NA protocol */
     const char *prov_name;  /* libfabric provider */
     const char *str_prefix; /* prefix of string addresses, NULL for sockaddr ones */
+    const char *iface_env;  /* the provider's own interface variable, or NULL */
     /* shm 1.17 deadlocks in fi_trecv directed at a peer whose message above
      * the inject size waits in the unexpected queue: stay at or below it. */
     bool msg_max_inject;
@@ -165,9 +167,11 @@ struct ofi_proto {
 };
 
 static const struct ofi_proto ofi_protos[] = {
-    {"tcp", "tcp;ofi_rxm", NULL, false, false, false, OFI_CANCEL_FORCE_GETS},
-    {"sockets", "sockets", NULL, false, false, false, OFI_CANCEL_WAIT},
-    {"shm", "shm", "fi_shm://", true, true, true, OFI_CANCEL_FORCE},
+    {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false,
+     OFI_CANCEL_FORCE_GETS},
+    {"sockets", "sockets", NULL, "FI_SOCKETS_IFACE", false, false, false,
+     OFI_CANCEL_WAIT},
+    {"shm", "shm", "fi_shm://", NULL, true, true, true, OFI_CANCEL_FORCE},
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
@@ -994,19 +998,25 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto, bool single)
     return hints;
 }
 
-/* Source address for tcp/sockets: host (default 127.0.0.1) and port (0: any). */
+/* Source address for tcp/sockets, listener or not: a client's address is
+ * its name in every message header and rxm's connection requests, so it
+ * must be one its peers can reach (na_netif.h chooses it). Port 0: any. */
 static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hints,
                                      const struct na_info *info)
 {
-    const char *host = info->host ? info->host : "127.0.0.1";
+    const struct na_netif_spec spec = {.host = info->host,
+                                       .port = info->port,
+                                       .subnet = info->init_info->ip_subnet,
+                                       .env_name = cls->proto->iface_env,
+                                       .family = AF_UNSPEC};
     struct sockaddr_storage ss;
-    size_t len;
-
-    snprintf(cls->bind_desc, sizeof(cls->bind_desc), " on %s:%d", host, info->port);
-    na_return_t ret =
-        ofi_resolve_host(host, AF_UNSPEC, (unsigned int)info->port, &ss, &len);
+    socklen_t len;
+    na_return_t ret = na_netif_select(&spec, &ss, &len, NULL);
     if (ret != NA_SUCCESS)
         return ret;
+    char desc[sizeof(cls->bind_desc) - 4];
+    ofi_raw_addr_format(cls, (const unsigned char *)&ss, len, desc, sizeof(desc));
+    snprintf(cls->bind_desc, sizeof(cls->bind_desc), " on %s", desc);
     hints->src_addr = malloc(len);
     if (!hints->src_addr)
         return NA_NOMEM;

@@ -65,6 +65,7 @@
  * transport's own buffers (socket, shared-memory FIFO) are full, and 256 of
  * them (2 MiB) keep the link busy until the next progress refills the window.
  */
+#include "na_netif.h"
 #include "na_plugin.h"
 #include "hgx_lock.h"
 #include "hgx_wire.h"
@@ -73,6 +74,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -891,7 +893,11 @@ static na_return_t ucx_config_set(ucp_config_t *config, const char *name,
     return NA_SUCCESS;
 }
 
-static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
+/* ifname: the interface the class names ("" for any); UCX's network
+ * devices are kept to it, so that a class on loopback never sends over
+ * another interface. The user's UCX_NET_DEVICES wins. */
+static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
+                                    const char *ifname)
 {
     ucp_config_t *config = NULL;
     ucs_status_t st = ucp_config_read(NULL, NULL, &config);
@@ -903,6 +909,8 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto)
     na_return_t ret = NA_SUCCESS;
     if (tls)
         ret = ucx_config_set(config, "TLS", tls);
+    if (ret == NA_SUCCESS && *ifname && !getenv("UCX_NET_DEVICES"))
+        ret = ucx_config_set(config, "NET_DEVICES", ifname);
     if (ret == NA_SUCCESS && ucx_mm_error_handling(proto))
         ret = ucx_config_set(config, "MM_ERROR_HANDLING", "y");
     if (ret == NA_SUCCESS && ucx_no_rndv_lanes(proto))
@@ -988,21 +996,38 @@ static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *s
     return NA_SUCCESS;
 }
 
-/* Listening address and id, known before the worker is created. */
-static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *info,
-                                   struct sockaddr_in *sin, char *str, size_t size)
+/* The listening address (IPv4: the id derives from it; port 0 for any) and
+ * its interface, for a listener or a client that names one. shm peers share
+ * our host: its listener stays on loopback unless told otherwise. */
+static na_return_t ucx_netif(const char *proto, const struct na_info *info,
+                             struct sockaddr_in *sin, char *ifname)
 {
-    const char *host = info->host ? info->host : "127.0.0.1";
-    *sin = (struct sockaddr_in){.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)info->port)};
-    if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
-        HGX_LOG_ERROR(UCX, "listen host \"%s\" is not an IPv4 address", host);
-        return NA_INVALID_ARG;
-    }
-    if (info->port == 0) {
+    bool shm = strcmp(proto, "shm") == 0;
+    const struct na_netif_spec spec = {.host =
+                                           info->host || !shm ? info->host : "127.0.0.1",
+                                       .port = info->port,
+                                       .subnet = info->init_info->ip_subnet,
+                                       .env_name = "UCX_NET_DEVICES",
+                                       .family = AF_INET};
+    struct sockaddr_storage ss;
+    socklen_t len;
+    na_return_t ret = na_netif_select(&spec, &ss, &len, ifname);
+    if (ret == NA_SUCCESS)
+        memcpy(sin, &ss, sizeof(*sin));
+    return ret;
+}
+
+/* Listening address with its port and the id, known before the worker is
+ * created. */
+static na_return_t ucx_listen_addr(struct ucx_class *cls, struct sockaddr_in *sin,
+                                   char *str, size_t size)
+{
+    if (sin->sin_port == 0) {
         int port = ucx_free_port(sin);
         if (port <= 0) {
-            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", host, strerror(errno));
+            char ip[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", ip, strerror(errno));
             return NA_ADDRNOTAVAIL;
         }
         sin->sin_port = htons((uint16_t)port);
@@ -1017,13 +1042,13 @@ static na_return_t ucx_listen_addr(struct ucx_class *cls, const struct na_info *
  * exists), and another socket can take it before the listener binds it:
  * outgoing connections draw from the same ephemeral range. Then a new port
  * is picked, with a new worker for its id. */
-static na_return_t ucx_open_listening(struct ucx_class *cls, const struct na_info *info,
+static na_return_t ucx_open_listening(struct ucx_class *cls, const struct sockaddr_in *at,
                                       char *str, size_t size)
 {
     for (int tries = 1;; tries++) {
-        struct sockaddr_in sin;
-        bool retry = info->port == 0 && tries < UCX_LISTEN_TRIES;
-        na_return_t ret = ucx_listen_addr(cls, info, &sin, str, size);
+        struct sockaddr_in sin = *at;
+        bool retry = at->sin_port == 0 && tries < UCX_LISTEN_TRIES;
+        na_return_t ret = ucx_listen_addr(cls, &sin, str, size);
         if (ret == NA_SUCCESS)
             ret = ucx_worker_open(cls);
         if (ret == NA_SUCCESS)
@@ -1152,11 +1177,18 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
             HGX_LOG_WARNING(UCX, "ignoring HGX_UCX_CANCEL_ESCALATE_MS=\"%s\"", env);
     }
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
-    ret = ucx_context_open(cls, cls->proto);
+    struct sockaddr_in sin;
+    char ifname[IF_NAMESIZE] = "";
+    if (listen || info->host) {
+        ret = ucx_netif(cls->proto, info, &sin, ifname);
+        if (ret != NA_SUCCESS)
+            goto error;
+    }
+    ret = ucx_context_open(cls, cls->proto, ifname);
     if (ret != NA_SUCCESS)
         goto error;
     if (listen) {
-        ret = ucx_open_listening(cls, info, str, sizeof(str));
+        ret = ucx_open_listening(cls, &sin, str, sizeof(str));
     } else {
         cls->id = ucx_random_id();
         snprintf(str, sizeof(str), "ucx+%s://id-%08x", cls->proto, cls->id);
@@ -1308,6 +1340,14 @@ static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
     na_return_t ret = ucx_parse(cls, name, &sin);
     if (ret != NA_SUCCESS)
         return ret;
+    /* Its tcp is there for wire-up only: a remote peer would never answer. */
+    if (strcmp(cls->proto, "shm") == 0 && !na_netif_is_local((struct sockaddr *)&sin)) {
+        HGX_LOG_ERROR(UCX,
+                      "%s is not on this host: ucx+shm reaches local peers only "
+                      "(use ucx+tcp or ucx+all)",
+                      name);
+        return NA_HOSTUNREACH;
+    }
     ucx_sockaddr_string((const struct sockaddr *)&sin, cls->proto, str, sizeof(str));
     uint32_t id = ucx_hash_id(strstr(str, "://") + 3);
     hgx_lock(&cls->lock);

@@ -17,7 +17,7 @@
 set -u
 
 srcdir=$(cd "$(dirname "$0")" && pwd)
-info=${HGX_COMPAT_INFO:-ofi+tcp}
+info=${HGX_COMPAT_INFO:-ofi+tcp://127.0.0.1}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hgx-compat.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0

@@ -202,6 +202,9 @@ static int client(const char *addr_str)
     char info[64];
     const char *sep = strstr(addr_str, "://");
     size_t info_len = sep ? (size_t)(sep - addr_str) : strlen(addr_str);
+    /* A server on loopback: bind loopback too, not a routable interface. */
+    if (sep && (strncmp(sep + 3, "127.", 4) == 0 || strncmp(sep + 3, "[::1]", 5) == 0))
+        info_len = (size_t)(strrchr(addr_str, ':') - addr_str);
     hg_class_t *cls = NULL;
     hg_context_t *ctx = NULL;
     hg_addr_t addr = HG_ADDR_NULL;
@@ -284,7 +287,7 @@ int main(int argc, char *argv[])
         return 2;
     }
 
-    const char *info = argc == 2 ? argv[1] : "ofi+tcp";
+    const char *info = argc == 2 ? argv[1] : "ofi+tcp://127.0.0.1";
     char addr[256];
     size_t got = 0;
     int fds[2], status = 0, rc = 1;
