@@ -1,6 +1,7 @@
 /*
  * na_ucx.c -- NA plugin over UCX (UCP): unexpected messages as active
- * messages, expected messages tagged, put/get with registered memory,
+ * messages, expected messages tagged, put/get as hgx's own active-message
+ * protocol checked by the region's owner (see "put / get"),
  * connections through a sockaddr listener.
  *
  * Peers are identified by a 31-bit id carried in every message: a listener's
@@ -43,12 +44,10 @@
  * next operation; an accepted peer is marked failed until its client
  * connects again, and that new connection takes over the same peer (so the
  * addresses the upper layer holds work again). Every endpoint replacement
- * bumps the peer's generation, which invalidates remote keys unpacked on the
- * old endpoint (they are re-unpacked at next use).
- * The bound is long on purpose: UCX 1.13 aborts the PEER process
- * (ucp_get_req_handler: "unexpected error") when an endpoint is force-closed
- * while that peer still serves an emulated get on it, so escalation is kept
- * for peers that are really gone, not for transfers that are merely slow.
+ * bumps the peer's generation; put/get ops still waiting for a reply on the
+ * old endpoint fail with it. The bound is long on purpose: escalation is
+ * kept for peers that are really gone, not for transfers that are merely
+ * slow.
  *
  * Send window (seed 003): UCP never reports "no resources" to its user; it
  * queues internally, and every send it cannot finish at once holds a UCP
@@ -890,7 +889,8 @@ static bool ucx_mm_error_handling(const char *proto)
  * no peer-failure handling), and an endpoint's lanes keep their interfaces
  * polled: an epoll_wait per TCP device in every worker progress. Without
  * rendezvous lanes the endpoint is shared memory only; messages (<= 8 KiB) are
- * eager and put/get run over shared-memory active messages. The CM connection
+ * eager and put/get data goes by rendezvous over shared-memory active
+ * messages. The CM connection
  * still reports a dead peer. The user's own UCX setting wins. */
 static bool ucx_no_rndv_lanes(const char *proto)
 {
