@@ -1,6 +1,7 @@
 /*
  * na_ucx.c -- NA plugin over UCX (UCP): unexpected messages as active
- * messages, expected messages tagged, put/get with registered memory,
+ * messages, expected messages tagged, put/get as hgx's own active-message
+ * protocol checked by the region's owner (see "put / get"),
  * connections through a sockaddr listener.
  *
  * Peers are identified by a 31-bit id carried in every message: a listener's
@@ -43,12 +44,10 @@
  * next operation; an accepted peer is marked failed until its client
  * connects again, and that new connection takes over the same peer (so the
  * addresses the upper layer holds work again). Every endpoint replacement
- * bumps the peer's generation, which invalidates remote keys unpacked on the
- * old endpoint (they are re-unpacked at next use).
- * The bound is long on purpose: UCX 1.13 aborts the PEER process
- * (ucp_get_req_handler: "unexpected error") when an endpoint is force-closed
- * while that peer still serves an emulated get on it, so escalation is kept
- * for peers that are really gone, not for transfers that are merely slow.
+ * bumps the peer's generation; put/get ops still waiting for a reply on the
+ * old endpoint fail with it. The bound is long on purpose: escalation is
+ * kept for peers that are really gone, not for transfers that are merely
+ * slow.
  *
  * Send window (seed 003): UCP never reports "no resources" to its user; it
  * queues internally, and every send it cannot finish at once holds a UCP
@@ -68,6 +67,7 @@
 #include "na_netif.h"
 #include "na_plugin.h"
 #include "hgx_lock.h"
+#include "na_slots.h"
 #include "hgx_wire.h"
 
 #include <arpa/inet.h>
@@ -93,10 +93,12 @@
                                                           headers fit one message */
 #define UCX_TAG_ID_SHIFT 32
 #define UCX_AM_UNEXP 1     /* active message id of unexpected messages */
+#define UCX_AM_RMA_REQ 2   /* put/get requests, to the region's owner */
+#define UCX_AM_RMA_REP 3   /* their replies, to the origin */
 #define UCX_HELD_WARN 4096 /* kept unexpected messages: warn once past this many */
 #define UCX_ID_MASK 0x7fffffffu
 #define UCX_MAX_SEGMENTS 64
-#define UCX_MH_VERSION 1u
+#define UCX_MH_VERSION 2u
 #define UCX_ADDR_MAGIC 0x55435841u /* "UCXA" */
 #define UCX_ADDR_STR_MAX 64
 #define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
@@ -110,6 +112,8 @@
 #define UCX_SEND_WINDOW_MAX 1048576
 
 struct ucx_op;
+struct ucx_tx;
+static void ucx_tx_end(struct ucx_tx *tx);
 
 /* Ops waiting in order: a peer's sends waiting for resources (first in,
  * first out), or the posted unexpected receives (newest first). An op waits
@@ -173,31 +177,30 @@ struct ucx_class {
     struct ucx_held *held_head, *held_tail;
     unsigned held;
     unsigned escalate_ms;
-    long closing;         /* forced ep closes not finished yet */
-    long queued;          /* sends in the peers' resource queues */
-    unsigned send_window; /* bound on a peer's inflight sends */
+    long closing;            /* forced ep closes not finished yet */
+    long queued;             /* sends in the peers' resource queues */
+    unsigned send_window;    /* bound on a peer's inflight sends */
+    struct na_slots regions; /* registered handles, named by peers' requests */
+    struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
+    struct ucx_tx *tx_head;  /* peers' transfers of our regions in flight */
 };
 
+/* A segment of a handle. Remote handles know only the lengths (base 0): the
+ * owner maps offsets to addresses itself. */
 struct ucx_segment {
     uint64_t base;
     uint64_t len;
-    ucp_mem_h memh; /* local, registered */
-    void *rkey_buf; /* local: packed; remote: received bytes */
-    size_t rkey_size;
 };
 
-/* Remote keys unpacked for one peer, one per segment. */
-struct ucx_rkeys {
-    struct ucx_rkeys *next;
-    struct ucx_peer *peer;
-    uint32_t gen; /* peer generation the keys were unpacked for */
-    ucp_rkey_h rkey[];
-};
-
+/* A handle names its region by (index, gen, key) in its owner's region table
+ * (cls->regions): that name is all a peer learns of it. Local handles get it
+ * at registration; remote ones read it from the descriptor. */
 struct ucx_mem_handle {
     struct na_mem_handle head;
+    uint32_t index, gen;
+    uint64_t key;  /* random, drawn at each registration */
+    unsigned busy; /* local: peers' transfers reading or writing it (ucx_tx) */
     size_t count;
-    struct ucx_rkeys *rkeys; /* remote handles: lazily unpacked per peer */
     struct ucx_segment seg[];
 };
 
@@ -224,11 +227,16 @@ struct ucx_op {
     void *rbuf; /* unexpected receive: the posted buffer */
     size_t rsize;
     struct ucx_op *qnext; /* in a struct ucx_queue */
-    size_t pieces;        /* RMA: requests still outstanding */
+    size_t pieces;        /* RMA: its send and its reply, until each ended */
     na_return_t rma_ret;  /* RMA: first error */
-    uint32_t gen;         /* send/RMA: peer generation at posting */
-    bool inflight;        /* send: a UCX request is outstanding */
-    bool cancel_listed;   /* in cls->cancel_head, waiting for escalation */
+    bool put;             /* RMA: a put (else a get) */
+    bool landing;         /* get: the reply's data is being received */
+    uint64_t cookie;      /* RMA: name in cls->rma_ops while the reply is awaited */
+    ucp_dt_iov_t *riov;   /* RMA: the local segments moved (iov, or malloc'd) */
+    size_t riov_n;
+    uint32_t gen;       /* send/RMA: peer generation at posting */
+    bool inflight;      /* send: a UCX request is outstanding */
+    bool cancel_listed; /* in cls->cancel_head, waiting for escalation */
     uint64_t cancel_deadline_ms;
     struct ucx_op *cancel_prev, *cancel_next;
 };
@@ -255,6 +263,11 @@ static inline void ucx_op_start(struct ucx_op *uop, enum ucx_op_kind kind,
     uop->qnext = NULL;
     uop->pieces = 0;
     uop->rma_ret = NA_SUCCESS;
+    uop->put = false;
+    uop->landing = false;
+    uop->cookie = 0;
+    uop->riov = NULL;
+    uop->riov_n = 0;
     uop->gen = 0;
     uop->inflight = false;
     uop->cancel_listed = false;
@@ -447,6 +460,9 @@ static void ucx_peer_new_gen(struct ucx_peer *p)
     p->inflight = 0;
 }
 
+static void ucx_rma_fail_peer(struct ucx_class *cls, struct ucx_peer *p, na_return_t ret);
+
+/* Fail what waits for p: queued sends, and put/get ops awaiting a reply. */
 static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
 {
     struct ucx_op *uop;
@@ -454,6 +470,7 @@ static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
         ucx_queued_add(p->cls, -1);
         na_op_complete(na_op_from_plugin(uop), ret);
     }
+    ucx_rma_fail_peer(p->cls, p, ret);
 }
 
 /* The peer died: UCX fails the requests on its ep; we fail what we queued. */
@@ -874,7 +891,8 @@ static bool ucx_mm_error_handling(const char *proto)
  * no peer-failure handling), and an endpoint's lanes keep their interfaces
  * polled: an epoll_wait per TCP device in every worker progress. Without
  * rendezvous lanes the endpoint is shared memory only; messages (<= 8 KiB) are
- * eager and put/get run over shared-memory active messages. The CM connection
+ * eager and put/get data goes by rendezvous over shared-memory active
+ * messages. The CM connection
  * still reports a dead peer. The user's own UCX setting wins. */
 static bool ucx_no_rndv_lanes(const char *proto)
 {
@@ -925,8 +943,8 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
         return ret;
     }
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                           .features = UCP_FEATURE_TAG | UCP_FEATURE_AM |
-                                       UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP};
+                           .features =
+                               UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP};
     st = ucp_init(&params, config, &cls->context);
     ucp_config_release(config);
     if (st != UCS_OK) {
@@ -1119,6 +1137,11 @@ static void ucx_class_free(struct ucx_class *cls)
             ucx_close_ep(cls, p->ep);
         free(p);
     }
+    /* Peers' transfers the closes did not end: UCX is done with them. */
+    while (cls->tx_head)
+        ucx_tx_end(cls->tx_head);
+    na_slots_fini(&cls->regions);
+    na_slots_fini(&cls->rma_ops);
     while (cls->held_head) {
         struct ucx_held *m = cls->held_head;
         cls->held_head = m->next;
@@ -1714,20 +1737,36 @@ static ucs_status_t ucx_am_unexp_cb(void *arg, const void *header, size_t header
     return UCS_OK;
 }
 
+static ucs_status_t ucx_am_rma_req_cb(void *arg, const void *header, size_t header_length,
+                                      void *data, size_t length,
+                                      const ucp_am_recv_param_t *param);
+static ucs_status_t ucx_am_rma_rep_cb(void *arg, const void *header, size_t header_length,
+                                      void *data, size_t length,
+                                      const ucp_am_recv_param_t *param);
+
 static na_return_t ucx_am_handler_set(struct ucx_class *cls)
 {
-    ucp_am_handler_param_t param = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
-        .id = UCX_AM_UNEXP,
-        .flags = UCP_AM_FLAG_WHOLE_MSG,
-        .cb = ucx_am_unexp_cb,
-        .arg = cls};
-    ucs_status_t st = ucp_worker_set_am_recv_handler(cls->worker, &param);
-    if (st != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "cannot set the active message handler: %s",
-                      ucs_status_string(st));
-        return NA_PROTOCOL_ERROR;
+    static const struct {
+        unsigned id;
+        ucp_am_recv_callback_t cb;
+    } handlers[] = {{UCX_AM_UNEXP, ucx_am_unexp_cb},
+                    {UCX_AM_RMA_REQ, ucx_am_rma_req_cb},
+                    {UCX_AM_RMA_REP, ucx_am_rma_rep_cb}};
+    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+        ucp_am_handler_param_t param = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                                                      UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                                                      UCP_AM_HANDLER_PARAM_FIELD_CB |
+                                                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
+                                        .id = handlers[i].id,
+                                        .flags = UCP_AM_FLAG_WHOLE_MSG,
+                                        .cb = handlers[i].cb,
+                                        .arg = cls};
+        ucs_status_t st = ucp_worker_set_am_recv_handler(cls->worker, &param);
+        if (st != UCS_OK) {
+            HGX_LOG_ERROR(UCX, "cannot set active message handler %u: %s", handlers[i].id,
+                          ucs_status_string(st));
+            return NA_PROTOCOL_ERROR;
+        }
     }
     return NA_SUCCESS;
 }
@@ -1825,107 +1864,57 @@ static size_t ucx_mem_handle_get_max_segments(const na_class_t *na_class)
     return UCX_MAX_SEGMENTS;
 }
 
-static void ucx_mem_unmap_segments(struct ucx_class *cls, struct ucx_mem_handle *mh)
-{
-    for (size_t i = 0; i < mh->count; i++) {
-        struct ucx_segment *s = &mh->seg[i];
-        if (s->rkey_buf)
-            ucp_rkey_buffer_release(s->rkey_buf);
-        if (s->memh)
-            ucp_mem_unmap(cls->context, s->memh);
-        s->rkey_buf = NULL;
-        s->memh = NULL;
-        s->rkey_size = 0;
-    }
-}
-
+/* Registration enters the handle in the region table under a fresh random
+ * key: peers reach its memory only through that name (see put / get). UCX
+ * registers the memory of each transfer itself. */
 static na_return_t ucx_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_mem_handle *mh = ucx_mh(mem_handle);
-    unsigned prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE;
-    if (mh->head.flags & NA_MEM_READ_ONLY)
-        prot |= UCP_MEM_MAP_PROT_REMOTE_READ;
-    if (mh->head.flags & NA_MEM_WRITE_ONLY)
-        prot |= UCP_MEM_MAP_PROT_REMOTE_WRITE;
-
-    for (size_t i = 0; i < mh->count; i++) {
-        struct ucx_segment *s = &mh->seg[i];
-        if (s->len == 0)
-            continue; /* nothing to expose; no key needed */
-        ucp_mem_map_params_t params = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                                                     UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                                                     UCP_MEM_MAP_PARAM_FIELD_PROT,
-                                       .address = (void *)(uintptr_t)s->base,
-                                       .length = s->len,
-                                       .prot = prot};
-        ucs_status_t st = ucp_mem_map(cls->context, &params, &s->memh);
-        if (st == UCS_OK)
-            st = ucp_rkey_pack(cls->context, s->memh, &s->rkey_buf, &s->rkey_size);
-        if (st != UCS_OK) {
-            HGX_LOG_ERROR(UCX, "cannot register segment %zu (%" PRIu64 " bytes): %s", i,
-                          s->len, ucs_status_string(st));
-            ucx_mem_unmap_segments(cls, mh);
-            return ucx_status_to_na(st);
-        }
+    if (getrandom(&mh->key, sizeof(mh->key), 0) != (ssize_t)sizeof(mh->key)) {
+        HGX_LOG_ERROR(UCX, "cannot draw a region key: %s", strerror(errno));
+        return NA_PROTOCOL_ERROR;
     }
-    return NA_SUCCESS;
+    hgx_lock(&cls->lock);
+    bool ok = na_slots_add(&cls->regions, mh, &mh->index, &mh->gen);
+    hgx_unlock(&cls->lock);
+    return ok ? NA_SUCCESS : NA_NOMEM;
 }
 
+static void ucx_region_quiesce(struct ucx_class *cls, struct ucx_mem_handle *mh);
+
+/* Out of the table first (later requests are refused), then wait for the
+ * transfers already at work on it. */
 static na_return_t ucx_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
-    ucx_mem_unmap_segments(ucx_cls(na_class), ucx_mh(mem_handle));
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
+    hgx_lock(&cls->lock);
+    if (na_slots_get(&cls->regions, mh->index, mh->gen) == mh)
+        na_slots_remove(&cls->regions, mh->index);
+    ucx_region_quiesce(cls, mh);
+    hgx_unlock(&cls->lock);
+    mh->index = mh->gen = 0;
+    mh->key = 0;
     return NA_SUCCESS;
-}
-
-static void ucx_rkeys_destroy(struct ucx_mem_handle *mh, struct ucx_rkeys *rk)
-{
-    for (size_t i = 0; i < mh->count; i++)
-        if (rk->rkey[i]) {
-            ucp_rkey_destroy(rk->rkey[i]);
-            rk->rkey[i] = NULL;
-        }
 }
 
 static void ucx_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
-    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
-    while (mh->rkeys) {
-        struct ucx_rkeys *rk = mh->rkeys;
-        mh->rkeys = rk->next;
-        ucx_rkeys_destroy(mh, rk);
-        free(rk);
-    }
-    if (mh->head.remote) {
-        for (size_t i = 0; i < mh->count; i++)
-            free(mh->seg[i].rkey_buf);
-    } else {
-        ucx_mem_unmap_segments(ucx_cls(na_class), mh);
-    }
-    free(mh);
+    (void)na_class; /* the core deregisters a registered handle first */
+    free(mem_handle);
 }
 
-/* Descriptor: version u32, flags u32, total len u64, count u32, then per
- * segment base u64, len u64, rkey size u32, rkey bytes. */
-#define UCX_MH_HDR 20
-#define UCX_MH_SEG_HDR 20
-#define UCX_RKEY_MAX 4096
+/* Descriptor (little-endian): version u32, flags u32, total length u64,
+ * segment count u32, region index u32, generation u32, key u64, then each
+ * segment's length u64. No address: the owner maps offsets itself. */
+#define UCX_MH_HDR 36
 
 static size_t ucx_mem_handle_get_serialize_size(na_class_t *na_class,
                                                 na_mem_handle_t *mem_handle)
 {
     (void)na_class;
-    struct ucx_mem_handle *mh = ucx_mh(mem_handle);
-    size_t size = UCX_MH_HDR;
-    for (size_t i = 0; i < mh->count; i++)
-        size += UCX_MH_SEG_HDR + mh->seg[i].rkey_size;
-    return size;
-}
-
-static char *ucx_put_bytes(char *out, const void *v, size_t n)
-{
-    memcpy(out, v, n);
-    return out + n;
+    return UCX_MH_HDR + 8 * ucx_mh(mem_handle)->count;
 }
 
 static na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf,
@@ -1934,84 +1923,51 @@ static na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf,
     (void)na_class;
     (void)buf_size; /* checked by the core against get_serialize_size */
     struct ucx_mem_handle *mh = ucx_mh(mem_handle);
-    uint32_t version = UCX_MH_VERSION, flags = (uint32_t)mh->head.flags,
-             count = (uint32_t)mh->count;
-    uint64_t total = mh->head.len;
-    char *out = buf;
-    out = ucx_put_bytes(out, &version, 4);
-    out = ucx_put_bytes(out, &flags, 4);
-    out = ucx_put_bytes(out, &total, 8);
-    out = ucx_put_bytes(out, &count, 4);
-    for (size_t i = 0; i < mh->count; i++) {
-        const struct ucx_segment *s = &mh->seg[i];
-        uint32_t rsize = (uint32_t)s->rkey_size;
-        out = ucx_put_bytes(out, &s->base, 8);
-        out = ucx_put_bytes(out, &s->len, 8);
-        out = ucx_put_bytes(out, &rsize, 4);
-        out = ucx_put_bytes(out, s->rkey_buf, s->rkey_size);
-    }
+    unsigned char *out = buf;
+    hgx_put_u32(out, UCX_MH_VERSION);
+    hgx_put_u32(out + 4, (uint32_t)mh->head.flags);
+    hgx_put_u64(out + 8, mh->head.len);
+    hgx_put_u32(out + 16, (uint32_t)mh->count);
+    hgx_put_u32(out + 20, mh->index);
+    hgx_put_u32(out + 24, mh->gen);
+    hgx_put_u64(out + 28, mh->key);
+    for (size_t i = 0; i < mh->count; i++)
+        hgx_put_u64(out + UCX_MH_HDR + 8 * i, mh->seg[i].len);
     return NA_SUCCESS;
 }
 
-/* Parse one segment of an untrusted descriptor at *off. */
-static na_return_t ucx_mh_parse_segment(const char *in, size_t buf_size, size_t *off,
-                                        struct ucx_segment *s)
-{
-    uint32_t rsize;
-    if (buf_size - *off < UCX_MH_SEG_HDR)
-        return NA_PROTOCOL_ERROR;
-    memcpy(&s->base, in + *off, 8);
-    memcpy(&s->len, in + *off + 8, 8);
-    memcpy(&rsize, in + *off + 16, 4);
-    *off += UCX_MH_SEG_HDR;
-    if (s->base + s->len < s->base || rsize > UCX_RKEY_MAX || rsize > buf_size - *off ||
-        (s->len > 0) != (rsize > 0))
-        return NA_PROTOCOL_ERROR;
-    if (rsize) {
-        if (!(s->rkey_buf = malloc(rsize)))
-            return NA_NOMEM;
-        memcpy(s->rkey_buf, in + *off, rsize);
-        s->rkey_size = rsize;
-        *off += rsize;
-    }
-    return NA_SUCCESS;
-}
-
+/* Untrusted: checked for shape only. Whether it names a live region, and
+ * what it may do there, only its owner can tell (ucx_region_find). */
 static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
                                               na_mem_handle_t **mem_handle_p,
                                               const void *buf, size_t buf_size)
 {
-    const char *in = buf;
-    uint32_t version, flags, count;
-    uint64_t total, sum = 0;
-
+    (void)na_class;
+    const unsigned char *in = buf;
     if (buf_size < UCX_MH_HDR)
         return NA_INVALID_ARG;
-    memcpy(&version, in, 4);
-    memcpy(&flags, in + 4, 4);
-    memcpy(&total, in + 8, 8);
-    memcpy(&count, in + 16, 4);
+    uint32_t version = hgx_get_u32(in), flags = hgx_get_u32(in + 4),
+             count = hgx_get_u32(in + 16);
+    uint64_t total = hgx_get_u64(in + 8), sum = 0;
     if (version != UCX_MH_VERSION || flags == 0 ||
         (flags & ~(uint32_t)NA_MEM_READWRITE) || count == 0 || count > UCX_MAX_SEGMENTS ||
-        total > SIZE_MAX)
+        buf_size != UCX_MH_HDR + 8 * count || total > SIZE_MAX)
         return NA_PROTOCOL_ERROR;
     struct ucx_mem_handle *mh = ucx_mh_alloc(count, flags);
     if (!mh)
         return NA_NOMEM;
-    mh->head.remote = true; /* so a failed parse frees the received keys */
-    size_t off = UCX_MH_HDR;
-    na_return_t ret = NA_SUCCESS;
-    for (uint32_t i = 0; i < count && ret == NA_SUCCESS; i++) {
-        ret = ucx_mh_parse_segment(in, buf_size, &off, &mh->seg[i]);
-        if (ret == NA_SUCCESS && (sum += mh->seg[i].len) < mh->seg[i].len)
-            ret = NA_PROTOCOL_ERROR; /* total overflows */
+    for (uint32_t i = 0; i < count; i++) {
+        mh->seg[i].len = hgx_get_u64(in + UCX_MH_HDR + 8 * i);
+        if ((sum += mh->seg[i].len) < mh->seg[i].len)
+            break; /* overflows: sum != total below */
     }
-    if (ret == NA_SUCCESS && (sum != total || off != buf_size))
-        ret = NA_PROTOCOL_ERROR;
-    if (ret != NA_SUCCESS) {
-        ucx_mem_handle_free(na_class, &mh->head);
-        return ret;
+    if (sum != total) {
+        free(mh);
+        return NA_PROTOCOL_ERROR;
     }
+    mh->index = hgx_get_u32(in + 20);
+    mh->gen = hgx_get_u32(in + 24);
+    mh->key = hgx_get_u64(in + 28);
     mh->head.len = (size_t)total;
     *mem_handle_p = &mh->head;
     return NA_SUCCESS;
@@ -2019,82 +1975,476 @@ static na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
 
 /*---------------------------------------------------------------- put / get */
 
-/* Remote keys of mh for peer p's current ep, unpacked at first use and
- * cached. Keys are per ep: those unpacked on an ep since dropped or replaced
- * (older generation) are destroyed and unpacked again. */
-static na_return_t ucx_rkeys_get(struct ucx_mem_handle *mh, struct ucx_peer *p,
-                                 struct ucx_rkeys **rkeys_p)
+/* Put and get are hgx's own protocol on active messages (docs/na-ucx.md):
+ * UCX's put/get over tcp and shared memory trust the address and key they
+ * are sent, so the target checks every request against its region table.
+ *   request (UCX_AM_RMA_REQ, origin -> owner), header: kind u32 (GET, PUT),
+ *     index u32, key u64, cookie u64, offset u64, length u64, gen u32;
+ *     a put's data follows as the message's data.
+ *   reply (UCX_AM_RMA_REP, owner -> origin), header: kind u32 (GET_REP,
+ *     PUT_ACK), status u32 (na_return_t), cookie u64; a good get's data
+ *     follows. Both are sent with UCP_AM_SEND_FLAG_REPLY: the owner answers
+ *     on the request's own ep, the origin takes replies only from the ep it
+ *     asked on. The cookie names the origin's op in cls->rma_ops: a reply
+ *     that names no live op (cancelled, stale, forged) is dropped. */
+enum ucx_rma_kind { UCX_RMA_GET = 1, UCX_RMA_PUT, UCX_RMA_GET_REP, UCX_RMA_PUT_ACK };
+#define UCX_RMA_REQ_HDR 44
+#define UCX_RMA_REP_HDR 16
+
+struct ucx_rma_req {
+    bool put;
+    uint32_t index, gen;
+    uint64_t key, cookie, offset, length;
+};
+
+/* A peer's transfer of one of our regions, or a refusal, until its reply is
+ * sent (and, for a put, its data received). */
+struct ucx_tx {
+    struct ucx_tx *prev, *next;
+    struct ucx_class *cls;
+    struct ucx_mem_handle *mh; /* region read or written; NULL for a refusal */
+    ucp_ep_h ep;               /* the origin's */
+    bool data;                 /* the reply carries iov (a get's data) */
+    unsigned char hdr[UCX_RMA_REP_HDR];
+    size_t n;
+    ucp_dt_iov_t iov[];
+};
+
+/* Requests refused by a region check, and messages dropped as malformed or
+ * matching no live op, across all classes (tests check them). */
+static atomic_long ucx_rma_refused, ucx_rma_dropped;
+
+void na_ucx_rma_counts(long *refused, long *dropped);
+void na_ucx_rma_counts(long *refused, long *dropped)
 {
-    struct ucx_rkeys *rk = mh->rkeys;
-    while (rk && rk->peer != p)
-        rk = rk->next;
-    if (rk && rk->gen == p->gen) {
-        *rkeys_p = rk;
-        return NA_SUCCESS;
-    }
-    bool fresh = rk == NULL;
-    if (fresh) {
-        rk = calloc(1, sizeof(*rk) + mh->count * sizeof(ucp_rkey_h));
-        if (!rk)
-            return NA_NOMEM;
-        rk->peer = p;
-    } else {
-        ucx_rkeys_destroy(mh, rk); /* stale: unpacked on an old ep */
-    }
-    rk->gen = p->gen;
-    for (size_t i = 0; i < mh->count; i++) {
-        if (!mh->seg[i].rkey_size)
-            continue;
-        ucs_status_t st = ucp_ep_rkey_unpack(p->ep, mh->seg[i].rkey_buf, &rk->rkey[i]);
-        if (st != UCS_OK) {
-            HGX_LOG_ERROR(UCX, "cannot unpack a remote key from %s: %s", p->str,
-                          ucs_status_string(st));
-            rk->rkey[i] = NULL;
-            ucx_rkeys_destroy(mh, rk);
-            rk->gen = p->gen - 1; /* never valid: unpack again next time */
-            if (fresh)
-                free(rk);
-            return NA_PROTOCOL_ERROR;
-        }
-    }
-    if (fresh) {
-        rk->next = mh->rkeys;
-        mh->rkeys = rk;
-    }
-    *rkeys_p = rk;
-    return NA_SUCCESS;
+    *refused = atomic_load(&ucx_rma_refused);
+    *dropped = atomic_load(&ucx_rma_dropped);
 }
 
-/* One piece of an RMA op finished; the op completes with the last one. */
-static void ucx_rma_piece_done(struct ucx_op *uop, ucs_status_t status)
+/* iov entries over [off, off + len) of mh's memory (at most mh->count). */
+static size_t ucx_seg_iov(const struct ucx_mem_handle *mh, size_t off, size_t len,
+                          ucp_dt_iov_t *iov)
 {
-    if (status != UCS_OK && uop->rma_ret == NA_SUCCESS)
-        uop->rma_ret = ucx_status_to_na(status);
+    size_t n = 0;
+    for (size_t i = 0; i < mh->count && len > 0; i++) {
+        size_t sl = mh->seg[i].len;
+        if (off >= sl) {
+            off -= sl;
+            continue;
+        }
+        size_t take = sl - off < len ? sl - off : len;
+        iov[n++] = (ucp_dt_iov_t){.buffer = (char *)(uintptr_t)mh->seg[i].base + off,
+                                  .length = take};
+        len -= take;
+        off = 0;
+    }
+    return n;
+}
+
+/* Copy between two iov lists of the same total length. */
+static void ucx_iov_copy(const ucp_dt_iov_t *dst, size_t nd, const ucp_dt_iov_t *src,
+                         size_t ns)
+{
+    size_t di = 0, si = 0, doff = 0, soff = 0;
+    while (di < nd && si < ns) {
+        size_t n = dst[di].length - doff;
+        if (n > src[si].length - soff)
+            n = src[si].length - soff;
+        memmove((char *)dst[di].buffer + doff, (const char *)src[si].buffer + soff, n);
+        if ((doff += n) == dst[di].length) {
+            di++;
+            doff = 0;
+        }
+        if ((soff += n) == src[si].length) {
+            si++;
+            soff = 0;
+        }
+    }
+}
+
+/* Point param at n iov entries: one is sent as a contiguous buffer. */
+static const void *ucx_iov_param(ucp_request_param_t *param, const ucp_dt_iov_t *iov,
+                                 size_t n, size_t *count)
+{
+    if (n == 1) {
+        *count = iov[0].length;
+        return iov[0].buffer;
+    }
+    param->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    param->datatype = ucp_dt_make_iov();
+    *count = n;
+    return iov;
+}
+
+static void ucx_rma_malformed(const char *what, size_t header_length, size_t length)
+{
+    atomic_fetch_add(&ucx_rma_dropped, 1);
+    HGX_LOG_ERROR(UCX, "dropped a malformed put/get %s (%zu-byte header, %zu bytes)",
+                  what, header_length, length);
+}
+
+/* Target side: the region a request names, checked. Only (index, gen, key)
+ * find it; then bounds (overflow-safe) and permission. Codes as the MPI
+ * emulation's: NA_ACCESS unknown or freed region, NA_INVALID_ARG out of
+ * bounds, NA_PERMISSION access not granted. Lock held. */
+static na_return_t ucx_region_find(struct ucx_class *cls, const struct ucx_rma_req *rq,
+                                   struct ucx_mem_handle **mh_p)
+{
+    unsigned long need = rq->put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
+    struct ucx_mem_handle *mh = na_slots_get(&cls->regions, rq->index, rq->gen);
+    na_return_t ret = NA_SUCCESS;
+    if (!mh || mh->key != rq->key)
+        ret = NA_ACCESS;
+    else if (rq->offset > mh->head.len || rq->length > mh->head.len - rq->offset ||
+             rq->length == 0)
+        ret = NA_INVALID_ARG;
+    else if ((mh->head.flags & need) != need)
+        ret = NA_PERMISSION;
+    if (ret != NA_SUCCESS) {
+        atomic_fetch_add(&ucx_rma_refused, 1);
+        HGX_LOG_WARNING(
+            UCX, "refused %s (region %u gen %u off %" PRIu64 " len %" PRIu64 "): %s",
+            rq->put ? "put" : "get", rq->index, rq->gen, rq->offset, rq->length,
+            ret == NA_ACCESS       ? "unknown or freed region"
+            : ret == NA_PERMISSION ? "permission"
+                                   : "out of bounds");
+    }
+    *mh_p = mh;
+    return ret;
+}
+
+static bool ucx_rma_req_parse(const void *header, size_t header_length,
+                              struct ucx_rma_req *rq)
+{
+    const unsigned char *in = header;
+    if (header_length != UCX_RMA_REQ_HDR)
+        return false;
+    uint32_t kind = hgx_get_u32(in);
+    if (kind != UCX_RMA_GET && kind != UCX_RMA_PUT)
+        return false;
+    *rq = (struct ucx_rma_req){.put = kind == UCX_RMA_PUT,
+                               .index = hgx_get_u32(in + 4),
+                               .key = hgx_get_u64(in + 8),
+                               .cookie = hgx_get_u64(in + 16),
+                               .offset = hgx_get_u64(in + 24),
+                               .length = hgx_get_u64(in + 32),
+                               .gen = hgx_get_u32(in + 40)};
+    return true;
+}
+
+static void ucx_rma_req_write(unsigned char *out, const struct ucx_rma_req *rq)
+{
+    hgx_put_u32(out, rq->put ? UCX_RMA_PUT : UCX_RMA_GET);
+    hgx_put_u32(out + 4, rq->index);
+    hgx_put_u64(out + 8, rq->key);
+    hgx_put_u64(out + 16, rq->cookie);
+    hgx_put_u64(out + 24, rq->offset);
+    hgx_put_u64(out + 32, rq->length);
+    hgx_put_u32(out + 40, rq->gen);
+}
+
+/* A reply for the request rq, over [offset, offset + length) of mh when mh
+ * is set (the region stays busy until the tx ends). Lock held. */
+static struct ucx_tx *ucx_tx_new(struct ucx_class *cls, ucp_ep_h ep,
+                                 const struct ucx_rma_req *rq, na_return_t status,
+                                 struct ucx_mem_handle *mh)
+{
+    struct ucx_tx *tx = malloc(sizeof(*tx) + (mh ? mh->count : 0) * sizeof(ucp_dt_iov_t));
+    if (!tx) {
+        HGX_LOG_ERROR(UCX, "out of memory for a put/get reply; request dropped");
+        return NULL;
+    }
+    *tx = (struct ucx_tx){.cls = cls, .mh = mh, .ep = ep, .next = cls->tx_head};
+    hgx_put_u32(tx->hdr, rq->put ? UCX_RMA_PUT_ACK : UCX_RMA_GET_REP);
+    hgx_put_u32(tx->hdr + 4, (uint32_t)status);
+    hgx_put_u64(tx->hdr + 8, rq->cookie);
+    if (mh) {
+        tx->n = ucx_seg_iov(mh, rq->offset, rq->length, tx->iov);
+        mh->busy++;
+    }
+    if (cls->tx_head)
+        cls->tx_head->prev = tx;
+    cls->tx_head = tx;
+    return tx;
+}
+
+static void ucx_tx_end(struct ucx_tx *tx)
+{
+    struct ucx_class *cls = tx->cls;
+    if (tx->prev)
+        tx->prev->next = tx->next;
+    else
+        cls->tx_head = tx->next;
+    if (tx->next)
+        tx->next->prev = tx->prev;
+    if (tx->mh)
+        tx->mh->busy--;
+    free(tx);
+}
+
+static void ucx_tx_sent_cb(void *request, ucs_status_t status, void *user_data)
+{
+    if (status != UCS_OK)
+        HGX_LOG_DEBUG(UCX, "put/get reply not delivered: %s", ucs_status_string(status));
+    ucp_request_free(request);
+    ucx_tx_end(user_data);
+}
+
+/* Send tx's reply on the request's ep; tx ends when UCX is done with it. */
+static void ucx_tx_reply(struct ucx_tx *tx)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                                 UCP_OP_ATTR_FIELD_FLAGS,
+                                 .cb.send = ucx_tx_sent_cb,
+                                 .user_data = tx,
+                                 .flags = UCP_AM_SEND_FLAG_REPLY};
+    size_t count = 0;
+    const void *data = tx->data ? ucx_iov_param(&param, tx->iov, tx->n, &count) : NULL;
+    ucs_status_ptr_t sp = ucp_am_send_nbx(tx->ep, UCX_AM_RMA_REP, tx->hdr,
+                                          UCX_RMA_REP_HDR, data, count, &param);
+    if (UCS_PTR_IS_ERR(sp))
+        HGX_LOG_ERROR(UCX, "cannot send a put/get reply: %s",
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
+    if (!sp || UCS_PTR_IS_ERR(sp))
+        ucx_tx_end(tx);
+}
+
+/* A put's rendezvous data is in the region (or failed): acknowledge. */
+static void ucx_tx_put_cb(void *request, ucs_status_t status, size_t length,
+                          void *user_data)
+{
+    struct ucx_tx *tx = user_data;
+    (void)length; /* UCX receives exactly the announced length or fails */
+    ucp_request_free(request);
+    if (status != UCS_OK) {
+        /* The origin's ep failed mid-transfer: nobody to answer. */
+        HGX_LOG_DEBUG(UCX, "put data not received: %s", ucs_status_string(status));
+        ucx_tx_end(tx);
+        return;
+    }
+    ucx_tx_reply(tx);
+}
+
+/* Receive a put's rendezvous data straight into the region. */
+static void ucx_tx_put_recv(struct ucx_tx *tx, void *desc)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+                                 .cb.recv_am = ucx_tx_put_cb,
+                                 .user_data = tx};
+    size_t count = 0;
+    void *buf = (void *)(uintptr_t)ucx_iov_param(&param, tx->iov, tx->n, &count);
+    ucs_status_ptr_t sp = ucp_am_recv_data_nbx(tx->cls->worker, desc, buf, count, &param);
+    if (UCS_PTR_IS_ERR(sp)) {
+        HGX_LOG_ERROR(UCX, "cannot receive put data: %s",
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
+        hgx_put_u32(tx->hdr + 4, (uint32_t)ucx_status_to_na(UCS_PTR_STATUS(sp)));
+    }
+    if (!sp || UCS_PTR_IS_ERR(sp))
+        ucx_tx_reply(tx);
+}
+
+/* Requests from peers (lock held). Anything malformed is dropped; a request
+ * whose region check fails gets a reply with the error and no data. */
+static ucs_status_t ucx_am_rma_req_cb(void *arg, const void *header, size_t header_length,
+                                      void *data, size_t length,
+                                      const ucp_am_recv_param_t *param)
+{
+    struct ucx_class *cls = arg;
+    bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    struct ucx_rma_req rq;
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        !ucx_rma_req_parse(header, header_length, &rq) ||
+        length != (rq.put ? rq.length : 0)) {
+        ucx_rma_malformed("request", header_length, length);
+        return rndv ? UCS_ERR_INVALID_PARAM : UCS_OK; /* a rendezvous is refused */
+    }
+    struct ucx_mem_handle *mh = NULL;
+    na_return_t ret = ucx_region_find(cls, &rq, &mh);
+    /* Refused: the reply says why; a put's data is dropped. */
+    struct ucx_tx *tx =
+        ucx_tx_new(cls, param->reply_ep, &rq, ret, ret == NA_SUCCESS ? mh : NULL);
+    if (!tx)
+        return UCS_OK;
+    if (ret == NA_SUCCESS && rq.put && rndv) {
+        ucx_tx_put_recv(tx, data);
+        return UCS_INPROGRESS; /* UCX owns the descriptor now */
+    }
+    if (ret == NA_SUCCESS && rq.put)
+        ucx_iov_copy(tx->iov, tx->n, &(ucp_dt_iov_t){.buffer = data, .length = length},
+                     1);
+    tx->data = ret == NA_SUCCESS && !rq.put;
+    ucx_tx_reply(tx);
+    return UCS_OK;
+}
+
+/* Wait, bounded, for the peers' transfers on mh to end. Lock held. */
+static void ucx_region_wait(struct ucx_class *cls, struct ucx_mem_handle *mh)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (mh->busy && ucx_ms_since(&t0) < UCX_CLOSE_MS)
+        ucp_worker_progress(cls->worker);
+}
+
+/* Deregistration: transfers already at work on mh (a get's data being sent,
+ * a put's being received) end before it returns. Past UCX_CLOSE_MS, the eps
+ * of those still running are dropped, which ends them with an error: mh's
+ * memory is not read or written after deregistration returns. Lock held. */
+static void ucx_region_quiesce(struct ucx_class *cls, struct ucx_mem_handle *mh)
+{
+    ucx_region_wait(cls, mh);
+    if (!mh->busy)
+        return;
+    HGX_LOG_WARNING(UCX,
+                    "deregistering a region with %u transfers still running after %d "
+                    "ms; dropping their connections",
+                    mh->busy, UCX_CLOSE_MS);
+    for (struct ucx_tx *tx = cls->tx_head; tx;) {
+        struct ucx_peer *p = NULL;
+        for (struct ucx_peer *q = cls->peers; q && !p && tx->mh == mh; q = q->next)
+            if (q->ep == tx->ep && !q->self)
+                p = q;
+        if (!p) {
+            tx = tx->next;
+            continue;
+        }
+        ucx_ep_drop(cls, p); /* may end transfers: scan again */
+        tx = cls->tx_head;
+    }
+    ucx_region_wait(cls, mh);
+    if (mh->busy)
+        HGX_LOG_ERROR(UCX, "%u transfers of a deregistered region did not end", mh->busy);
+}
+
+/* One part of an op (its send, its reply) ended; the op completes with the
+ * last one. */
+static void ucx_rma_piece_done(struct ucx_op *uop, na_return_t ret)
+{
+    if (ret != NA_SUCCESS && uop->rma_ret == NA_SUCCESS)
+        uop->rma_ret = ret;
     if (--uop->pieces > 0)
         return;
     ucx_cancel_unlist(uop);
+    if (uop->riov != uop->iov)
+        free(uop->riov);
+    uop->riov = NULL;
     /* Data that moved is reported as moved: cancel never hides a transfer. */
     na_op_complete(na_op_from_plugin(uop), uop->rma_ret != NA_SUCCESS
                                                ? ucx_failed_ret(uop, uop->rma_ret)
                                                : NA_SUCCESS);
 }
 
-static void ucx_rma_cb(void *request, ucs_status_t status, void *user_data)
+/* The op no longer waits for a reply: a late one matches nothing. */
+static void ucx_rma_unname(struct ucx_class *cls, struct ucx_op *uop)
 {
-    ucp_request_free(request);
-    ucx_rma_piece_done(user_data, status);
+    na_slots_remove(&cls->rma_ops, (uint32_t)uop->cookie);
 }
 
-/* Count a posted request as a piece, or record its immediate outcome. */
-static bool ucx_rma_track(struct ucx_op *uop, ucs_status_ptr_t sp)
+static bool ucx_rma_awaiting(struct ucx_class *cls, struct ucx_op *uop)
 {
-    if (UCS_PTR_IS_ERR(sp)) {
-        uop->rma_ret = ucx_status_to_na(UCS_PTR_STATUS(sp));
-        return false;
+    return na_slots_get(&cls->rma_ops, (uint32_t)uop->cookie,
+                        (uint32_t)(uop->cookie >> 32)) == uop;
+}
+
+static void ucx_rma_fail_peer(struct ucx_class *cls, struct ucx_peer *p, na_return_t ret)
+{
+    for (uint32_t i = 1; cls->rma_ops.used && i < cls->rma_ops.cap; i++) {
+        struct ucx_op *uop = na_slots_at(&cls->rma_ops, i);
+        if (uop && uop->peer == p) {
+            ucx_rma_unname(cls, uop);
+            ucx_rma_piece_done(uop, ret);
+        }
     }
-    if (sp)
-        uop->pieces++;
-    return true;
+}
+
+static void ucx_rma_sent_cb(void *request, ucs_status_t status, void *user_data)
+{
+    ucp_request_free(request);
+    ucx_rma_piece_done(user_data, ucx_status_to_na(status));
+}
+
+static void ucx_rma_landed_cb(void *request, ucs_status_t status, size_t length,
+                              void *user_data)
+{
+    struct ucx_op *uop = user_data;
+    (void)length; /* UCX receives exactly the announced length or fails */
+    ucp_request_free(request);
+    uop->landing = false;
+    ucx_rma_piece_done(uop, ucx_status_to_na(status));
+}
+
+/* A status a reply may carry; anything else is a protocol error. */
+static na_return_t ucx_rma_status(uint32_t status)
+{
+    switch (status) {
+    case NA_SUCCESS:
+    case NA_ACCESS:
+    case NA_INVALID_ARG:
+    case NA_PERMISSION:
+    case NA_NOMEM:
+    case NA_PROTOCOL_ERROR:
+    case NA_HOSTUNREACH:
+        return (na_return_t)status;
+    default:
+        return NA_PROTOCOL_ERROR;
+    }
+}
+
+/* Replies to our requests (lock held): matched by cookie to a live op asked
+ * on the ep the reply came from, else dropped. A good get's data lands in the
+ * op's local segments: copied when eager, received there when rendezvous. */
+static ucs_status_t ucx_am_rma_rep_cb(void *arg, const void *header, size_t header_length,
+                                      void *data, size_t length,
+                                      const ucp_am_recv_param_t *param)
+{
+    struct ucx_class *cls = arg;
+    const unsigned char *in = header;
+    bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    uint32_t kind = header_length == UCX_RMA_REP_HDR ? hgx_get_u32(in) : 0;
+    if (kind != UCX_RMA_GET_REP && kind != UCX_RMA_PUT_ACK) {
+        ucx_rma_malformed("reply", header_length, length);
+        return rndv ? UCS_ERR_INVALID_PARAM : UCS_OK;
+    }
+    uint64_t cookie = hgx_get_u64(in + 8);
+    struct ucx_op *uop =
+        na_slots_get(&cls->rma_ops, (uint32_t)cookie, (uint32_t)(cookie >> 32));
+    if (!uop || uop->put != (kind == UCX_RMA_PUT_ACK) ||
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        param->reply_ep != uop->peer->ep) {
+        atomic_fetch_add(&ucx_rma_dropped, 1);
+        HGX_LOG_DEBUG(UCX, "dropped a put/get reply matching no live operation");
+        return UCS_OK; /* a rendezvous is dropped with it */
+    }
+    ucx_rma_unname(cls, uop);
+    na_return_t ret = ucx_rma_status(hgx_get_u32(in + 4));
+    if (length != (ret == NA_SUCCESS && !uop->put ? uop->len : 0)) {
+        HGX_LOG_ERROR(UCX, "put/get reply from %s carries %zu bytes; dropped",
+                      uop->peer->str, length);
+        atomic_fetch_add(&ucx_rma_dropped, 1);
+        ret = NA_PROTOCOL_ERROR;
+    }
+    if (ret != NA_SUCCESS || uop->put || !rndv) {
+        if (ret == NA_SUCCESS && !uop->put)
+            ucx_iov_copy(uop->riov, uop->riov_n,
+                         &(ucp_dt_iov_t){.buffer = data, .length = length}, 1);
+        ucx_rma_piece_done(uop, ret);
+        return UCS_OK;
+    }
+    ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                              UCP_OP_ATTR_FIELD_USER_DATA,
+                              .cb.recv_am = ucx_rma_landed_cb,
+                              .user_data = uop};
+    size_t count = 0;
+    void *buf = (void *)(uintptr_t)ucx_iov_param(&rp, uop->riov, uop->riov_n, &count);
+    uop->landing = true;
+    ucs_status_ptr_t sp = ucp_am_recv_data_nbx(cls->worker, data, buf, count, &rp);
+    if (!sp || UCS_PTR_IS_ERR(sp)) {
+        uop->landing = false;
+        ucx_rma_piece_done(uop, sp ? ucx_status_to_na(UCS_PTR_STATUS(sp)) : NA_SUCCESS);
+    }
+    return UCS_INPROGRESS; /* UCX owns the descriptor now */
 }
 
 struct ucx_rma_args {
@@ -2102,64 +2452,97 @@ struct ucx_rma_args {
     struct ucx_mem_handle *local, *remote;
     size_t loff, roff, size;
     struct ucx_peer *peer;
-    struct ucx_rkeys *rkeys;
 };
 
-/* Post one request per overlap of a local and a remote segment. */
-static void ucx_rma_post(struct ucx_op *uop, struct ucx_rma_args *a)
+/* To ourselves: the same region check, then a copy. */
+static void ucx_rma_self(struct ucx_class *cls, struct ucx_op *uop,
+                         const struct ucx_rma_args *a)
 {
-    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                                 UCP_OP_ATTR_FIELD_USER_DATA,
-                                 .cb.send = ucx_rma_cb,
-                                 .user_data = uop};
-    size_t li = 0, ri = 0, loff = a->loff, roff = a->roff, left = a->size;
-
-    while (left > 0) {
-        while (loff >= a->local->seg[li].len)
-            loff -= a->local->seg[li++].len;
-        while (roff >= a->remote->seg[ri].len)
-            roff -= a->remote->seg[ri++].len;
-        size_t n = left;
-        if (n > a->local->seg[li].len - loff)
-            n = a->local->seg[li].len - loff;
-        if (n > a->remote->seg[ri].len - roff)
-            n = a->remote->seg[ri].len - roff;
-        void *lbuf = (char *)(uintptr_t)a->local->seg[li].base + loff;
-        uint64_t raddr = a->remote->seg[ri].base + roff;
-        ucs_status_ptr_t sp =
-            a->put ? ucp_put_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param)
-                   : ucp_get_nbx(a->peer->ep, lbuf, n, raddr, a->rkeys->rkey[ri], &param);
-        if (!ucx_rma_track(uop, sp))
-            return;
-        loff += n;
-        roff += n;
-        left -= n;
+    struct ucx_rma_req rq = {.put = a->put,
+                             .index = a->remote->index,
+                             .gen = a->remote->gen,
+                             .key = a->remote->key,
+                             .offset = a->roff,
+                             .length = a->size};
+    struct ucx_mem_handle *mh = NULL;
+    na_return_t ret = ucx_region_find(cls, &rq, &mh);
+    if (ret == NA_SUCCESS) {
+        ucp_dt_iov_t riov[UCX_MAX_SEGMENTS];
+        size_t rn = ucx_seg_iov(mh, a->roff, a->size, riov);
+        if (a->put)
+            ucx_iov_copy(riov, rn, uop->riov, uop->riov_n);
+        else
+            ucx_iov_copy(uop->riov, uop->riov_n, riov, rn);
     }
-    /* A put is complete locally only; the flush makes it remotely visible. */
-    if (a->put)
-        ucx_rma_track(uop, ucp_ep_flush_nbx(a->peer->ep, &param));
+    uop->pieces = 1;
+    ucx_rma_piece_done(uop, ret);
+}
+
+/* Send the request (with a put's data). Its send and its reply are the op's
+ * two pieces. Lock held. */
+static na_return_t ucx_rma_send(struct ucx_class *cls, struct ucx_op *uop,
+                                const struct ucx_rma_args *a)
+{
+    struct ucx_peer *p = a->peer;
+    uint32_t index, gen;
+    if (!na_slots_add(&cls->rma_ops, uop, &index, &gen))
+        return NA_NOMEM;
+    uop->cookie = na_slots_cookie(index, gen);
+    uop->gen = p->gen;
+    uop->pieces = 2;
+    struct ucx_rma_req rq = {.put = a->put,
+                             .index = a->remote->index,
+                             .gen = a->remote->gen,
+                             .key = a->remote->key,
+                             .cookie = uop->cookie,
+                             .offset = a->roff,
+                             .length = a->size};
+    ucx_rma_req_write(uop->stage, &rq);
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                                 UCP_OP_ATTR_FIELD_FLAGS,
+                                 .cb.send = ucx_rma_sent_cb,
+                                 .user_data = uop,
+                                 .flags = UCP_AM_SEND_FLAG_REPLY};
+    size_t count = 0;
+    const void *data =
+        a->put ? ucx_iov_param(&param, uop->riov, uop->riov_n, &count) : NULL;
+    ucs_status_ptr_t sp = ucp_am_send_nbx(p->ep, UCX_AM_RMA_REQ, uop->stage,
+                                          UCX_RMA_REQ_HDR, data, count, &param);
+    if (UCS_PTR_IS_ERR(sp)) {
+        ucx_rma_unname(cls, uop);
+        HGX_LOG_ERROR(UCX, "%s to %s failed: %s", a->put ? "put" : "get", p->str,
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
+        return ucx_status_to_na(UCS_PTR_STATUS(sp));
+    }
+    if (!sp)
+        ucx_rma_piece_done(uop, NA_SUCCESS); /* sent already */
+    return NA_SUCCESS;
 }
 
 static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_args *a)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
-    na_return_t ret;
+    na_return_t ret = NA_SUCCESS;
 
     ucx_op_start(uop, UCX_OP_RMA, cls);
     uop->peer = a->peer;
-    uop->pieces = 1;
+    uop->put = a->put;
+    uop->len = a->size;
+    uop->riov =
+        a->local->count <= 2 ? uop->iov : malloc(a->local->count * sizeof(ucp_dt_iov_t));
+    if (!uop->riov)
+        return NA_NOMEM;
+    uop->riov_n = ucx_seg_iov(a->local, a->loff, a->size, uop->riov);
     hgx_lock(&cls->lock);
-    if ((ret = ucx_peer_ready(cls, a->peer, a->put ? "put" : "get")) == NA_SUCCESS &&
-        (ret = ucx_rkeys_get(a->remote, a->peer, &a->rkeys)) == NA_SUCCESS) {
-        uop->gen = a->peer->gen;
-        ucx_rma_post(uop, a);
-        if (uop->rma_ret != NA_SUCCESS && uop->pieces == 1)
-            ret = uop->rma_ret; /* nothing in flight: refuse, op unused */
-        else
-            ucx_rma_piece_done(uop, UCS_OK); /* drop the posting guard */
-    }
+    if (a->peer->self)
+        ucx_rma_self(cls, uop, a);
+    else if ((ret = ucx_peer_ready(cls, a->peer, a->put ? "put" : "get")) == NA_SUCCESS)
+        ret = ucx_rma_send(cls, uop, a);
     hgx_unlock(&cls->lock);
+    if (ret != NA_SUCCESS && uop->riov != uop->iov)
+        free(uop->riov); /* refused: the op is unused */
     return ret;
 }
 
@@ -2265,8 +2648,19 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
             ucx_cancel_list(cls, uop);
         break;
     case UCX_OP_RMA:
-        if (na_op_cancel_requested(op) && uop->pieces > 0)
+        if (!na_op_cancel_requested(op) || uop->pieces == 0)
+            break;
+        /* A get whose reply has not started landing stops here and now; its
+         * late reply matches nothing. */
+        if (!uop->put && !uop->landing && ucx_rma_awaiting(cls, uop)) {
+            bool sending = uop->pieces > 1;
+            ucx_rma_unname(cls, uop);
+            ucx_rma_piece_done(uop, NA_CANCELED);
+            if (sending) /* the request itself is stuck: escalate that */
+                ucx_cancel_list(cls, uop);
+        } else {
             ucx_cancel_list(cls, uop);
+        }
         break;
     }
     hgx_unlock(&cls->lock);
