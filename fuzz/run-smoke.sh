@@ -18,7 +18,7 @@ runs=${2:-${FUZZ_RUNS:-20000}}
 seed=${FUZZ_SEED:-1}
 CLANG=${CLANG:-clang}
 out="$builddir/fuzz"
-targets=${FUZZ_TARGETS:-"fuzz_hg_header fuzz_proc_struct fuzz_bulk_deserialize fuzz_na_addr fuzz_mpi_emul_packet"}
+targets=${FUZZ_TARGETS:-"fuzz_hg_header fuzz_proc_struct fuzz_bulk_deserialize fuzz_bulk_transfer fuzz_na_addr fuzz_mpi_emul_packet"}
 
 die() {
     echo "fuzz-smoke: ERROR: $*" >&2
@@ -95,6 +95,13 @@ build_target() {
         "$CLANG" $CFLAGS -fsanitize=fuzzer -I"$mpich_inc" $INC \
             "$srcdir/fuzz/$t.c" "$srcdir/src/mpi_emul/mpi_emul.c" "$srcdir/src/mpi_emul/mpi_reqtab.c" \
             "$srcdir/src/util/hgx_log.c" -o "$out/$t" $LIBS
+        ;;
+    fuzz_bulk_transfer)
+        # The server and attacks of tests/bulk_forge.c, over ofi+tcp.
+        have HGX_HAVE_OFI || die "fuzz_bulk_transfer needs libfabric (ofi+tcp)."
+        # shellcheck disable=SC2086
+        "$CLANG" $CFLAGS -fsanitize=fuzzer $INC -I"$srcdir/tests" "$srcdir/fuzz/$t.c" \
+            "$srcdir/tests/bulk_forge.c" "$out/obj/libhgx-fuzz.a" -o "$out/$t" $LIBS
         ;;
     fuzz_hg_header)
         # shellcheck disable=SC2086

@@ -16,9 +16,13 @@
 
 /* Offset of each region in the server buffer; the freed one's bytes are
  * secret again once its handle is gone. */
-static const size_t region_off[FORGE_NDESC] = {8192, 24576, 40960, 57344};
+static const size_t region_off[FORGE_NDESC] = {8192, 24576, 40960, 8192, 57344};
 static const uint8_t region_flags[FORGE_NDESC] = {HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY,
-                                                  HG_BULK_READWRITE, HG_BULK_READWRITE};
+                                                  HG_BULK_READWRITE, HG_BULK_READ_ONLY,
+                                                  HG_BULK_READWRITE};
+/* FORGE_SEGS: the read-only region in three segments. */
+static const hg_size_t segs_size[] = {1000, 2000, FORGE_REGION - 3000};
+#define FORGE_NSEGS (sizeof(segs_size) / sizeof(*segs_size))
 
 typedef struct {
     uint32_t len[FORGE_NDESC];
@@ -44,11 +48,34 @@ static hg_return_t hg_proc_forge_descs_t(hg_proc_t proc, void *data)
     return HG_SUCCESS;
 }
 
-/* Byte i of pattern seed: the secret, and each region's own contents. */
+static bool readable(enum forge_desc d)
+{
+    return d == FORGE_RO || d == FORGE_RW || d == FORGE_SEGS;
+}
+
+static bool writable(enum forge_desc d)
+{
+    return d == FORGE_WO || d == FORGE_RW;
+}
+
+/* The pattern seed of a region's contents. */
+static unsigned int contents(enum forge_desc d)
+{
+    return d == FORGE_SEGS ? FORGE_RO : (unsigned int)d;
+}
+
+/* Byte i of pattern seed: the secret, and each region's own contents; the
+ * high bit is clear only in the readable regions' bytes. */
 static unsigned char pattern(unsigned int seed, size_t i)
 {
     uint32_t x = (uint32_t)(seed * 2654435761u + i * 40503u);
-    return (unsigned char)((x >> 13) ^ (x >> 5) ^ i);
+    unsigned char b = (unsigned char)((x >> 13) ^ (x >> 5) ^ i);
+    return readable((enum forge_desc)seed) ? b & 0x7f : b | 0x80;
+}
+
+bool forge_readable_byte(unsigned char b)
+{
+    return b < 0x80;
 }
 
 static void pattern_fill(unsigned char *p, size_t len, unsigned int seed, size_t from)
@@ -97,9 +124,16 @@ static hg_return_t stop_cb(hg_handle_t h)
 
 static hg_return_t expose(struct forge_server *srv, enum forge_desc d, hg_bulk_t *bulk)
 {
-    void *ptr = srv->mem + region_off[d];
-    hg_size_t size = FORGE_REGION;
-    hg_return_t ret = HG_Bulk_create(srv->cls, 1, &ptr, &size, region_flags[d], bulk);
+    uint32_t n = d == FORGE_SEGS ? FORGE_NSEGS : 1;
+    void *ptrs[FORGE_NSEGS];
+    hg_size_t sizes[FORGE_NSEGS];
+    unsigned char *p = srv->mem + region_off[d];
+
+    for (uint32_t i = 0; i < n; p += sizes[i++]) {
+        ptrs[i] = p;
+        sizes[i] = n == 1 ? FORGE_REGION : segs_size[i];
+    }
+    hg_return_t ret = HG_Bulk_create(srv->cls, n, ptrs, sizes, region_flags[d], bulk);
 
     if (ret == HG_SUCCESS) {
         srv->descs.len[d] = (uint32_t)HG_Bulk_get_serialize_size(*bulk, 0);
@@ -133,8 +167,9 @@ struct forge_server *forge_server_create(hg_class_t *cls)
     if (!srv->mem || !srv->image)
         goto error;
     pattern_fill(srv->mem, FORGE_BUF_SIZE, FORGE_SECRET_SEED, 0);
-    for (int d = 0; d < FORGE_NDESC - 1; d++)
-        pattern_fill(srv->mem + region_off[d], FORGE_REGION, (unsigned int)d, 0);
+    for (int d = FORGE_RO; d <= FORGE_RW; d++)
+        pattern_fill(srv->mem + region_off[d], FORGE_REGION, contents((enum forge_desc)d),
+                     0);
     hg_bulk_t freed;
     for (int d = 0; d < FORGE_NDESC - 1; d++)
         if (expose(srv, (enum forge_desc)d, &srv->bulk[d]) != HG_SUCCESS)
@@ -170,14 +205,34 @@ void forge_server_free(struct forge_server *srv)
     free(srv);
 }
 
-uint64_t forge_server_audit(struct forge_server *srv)
+static bool in_writable_region(size_t i)
+{
+    for (int d = FORGE_RO; d <= FORGE_RW; d++)
+        if (writable((enum forge_desc)d) && i - region_off[d] < FORGE_REGION)
+            return true;
+    return false;
+}
+
+static uint64_t server_audit(struct forge_server *srv, bool writes_allowed)
 {
     uint64_t bad = 0;
+
+    if (memcmp(srv->mem, srv->image, FORGE_BUF_SIZE) == 0)
+        return 0;
     for (size_t i = 0; i < FORGE_BUF_SIZE; i++)
-        bad += srv->mem[i] != srv->image[i];
-    if (bad)
-        memcpy(srv->mem, srv->image, FORGE_BUF_SIZE);
+        bad += srv->mem[i] != srv->image[i] && !(writes_allowed && in_writable_region(i));
+    memcpy(srv->mem, srv->image, FORGE_BUF_SIZE);
     return bad;
+}
+
+uint64_t forge_server_audit(struct forge_server *srv)
+{
+    return server_audit(srv, false);
+}
+
+uint64_t forge_server_audit_writes(struct forge_server *srv)
+{
+    return server_audit(srv, true);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -205,13 +260,17 @@ static double now_ms(void)
 }
 
 /* Progress until the callback ran or timeout_ms passed; true if it ran. */
-static bool run_until(hg_context_t *ctx, const struct done *d, unsigned int timeout_ms)
+static bool run_until(struct forge_client *c, const struct done *d,
+                      unsigned int timeout_ms)
 {
     double deadline = now_ms() + timeout_ms;
     while (d->calls == 0 && now_ms() < deadline) {
         unsigned int n = 0;
-        HG_Progress(ctx, 10);
-        HG_Trigger(ctx, 0, 64, &n);
+        /* With a server to progress too, neither side may block. */
+        HG_Progress(c->ctx, c->progress_peer ? 0 : 10);
+        HG_Trigger(c->ctx, 0, 64, &n);
+        if (c->progress_peer)
+            c->progress_peer(c->progress_arg);
     }
     return d->calls > 0;
 }
@@ -238,9 +297,9 @@ static hg_return_t call(struct forge_client *c, hg_id_t id, hg_handle_t *h)
 
     if (ret == HG_SUCCESS)
         ret = HG_Forward(*h, done_cb, &d, NULL);
-    if (ret == HG_SUCCESS && !run_until(c->ctx, &d, FORGE_RPC_MS)) {
+    if (ret == HG_SUCCESS && !run_until(c, &d, FORGE_RPC_MS)) {
         HG_Cancel(*h);
-        run_until(c->ctx, &d, FORGE_RPC_MS);
+        run_until(c, &d, FORGE_RPC_MS);
         ret = HG_TIMEOUT;
     } else if (ret == HG_SUCCESS)
         ret = d.ret;
@@ -290,16 +349,6 @@ void forge_client_stop(struct forge_client *c)
     HG_Destroy(h);
 }
 
-static bool readable(enum forge_desc d)
-{
-    return d == FORGE_RO || d == FORGE_RW;
-}
-
-static bool writable(enum forge_desc d)
-{
-    return d == FORGE_WO || d == FORGE_RW;
-}
-
 /* A successful transfer moved only what its base descriptor allows. */
 static bool legitimate(const struct forge_client *c, enum forge_desc base,
                        hg_bulk_op_t op, hg_size_t offset, hg_size_t size)
@@ -311,7 +360,7 @@ static bool legitimate(const struct forge_client *c, enum forge_desc base,
     if (!readable(base))
         return false;
     for (size_t i = 0; i < size; i++)
-        if (c->local_buf[i] != pattern((unsigned int)base, offset + i))
+        if (c->local_buf[i] != pattern(contents(base), offset + i))
             return false;
     return true;
 }
@@ -325,9 +374,8 @@ static void violation(struct forge_client *c, const char *what, hg_bulk_op_t op,
             (unsigned long long)offset);
 }
 
-/* Run one transfer bounded in time; false if it hung. */
-static bool transfer(struct forge_client *c, hg_bulk_t remote, hg_bulk_op_t op,
-                     hg_size_t offset, hg_size_t size, hg_return_t *ret)
+bool forge_transfer(struct forge_client *c, hg_bulk_t remote, hg_bulk_op_t op,
+                    hg_size_t offset, hg_size_t size, hg_return_t *ret)
 {
     struct done d = {0, HG_OTHER_ERROR};
     hg_op_id_t op_id = HG_OP_ID_NULL;
@@ -336,12 +384,12 @@ static bool transfer(struct forge_client *c, hg_bulk_t remote, hg_bulk_op_t op,
                             0, size, &op_id);
     if (*ret != HG_SUCCESS)
         return true; /* refused locally */
-    if (run_until(c->ctx, &d, FORGE_XFER_MS)) {
+    if (run_until(c, &d, FORGE_XFER_MS)) {
         *ret = d.ret;
         return true;
     }
     HG_Bulk_cancel(op_id);
-    if (!run_until(c->ctx, &d, FORGE_RPC_MS)) {
+    if (!run_until(c, &d, FORGE_RPC_MS)) {
         /* The op still references our buffer: nothing more can be tried. */
         server_lost(c, "a cancelled transfer never completed");
     }
@@ -349,8 +397,7 @@ static bool transfer(struct forge_client *c, hg_bulk_t remote, hg_bulk_op_t op,
     return false;
 }
 
-/* Forget the server's address (its connection with it) and look it up again. */
-static void reconnect(struct forge_client *c)
+void forge_reconnect(struct forge_client *c)
 {
     char name[256];
     hg_size_t len = sizeof(name);
@@ -379,7 +426,7 @@ static void audit(struct forge_client *c, hg_bulk_op_t op, hg_size_t offset,
     for (int retry = 0; retry < 3 && ret != HG_SUCCESS; retry++) {
         fprintf(stderr, "# forge: audit: %s; again\n", HG_Error_to_string(ret));
         if (ret == HG_HOSTUNREACH)
-            reconnect(c);
+            forge_reconnect(c);
         HG_Destroy(h);
         ret = call(c, c->audit_id, &h);
     }
@@ -421,11 +468,11 @@ void forge_try(struct forge_client *c, const unsigned char *desc, size_t len,
     }
     /* Pulls land on a canary; pushes carry the region's own bytes, except
      * into the read-only one where any write is wrong. */
-    if (op == HG_BULK_PULL || base == FORGE_RO || base == FORGE_FREED)
+    if (op == HG_BULK_PULL || !writable(base))
         memset(c->local_buf, 0xa5, FORGE_BUF_SIZE);
     else
-        pattern_fill(c->local_buf, FORGE_BUF_SIZE, (unsigned int)base, (size_t)offset);
-    if (!transfer(c, remote, op, offset, size, &ret)) {
+        pattern_fill(c->local_buf, FORGE_BUF_SIZE, contents(base), (size_t)offset);
+    if (!forge_transfer(c, remote, op, offset, size, &ret)) {
         c->st.hangs++;
         fprintf(stderr, "# forge: a %s of %llu bytes did not complete in %d ms\n",
                 op == HG_BULK_PULL ? "pull" : "push", (unsigned long long)size,

@@ -2,8 +2,10 @@
  * bulk_forge.h -- forged bulk descriptors against a live server (issue 31).
  *
  * The server exposes three 4 KiB regions (read-only, write-only, read-write)
- * inside a 64 KiB buffer whose other bytes are a "secret" pattern, and hands
- * their serialized descriptors (plus one of a handle it freed) to the client.
+ * inside a 64 KiB buffer whose other bytes are a "secret" pattern, the
+ * read-only one again in three segments, and hands their serialized
+ * descriptors (plus one of a handle it freed) to the client. Only the bytes
+ * of the readable regions have the high bit clear (forge_readable_byte).
  * The client pulls and pushes with legitimate, out-of-range, wrong-permission,
  * freed, foreign and byte-mutated descriptors; after each transfer the server
  * compares its whole buffer with the image it started from. Shared by the
@@ -25,7 +27,7 @@
 #define FORGE_DESC_MAX 512
 #define FORGE_XFER_MS 2000 /* a transfer taking longer is a hang */
 
-enum forge_desc { FORGE_RO, FORGE_WO, FORGE_RW, FORGE_FREED, FORGE_NDESC };
+enum forge_desc { FORGE_RO, FORGE_WO, FORGE_RW, FORGE_SEGS, FORGE_FREED, FORGE_NDESC };
 
 struct forge_stats {
     unsigned int tries, refused, violations, hangs, crashes;
@@ -43,6 +45,12 @@ void forge_server_free(struct forge_server *srv);
 /* Bytes of the buffer that differ from the server's image (0: untouched);
  * restores the image. */
 uint64_t forge_server_audit(struct forge_server *srv);
+/* The same, not counting bytes of the writable regions (which any push into
+ * them may legitimately change); restores the image. */
+uint64_t forge_server_audit_writes(struct forge_server *srv);
+/* Could b have been pulled from a readable region? (Secret bytes, and the
+ * write-only region's, cannot.) */
+bool forge_readable_byte(unsigned char b);
 
 /* ---- client ---- */
 struct forge_client {
@@ -57,6 +65,9 @@ struct forge_client {
     /* Is the server process still there? NULL: assume it is. */
     bool (*alive)(void *arg);
     void *alive_arg;
+    /* A server in this process: progress it while waiting. NULL: none. */
+    void (*progress_peer)(void *arg);
+    void *progress_arg;
     bool dead;     /* the server crashed or stopped answering: stop trying */
     char what[64]; /* the attack under way, for the log */
     struct forge_stats st;
@@ -71,6 +82,13 @@ void forge_client_fini(struct forge_client *c);
  * base descriptor legitimately allows; then the server audits its buffer. */
 void forge_try(struct forge_client *c, const unsigned char *desc, size_t len,
                enum forge_desc base, hg_bulk_op_t op, hg_size_t offset, hg_size_t size);
+/* One transfer against remote, bounded in time (FORGE_XFER_MS, then a
+ * cancel); false if it hung. *ret is its outcome. */
+bool forge_transfer(struct forge_client *c, hg_bulk_t remote, hg_bulk_op_t op,
+                    hg_size_t offset, hg_size_t size, hg_return_t *ret);
+/* Forget the server's address (tcp drops a connection on a refused RMA) and
+ * look it up again. */
+void forge_reconnect(struct forge_client *c);
 /* Every attack of issue 31 (see the file comment). */
 void forge_attack_all(struct forge_client *c);
 /* Ask the server to stop. */
