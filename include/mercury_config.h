@@ -45,4 +45,7 @@ typedef uint8_t hg_bool_t; /**< one byte, HG_TRUE or HG_FALSE */
 /* hgx always computes RPC checksums (CRC64); Mercury programs test this macro. */
 #define HG_HAS_CHECKSUMS
 
+/* mercury_macros.h is built on the system's Boost.Preprocessor, as Mercury's. */
+#define HG_HAS_BOOST
+
 #endif /* MERCURY_CONFIG_H */
