@@ -442,6 +442,39 @@ static void test_sum(void **state)
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
 
+/* Mercury 2.4.1 / Margo's handle cache: create with id 0, set it with HG_Reset. */
+static void test_create_id0_reset(void **state)
+{
+    (void)state;
+    hg_handle_t h;
+    struct fwd_state st;
+    sum_in_t in = {.a = 1, .b = 2, .name = "pool", .flag = HG_FALSE, .c = 3, .d = 4};
+    sum_out_t out;
+
+    assert_int_equal(HG_Create(g.ctx, HG_ADDR_NULL, 0, &h), HG_SUCCESS);
+    assert_int_equal(HG_Get_info(h)->id, 0);
+    assert_null(HG_Get_info(h)->addr);
+    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_INVALID_ARG); /* no address */
+    assert_int_equal(HG_Reset(h, g.server, 0), HG_SUCCESS);
+    assert_int_equal(HG_Get_info(h)->id, 0);
+    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_INVALID_ARG); /* no RPC id */
+    /* HG_ADDR_NULL keeps the address, an unknown id is refused and changes nothing. */
+    assert_int_equal(HG_Reset(h, HG_ADDR_NULL, 12345), HG_NOENTRY);
+    assert_int_equal(HG_Get_info(h)->id, 0);
+    assert_int_equal(HG_Reset(h, HG_ADDR_NULL, g.ids.sum), HG_SUCCESS);
+    assert_int_equal(HG_Get_info(h)->id, g.ids.sum);
+    assert_true(HG_Addr_cmp(g.cls, HG_Get_info(h)->addr, g.server));
+    for (int i = 0; i < 2; i++) { /* the second time, id 0 keeps the RPC */
+        assert_int_equal(forward_wait(h, &in, &st), HG_SUCCESS);
+        assert_int_equal(HG_Get_output(h, &out), HG_SUCCESS);
+        assert_int_equal(out.sum, 1 + 2 + 3 + 4);
+        assert_int_equal(HG_Free_output(h, &out), HG_SUCCESS);
+        assert_int_equal(HG_Reset(h, HG_ADDR_NULL, 0), HG_SUCCESS);
+        assert_int_equal(HG_Get_info(h)->id, g.ids.sum);
+    }
+    assert_int_equal(HG_Destroy(h), HG_SUCCESS);
+}
+
 static void test_no_response(void **state)
 {
     (void)state;
@@ -898,7 +931,7 @@ static void test_misc_api(void **state)
     HG_Destroy(h);
     assert_int_equal(HG_Get_info(h)->id, g.ids.sum);
     HG_Destroy(h);
-    /* Unknown ids are refused at create. */
+    /* Unknown ids are refused at create (0 is allowed: test_create_id0_reset). */
     assert_int_equal(HG_Create(g.ctx, g.server, 12345, &h), HG_NOENTRY);
     /* Thread modes other than the NA_THREAD_MODE_SINGLE bits are refused. */
     struct hg_init_info bad = HG_INIT_INFO_INITIALIZER;
@@ -914,6 +947,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_misc_api),
         cmocka_unit_test(test_sum),
+        cmocka_unit_test(test_create_id0_reset),
         cmocka_unit_test(test_no_response),
         cmocka_unit_test(test_registry_change),
         cmocka_unit_test(test_big),
