@@ -57,10 +57,7 @@ void NA_Version_get(unsigned int *major, unsigned int *minor, unsigned int *patc
 
 void NA_Set_log_level(const char *level)
 {
-    hgx_log_set_level("na", level);
-    hgx_log_set_level("ofi", level);
-    hgx_log_set_level("ucx", level);
-    hgx_log_set_level("mpi", level); /* also mpi_emul */
+    hgx_log_set_level("na", level); /* and the plugins below it */
 }
 
 static const struct na_ops *na_plugin_find(const char *plugin, const char *protocol)
