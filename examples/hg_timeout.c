@@ -293,9 +293,9 @@ static int run_client(const char *addr_str)
         fprintf(stderr, "hg_timeout client: HG_Context_create failed\n");
         goto out;
     }
-    rc_class = hg_request_class_create(request_progress, request_trigger, ctx);
+    rc_class = hg_request_init(request_progress, request_trigger, ctx);
     if (!rc_class) {
-        fprintf(stderr, "hg_timeout client: hg_request_class_create failed\n");
+        fprintf(stderr, "hg_timeout client: hg_request_init failed\n");
         goto out;
     }
     slow_id = MERCURY_REGISTER(cls, "slow", slow_in_t, slow_out_t, NULL);
@@ -379,7 +379,7 @@ out:
     if (addr != HG_ADDR_NULL)
         HG_Addr_free(cls, addr);
     if (rc_class)
-        hg_request_class_destroy(rc_class);
+        hg_request_finalize(rc_class, NULL);
     if (ctx)
         HG_Context_destroy(ctx);
     if (cls)

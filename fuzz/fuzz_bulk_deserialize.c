@@ -61,7 +61,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             (void)HG_Bulk_get_size(h);
             (void)HG_Bulk_get_segment_count(h);
-            /* A remote handle gives no local access and cannot be re-serialized. */
+            /* A remote handle gives no local access; it re-serializes to the
+             * descriptor it was made from (passed on to a third process). */
+            hg_size_t dn = HG_Bulk_get_serialize_size(h, 0);
+            unsigned char *d = malloc(dn ? dn : 1);
+            if (!d || dn > n || HG_Bulk_serialize(d, dn, 0, h) != HG_SUCCESS ||
+                memcmp(d, buf, dn) != 0)
+                abort();
+            free(d);
             void *p;
             hg_size_t s;
             uint32_t cnt;

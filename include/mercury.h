@@ -327,8 +327,10 @@ HG_PUBLIC hg_return_t HG_Addr_to_string(hg_class_t *hg_class, char *buf,
 
 /**
  * Create a handle for calling RPC id at addr (reference count 1).
- * \param context [IN] context  \param addr [IN] target
- * \param id [IN] registered RPC id  \param handle_p [OUT] handle
+ * As in Mercury, addr may be HG_ADDR_NULL and id 0 (a pool of handles): both
+ * are set later with HG_Reset(); HG_Forward() refuses a handle without them.
+ * \param context [IN] context  \param addr [IN] target or HG_ADDR_NULL
+ * \param id [IN] registered RPC id, or 0  \param handle_p [OUT] handle
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOENTRY (id not registered), HG_NOMEM
  */
 HG_PUBLIC hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id,
@@ -342,8 +344,10 @@ HG_PUBLIC hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t i
 HG_PUBLIC hg_return_t HG_Destroy(hg_handle_t handle);
 
 /**
- * Retarget an idle handle.
- * \param addr [IN] new target  \param id [IN] new RPC id (0 keeps the current one)
+ * Retarget an idle handle (Mercury 2.4.1 semantics): the decoded input/output
+ * and the extra buffer are dropped; the data set by HG_Set_data() stays.
+ * \param addr [IN] new target (HG_ADDR_NULL keeps the current one)
+ * \param id [IN] new RPC id (0 keeps the current one)
  * \return HG_SUCCESS, HG_BUSY (operation pending), HG_INVALID_ARG, HG_NOENTRY
  */
 HG_PUBLIC hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id);

@@ -92,7 +92,10 @@ HG_PUBLIC uint8_t HG_Bulk_get_flags(hg_bulk_t handle);
 HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags);
 
 /**
- * Write a descriptor of a local handle that a peer can deserialize.
+ * Write a descriptor of the handle that a peer can deserialize. For a
+ * deserialized (remote) handle it is the descriptor the handle was made from,
+ * so the handle can be passed on to a third process (as in Mercury); access
+ * is still checked by the owner of the memory.
  * \param buf [OUT] destination  \param buf_size [IN] its size
  * \param flags [IN] HG_BULK_SM / HG_BULK_EAGER (ignored)
  * \return HG_SUCCESS, HG_OVERFLOW (buf too small), HG_INVALID_ARG

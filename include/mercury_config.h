@@ -14,7 +14,7 @@
 /* Mercury release whose public API hgx implements. */
 #define HG_VERSION_MAJOR 2
 #define HG_VERSION_MINOR 4
-#define HG_VERSION_PATCH 0
+#define HG_VERSION_PATCH 1
 
 /* Fixed-width aliases kept by Mercury for older programs. */
 typedef int8_t hg_int8_t;
@@ -32,17 +32,32 @@ typedef uint8_t hg_bool_t; /**< one byte, HG_TRUE or HG_FALSE */
 #define HG_FALSE 0
 
 #if defined(__GNUC__)
-#define HG_PUBLIC __attribute__((visibility("default")))
-#define HG_PRIVATE __attribute__((visibility("hidden")))
+#define HG_ABI_IMPORT __attribute__((visibility("default")))
+#define HG_ABI_EXPORT __attribute__((visibility("default")))
+#define HG_ABI_HIDDEN __attribute__((visibility("hidden")))
 #define HG_WARN_UNUSED_RESULT __attribute__((warn_unused_result))
+#define HG_UNUSED __attribute__((unused))
+#define HG_ALIGNED(x, a) x __attribute__((aligned(a)))
+#define HG_PACKED(x) x __attribute__((packed))
+#define HG_FALLTHROUGH __attribute__((fallthrough))
 #else
-#define HG_PUBLIC
-#define HG_PRIVATE
+#define HG_ABI_IMPORT
+#define HG_ABI_EXPORT
+#define HG_ABI_HIDDEN
 #define HG_WARN_UNUSED_RESULT
+#define HG_UNUSED
+#define HG_ALIGNED(x, a) x
+#define HG_PACKED(x) x
+#define HG_FALLTHROUGH
 #endif
+#define HG_PUBLIC HG_ABI_EXPORT
+#define HG_PRIVATE HG_ABI_HIDDEN
 #define HG_INLINE inline
 
 /* hgx always computes RPC checksums (CRC64); Mercury programs test this macro. */
 #define HG_HAS_CHECKSUMS
+
+/* mercury_macros.h is built on the system's Boost.Preprocessor, as Mercury's. */
+#define HG_HAS_BOOST
 
 #endif /* MERCURY_CONFIG_H */

@@ -1,7 +1,8 @@
 /*
  * mercury_request.h -- request emulation: wait on a callback-based operation
  * with a timeout, driven by user-supplied progress and trigger functions.
- * Names and signatures follow Mercury 2.4.
+ * Names, signatures and semantics follow Mercury 2.4.1. As there, a request
+ * cannot be waited on from inside a callback that HG_Trigger() runs.
  */
 #ifndef MERCURY_REQUEST_H
 #define MERCURY_REQUEST_H
@@ -34,20 +35,21 @@ extern "C" {
 #endif
 
 /**
- * Create a request class.
+ * Create a request class whose hg_request_wait() calls progress and trigger.
  * \param progress [IN] progress function  \param trigger [IN] trigger function
  * \param arg [IN] passed to both
- * \return the class, or NULL
+ * \return the class, or NULL (no memory, or a NULL function)
  */
-HG_PUBLIC hg_request_class_t *hg_request_class_create(hg_request_progress_func_t progress,
-                                                      hg_request_trigger_func_t trigger,
-                                                      void *arg);
+HG_PUBLIC hg_request_class_t *hg_request_init(hg_request_progress_func_t progress,
+                                              hg_request_trigger_func_t trigger,
+                                              void *arg);
 
 /**
- * Destroy a request class.
- * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL)
+ * Free a request class (NULL is ignored).
+ * \param request_class [IN] class
+ * \param arg [OUT] optional: receives the arg given to hg_request_init()
  */
-HG_PUBLIC int hg_request_class_destroy(hg_request_class_t *request_class);
+HG_PUBLIC void hg_request_finalize(hg_request_class_t *request_class, void **arg);
 
 /**
  * Create a request (not completed).
@@ -65,8 +67,9 @@ HG_PUBLIC void hg_request_complete(hg_request_t *request);
 HG_PUBLIC void hg_request_reset(hg_request_t *request);
 
 /**
- * Progress and trigger until the request completes or timeout ms passed.
- * \param timeout [IN] milliseconds (0: test once)
+ * Trigger, then progress and trigger, until the request completes or timeout
+ * ms passed; a timeout of 0 still progresses once without blocking.
+ * \param timeout [IN] milliseconds
  * \param flag [OUT] 1 if completed, 0 if not (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL request)
  */

@@ -360,9 +360,10 @@ NA_PUBLIC na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,
                                   unsigned int timeout_ms);
 
 /**
- * Run up to max_count queued callbacks.
+ * Run up to max_count queued callbacks. As in Mercury 2.4.1 (NA 6.0), an empty
+ * queue is not an error: NA_SUCCESS with a count of 0 (NA 4.x said NA_TIMEOUT).
  * \param actual_count [OUT] optional: how many ran
- * \return NA_SUCCESS, or NA_TIMEOUT if none was queued
+ * \return NA_SUCCESS, NA_INVALID_ARG (NULL context)
  */
 NA_PUBLIC na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
                                  unsigned int *actual_count);

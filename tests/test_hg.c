@@ -363,20 +363,26 @@ static hg_return_t fwd_cb(const struct hg_cb_info *info)
     return HG_SUCCESS;
 }
 
-/* Progress and trigger until *calls reaches want or timeout. */
-static void run_until(const int *calls, int want, unsigned int timeout_ms)
+/* Progress and trigger ctx until *calls reaches want or timeout. */
+static void run_ctx_until(hg_context_t *ctx, const int *calls, int want,
+                          unsigned int timeout_ms)
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (*calls < want) {
         unsigned int n = 0;
-        HG_Progress(g.ctx, 50);
-        HG_Trigger(g.ctx, 0, 1024, &n);
+        HG_Progress(ctx, 50);
+        HG_Trigger(ctx, 0, 1024, &n);
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
             timeout_ms)
             break;
     }
+}
+
+static void run_until(const int *calls, int want, unsigned int timeout_ms)
+{
+    run_ctx_until(g.ctx, calls, want, timeout_ms);
 }
 
 static hg_return_t forward_wait(hg_handle_t h, void *in, struct fwd_state *st)
@@ -438,6 +444,39 @@ static void test_sum(void **state)
         assert_int_equal(out.sum, -5 + (int64_t)(1ull << 40) - 3 + 60000 + 1000);
         assert_string_equal(out.echo, "hello world");
         assert_int_equal(HG_Free_output(h, &out), HG_SUCCESS);
+    }
+    assert_int_equal(HG_Destroy(h), HG_SUCCESS);
+}
+
+/* Mercury 2.4.1 / Margo's handle cache: create with id 0, set it with HG_Reset. */
+static void test_create_id0_reset(void **state)
+{
+    (void)state;
+    hg_handle_t h;
+    struct fwd_state st;
+    sum_in_t in = {.a = 1, .b = 2, .name = "pool", .flag = HG_FALSE, .c = 3, .d = 4};
+    sum_out_t out;
+
+    assert_int_equal(HG_Create(g.ctx, HG_ADDR_NULL, 0, &h), HG_SUCCESS);
+    assert_int_equal(HG_Get_info(h)->id, 0);
+    assert_null(HG_Get_info(h)->addr);
+    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_INVALID_ARG); /* no address */
+    assert_int_equal(HG_Reset(h, g.server, 0), HG_SUCCESS);
+    assert_int_equal(HG_Get_info(h)->id, 0);
+    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_INVALID_ARG); /* no RPC id */
+    /* HG_ADDR_NULL keeps the address, an unknown id is refused and changes nothing. */
+    assert_int_equal(HG_Reset(h, HG_ADDR_NULL, 12345), HG_NOENTRY);
+    assert_int_equal(HG_Get_info(h)->id, 0);
+    assert_int_equal(HG_Reset(h, HG_ADDR_NULL, g.ids.sum), HG_SUCCESS);
+    assert_int_equal(HG_Get_info(h)->id, g.ids.sum);
+    assert_true(HG_Addr_cmp(g.cls, HG_Get_info(h)->addr, g.server));
+    for (int i = 0; i < 2; i++) { /* the second time, id 0 keeps the RPC */
+        assert_int_equal(forward_wait(h, &in, &st), HG_SUCCESS);
+        assert_int_equal(HG_Get_output(h, &out), HG_SUCCESS);
+        assert_int_equal(out.sum, 1 + 2 + 3 + 4);
+        assert_int_equal(HG_Free_output(h, &out), HG_SUCCESS);
+        assert_int_equal(HG_Reset(h, HG_ADDR_NULL, 0), HG_SUCCESS);
+        assert_int_equal(HG_Get_info(h)->id, g.ids.sum);
     }
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
@@ -602,6 +641,85 @@ static void test_bulk_serialize_untrusted(void **state)
         desc[i] ^= 0xff;
     }
     HG_Bulk_free(bulk);
+}
+
+/* Transfer size bytes at offset between the remote handle and a local buffer. */
+static hg_return_t transfer_wait(hg_class_t *cls, hg_context_t *ctx, hg_bulk_op_t op,
+                                 hg_addr_t addr, hg_bulk_t remote, hg_size_t offset,
+                                 void *buf, hg_size_t size)
+{
+    hg_bulk_t local;
+    struct fwd_state st = {0, HG_OTHER_ERROR};
+    hg_return_t ret = HG_Bulk_create(cls, 1, &buf, &size, HG_BULK_READWRITE, &local);
+    if (ret == HG_SUCCESS)
+        ret = HG_Bulk_transfer(ctx, fwd_cb, &st, op, addr, remote, offset, local, 0, size,
+                               NULL);
+    if (ret == HG_SUCCESS) {
+        run_ctx_until(ctx, &st.calls, 1, WAIT_MS);
+        ret = st.calls == 1 ? st.ret : HG_TIMEOUT;
+    }
+    HG_Bulk_free(local);
+    return ret;
+}
+
+/* A handle decoded from a peer is passed on (re-serialized) to a third party. */
+static void test_bulk_pass_on(void **state)
+{
+    (void)state;
+    hg_handle_t h;
+    struct fwd_state st;
+    expose_out_t out;
+    unsigned char desc1[512], desc2[512];
+    char addr[256];
+    hg_size_t addr_size = sizeof(addr);
+    hg_bulk_t copy, third;
+    hg_addr_t server2;
+    enum { LEN = 4096, OFF = 12345 };
+    unsigned char pattern[LEN], back[LEN];
+
+    assert_int_equal(HG_Create(g.ctx, g.server, g.ids.expose, &h), HG_SUCCESS);
+    assert_int_equal(forward_wait(h, NULL, &st), HG_SUCCESS);
+    assert_int_equal(HG_Get_output(h, &out), HG_SUCCESS);
+    hg_size_t len = HG_Bulk_get_serialize_size(out.bulk, 0);
+    assert_true(len > 0 && len <= sizeof(desc1));
+    assert_int_equal(HG_Bulk_serialize(desc1, len, 0, out.bulk), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_serialize(desc1, len - 1, 0, out.bulk), HG_OVERFLOW);
+    assert_int_equal(HG_Bulk_deserialize(g.cls, &copy, desc1, len), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_serialize_size(copy, 0), len);
+    assert_int_equal(HG_Bulk_serialize(desc2, len, 0, copy), HG_SUCCESS);
+    assert_memory_equal(desc1, desc2, len);
+    HG_Bulk_free(copy);
+
+    /* The third party: another class, which only ever sees desc2. */
+    hg_class_t *cls2 = init_class(g.info, false);
+    assert_non_null(cls2);
+    hg_context_t *ctx2 = HG_Context_create(cls2);
+    assert_non_null(ctx2);
+    assert_int_equal(HG_Addr_to_string(g.cls, addr, &addr_size, g.server), HG_SUCCESS);
+    assert_int_equal(HG_Addr_lookup2(cls2, addr, &server2), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_deserialize(cls2, &third, desc2, len), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_size(third), EXPOSE_SIZE);
+    test_fill(pattern, LEN, 27);
+    assert_int_equal(
+        transfer_wait(cls2, ctx2, HG_BULK_PUSH, server2, third, OFF, pattern, LEN),
+        HG_SUCCESS);
+    /* The first holder reads what the third party wrote into the owner's memory. */
+    memset(back, 0, LEN);
+    assert_int_equal(
+        transfer_wait(g.cls, g.ctx, HG_BULK_PULL, g.server, out.bulk, OFF, back, LEN),
+        HG_SUCCESS);
+    assert_memory_equal(back, pattern, LEN);
+    /* Bounds are still those of the owner's region. */
+    assert_int_equal(transfer_wait(cls2, ctx2, HG_BULK_PULL, server2, third,
+                                   EXPOSE_SIZE - LEN + 1, back, LEN),
+                     HG_INVALID_ARG);
+
+    HG_Bulk_free(third);
+    HG_Addr_free(cls2, server2);
+    assert_int_equal(HG_Context_destroy(ctx2), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(cls2), HG_SUCCESS);
+    HG_Free_output(h, &out);
+    HG_Destroy(h);
 }
 
 static void test_forward_self(void **state)
@@ -826,7 +944,7 @@ static hg_return_t req_forward_cb(const struct hg_cb_info *info)
 static void test_request_timeout(void **state)
 {
     (void)state;
-    hg_request_class_t *rc = hg_request_class_create(req_progress, req_trigger, g.ctx);
+    hg_request_class_t *rc = hg_request_init(req_progress, req_trigger, g.ctx);
     hg_handle_t h;
     unsigned int completed = 0;
     hg_return_t cb_ret = HG_OTHER_ERROR;
@@ -857,7 +975,26 @@ static void test_request_timeout(void **state)
     assert_int_equal(cb_ret, HG_SUCCESS);
     hg_request_destroy(request);
     HG_Destroy(h);
-    assert_int_equal(hg_request_class_destroy(rc), HG_UTIL_SUCCESS);
+    /* A zero timeout still progresses: polling with it completes a forward. */
+    HG_Create(g.ctx, g.server, g.ids.sum, &h);
+    request = hg_request_create(rc);
+    hg_request_set_data(request, &cb_ret);
+    cb_ret = HG_OTHER_ERROR;
+    assert_int_equal(HG_Forward(h, req_forward_cb, request, &in), HG_SUCCESS);
+    completed = 0;
+    for (int i = 0; i < 2000000 && !completed; i++)
+        assert_int_equal(hg_request_wait(request, 0, &completed), HG_UTIL_SUCCESS);
+    assert_true(completed);
+    assert_int_equal(cb_ret, HG_SUCCESS);
+    hg_request_reset(request);
+    assert_int_equal(hg_request_wait(request, 0, &completed), HG_UTIL_SUCCESS);
+    assert_false(completed);
+    hg_request_destroy(request);
+    HG_Destroy(h);
+    void *arg = NULL;
+    hg_request_finalize(rc, &arg);
+    assert_ptr_equal(arg, g.ctx);
+    hg_request_finalize(NULL, NULL);
 }
 
 static void test_misc_api(void **state)
@@ -898,7 +1035,7 @@ static void test_misc_api(void **state)
     HG_Destroy(h);
     assert_int_equal(HG_Get_info(h)->id, g.ids.sum);
     HG_Destroy(h);
-    /* Unknown ids are refused at create. */
+    /* Unknown ids are refused at create (0 is allowed: test_create_id0_reset). */
     assert_int_equal(HG_Create(g.ctx, g.server, 12345, &h), HG_NOENTRY);
     /* Thread modes other than the NA_THREAD_MODE_SINGLE bits are refused. */
     struct hg_init_info bad = HG_INIT_INFO_INITIALIZER;
@@ -914,6 +1051,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_misc_api),
         cmocka_unit_test(test_sum),
+        cmocka_unit_test(test_create_id0_reset),
         cmocka_unit_test(test_no_response),
         cmocka_unit_test(test_registry_change),
         cmocka_unit_test(test_big),
@@ -922,6 +1060,7 @@ int main(void)
         cmocka_unit_test(test_bulk_pull_segmented),
         cmocka_unit_test(test_bulk_push_segmented),
         cmocka_unit_test(test_bulk_serialize_untrusted),
+        cmocka_unit_test(test_bulk_pass_on),
         cmocka_unit_test(test_forward_self),
         cmocka_unit_test(test_destroy_pending),
         cmocka_unit_test(test_cancel_forward),

@@ -58,6 +58,15 @@ static hg_id_t fake_register(hg_class_t *cls, const char *name, hg_proc_cb_t in,
 }
 #define HG_Register_name fake_register
 
+#ifndef HG_HAS_BOOST
+#error "mercury_config.h must define HG_HAS_BOOST, as Mercury's does"
+#endif
+
+/* Margo's MARGO_REGISTER builds on the BOOST_PP_* names mercury_macros.h brings in. */
+#define MARGO_LIKE_REGISTER(cls, name, in_t, out_t, cb)                                  \
+    fake_register(cls, name, BOOST_PP_CAT(hg_proc_, in_t),                               \
+                  BOOST_PP_CAT(hg_proc_, out_t), cb)
+
 /* ---- helpers --------------------------------------------------------------- */
 
 static hg_proc_t new_proc(void *buf, size_t size, hg_proc_op_t op, hg_proc_hash_t hash)
@@ -405,6 +414,10 @@ static void test_register_macro(void **state)
     assert_int_equal(MERCURY_REGISTER(NULL, "rpc", void, void, NULL), 42);
     assert_null(registered_in);
     assert_null(registered_out);
+    assert_int_equal(MARGO_LIKE_REGISTER(NULL, "rpc", point_t, big_in_t, NULL), 42);
+    assert_ptr_equal(registered_in, hg_proc_point_t);
+    assert_ptr_equal(registered_out, hg_proc_big_in_t);
+    assert_int_equal(BOOST_PP_SEQ_SIZE(((int)(a))((int)(b))((int)(c))), 3);
 }
 
 /* Every truncation of a valid message fails cleanly, and nothing leaks (ASan/valgrind).

@@ -8,6 +8,9 @@
  * local_id names the handle inside its own process, so that a transfer to
  * self finds the live handle (and its permissions) instead of trusting
  * pointers from the wire.
+ * A deserialized (remote) handle serializes to the very descriptor it was made
+ * from, as in Mercury, so it can be passed on to a third process; the owner's
+ * registration still decides what any peer may access.
  */
 #include "bulk_internal.h"
 #include "hgx_wire.h"
@@ -85,6 +88,7 @@ static void bulk_destroy(struct hg_bulk *bulk)
             if (bulk->owned[i])
                 free(bulk->segments[i].base);
     free(bulk->owned);
+    free(bulk->desc);
     free(bulk->segments);
     atomic_fetch_sub(&bulk->hg_class->n_bulks, 1);
     free(bulk);
@@ -247,6 +251,8 @@ hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags)
     (void)flags;
     if (!handle)
         return 0;
+    if (handle->remote)
+        return handle->desc_size;
     size_t na_size =
         handle->mem
             ? NA_Mem_handle_get_serialize_size(handle->hg_class->na_class, handle->mem)
@@ -259,13 +265,13 @@ hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags
 {
     if (!buf || !handle)
         return HG_INVALID_ARG;
-    if (handle->remote) {
-        HGX_LOG_ERROR(BULK, "cannot serialize a remote handle");
-        return HG_INVALID_ARG;
-    }
     hg_size_t need = HG_Bulk_get_serialize_size(handle, flags);
     if (buf_size < need)
         return HG_OVERFLOW;
+    if (handle->remote) {
+        memcpy(buf, handle->desc, (size_t)need);
+        return HG_SUCCESS;
+    }
     unsigned char *p = buf;
     memset(p, 0, HG_BULK_DESC_HEADER);
     hgx_put_u32(p, HG_BULK_MAGIC);
@@ -318,6 +324,13 @@ hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const v
     bulk->flags = p[5];
     bulk->len = len;
     bulk->local_id = hgx_get_u64(p + 24);
+    bulk->desc_size = HG_BULK_DESC_HEADER + (hg_size_t)na_size;
+    bulk->desc = malloc((size_t)bulk->desc_size);
+    if (!bulk->desc) {
+        bulk_destroy(bulk);
+        return HG_NOMEM;
+    }
+    memcpy(bulk->desc, p, (size_t)bulk->desc_size);
     if (na_size > 0) {
         na_return_t na_ret = NA_Mem_handle_deserialize(hg_class->na_class, &bulk->mem,
                                                        p + HG_BULK_DESC_HEADER, na_size);

@@ -19,7 +19,9 @@ struct hg_bulk {
     struct na_segment *segments; /* local segments */
     na_mem_handle_t *mem;        /* NA handle (NULL when len is 0) */
     uint64_t local_id;           /* id in the owning process */
-    struct hg_bulk *next_local;  /* class list of live local handles */
+    unsigned char *desc;         /* remote: the descriptor it was made from */
+    hg_size_t desc_size;
+    struct hg_bulk *next_local; /* class list of live local handles */
 };
 
 /* Live local handle with this id, with a new reference, or NULL. */

@@ -69,18 +69,49 @@ hg_class_t *HG_Init_opt(const char *na_info_string, hg_bool_t na_listen,
     return HG_Init_opt2(na_info_string, na_listen, HG_VERSION(2, 2), hg_init_info);
 }
 
+/*
+ * The caller's init info as of its version (Mercury 2.4.1's rules): 2.2 ends
+ * before no_multi_recv, 2.3 before traffic_class; the members a version lacks
+ * keep their defaults. Version 0 with an info, or a major other than 2, is
+ * refused. The NA traffic class is hg_init_info's (Mercury's embedded NA info
+ * has none), unless only na_init_info's is set.
+ */
+static bool hg_init_info_from_version(unsigned int version, const struct hg_init_info *in,
+                                      struct hg_init_info *out)
+{
+    const struct hg_init_info defaults = HG_INIT_INFO_INITIALIZER;
+
+    if (!in)
+        return true;
+    if (HG_MAJOR(version) != HG_VERSION_MAJOR) {
+        HGX_LOG_ERROR(HG, "init info version %u.%u is not supported (2.x expected)",
+                      HG_MAJOR(version), HG_MINOR(version));
+        return false;
+    }
+    *out = *in;
+    if (HG_VERSION_LT(version, HG_VERSION(2, 3))) {
+        out->no_multi_recv = defaults.no_multi_recv;
+        out->release_input_early = defaults.release_input_early;
+    }
+    if (HG_VERSION_LT(version, HG_VERSION(2, 4))) {
+        out->traffic_class = defaults.traffic_class;
+        out->no_overflow = defaults.no_overflow;
+        out->multi_recv_op_max = defaults.multi_recv_op_max;
+        out->multi_recv_copy_threshold = defaults.multi_recv_copy_threshold;
+    }
+    if (out->traffic_class != NA_TC_UNSPEC)
+        out->na_init_info.traffic_class = out->traffic_class;
+    return true;
+}
+
 hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
                          unsigned int version, const struct hg_init_info *hg_init_info)
 {
-    struct hg_init_info info = hg_init_info ? *hg_init_info : HG_INIT_INFO_INITIALIZER;
+    struct hg_init_info info = HG_INIT_INFO_INITIALIZER;
     hg_class_t *hg_class;
 
-    /* Older callers' structs stop before the 2.3 members. */
-    if (hg_init_info && HG_VERSION_LT(version, HG_VERSION(2, 3))) {
-        info.no_overflow = false;
-        info.multi_recv_op_max = 0;
-        info.multi_recv_copy_threshold = 0;
-    }
+    if (!hg_init_info_from_version(version, hg_init_info, &info))
+        return NULL;
     if (!info.na_class && !na_info_string) {
         HGX_LOG_ERROR(HG, "NULL info string and no NA class given");
         return NULL;
@@ -93,8 +124,9 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
     if (info.na_class) {
         hg_class->na_class = info.na_class;
     } else {
-        hg_class->na_class =
-            NA_Initialize_opt(na_info_string, na_listen, &info.na_init_info);
+        hg_class->na_class = NA_Initialize_opt2(
+            na_info_string, na_listen, NA_VERSION(NA_VERSION_MAJOR, NA_VERSION_MINOR),
+            &info.na_init_info);
         hg_class->own_na_class = true;
         if (!hg_class->na_class) {
             HGX_LOG_ERROR(HG, "could not initialize NA with \"%s\"", na_info_string);

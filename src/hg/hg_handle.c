@@ -388,21 +388,34 @@ void hg_handle_op_done(hg_handle_t handle)
     hg_completion_push(handle->info.context, &handle->completion);
 }
 
+/* Snapshot the registration of id (none for id 0) and the registry generation. */
+static hg_return_t hg_handle_lookup_rpc(hg_class_t *hg_class, hg_id_t id,
+                                        struct hg_rpc_info *rpc, unsigned int *gen)
+{
+    pthread_mutex_lock(&hg_class->lock);
+    struct hg_rpc_entry *e = id ? hg_rpc_map_find(hg_class->rpc_map, id) : NULL;
+    if (e)
+        *rpc = e->info;
+    *gen = atomic_load(&hg_class->rpc_gen);
+    pthread_mutex_unlock(&hg_class->lock);
+    if (id && !e) {
+        HGX_LOG_ERROR(HG, "RPC id %#llx is not registered", (unsigned long long)id);
+        return HG_NOENTRY;
+    }
+    return HG_SUCCESS;
+}
+
 hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t id,
                       hg_handle_t *handle_p)
 {
     if (!context || !handle_p)
         return HG_INVALID_ARG;
-    hg_class_t *hg_class = context->hg_class;
-    pthread_mutex_lock(&hg_class->lock);
-    struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
-    struct hg_rpc_info rpc = e ? e->info : (struct hg_rpc_info){0};
-    unsigned int gen = atomic_load(&hg_class->rpc_gen);
-    pthread_mutex_unlock(&hg_class->lock);
-    if (!e) {
-        HGX_LOG_ERROR(HG, "RPC id %#llx is not registered", (unsigned long long)id);
-        return HG_NOENTRY;
-    }
+    /* As Mercury: id 0 makes a handle whose RPC HG_Reset() sets later (handle pools). */
+    struct hg_rpc_info rpc = {0};
+    unsigned int gen;
+    hg_return_t ret = hg_handle_lookup_rpc(context->hg_class, id, &rpc, &gen);
+    if (ret != HG_SUCCESS)
+        return ret;
     *handle_p = hg_handle_alloc(context, addr, &rpc, false);
     if (*handle_p)
         (*handle_p)->rpc_gen = gen;
@@ -421,25 +434,23 @@ hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id)
 {
     if (!handle)
         return HG_INVALID_ARG;
-    if (handle->op != HG_HANDLE_IDLE)
+    if (handle->op != HG_HANDLE_IDLE) {
+        HGX_LOG_ERROR(HG, "cannot reset a handle with an operation pending");
         return HG_BUSY;
+    }
     hg_class_t *hg_class = handle->info.hg_class;
-    if (id != 0 && id != handle->rpc.id) {
-        pthread_mutex_lock(&hg_class->lock);
-        struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
-        if (e)
-            handle->rpc = e->info;
-        handle->rpc_gen = atomic_load(&hg_class->rpc_gen);
-        pthread_mutex_unlock(&hg_class->lock);
-        if (!e)
-            return HG_NOENTRY;
+    /* As Mercury 2.4.1: id 0 and HG_ADDR_NULL keep the current RPC and address. */
+    if (id != 0 && id != handle->info.id) {
+        hg_return_t ret =
+            hg_handle_lookup_rpc(hg_class, id, &handle->rpc, &handle->rpc_gen);
+        if (ret != HG_SUCCESS)
+            return ret;
         handle->info.id = id;
     }
-    if (addr != handle->info.addr) {
+    if (addr && addr != handle->info.addr) {
         HG_Addr_free(hg_class, handle->info.addr);
         handle->info.addr = HG_ADDR_NULL;
-        if (addr)
-            HG_Addr_dup(hg_class, addr, &handle->info.addr);
+        HG_Addr_dup(hg_class, addr, &handle->info.addr);
     }
     hg_handle_clear_decode(handle);
     hg_handle_free_extra(handle);

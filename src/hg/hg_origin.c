@@ -177,6 +177,10 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
         HGX_LOG_ERROR(HG, "handle has no target address");
         return HG_INVALID_ARG;
     }
+    if (handle->info.id == 0) {
+        HGX_LOG_ERROR(HG, "handle has no RPC id: set it with HG_Reset()");
+        return HG_INVALID_ARG;
+    }
     if (handle->op != HG_HANDLE_IDLE)
         return HG_BUSY;
     hg_class_t *hg_class = handle->info.hg_class;

@@ -29,8 +29,8 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-hg_request_class_t *hg_request_class_create(hg_request_progress_func_t progress,
-                                            hg_request_trigger_func_t trigger, void *arg)
+hg_request_class_t *hg_request_init(hg_request_progress_func_t progress,
+                                    hg_request_trigger_func_t trigger, void *arg)
 {
     if (!progress || !trigger)
         return NULL;
@@ -42,12 +42,13 @@ hg_request_class_t *hg_request_class_create(hg_request_progress_func_t progress,
     return request_class;
 }
 
-int hg_request_class_destroy(hg_request_class_t *request_class)
+void hg_request_finalize(hg_request_class_t *request_class, void **arg)
 {
     if (!request_class)
-        return HG_UTIL_FAIL;
+        return;
+    if (arg)
+        *arg = request_class->arg;
     free(request_class);
-    return HG_UTIL_SUCCESS;
 }
 
 hg_request_t *hg_request_create(hg_request_class_t *request_class)
@@ -102,10 +103,10 @@ int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *f
 
     while (!done) {
         uint64_t now = now_ms();
-        if (now >= deadline)
-            break;
-        rc->progress((unsigned int)(deadline - now), rc->arg);
+        rc->progress(now < deadline ? (unsigned int)(deadline - now) : 0, rc->arg);
         done = drain_triggers(request);
+        if (now_ms() >= deadline)
+            break;
     }
     if (flag)
         *flag = done;

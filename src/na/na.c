@@ -48,19 +48,16 @@ const char *NA_Error_to_string(na_return_t errnum)
 void NA_Version_get(unsigned int *major, unsigned int *minor, unsigned int *patch)
 {
     if (major)
-        *major = 4;
+        *major = NA_VERSION_MAJOR;
     if (minor)
-        *minor = 1;
+        *minor = NA_VERSION_MINOR;
     if (patch)
-        *patch = 0;
+        *patch = NA_VERSION_PATCH;
 }
 
 void NA_Set_log_level(const char *level)
 {
-    hgx_log_set_level("na", level);
-    hgx_log_set_level("ofi", level);
-    hgx_log_set_level("ucx", level);
-    hgx_log_set_level("mpi", level); /* also mpi_emul */
+    hgx_log_set_level("na", level); /* and the plugins below it */
 }
 
 static const struct na_ops *na_plugin_find(const char *plugin, const char *protocol)
@@ -136,21 +133,40 @@ na_class_t *NA_Initialize(const char *info_string, bool listen)
     return NA_Initialize_opt(info_string, listen, NULL);
 }
 
-na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned int version,
-                               const struct na_init_info *na_init_info)
+/*
+ * The caller's init info as of its version: Mercury 2.4.1 reads the NA 4.x
+ * fields from a 4.x struct and every field from 5.0 on (6.0 added none);
+ * a field the version lacks keeps its default. Version 0 with an info, or one
+ * outside 4.0-6.x, is refused.
+ */
+static bool na_init_info_from_version(unsigned int version, const struct na_init_info *in,
+                                      struct na_init_info *out)
 {
-    if (NA_MAJOR(version) != 4 && na_init_info) {
-        HGX_LOG_ERROR(NA, "init info version %u.%u is not supported (4.x expected)",
-                      NA_MAJOR(version), NA_MINOR(version));
-        return NULL;
+    if (!in)
+        return true;
+    if (NA_VERSION_LT(version, NA_VERSION(4, 0)) ||
+        NA_VERSION_GE(version, NA_VERSION(NA_VERSION_MAJOR + 1, 0))) {
+        HGX_LOG_ERROR(NA, "init info version %u.%u is not supported (4.0 to %u.x)",
+                      NA_MAJOR(version), NA_MINOR(version), NA_VERSION_MAJOR);
+        return false;
     }
-    return NA_Initialize_opt(info_string, listen, na_init_info);
+    *out = *in;
+    if (NA_VERSION_LT(version, NA_VERSION(5, 0)))
+        out->traffic_class = NA_TC_UNSPEC;
+    return true;
 }
 
 na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
                               const struct na_init_info *na_init_info)
 {
-    struct na_init_info defaults = NA_INIT_INFO_INITIALIZER;
+    /* As Mercury: 4.0 is the last version whose init info was not versioned. */
+    return NA_Initialize_opt2(info_string, listen, NA_VERSION(4, 0), na_init_info);
+}
+
+na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned int version,
+                               const struct na_init_info *na_init_info)
+{
+    struct na_init_info init = NA_INIT_INFO_INITIALIZER;
     struct na_info info;
     na_class_t *na_class = NULL;
 
@@ -163,7 +179,9 @@ na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
             info_string ? info_string : "(null)", NA_Error_to_string(ret));
         return NULL;
     }
-    info.init_info = na_init_info ? na_init_info : &defaults;
+    if (!na_init_info_from_version(version, na_init_info, &init))
+        goto error;
+    info.init_info = &init;
     if (info.init_info->thread_mode & ~NA_THREAD_MODE_SINGLE) {
         HGX_LOG_ERROR(NA, "thread mode 0x%x has bits other than NA_THREAD_MODE_SINGLE",
                       (unsigned)info.init_info->thread_mode);

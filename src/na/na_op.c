@@ -173,7 +173,8 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
     }
     if (actual_count)
         *actual_count = count;
-    return count > 0 || max_count == 0 ? NA_SUCCESS : NA_TIMEOUT;
+    /* As Mercury 2.4.1 (NA 6.0): nothing queued is not an error. */
+    return NA_SUCCESS;
 }
 
 /* How long after the last post or completion NA_Poll_wait keeps polling

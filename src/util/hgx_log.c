@@ -11,6 +11,20 @@
 
 static const char *const hgx_log_subsys_names[HGX_SUBSYS_MAX] = {
     "na", "ofi", "ucx", "mpi", "mpi_emul", "hg", "bulk", "proc", "req"};
+/* The subsystem tree, as Mercury's: "na" covers the plugins (and the MPI
+ * plugin its one-sided emulation), "hg" covers rpc, bulk and proc (and hgx's
+ * requests). Naming a subsystem names its descendants too. */
+static const int hgx_log_subsys_parent[HGX_SUBSYS_MAX] = {
+    [HGX_SUBSYS_NA] = -1,
+    [HGX_SUBSYS_OFI] = HGX_SUBSYS_NA,
+    [HGX_SUBSYS_UCX] = HGX_SUBSYS_NA,
+    [HGX_SUBSYS_MPI] = HGX_SUBSYS_NA,
+    [HGX_SUBSYS_MPI_EMUL] = HGX_SUBSYS_MPI,
+    [HGX_SUBSYS_HG] = -1,
+    [HGX_SUBSYS_BULK] = HGX_SUBSYS_HG,
+    [HGX_SUBSYS_PROC] = HGX_SUBSYS_HG,
+    [HGX_SUBSYS_REQ] = HGX_SUBSYS_HG,
+};
 static const char *const hgx_log_level_names[] = {"none", "error", "warning", "min_debug",
                                                   "debug"};
 
@@ -27,11 +41,21 @@ static int hgx_log_level_parse(const char *s)
     return -1;
 }
 
-static void hgx_log_apply_level(const char *prefix, enum hgx_log_level level)
+/* True if subsystem i is name ("all" or "" for every one) or below it. */
+static bool hgx_log_under(int i, const char *name)
 {
-    size_t n = strlen(prefix);
+    if (name[0] == '\0' || strcmp(name, "all") == 0)
+        return true;
+    for (; i >= 0; i = hgx_log_subsys_parent[i])
+        if (strcmp(hgx_log_subsys_names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void hgx_log_apply_level(const char *name, enum hgx_log_level level)
+{
     for (int i = 0; i < HGX_SUBSYS_MAX; i++)
-        if (strncmp(hgx_log_subsys_names[i], prefix, n) == 0)
+        if (hgx_log_under(i, name))
             hgx_log_levels[i] = level;
 }
 
@@ -53,7 +77,7 @@ static void hgx_log_apply_subsys(const char *list)
         bool mute = tok[0] == '~';
         const char *name = mute ? tok + 1 : tok;
         for (int i = 0; i < HGX_SUBSYS_MAX; i++)
-            if (strcmp(name, "all") == 0 || strcmp(name, hgx_log_subsys_names[i]) == 0)
+            if (name[0] != '\0' && hgx_log_under(i, name))
                 hgx_log_muted[i] = mute;
     }
 }
@@ -89,7 +113,7 @@ void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const c
             hgx_log_level_names[level], base ? base + 1 : file, line, func, msg);
 }
 
-void hgx_log_set_level(const char *prefix, const char *level)
+void hgx_log_set_level(const char *name, const char *level)
 {
     pthread_once(&hgx_log_once, hgx_log_init);
     int l = level ? hgx_log_level_parse(level) : -1;
@@ -99,7 +123,7 @@ void hgx_log_set_level(const char *prefix, const char *level)
                       level ? level : "(null)");
         return;
     }
-    hgx_log_apply_level(prefix, (enum hgx_log_level)l);
+    hgx_log_apply_level(name, (enum hgx_log_level)l);
 }
 
 void hgx_log_set_subsys(const char *list)

@@ -4,7 +4,9 @@
  * Level and subsystems come from the environment, read once:
  *   HG_LOG_LEVEL  = none | error | warning | min_debug | debug   (default: error)
  *   HG_LOG_SUBSYS = comma list of subsystems, "all" (default), and "~name" to mute one,
- *                   e.g. "all,~ofi" or "na,hg".
+ *                   e.g. "all,~ofi" or "na,hg"; applied left to right.
+ * Subsystems form Mercury's tree: na > ofi, ucx, mpi > mpi_emul; hg > bulk, proc,
+ * req. A name stands for its subtree ("hg" is rpc, bulk and proc).
  */
 #ifndef HGX_LOG_H
 #define HGX_LOG_H
@@ -40,8 +42,8 @@ bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level);
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
                    int line, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 6, 7), cold, noinline));
-/* Set the level of every subsystem whose name starts with prefix ("" for all). */
-void hgx_log_set_level(const char *prefix, const char *level);
+/* Set the level of subsystem name and its subtree ("" or "all" for every one). */
+void hgx_log_set_level(const char *name, const char *level);
 /* Parse an HG_LOG_SUBSYS-style list and apply it. */
 void hgx_log_set_subsys(const char *list);
 

@@ -30,6 +30,11 @@
 MERCURY_GEN_PROC(sum_in_t, ((hg_string_t)(tag))((uint32_t)(count))((hg_bulk_t)(bulk)))
 MERCURY_GEN_PROC(sum_out_t, ((hg_string_t)(tag))((uint64_t)(sum)))
 
+/* As Margo's MARGO_REGISTER: BOOST_PP_CAT comes with mercury_macros.h. */
+#define PROG_REGISTER(cls, name, in_t, out_t, cb)                                        \
+    HG_Register_name(cls, name, BOOST_PP_CAT(hg_proc_, in_t),                            \
+                     BOOST_PP_CAT(hg_proc_, out_t), cb)
+
 #define COUNT 100000u
 #define LOOPS 3000 /* 100 ms progress slices: at most ~5 minutes */
 
@@ -146,7 +151,7 @@ static int server(const char *info, int fd)
         fprintf(stderr, "mercury_prog server: cannot initialize %s\n", info);
         goto out;
     }
-    MERCURY_REGISTER(cls, "compat_sum", sum_in_t, sum_out_t, sum_rpc);
+    PROG_REGISTER(cls, "compat_sum", sum_in_t, sum_out_t, sum_rpc);
     HG_Register_name(cls, "compat_done", NULL, NULL, done_rpc);
     if (HG_Addr_self(cls, &self) != HG_SUCCESS ||
         HG_Addr_to_string(cls, addr, &addr_len, self) != HG_SUCCESS)
