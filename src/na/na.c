@@ -38,6 +38,12 @@ static const char *const na_return_names[] = {
 #undef X
 };
 
+static const char *const na_cb_type_names[] = {
+#define X(a) #a,
+    NA_CB_TYPES
+#undef X
+};
+
 const char *NA_Error_to_string(na_return_t errnum)
 {
     if ((unsigned)errnum >= NA_RETURN_MAX)
@@ -656,7 +662,8 @@ static inline na_return_t na_msg_check(na_class_t *na_class, na_context_t *conte
             return ret_;                                                                 \
         ret_ = (call);                                                                   \
         if (ret_ != NA_SUCCESS) {                                                        \
-            HGX_LOG_ERROR(NA, "could not post %s: %s", #type, NA_Error_to_string(ret_)); \
+            HGX_LOG_ERROR(NA, "could not post %s: %s", na_cb_type_names[type],           \
+                          NA_Error_to_string(ret_));                                     \
             na_op_post_abort(op);                                                        \
         }                                                                                \
         return ret_;                                                                     \
