@@ -3441,3 +3441,16 @@ const struct na_ops na_ofi_ops = {
     .poll_wait = ofi_poll_wait,
     .cancel = ofi_cancel,
 };
+
+void hgx_ofi_ctrl_counts(const na_class_t *na_class, struct hgx_ofi_ctrl_counts *c)
+{
+    const struct ofi_class *cls =
+        na_class->ops == &na_ofi_ops ? ofi_class(na_class) : NULL;
+
+    *c = (struct hgx_ofi_ctrl_counts){0};
+    if (cls) {
+        c->bad = atomic_load(&cls->n_bad_ctrl);
+        c->refused = atomic_load(&cls->n_check_refused);
+        c->stale = atomic_load(&cls->n_stale_answers);
+    }
+}
