@@ -106,6 +106,9 @@
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
 #define OFI_CTRL_RECVS 8
 #define OFI_CHECK_TIMEOUT_MS OFI_RETRY_TIMEOUT_MS
+/* Without a wait fd, poll without sleeping this long after a CHECK left: its
+ * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
+#define OFI_CHECK_SPIN_NS 200000
 /* Idle back-off without a wait fd (shm): sleep 1/OFI_SLEEP_IDLE_DIV of the
  * time since the last post or completion, within these bounds. */
 #define OFI_SLEEP_MIN_NS 1000
@@ -392,6 +395,7 @@ struct ofi_class {
     struct hgx_ofi_keytab keys;     /* our registrations, judged for peers */
     struct hgx_ofi_cookies cookies; /* our ops waiting for answers */
     struct ofi_list checking;       /* those ops, first deadline first */
+    _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
     struct ofi_ctrl_rx *ctrl_rx;    /* OFI_CTRL_RECVS receives */
     struct fid_mr *ctrl_rx_mr;      /* FI_MR_LOCAL providers */
     atomic_int ctrl_unposted;       /* receives to post again */
@@ -2749,6 +2753,7 @@ static ssize_t ofi_ctrl_inject(struct ofi_class *cls, struct ofi_peer *peer,
     fi_addr_t fi_addr;
     if (ofi_peer_fi_addr(cls, peer, &fi_addr) != NA_SUCCESS)
         return -FI_EADDRNOTAVAIL;
+    ofi_activity_mark(cls); /* an answer or the RMA follows: poll for it promptly */
     return fi_tinject(cls->ep, buf, len, fi_addr, OFI_TAG_CTRL);
 }
 
@@ -2972,6 +2977,7 @@ static void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     for (struct ofi_rma_cursor c = cur; c.left > 0; oop->checks_left++)
         ofi_check_ranges(&c, ranges);
     oop->check_deadline_ms = ofi_now_ms() + OFI_CHECK_TIMEOUT_MS;
+    atomic_store_explicit(&cls->check_sent_ns, ofi_now_ns(), memory_order_relaxed);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     bool ok = hgx_ofi_cookie_alloc(&cls->cookies, oop, &oop->cookie);
     if (ok) {
@@ -3315,6 +3321,13 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_m
             step = OFI_SLEEP_MAX_NS;
         if (step > deadline - now)
             step = deadline - now;
+        /* An answer to our CHECK is due: a sleep would only delay it. */
+        if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
+            now - atomic_load_explicit(&cls->check_sent_ns, memory_order_relaxed) <
+                OFI_CHECK_SPIN_NS) {
+            hgx_spin_pause();
+            continue;
+        }
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)step};
         nanosleep(&ts, NULL);
     }
