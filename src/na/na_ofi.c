@@ -104,7 +104,7 @@
 #define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
 /* RMA check: receives kept posted for control messages, and how long an op
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
-#define OFI_CTRL_RECVS 8
+#define OFI_CTRL_RECVS 2
 #define OFI_CHECK_TIMEOUT_MS OFI_RETRY_TIMEOUT_MS
 /* Without a wait fd, poll without sleeping this long after a CHECK left: its
  * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
