@@ -7,6 +7,7 @@
  * posted on. Messages are tagged:
  *
  *   bit 63      unexpected message
+ *   bit 62      plugin control message (RMA check), never an NA message
  *   bits 32..39 id of the receiving context
  *   bits 0..31  the NA tag of an expected message (0 in unexpected ones)
  *
@@ -29,6 +30,11 @@
  * segment lists and are split into several provider operations when the iov
  * limits or the maximum message size require it.
  *
+ * Where the provider does not check RMA at the target (shm), the origin
+ * asks the target first: a CHECK over the control tag, answered from the
+ * target's table of live registrations (na_ofi_check.h), and only an OK
+ * answer lets the put/get be posted.
+ *
  * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
  * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
  * op still pending a second later depends on the provider (see
@@ -37,6 +43,7 @@
  */
 #include "hgx_spin.h"
 #include "na_netif.h"
+#include "na_ofi_check.h"
 #include "na_plugin.h"
 
 #include <rdma/fabric.h>
@@ -66,6 +73,7 @@
 #define OFI_API_VERSION FI_VERSION(1, 17)
 
 #define OFI_TAG_UNEXPECTED (UINT64_C(1) << 63)
+#define OFI_TAG_CTRL (UINT64_C(1) << 62)
 #define OFI_TAG_CTX_SHIFT 32
 #define OFI_TAG_NA_MASK UINT64_C(0xffffffff)
 
@@ -95,6 +103,13 @@
 #define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: cancel again */
 #define OFI_CANCEL_FORCE_MS 500     /* then complete it without the provider */
 #define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
+/* RMA check: receives kept posted for control messages, and how long an op
+ * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
+#define OFI_CTRL_RECVS 2
+#define OFI_CHECK_TIMEOUT_MS OFI_RETRY_TIMEOUT_MS
+/* Without a wait fd, poll without sleeping this long after a CHECK left: its
+ * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
+#define OFI_CHECK_SPIN_NS 200000
 /* Idle back-off without a wait fd (shm): sleep 1/OFI_SLEEP_IDLE_DIV of the
  * time since the last post or completion, within these bounds. */
 #define OFI_SLEEP_MIN_NS 1000
@@ -163,15 +178,21 @@ struct ofi_proto {
      * only polls between sleeps (push 1 MiB: 0.1x raw).
      * Parts get one remote iov so that every such put takes that path. */
     bool put_delivered_above_inject;
+    /* shm: the provider does not check RMA at the target. A put/get with one
+     * remote iov is done by the initiator alone with process_vm_readv/writev
+     * at the descriptor's address, the key unchecked; on the other path the
+     * target checks but drops a refused command unanswered, so the initiator
+     * waits forever. hgx checks each put/get with the target first. */
+    bool rma_unchecked;
     enum ofi_cancel_policy cancel_policy;
 };
 
 static const struct ofi_proto ofi_protos[] = {
-    {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false,
+    {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
      OFI_CANCEL_FORCE_GETS},
-    {"sockets", "sockets", NULL, "FI_SOCKETS_IFACE", false, false, false,
+    {"sockets", "sockets", NULL, "FI_SOCKETS_IFACE", false, false, false, false,
      OFI_CANCEL_WAIT},
-    {"shm", "shm", "fi_shm://", NULL, true, true, true, OFI_CANCEL_FORCE},
+    {"shm", "shm", "fi_shm://", NULL, true, true, true, true, OFI_CANCEL_FORCE},
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
@@ -233,6 +254,7 @@ struct ofi_ctx {
     _Atomic(struct ofi_op *) op;
     struct ofi_bounce *bounce; /* referenced while the provider may write it */
     struct ofi_ctx *next_free;
+    bool ctrl; /* the context of a control receive (struct ofi_ctrl_rx), not an op's */
 };
 
 struct ofi_ctx_chunk {
@@ -300,6 +322,31 @@ struct ofi_op {
     bool cancel_listed, escalated;
     uint64_t cancel_deadline_ms; /* escalate, then force OFI_CANCEL_FORCE_MS later */
     struct ofi_link cancel_link;
+    /* RMA check (proto->rma_unchecked): while checking, the op waits for
+     * checks_left answers to its cookie, listed in cls->checking. Whoever
+     * clears checking under ctrl_lock owns the op's next step. */
+    bool checking;
+    size_t checks_left;
+    uint64_t cookie;
+    uint64_t check_deadline_ms;
+    struct ofi_link check_link;
+};
+
+/* A receive kept posted for control messages. */
+struct ofi_ctrl_rx {
+    struct ofi_ctx ctx; /* ctx.ctrl set */
+    bool posted;        /* under ctrl_lock */
+    unsigned char buf[HGX_OFI_CTRL_HDR_SIZE + OFI_HDR_SIZE +
+                      HGX_OFI_CHECK_MAX_RANGES * HGX_OFI_CHECK_RANGE_SIZE];
+};
+
+/* A control message the provider refused (EAGAIN), sent again by progress. */
+struct ofi_ctrl_out {
+    struct ofi_ctrl_out *next;
+    struct ofi_peer *peer; /* referenced */
+    uint64_t deadline_ms;  /* dropped then: the op waiting for it times out */
+    size_t len;
+    unsigned char buf[];
 };
 
 struct ofi_class {
@@ -345,6 +392,22 @@ struct ofi_class {
 
     /* Polling after wake-ups without completions (ofi_traffic_poll). */
     _Atomic uint64_t traffic_spin_ns, traffic_end_ns;
+
+    /* RMA check (proto->rma_unchecked). ctrl_lock is taken before the class
+     * lock, never after it. */
+    pthread_mutex_t ctrl_lock;
+    struct hgx_ofi_keytab keys;     /* our registrations, judged for peers */
+    struct hgx_ofi_cookies cookies; /* our ops waiting for answers */
+    struct ofi_list checking;       /* those ops, first deadline first */
+    _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
+    struct ofi_ctrl_rx *ctrl_rx;    /* OFI_CTRL_RECVS receives */
+    struct fid_mr *ctrl_rx_mr;      /* FI_MR_LOCAL providers */
+    atomic_int ctrl_unposted;       /* receives to post again */
+    struct ofi_ctrl_out *outbox;
+    atomic_size_t outbox_count;
+    atomic_ulong n_bad_ctrl;      /* malformed control messages dropped */
+    atomic_ulong n_check_refused; /* CHECKs we refused */
+    atomic_ulong n_stale_answers; /* answers for no waiting op (late, forged) */
 };
 
 static inline struct ofi_class *ofi_class(const na_class_t *na_class)
@@ -1206,6 +1269,7 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
 
 static void ofi_bounce_put(struct ofi_bounce *b);
 static void ofi_bounce_free(struct ofi_bounce *b);
+static na_return_t ofi_ctrl_init(struct ofi_class *cls);
 
 static void ofi_class_free(struct ofi_class *cls)
 {
@@ -1223,6 +1287,15 @@ static void ofi_class_free(struct ofi_class *cls)
     }
     if (cls->hdr_mr)
         fi_close(&cls->hdr_mr->fid);
+    if (cls->ctrl_rx_mr)
+        fi_close(&cls->ctrl_rx_mr->fid);
+    free(cls->ctrl_rx);
+    for (struct ofi_ctrl_out *o = cls->outbox, *next; o; o = next) {
+        next = o->next;
+        free(o); /* its peer goes with the peer table */
+    }
+    hgx_ofi_keytab_destroy(&cls->keys);
+    hgx_ofi_cookies_destroy(&cls->cookies);
     if (cls->av)
         fi_close(&cls->av->fid);
     if (cls->cq)
@@ -1244,6 +1317,7 @@ static void ofi_class_free(struct ofi_class *cls)
         next = c->next;
         free(c);
     }
+    pthread_mutex_destroy(&cls->ctrl_lock);
     pthread_mutex_destroy(&cls->ctx_lock);
     pthread_mutex_destroy(&cls->lock);
     free(cls);
@@ -1261,6 +1335,9 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     HGX_CHECK(OFI, !cls, error, ret, NA_NOMEM, "out of memory for the ofi class");
     pthread_mutex_init(&cls->lock, NULL);
     pthread_mutex_init(&cls->ctx_lock, NULL);
+    pthread_mutex_init(&cls->ctrl_lock, NULL);
+    hgx_ofi_keytab_init(&cls->keys);
+    hgx_ofi_cookies_init(&cls->cookies);
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->single = na_class->single;
@@ -1292,6 +1369,8 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
             goto error;
         cls->hdr_desc = fi_mr_desc(cls->hdr_mr);
     }
+    if (cls->proto->rma_unchecked && (ret = ofi_ctrl_init(cls)) != NA_SUCCESS)
+        goto error;
     na_class->plugin_class = cls;
     return NA_SUCCESS;
 
@@ -1489,10 +1568,16 @@ static na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
     return NA_SUCCESS;
 }
 
-static void ofi_mh_close_segs(struct ofi_mem_handle *mh)
+/* Where hgx checks RMA, a registered segment is also in the key table. */
+static void ofi_mh_close_segs(struct ofi_class *cls, struct ofi_mem_handle *mh)
 {
     for (size_t i = 0; i < mh->nseg; i++)
         if (mh->segs[i].mr) {
+            if (cls->proto->rma_unchecked) {
+                ofi_mutex_lock(cls, &cls->ctrl_lock);
+                hgx_ofi_keytab_remove(&cls->keys, mh->segs[i].key);
+                ofi_mutex_unlock(cls, &cls->ctrl_lock);
+            }
             ofi_mr_close(mh->segs[i].mr);
             mh->segs[i].mr = NULL;
             mh->segs[i].desc = NULL;
@@ -1502,8 +1587,7 @@ static void ofi_mh_close_segs(struct ofi_mem_handle *mh)
 static void ofi_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
     struct ofi_mem_handle *mh = ofi_mh(mem_handle);
-    (void)na_class;
-    ofi_mh_close_segs(mh);
+    ofi_mh_close_segs(ofi_class(na_class), mh);
     if (mh->segs != &mh->one_seg)
         free(mh->segs);
     free(mh);
@@ -1525,6 +1609,23 @@ static uint64_t ofi_mr_access(unsigned long flags)
     return access;
 }
 
+/* Record a new registration for the targets' checks (rma_unchecked). */
+static na_return_t ofi_mr_expose(struct ofi_class *cls, const struct ofi_seg *seg,
+                                 unsigned long flags)
+{
+    unsigned int access = ((flags & NA_MEM_READ_ONLY) ? HGX_OFI_CHECK_READ : 0) |
+                          ((flags & NA_MEM_WRITE_ONLY) ? HGX_OFI_CHECK_WRITE : 0);
+
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    na_return_t ret =
+        hgx_ofi_keytab_add(&cls->keys, seg->key, seg->addr, seg->len, access);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (ret != NA_SUCCESS)
+        HGX_LOG_ERROR(OFI, "recording a registration for RMA checks failed: %s",
+                      ret == NA_NOMEM ? "out of memory" : "key in use");
+    return ret;
+}
+
 /* One registration per segment: tcp allows a single iov per registration. */
 static na_return_t ofi_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
@@ -1538,12 +1639,19 @@ static na_return_t ofi_mem_register(na_class_t *na_class, na_mem_handle_t *mem_h
         if (seg->len == 0)
             continue;
         seg->mr = ofi_mr_open(cls, (void *)(uintptr_t)seg->addr, seg->len, access, &ret);
+        if (seg->mr) {
+            seg->key = fi_mr_key(seg->mr);
+            seg->desc = fi_mr_desc(seg->mr);
+            if (cls->proto->rma_unchecked &&
+                (ret = ofi_mr_expose(cls, seg, mh->head.flags)) != NA_SUCCESS) {
+                ofi_mr_close(seg->mr);
+                seg->mr = NULL;
+            }
+        }
         if (!seg->mr) {
-            ofi_mh_close_segs(mh);
+            ofi_mh_close_segs(cls, mh);
             return ret;
         }
-        seg->key = fi_mr_key(seg->mr);
-        seg->desc = fi_mr_desc(seg->mr);
     }
     mh->head.registered = true;
     return NA_SUCCESS;
@@ -1552,8 +1660,7 @@ static na_return_t ofi_mem_register(na_class_t *na_class, na_mem_handle_t *mem_h
 static na_return_t ofi_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {
     struct ofi_mem_handle *mh = ofi_mh(mem_handle);
-    (void)na_class;
-    ofi_mh_close_segs(mh);
+    ofi_mh_close_segs(ofi_class(na_class), mh);
     mh->head.registered = false;
     return NA_SUCCESS;
 }
@@ -1712,6 +1819,7 @@ static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
         cls->ctx_chunks = chunk;
         for (size_t i = 0; i < OFI_CTX_CHUNK; i++) {
             chunk->ctx[i].bounce = NULL;
+            chunk->ctx[i].ctrl = false;
             chunk->ctx[i].next_free = cls->ctx_free;
             cls->ctx_free = &chunk->ctx[i];
         }
@@ -1876,6 +1984,7 @@ static struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind,
     oop->retry_queued = false;
     oop->cancel_listed = false;
     oop->escalated = false;
+    oop->checking = false;
     atomic_store(&oop->done, false);
     return oop;
 }
@@ -2360,9 +2469,17 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
     ofi_submit(cls, oop, true);
 }
 
+static void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx,
+                              na_return_t ret, size_t len);
+static inline struct ofi_ctrl_rx *ofi_ctrl_rx_of(struct ofi_ctx *ctx);
+
 static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret,
                          size_t len, uint64_t data)
 {
+    if (ctx->ctrl) {
+        ofi_ctrl_received(cls, ofi_ctrl_rx_of(ctx), ret, len);
+        return;
+    }
     struct ofi_op *oop = atomic_exchange(&ctx->op, NULL);
 
     if (!oop) {
@@ -2576,6 +2693,381 @@ static na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *con
 }
 
 /* ---------------------------------------------------------------------------
+ * RMA check (proto->rma_unchecked): control messages, target and origin
+ * ------------------------------------------------------------------------- */
+
+static inline struct ofi_ctrl_rx *ofi_ctrl_rx_of(struct ofi_ctx *ctx)
+{
+    return (struct ofi_ctrl_rx *)((char *)ctx - offsetof(struct ofi_ctrl_rx, ctx));
+}
+
+static void ofi_ctrl_post_locked(struct ofi_class *cls, struct ofi_ctrl_rx *rx)
+{
+    void *desc = cls->ctrl_rx_mr ? fi_mr_desc(cls->ctrl_rx_mr) : NULL;
+    ssize_t rc = fi_trecv(cls->ep, rx->buf, sizeof(rx->buf), desc, FI_ADDR_UNSPEC,
+                          OFI_TAG_CTRL, 0, &rx->ctx.fi);
+
+    if (rc == 0 && !rx->posted) {
+        rx->posted = true;
+        atomic_fetch_sub(&cls->ctrl_unposted, 1);
+    } else if (rc != 0 && rx->posted) {
+        rx->posted = false;
+        atomic_fetch_add(&cls->ctrl_unposted, 1);
+    }
+    if (rc != 0 && rc != -FI_EAGAIN && rc != -FI_ENOMEM)
+        HGX_LOG_ERROR(OFI, "posting a control receive failed: %s", fi_strerror((int)-rc));
+}
+
+/* Post the receives the provider refused before (full queues). */
+static void ofi_ctrl_repost(struct ofi_class *cls)
+{
+    if (atomic_load(&cls->ctrl_unposted) == 0)
+        return;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    for (size_t i = 0; i < OFI_CTRL_RECVS && atomic_load(&cls->ctrl_unposted) > 0; i++)
+        if (!cls->ctrl_rx[i].posted)
+            ofi_ctrl_post_locked(cls, &cls->ctrl_rx[i]);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+}
+
+static na_return_t ofi_ctrl_init(struct ofi_class *cls)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    /* Control messages are injected: no completion, no buffer to keep. */
+    HGX_CHECK(OFI, cls->info->tx_attr->inject_size < sizeof(cls->ctrl_rx->buf), out, ret,
+              NA_PROTOCOL_ERROR,
+              "ofi+%s injects %zu bytes, the RMA check needs %zu: RMA would be unchecked",
+              cls->proto->name, cls->info->tx_attr->inject_size,
+              sizeof(cls->ctrl_rx->buf));
+    cls->ctrl_rx = calloc(OFI_CTRL_RECVS, sizeof(*cls->ctrl_rx));
+    HGX_CHECK(OFI, !cls->ctrl_rx, out, ret, NA_NOMEM,
+              "out of memory for control receives");
+    if (cls->mr_mode & FI_MR_LOCAL) {
+        cls->ctrl_rx_mr = ofi_mr_open(
+            cls, cls->ctrl_rx, OFI_CTRL_RECVS * sizeof(*cls->ctrl_rx), FI_RECV, &ret);
+        if (!cls->ctrl_rx_mr)
+            goto out;
+    }
+    atomic_store(&cls->ctrl_unposted, OFI_CTRL_RECVS);
+    for (size_t i = 0; i < OFI_CTRL_RECVS; i++)
+        cls->ctrl_rx[i].ctx.ctrl = true;
+    ofi_ctrl_repost(cls);
+out:
+    return ret;
+}
+
+static ssize_t ofi_ctrl_inject(struct ofi_class *cls, struct ofi_peer *peer,
+                               const unsigned char *buf, size_t len)
+{
+    fi_addr_t fi_addr;
+    if (ofi_peer_fi_addr(cls, peer, &fi_addr) != NA_SUCCESS)
+        return -FI_EADDRNOTAVAIL;
+    ofi_activity_mark(cls); /* an answer or the RMA follows: poll for it promptly */
+    return fi_tinject(cls->ep, buf, len, fi_addr, OFI_TAG_CTRL);
+}
+
+/* Send a control message now, or from progress while the provider refuses
+ * it (EAGAIN); 0, or the error that will not go away. */
+static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer,
+                             const unsigned char *buf, size_t len)
+{
+    ssize_t rc = ofi_ctrl_inject(cls, peer, buf, len);
+    if (rc != -FI_EAGAIN)
+        return rc;
+    struct ofi_ctrl_out *o = malloc(sizeof(*o) + len);
+    if (!o)
+        return -FI_ENOMEM;
+    ofi_peer_ref(peer);
+    o->peer = peer;
+    o->deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    o->len = len;
+    memcpy(o->buf, buf, len);
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    o->next = cls->outbox;
+    cls->outbox = o;
+    atomic_fetch_add(&cls->outbox_count, 1);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return 0;
+}
+
+/* Send what the provider refused before; order does not matter (each
+ * message stands alone). */
+static void ofi_ctrl_flush(struct ofi_class *cls)
+{
+    struct ofi_ctrl_out *list, *keep = NULL;
+    size_t kept = 0;
+
+    if (atomic_load(&cls->outbox_count) == 0)
+        return;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    list = cls->outbox;
+    cls->outbox = NULL;
+    atomic_store(&cls->outbox_count, 0);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    uint64_t now = ofi_now_ms();
+    for (struct ofi_ctrl_out *o = list, *next; o; o = next) {
+        next = o->next;
+        ssize_t rc = ofi_ctrl_inject(cls, o->peer, o->buf, o->len);
+        if (rc == -FI_EAGAIN && now < o->deadline_ms) {
+            o->next = keep;
+            keep = o;
+            kept++;
+            continue;
+        }
+        if (rc != 0)
+            HGX_LOG_ERROR(OFI, "dropped a control message: %s",
+                          rc == -FI_EAGAIN ? "refused for too long"
+                                           : fi_strerror((int)-rc));
+        ofi_peer_put(cls, o->peer);
+        free(o);
+    }
+    if (!keep)
+        return;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    struct ofi_ctrl_out **tail = &keep;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = cls->outbox;
+    cls->outbox = keep;
+    atomic_fetch_add(&cls->outbox_count, kept);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+}
+
+static const char *ofi_check_refusal(na_return_t ret)
+{
+    return ret == NA_ACCESS        ? "unknown or freed region"
+           : ret == NA_INVALID_ARG ? "outside the region"
+           : ret == NA_PERMISSION  ? "access not granted"
+                                   : NA_Error_to_string(ret);
+}
+
+/* Target: judge every range of a CHECK against our live registrations and
+ * answer its sender. */
+static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg)
+{
+    unsigned char raw[OFI_RAW_ADDR_MAX], answer[HGX_OFI_CTRL_HDR_SIZE];
+    size_t raw_len;
+    struct ofi_peer *peer;
+    struct hgx_ofi_range r = {0};
+    na_return_t status = NA_SUCCESS;
+
+    if (!ofi_hdr_parse(cls, msg->sender, OFI_HDR_SIZE, raw, &raw_len) ||
+        ofi_peer_get(cls, raw, raw_len, &peer) != NA_SUCCESS) {
+        atomic_fetch_add(&cls->n_bad_ctrl, 1);
+        HGX_LOG_ERROR(OFI, "dropped an RMA check with a bad sender address (%lu so far)",
+                      atomic_load(&cls->n_bad_ctrl));
+        return;
+    }
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    for (size_t i = 0; i < msg->nranges && status == NA_SUCCESS; i++) {
+        hgx_ofi_ctrl_range(msg, i, &r);
+        status = hgx_ofi_keytab_check(&cls->keys, r.key, r.addr, r.len, msg->access);
+    }
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (status != NA_SUCCESS) {
+        char who[128];
+        atomic_fetch_add(&cls->n_check_refused, 1);
+        ofi_raw_addr_format(cls, raw, raw_len, who, sizeof(who));
+        HGX_LOG_WARNING(OFI,
+                        "refused a %s of %llu bytes at 0x%llx from %s: %s (%lu refused)",
+                        msg->access & HGX_OFI_CHECK_WRITE ? "put" : "get",
+                        (unsigned long long)r.len, (unsigned long long)r.addr, who,
+                        ofi_check_refusal(status), atomic_load(&cls->n_check_refused));
+    }
+    ssize_t rc = ofi_ctrl_send(cls, peer, answer,
+                               hgx_ofi_answer_encode(answer, msg->cookie, status));
+    if (rc != 0)
+        HGX_LOG_ERROR(OFI, "answering an RMA check failed: %s", fi_strerror((int)-rc));
+    ofi_peer_put(cls, peer);
+}
+
+/* Origin: the op stops waiting; the caller now owns its next step. */
+static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    hgx_ofi_cookie_free(&cls->cookies, oop->cookie);
+    ofi_list_remove(&cls->checking, &oop->check_link);
+    oop->checking = false;
+}
+
+/* Claim the op of a cookie if it is still waiting. */
+static bool ofi_check_claim(struct ofi_class *cls, struct ofi_op *oop, uint64_t cookie)
+{
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    bool mine = hgx_ofi_cookie_get(&cls->cookies, cookie) == oop;
+    if (mine)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return mine;
+}
+
+/* A claimed op: post it if the target agreed, else end it. */
+static void ofi_check_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+{
+    if (ret == NA_SUCCESS && !na_op_cancel_requested(na_op_from_plugin(oop))) {
+        ofi_submit(cls, oop, true);
+        return;
+    }
+    if (ret != NA_SUCCESS && ret != NA_CANCELED) {
+        char why[96];
+        snprintf(why, sizeof(why), "refused by the target: %s", ofi_check_refusal(ret));
+        ofi_log_post_error(cls, oop, why);
+    }
+    ofi_op_finish(cls, oop, ret == NA_SUCCESS ? NA_CANCELED : ret);
+}
+
+static void ofi_ctrl_answer(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg)
+{
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    struct ofi_op *oop = hgx_ofi_cookie_get(&cls->cookies, msg->cookie);
+    bool claimed = oop && (msg->status != NA_SUCCESS || --oop->checks_left == 0);
+    if (claimed)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (!oop) {
+        atomic_fetch_add(&cls->n_stale_answers, 1);
+        HGX_LOG_DEBUG(OFI, "dropped an RMA check answer for no waiting operation");
+    } else if (claimed) {
+        ofi_check_done(cls, oop, msg->status);
+    }
+}
+
+/* A control receive completed: handle the message, then post it again. */
+static void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx,
+                              na_return_t ret, size_t len)
+{
+    struct hgx_ofi_ctrl msg;
+
+    if (ret != NA_SUCCESS || !hgx_ofi_ctrl_decode(rx->buf, len, OFI_HDR_SIZE, &msg)) {
+        atomic_fetch_add(&cls->n_bad_ctrl, 1);
+        HGX_LOG_ERROR(OFI,
+                      "dropped a malformed control message of %zu bytes (%lu so far)",
+                      len, atomic_load(&cls->n_bad_ctrl));
+    } else if (msg.type == HGX_OFI_CTRL_CHECK) {
+        ofi_ctrl_check(cls, &msg);
+    } else {
+        ofi_ctrl_answer(cls, &msg);
+    }
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    ofi_ctrl_post_locked(cls, rx);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+}
+
+/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES. */
+static size_t ofi_check_ranges(struct ofi_rma_cursor *cur, struct hgx_ofi_range *ranges)
+{
+    size_t n = 0;
+
+    for (; n < HGX_OFI_CHECK_MAX_RANGES && cur->left > 0; cur->rseg++, cur->roff = 0) {
+        const struct ofi_seg *rs = &cur->remote->segs[cur->rseg];
+        uint64_t len = rs->len - cur->roff < cur->left ? rs->len - cur->roff : cur->left;
+        if (len > 0) {
+            ranges[n++] = (struct hgx_ofi_range){rs->key, rs->addr + cur->roff, len};
+            cur->left -= len;
+        }
+    }
+    return n;
+}
+
+/* Origin: ask the target to judge every remote range of a put/get (at most
+ * HGX_OFI_CHECK_MAX_RANGES per CHECK); ofi_ctrl_answer posts it once all
+ * answers agreed. Once the first CHECK is out an answer may end the op on
+ * another thread, so the op is read only through its cookie after that. */
+static void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
+{
+    unsigned char buf[sizeof(cls->ctrl_rx->buf)];
+    struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
+    struct ofi_rma_cursor cur = oop->cur;
+    struct ofi_peer *peer = oop->peer;
+    unsigned int access =
+        oop->kind == OFI_OP_PUT ? HGX_OFI_CHECK_WRITE : HGX_OFI_CHECK_READ;
+    ssize_t rc = 0;
+
+    oop->checks_left = 0;
+    for (struct ofi_rma_cursor c = cur; c.left > 0; oop->checks_left++)
+        ofi_check_ranges(&c, ranges);
+    oop->check_deadline_ms = ofi_now_ms() + OFI_CHECK_TIMEOUT_MS;
+    atomic_store_explicit(&cls->check_sent_ns, ofi_now_ns(), memory_order_relaxed);
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    bool ok = hgx_ofi_cookie_alloc(&cls->cookies, oop, &oop->cookie);
+    if (ok) {
+        oop->checking = true;
+        ofi_list_push(&cls->checking, &oop->check_link, false);
+    }
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (!ok) {
+        ofi_log_post_error(cls, oop, "out of memory for its RMA check");
+        ofi_op_finish(cls, oop, NA_NOMEM);
+        return;
+    }
+    uint64_t cookie = oop->cookie;
+    ofi_peer_ref(peer); /* the op may end before we are done */
+    while (rc == 0 && cur.left > 0) {
+        size_t n = ofi_check_ranges(&cur, ranges);
+        rc = ofi_ctrl_send(
+            cls, peer, buf,
+            hgx_ofi_check_encode(buf, cookie, access, cls->hdr, OFI_HDR_SIZE, ranges, n));
+    }
+    if (rc != 0 && ofi_check_claim(cls, oop, cookie)) {
+        ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
+        ofi_op_finish(cls, oop, ofi_na_error((int)-rc));
+    }
+    ofi_peer_put(cls, peer);
+}
+
+/* Origin: an op still waiting cancels at once; its late answer matches no
+ * cookie then. */
+static bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (!cls->proto->rma_unchecked || !ofi_op_is_rma(oop))
+        return false;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    bool claimed = oop->checking;
+    if (claimed)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return claimed;
+}
+
+/* Origin: ops whose target did not answer in time end as unreachable. */
+static void ofi_check_expire(struct ofi_class *cls)
+{
+    struct ofi_link *out = NULL;
+
+    if (atomic_load(&cls->checking.count) == 0)
+        return;
+    uint64_t now = ofi_now_ms();
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    while (cls->checking.head &&
+           OFI_OP_OF(cls->checking.head, check_link)->check_deadline_ms <= now) {
+        struct ofi_link *link = cls->checking.head;
+        ofi_check_claim_locked(cls, OFI_OP_OF(link, check_link));
+        link->next = out;
+        out = link;
+    }
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    while (out) {
+        struct ofi_op *oop = OFI_OP_OF(out, check_link);
+        out = out->next;
+        char why[64];
+        snprintf(why, sizeof(why), "no answer to its RMA check in %d ms",
+                 OFI_CHECK_TIMEOUT_MS);
+        ofi_log_post_error(cls, oop, why);
+        ofi_op_finish(cls, oop, NA_HOSTUNREACH);
+    }
+}
+
+/* Progress of the check: receives to post again, refused sends, deadlines. */
+static void ofi_ctrl_progress(struct ofi_class *cls)
+{
+    if (!cls->proto->rma_unchecked)
+        return;
+    ofi_ctrl_repost(cls);
+    ofi_ctrl_flush(cls);
+    ofi_check_expire(cls);
+}
+
+/* ---------------------------------------------------------------------------
  * Put / get
  * ------------------------------------------------------------------------- */
 
@@ -2639,6 +3131,10 @@ static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
     }
     atomic_store(&oop->part_ret, NA_SUCCESS);
     atomic_store(&oop->parts_left, oop->nparts + 1);
+    if (cls->proto->rma_unchecked) {
+        ofi_check_start(cls, oop);
+        return NA_SUCCESS;
+    }
     return ofi_submit(cls, oop, false);
 
 error:
@@ -2650,7 +3146,8 @@ error:
  * Cancel
  * ------------------------------------------------------------------------- */
 
-/* Receives cancel at once. Sends and RMA cannot be recalled by the providers;
+/* Receives, and put/get waiting for their RMA check, cancel at once. Sends
+ * and RMA cannot be recalled by the providers;
  * they stay listed until their completion (reported as it is), and
  * ofi_cancel_check escalates if that takes too long. Ops still in the retry
  * queue end right away. */
@@ -2660,6 +3157,10 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
     struct ofi_op *oop = ofi_op(op);
 
     (void)context;
+    if (ofi_check_cancel(cls, oop)) {
+        ofi_op_finish(cls, oop, NA_CANCELED);
+        return NA_SUCCESS;
+    }
     ofi_mutex_lock(cls, &cls->lock);
     /* The completion may have been handled meanwhile, or the op reposted. */
     if (!na_op_cancel_requested(op) || atomic_load(&oop->done) || oop->cancel_listed) {
@@ -2772,14 +3273,18 @@ static bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
 
     (void)context;
     return cls->wait_fd >= 0 && atomic_load(&cls->retry.count) == 0 &&
+           atomic_load(&cls->outbox_count) == 0 &&
+           atomic_load(&cls->ctrl_unposted) == 0 &&
            fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
 }
 
-/* Retry refused posts, process completions, escalate stuck cancels. */
+/* Retry refused posts, process completions, move the RMA check on, escalate
+ * stuck cancels. */
 static unsigned int ofi_progress(struct ofi_class *cls)
 {
     ofi_retry_progress(cls);
     unsigned int count = ofi_cq_drain(cls);
+    ofi_ctrl_progress(cls);
     ofi_cancel_check(cls);
     if (count > 0)
         ofi_activity_mark(cls);
@@ -2826,6 +3331,13 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_m
             step = OFI_SLEEP_MAX_NS;
         if (step > deadline - now)
             step = deadline - now;
+        /* An answer to our CHECK is due: a sleep would only delay it. */
+        if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
+            now - atomic_load_explicit(&cls->check_sent_ns, memory_order_relaxed) <
+                OFI_CHECK_SPIN_NS) {
+            hgx_spin_pause();
+            continue;
+        }
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)step};
         nanosleep(&ts, NULL);
     }
@@ -2871,10 +3383,15 @@ static na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
     unsigned int count;
 
     (void)context;
-    /* Retries and cancel deadlines need progress the fd does not announce. */
-    if (atomic_load(&cls->retry.count) > 0 && timeout_ms > OFI_RETRY_POLL_MS)
+    /* Retries and deadlines need progress the fd does not announce. */
+    bool retrying = atomic_load(&cls->retry.count) > 0 ||
+                    atomic_load(&cls->outbox_count) > 0 ||
+                    atomic_load(&cls->ctrl_unposted) > 0;
+    if (retrying && timeout_ms > OFI_RETRY_POLL_MS)
         timeout_ms = OFI_RETRY_POLL_MS;
-    if (atomic_load(&cls->canceled.count) > 0 && timeout_ms > OFI_CANCEL_POLL_MS)
+    bool deadlines =
+        atomic_load(&cls->canceled.count) > 0 || atomic_load(&cls->checking.count) > 0;
+    if (deadlines && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
     if (cls->wait_fd < 0) {
         count = ofi_sleep_poll(cls, timeout_ms);
@@ -2947,3 +3464,16 @@ const struct na_ops na_ofi_ops = {
     .poll_wait = ofi_poll_wait,
     .cancel = ofi_cancel,
 };
+
+void hgx_ofi_ctrl_counts(const na_class_t *na_class, struct hgx_ofi_ctrl_counts *c)
+{
+    const struct ofi_class *cls =
+        na_class->ops == &na_ofi_ops ? ofi_class(na_class) : NULL;
+
+    *c = (struct hgx_ofi_ctrl_counts){0};
+    if (cls) {
+        c->bad = atomic_load(&cls->n_bad_ctrl);
+        c->refused = atomic_load(&cls->n_check_refused);
+        c->stale = atomic_load(&cls->n_stale_answers);
+    }
+}

@@ -1,0 +1,288 @@
+/*
+ * na_ofi_check.c -- key table, cookie table and messages of the ofi RMA check
+ * (see na_ofi_check.h).
+ */
+#include "na_ofi_check.h"
+
+#include "hgx_wire.h"
+
+#include <stdlib.h>
+#include <sys/random.h>
+
+/* ---------------------------------------------------------------------------
+ * Key table: chained hash on the (random) keys
+ * ------------------------------------------------------------------------- */
+
+#define KEYTAB_BUCKETS_INIT 64
+
+struct hgx_ofi_keyent {
+    struct hgx_ofi_keyent *next;
+    uint64_t key, base, len;
+    unsigned int access;
+};
+
+void hgx_ofi_keytab_init(struct hgx_ofi_keytab *t)
+{
+    t->buckets = NULL;
+    t->nbuckets = t->count = 0;
+}
+
+void hgx_ofi_keytab_destroy(struct hgx_ofi_keytab *t)
+{
+    for (size_t i = 0; i < t->nbuckets; i++)
+        for (struct hgx_ofi_keyent *e = t->buckets[i], *next; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    free(t->buckets);
+    hgx_ofi_keytab_init(t);
+}
+
+static struct hgx_ofi_keyent **keytab_slot(const struct hgx_ofi_keytab *t, uint64_t key)
+{
+    struct hgx_ofi_keyent **p = &t->buckets[key % t->nbuckets];
+    while (*p && (*p)->key != key)
+        p = &(*p)->next;
+    return p;
+}
+
+static bool keytab_grow(struct hgx_ofi_keytab *t)
+{
+    size_t n = t->nbuckets ? t->nbuckets * 2 : KEYTAB_BUCKETS_INIT;
+    struct hgx_ofi_keyent **buckets = calloc(n, sizeof(*buckets));
+
+    if (!buckets)
+        return t->nbuckets > 0; /* longer chains, still correct */
+    for (size_t i = 0; i < t->nbuckets; i++)
+        for (struct hgx_ofi_keyent *e = t->buckets[i], *next; e; e = next) {
+            next = e->next;
+            e->next = buckets[e->key % n];
+            buckets[e->key % n] = e;
+        }
+    free(t->buckets);
+    t->buckets = buckets;
+    t->nbuckets = n;
+    return true;
+}
+
+na_return_t hgx_ofi_keytab_add(struct hgx_ofi_keytab *t, uint64_t key, uint64_t base,
+                               uint64_t len, unsigned int access)
+{
+    if (t->count >= t->nbuckets && !keytab_grow(t))
+        return NA_NOMEM;
+    struct hgx_ofi_keyent **slot = keytab_slot(t, key);
+    if (*slot)
+        return NA_INVALID_ARG;
+    struct hgx_ofi_keyent *e = malloc(sizeof(*e));
+    if (!e)
+        return NA_NOMEM;
+    *e = (struct hgx_ofi_keyent){
+        .next = NULL, .key = key, .base = base, .len = len, .access = access};
+    *slot = e;
+    t->count++;
+    return NA_SUCCESS;
+}
+
+void hgx_ofi_keytab_remove(struct hgx_ofi_keytab *t, uint64_t key)
+{
+    if (t->nbuckets == 0)
+        return;
+    struct hgx_ofi_keyent **slot = keytab_slot(t, key);
+    struct hgx_ofi_keyent *e = *slot;
+    if (e) {
+        *slot = e->next;
+        free(e);
+        t->count--;
+    }
+}
+
+na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
+                                 uint64_t addr, uint64_t len, unsigned int access)
+{
+    const struct hgx_ofi_keyent *e = t->nbuckets ? *keytab_slot(t, key) : NULL;
+
+    if (!e)
+        return NA_ACCESS;
+    /* addr - base cannot wrap once addr >= base; the length is compared
+     * with what remains, so nothing overflows. */
+    if (len == 0 || addr < e->base || addr - e->base > e->len ||
+        len > e->len - (addr - e->base))
+        return NA_INVALID_ARG;
+    if ((access & e->access) != access)
+        return NA_PERMISSION;
+    return NA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Cookie table: slot index in the low 32 bits, its generation in the high
+ * ------------------------------------------------------------------------- */
+
+#define COOKIES_INIT 64
+#define COOKIE_NONE UINT32_MAX
+
+struct hgx_ofi_cookie_slot {
+    void *obj; /* NULL when free */
+    uint32_t gen;
+    uint32_t next_free;
+};
+
+void hgx_ofi_cookies_init(struct hgx_ofi_cookies *t)
+{
+    t->slots = NULL;
+    t->cap = 0;
+    t->free_head = COOKIE_NONE;
+}
+
+void hgx_ofi_cookies_destroy(struct hgx_ofi_cookies *t)
+{
+    free(t->slots);
+    hgx_ofi_cookies_init(t);
+}
+
+static bool cookies_grow(struct hgx_ofi_cookies *t)
+{
+    uint32_t n = t->cap ? t->cap * 2 : COOKIES_INIT;
+    if (n <= t->cap || n == COOKIE_NONE)
+        return false;
+    struct hgx_ofi_cookie_slot *slots = realloc(t->slots, n * sizeof(*slots));
+    if (!slots)
+        return false;
+    /* Random first generations: a guessed cookie, or one of an earlier op
+     * of the slot, is unlikely to match. */
+    uint32_t seed;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        seed = 0x9e3779b9u;
+    for (uint32_t i = t->cap; i < n; i++)
+        slots[i] = (struct hgx_ofi_cookie_slot){
+            .obj = NULL, .gen = seed ^ (i * 2654435761u), .next_free = i + 1};
+    slots[n - 1].next_free = t->free_head;
+    t->free_head = t->cap;
+    t->slots = slots;
+    t->cap = n;
+    return true;
+}
+
+bool hgx_ofi_cookie_alloc(struct hgx_ofi_cookies *t, void *obj, uint64_t *cookie)
+{
+    if (t->free_head == COOKIE_NONE && !cookies_grow(t))
+        return false;
+    uint32_t i = t->free_head;
+    struct hgx_ofi_cookie_slot *s = &t->slots[i];
+    t->free_head = s->next_free;
+    s->obj = obj;
+    *cookie = (uint64_t)s->gen << 32 | i;
+    return true;
+}
+
+static struct hgx_ofi_cookie_slot *cookie_slot(const struct hgx_ofi_cookies *t,
+                                               uint64_t cookie)
+{
+    uint32_t i = (uint32_t)cookie;
+    if (i >= t->cap || !t->slots[i].obj || t->slots[i].gen != (uint32_t)(cookie >> 32))
+        return NULL;
+    return &t->slots[i];
+}
+
+void *hgx_ofi_cookie_get(const struct hgx_ofi_cookies *t, uint64_t cookie)
+{
+    struct hgx_ofi_cookie_slot *s = cookie_slot(t, cookie);
+    return s ? s->obj : NULL;
+}
+
+void hgx_ofi_cookie_free(struct hgx_ofi_cookies *t, uint64_t cookie)
+{
+    struct hgx_ofi_cookie_slot *s = cookie_slot(t, cookie);
+    if (!s)
+        return;
+    s->obj = NULL;
+    s->gen++;
+    s->next_free = t->free_head;
+    t->free_head = (uint32_t)cookie;
+}
+
+/* ---------------------------------------------------------------------------
+ * Messages (little-endian):
+ *   0 magic u8, 1 version u8, 2 type u8, 3 access u8, 4 range count u16,
+ *   6 reserved u16 (0), 8 status u32, 12 reserved u32 (0), 16 cookie u64;
+ *   CHECK then: the sender's address header, and key u64, addr u64, len u64
+ *   per range.
+ * ------------------------------------------------------------------------- */
+
+#define CTRL_MAGIC 0xc5
+#define CTRL_VERSION 1
+
+static void ctrl_header(unsigned char *buf, enum hgx_ofi_ctrl_type type,
+                        unsigned int access, size_t nranges, uint32_t status,
+                        uint64_t cookie)
+{
+    buf[0] = CTRL_MAGIC;
+    buf[1] = CTRL_VERSION;
+    buf[2] = (unsigned char)type;
+    buf[3] = (unsigned char)access;
+    hgx_put_u16(buf + 4, (uint16_t)nranges);
+    hgx_put_u16(buf + 6, 0);
+    hgx_put_u32(buf + 8, status);
+    hgx_put_u32(buf + 12, 0);
+    hgx_put_u64(buf + 16, cookie);
+}
+
+size_t hgx_ofi_check_encode(unsigned char *buf, uint64_t cookie, unsigned int access,
+                            const unsigned char *sender, size_t sender_len,
+                            const struct hgx_ofi_range *ranges, size_t nranges)
+{
+    unsigned char *p = buf + HGX_OFI_CTRL_HDR_SIZE;
+
+    ctrl_header(buf, HGX_OFI_CTRL_CHECK, access, nranges, 0, cookie);
+    memcpy(p, sender, sender_len);
+    p += sender_len;
+    for (size_t i = 0; i < nranges; i++, p += HGX_OFI_CHECK_RANGE_SIZE) {
+        hgx_put_u64(p, ranges[i].key);
+        hgx_put_u64(p + 8, ranges[i].addr);
+        hgx_put_u64(p + 16, ranges[i].len);
+    }
+    return (size_t)(p - buf);
+}
+
+size_t hgx_ofi_answer_encode(unsigned char *buf, uint64_t cookie, na_return_t status)
+{
+    ctrl_header(buf, HGX_OFI_CTRL_ANSWER, 0, 0, (uint32_t)status, cookie);
+    return HGX_OFI_CTRL_HDR_SIZE;
+}
+
+static bool answer_status_valid(uint32_t status)
+{
+    return status == NA_SUCCESS || status == NA_ACCESS || status == NA_INVALID_ARG ||
+           status == NA_PERMISSION;
+}
+
+bool hgx_ofi_ctrl_decode(const unsigned char *buf, size_t len, size_t sender_len,
+                         struct hgx_ofi_ctrl *msg)
+{
+    if (len < HGX_OFI_CTRL_HDR_SIZE || buf[0] != CTRL_MAGIC || buf[1] != CTRL_VERSION ||
+        hgx_get_u16(buf + 6) != 0 || hgx_get_u32(buf + 12) != 0)
+        return false;
+    msg->type = (enum hgx_ofi_ctrl_type)buf[2];
+    msg->access = buf[3];
+    msg->nranges = hgx_get_u16(buf + 4);
+    msg->status = (na_return_t)hgx_get_u32(buf + 8);
+    msg->cookie = hgx_get_u64(buf + 16);
+    msg->sender = buf + HGX_OFI_CTRL_HDR_SIZE;
+    msg->ranges = msg->sender + sender_len;
+    if (msg->type == HGX_OFI_CTRL_ANSWER)
+        return len == HGX_OFI_CTRL_HDR_SIZE && msg->access == 0 && msg->nranges == 0 &&
+               answer_status_valid(hgx_get_u32(buf + 8));
+    return msg->type == HGX_OFI_CTRL_CHECK && msg->access != 0 &&
+           (msg->access & ~(HGX_OFI_CHECK_READ | HGX_OFI_CHECK_WRITE)) == 0 &&
+           msg->status == NA_SUCCESS && msg->nranges > 0 &&
+           msg->nranges <= HGX_OFI_CHECK_MAX_RANGES &&
+           len == HGX_OFI_CTRL_HDR_SIZE + sender_len +
+                      msg->nranges * HGX_OFI_CHECK_RANGE_SIZE;
+}
+
+void hgx_ofi_ctrl_range(const struct hgx_ofi_ctrl *msg, size_t i, struct hgx_ofi_range *r)
+{
+    const unsigned char *p = msg->ranges + i * HGX_OFI_CHECK_RANGE_SIZE;
+    r->key = hgx_get_u64(p);
+    r->addr = hgx_get_u64(p + 8);
+    r->len = hgx_get_u64(p + 16);
+}

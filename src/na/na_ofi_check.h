@@ -1,0 +1,117 @@
+/*
+ * na_ofi_check.h -- the tables and wire format of the ofi plugin's RMA check
+ * (private).
+ *
+ * Providers that do not check RMA at the target (shm: the initiator copies
+ * with process_vm_readv/writev at the descriptor's address) get a check from
+ * hgx instead: before moving data the origin sends CHECK naming each remote
+ * range (key, address, length) and the access it wants; the target looks the
+ * keys up among its own live registrations and answers OK or the refusal
+ * code. This file holds what needs no libfabric: the target's key table, the
+ * origin's cookie table and the message encoding. na_ofi.c sends and
+ * receives the messages. Every function here is called under the owner's
+ * lock; none takes one.
+ */
+#ifndef NA_OFI_CHECK_H
+#define NA_OFI_CHECK_H
+
+#include "na_types.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Access a CHECK asks for. */
+#define HGX_OFI_CHECK_READ 1u
+#define HGX_OFI_CHECK_WRITE 2u
+
+/* Registrations of this process, by key: what a CHECK is judged against. */
+struct hgx_ofi_keyent;
+struct hgx_ofi_keytab {
+    struct hgx_ofi_keyent **buckets;
+    size_t nbuckets, count;
+};
+
+void hgx_ofi_keytab_init(struct hgx_ofi_keytab *t);
+void hgx_ofi_keytab_destroy(struct hgx_ofi_keytab *t);
+/* Record [base, base + len) with HGX_OFI_CHECK_* access under key. NA_NOMEM,
+ * or NA_INVALID_ARG if the key is taken (keys are unique per domain). */
+na_return_t hgx_ofi_keytab_add(struct hgx_ofi_keytab *t, uint64_t key, uint64_t base,
+                               uint64_t len, unsigned int access);
+void hgx_ofi_keytab_remove(struct hgx_ofi_keytab *t, uint64_t key);
+/* Judge one remote range: NA_ACCESS (no such key), NA_INVALID_ARG (not
+ * inside the registration, or empty), NA_PERMISSION (access not granted) or
+ * NA_SUCCESS; the codes of the UCX plugin and mpi_emul. */
+na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
+                                 uint64_t addr, uint64_t len, unsigned int access);
+
+/* Ops waiting for an answer, named on the wire by a cookie: a slot index and
+ * its generation, never a pointer. */
+struct hgx_ofi_cookie_slot;
+struct hgx_ofi_cookies {
+    struct hgx_ofi_cookie_slot *slots;
+    uint32_t cap, free_head;
+};
+
+void hgx_ofi_cookies_init(struct hgx_ofi_cookies *t);
+void hgx_ofi_cookies_destroy(struct hgx_ofi_cookies *t);
+/* A fresh cookie for obj; false when out of memory. */
+bool hgx_ofi_cookie_alloc(struct hgx_ofi_cookies *t, void *obj, uint64_t *cookie);
+/* The object of a live cookie, NULL for a stale, freed or forged one. */
+void *hgx_ofi_cookie_get(const struct hgx_ofi_cookies *t, uint64_t cookie);
+/* Free a live cookie: its late answers then match nothing. */
+void hgx_ofi_cookie_free(struct hgx_ofi_cookies *t, uint64_t cookie);
+
+/* Messages. A CHECK is the control header, the sender's address header
+ * (sender_len bytes, the one its unexpected messages carry) and up to
+ * HGX_OFI_CHECK_MAX_RANGES ranges; an ANSWER is the control header alone. */
+#define HGX_OFI_CTRL_HDR_SIZE 24
+#define HGX_OFI_CHECK_RANGE_SIZE 24
+#define HGX_OFI_CHECK_MAX_RANGES 64
+
+enum hgx_ofi_ctrl_type { HGX_OFI_CTRL_CHECK = 1, HGX_OFI_CTRL_ANSWER = 2 };
+
+struct hgx_ofi_range {
+    uint64_t key, addr, len;
+};
+
+struct hgx_ofi_ctrl {
+    enum hgx_ofi_ctrl_type type;
+    unsigned int access; /* CHECK */
+    na_return_t status;  /* ANSWER */
+    uint64_t cookie;
+    const unsigned char *sender; /* CHECK: the sender's address header */
+    size_t nranges;
+    const unsigned char *ranges; /* read with hgx_ofi_ctrl_range */
+};
+
+/* Largest message for a sender header of sender_len bytes. */
+static inline size_t hgx_ofi_ctrl_max_size(size_t sender_len)
+{
+    return HGX_OFI_CTRL_HDR_SIZE + sender_len +
+           HGX_OFI_CHECK_MAX_RANGES * HGX_OFI_CHECK_RANGE_SIZE;
+}
+
+/* Encode into buf (hgx_ofi_ctrl_max_size bytes); return the length. */
+size_t hgx_ofi_check_encode(unsigned char *buf, uint64_t cookie, unsigned int access,
+                            const unsigned char *sender, size_t sender_len,
+                            const struct hgx_ofi_range *ranges, size_t nranges);
+size_t hgx_ofi_answer_encode(unsigned char *buf, uint64_t cookie, na_return_t status);
+/* Untrusted bytes: false for anything malformed (wrong magic, version, type,
+ * access or length, a CHECK without ranges, an ANSWER status outside the
+ * codes a target sends). */
+bool hgx_ofi_ctrl_decode(const unsigned char *buf, size_t len, size_t sender_len,
+                         struct hgx_ofi_ctrl *msg);
+void hgx_ofi_ctrl_range(const struct hgx_ofi_ctrl *msg, size_t i,
+                        struct hgx_ofi_range *r);
+
+/* Counters of an ofi class's RMA check, for the tests (defined in na_ofi.c;
+ * zeros for classes of other plugins). */
+struct hgx_ofi_ctrl_counts {
+    unsigned long bad;     /* malformed control messages dropped */
+    unsigned long refused; /* CHECKs this class refused */
+    unsigned long stale;   /* answers that matched no waiting op */
+};
+void hgx_ofi_ctrl_counts(const na_class_t *na_class, struct hgx_ofi_ctrl_counts *c);
+
+#endif /* NA_OFI_CHECK_H */

@@ -1,0 +1,585 @@
+/*
+ * test_na_ofi_check.c -- the RMA check hgx adds to ofi+shm (issue 31). First
+ * its tables and decoder alone (na_ofi_check.h); then a live ofi+shm class
+ * whose registrations a raw libfabric shm endpoint asks about: each CHECK
+ * must get its exact answer (OK, NA_ACCESS, NA_INVALID_ARG, NA_PERMISSION),
+ * and forged answers and malformed control messages must be dropped and
+ * counted while the class keeps answering.
+ */
+#include "na.h"
+#include "na_ofi_check.h"
+#include "test_common.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Protocol facts of na_ofi.c: the control tag and the address header. */
+#define CTRL_TAG (UINT64_C(1) << 62)
+#define SENDER_HDR 64
+#define MSG_MAX (HGX_OFI_CTRL_HDR_SIZE + SENDER_HDR + 2 * HGX_OFI_CHECK_RANGE_SIZE)
+#define ANSWER_MS 5000
+
+/* ------------------------------------------------------------------------- */
+/* Tables and decoder                                                        */
+/* ------------------------------------------------------------------------- */
+
+static void test_keytab(void **state)
+{
+    struct hgx_ofi_keytab t;
+    const uint64_t base = 0x10000, len = 0x1000;
+    (void)state;
+
+    hgx_ofi_keytab_init(&t);
+    assert_int_equal(hgx_ofi_keytab_check(&t, 7, base, 1, HGX_OFI_CHECK_READ), NA_ACCESS);
+    assert_int_equal(hgx_ofi_keytab_add(&t, 7, base, len, HGX_OFI_CHECK_READ),
+                     NA_SUCCESS);
+    assert_int_equal(hgx_ofi_keytab_add(&t, 7, base, len, HGX_OFI_CHECK_READ),
+                     NA_INVALID_ARG);
+    assert_int_equal(hgx_ofi_keytab_check(&t, 7, base, len, HGX_OFI_CHECK_READ),
+                     NA_SUCCESS);
+    assert_int_equal(hgx_ofi_keytab_check(&t, 7, base + len - 1, 1, HGX_OFI_CHECK_READ),
+                     NA_SUCCESS);
+    static const uint64_t bad[][2] = {
+        {0x10000 + 0x1000, 1}, {0x10000 - 1, 2},         {0x10000, 0x1001},
+        {0x10000, 0},          {0x10001, UINT64_MAX},    {UINT64_MAX, 2},
+        {0, UINT64_MAX},       {0x10000 + 0x1000, 0x10}, {0x10800, 0x801}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        assert_int_equal(
+            hgx_ofi_keytab_check(&t, 7, bad[i][0], bad[i][1], HGX_OFI_CHECK_READ),
+            NA_INVALID_ARG);
+    assert_int_equal(hgx_ofi_keytab_check(&t, 7, base, len, HGX_OFI_CHECK_WRITE),
+                     NA_PERMISSION);
+    assert_int_equal(
+        hgx_ofi_keytab_check(&t, 7, base, len, HGX_OFI_CHECK_READ | HGX_OFI_CHECK_WRITE),
+        NA_PERMISSION);
+    assert_int_equal(hgx_ofi_keytab_check(&t, 8, base, len, HGX_OFI_CHECK_READ),
+                     NA_ACCESS);
+    /* Many keys (the table grows), each still found with its own range. */
+    for (uint64_t k = 100; k < 1100; k++)
+        assert_int_equal(hgx_ofi_keytab_add(&t, k * 0x9e3779b97f4a7c15u, k << 20, 64,
+                                            HGX_OFI_CHECK_WRITE),
+                         NA_SUCCESS);
+    for (uint64_t k = 100; k < 1100; k++) {
+        uint64_t key = k * 0x9e3779b97f4a7c15u;
+        assert_int_equal(hgx_ofi_keytab_check(&t, key, k << 20, 64, HGX_OFI_CHECK_WRITE),
+                         NA_SUCCESS);
+        assert_int_equal(
+            hgx_ofi_keytab_check(&t, key, (k + 1) << 20, 64, HGX_OFI_CHECK_WRITE),
+            NA_INVALID_ARG);
+    }
+    hgx_ofi_keytab_remove(&t, 7);
+    assert_int_equal(hgx_ofi_keytab_check(&t, 7, base, len, HGX_OFI_CHECK_READ),
+                     NA_ACCESS);
+    hgx_ofi_keytab_remove(&t, 7); /* twice: nothing */
+    hgx_ofi_keytab_destroy(&t);
+}
+
+static void test_cookies(void **state)
+{
+    struct hgx_ofi_cookies t;
+    static int objs[300];
+    uint64_t c[300], again;
+    (void)state;
+
+    hgx_ofi_cookies_init(&t);
+    assert_null(hgx_ofi_cookie_get(&t, 0));
+    for (int i = 0; i < 300; i++)
+        assert_true(hgx_ofi_cookie_alloc(&t, &objs[i], &c[i]));
+    for (int i = 0; i < 300; i++)
+        assert_ptr_equal(hgx_ofi_cookie_get(&t, c[i]), &objs[i]);
+    hgx_ofi_cookie_free(&t, c[5]);
+    assert_null(hgx_ofi_cookie_get(&t, c[5]));
+    hgx_ofi_cookie_free(&t, c[5]); /* stale: nothing */
+    assert_ptr_equal(hgx_ofi_cookie_get(&t, c[6]), &objs[6]);
+    /* The slot comes back with another generation: the old cookie stays dead. */
+    assert_true(hgx_ofi_cookie_alloc(&t, &objs[5], &again));
+    assert_int_equal((uint32_t)again, (uint32_t)c[5]);
+    assert_int_not_equal(again, c[5]);
+    assert_null(hgx_ofi_cookie_get(&t, c[5]));
+    assert_ptr_equal(hgx_ofi_cookie_get(&t, again), &objs[5]);
+    assert_null(
+        hgx_ofi_cookie_get(&t, c[7] ^ (UINT64_C(1) << 40)));   /* wrong generation */
+    assert_null(hgx_ofi_cookie_get(&t, UINT64_C(0xffffffff))); /* index past the end */
+    hgx_ofi_cookies_destroy(&t);
+}
+
+static void test_decode(void **state)
+{
+    unsigned char sender[SENDER_HDR], buf[MSG_MAX + 8], m[MSG_MAX + 8];
+    struct hgx_ofi_range r[2] = {{1, 2, 3}, {4, 5, 6}}, got;
+    struct hgx_ofi_ctrl msg;
+    (void)state;
+
+    memset(sender, 0x5a, sizeof(sender));
+    size_t len =
+        hgx_ofi_check_encode(buf, 42, HGX_OFI_CHECK_WRITE, sender, SENDER_HDR, r, 2);
+    assert_int_equal(len, MSG_MAX);
+    assert_true(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    assert_int_equal(msg.type, HGX_OFI_CTRL_CHECK);
+    assert_int_equal(msg.access, HGX_OFI_CHECK_WRITE);
+    assert_int_equal(msg.cookie, 42);
+    assert_int_equal(msg.nranges, 2);
+    assert_memory_equal(msg.sender, sender, SENDER_HDR);
+    hgx_ofi_ctrl_range(&msg, 1, &got);
+    assert_true(got.key == 4 && got.addr == 5 && got.len == 6);
+    /* Cut, lengthened, and each header field made invalid. */
+    assert_false(hgx_ofi_ctrl_decode(buf, len - 1, SENDER_HDR, &msg));
+    assert_false(hgx_ofi_ctrl_decode(buf, len + 1, SENDER_HDR, &msg));
+    assert_false(hgx_ofi_ctrl_decode(buf, 3, SENDER_HDR, &msg));
+    static const struct {
+        size_t at;
+        unsigned char v;
+    } bad[] = {{0, 0}, {1, 9},  {2, 0}, {2, 3}, {3, 0}, {3, 4},
+               {4, 0}, {4, 65}, {6, 1}, {8, 1}, {12, 1}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        memcpy(m, buf, len);
+        m[bad[i].at] = bad[i].v;
+        assert_false(hgx_ofi_ctrl_decode(m, len, SENDER_HDR, &msg));
+    }
+    len = hgx_ofi_answer_encode(buf, 43, NA_PERMISSION);
+    assert_true(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    assert_true(msg.type == HGX_OFI_CTRL_ANSWER && msg.cookie == 43 &&
+                msg.status == NA_PERMISSION);
+    len = hgx_ofi_answer_encode(buf, 43, NA_NOMEM); /* no target sends that */
+    assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    len = hgx_ofi_answer_encode(buf, 43, NA_SUCCESS);
+    buf[4] = 1; /* an answer with ranges */
+    assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+}
+
+/* ------------------------------------------------------------------------- */
+/* A live ofi+shm class asked by a raw shm endpoint                          */
+/* ------------------------------------------------------------------------- */
+
+struct live {
+    na_class_t *cls;
+    na_context_t *ctx;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    fi_addr_t peer;                   /* the class */
+    unsigned char sender[SENDER_HDR]; /* our address header */
+    unsigned char rbuf[MSG_MAX];
+    struct fi_context2 rctx;
+    /* Regions of the class: read-only and write-only 4 KiB. */
+    unsigned char *mem;
+    na_mem_handle_t *ro, *wo;
+    uint64_t ro_addr, ro_key, wo_addr, wo_key;
+};
+
+#define RAW_CHK(call) assert_int_equal((int)(call), 0)
+
+static void live_raw_open(struct live *l)
+{
+    struct fi_info *hints = fi_allocinfo();
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_TAGGED;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->fabric_attr->prov_name = strdup("shm");
+    RAW_CHK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &l->info));
+    fi_freeinfo(hints);
+    RAW_CHK(fi_fabric(l->info->fabric_attr, &l->fabric, NULL));
+    RAW_CHK(fi_domain(l->fabric, l->info, &l->domain, NULL));
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    RAW_CHK(fi_av_open(l->domain, &av_attr, &l->av, NULL));
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+    RAW_CHK(fi_cq_open(l->domain, &cq_attr, &l->cq, NULL));
+    RAW_CHK(fi_endpoint(l->domain, l->info, &l->ep, NULL));
+    RAW_CHK(fi_ep_bind(l->ep, &l->av->fid, 0));
+    RAW_CHK(fi_ep_bind(l->ep, &l->cq->fid, FI_TRANSMIT | FI_RECV));
+    RAW_CHK(fi_enable(l->ep));
+
+    /* The class's shm name, as its address string gives it. */
+    na_addr_t *self;
+    char str[128], name[160];
+    size_t n = sizeof(str);
+    assert_int_equal(NA_Addr_self(l->cls, &self), NA_SUCCESS);
+    assert_int_equal(NA_Addr_to_string(l->cls, str, &n, self), NA_SUCCESS);
+    NA_Addr_free(l->cls, self);
+    assert_true(strncmp(str, "ofi+shm://", 10) == 0);
+    snprintf(name, sizeof(name), "fi_shm://%s", str + 10);
+    assert_int_equal(fi_av_insert(l->av, name, 1, &l->peer, 0, NULL), 1);
+
+    /* Our own address header, as the plugin's unexpected messages carry it. */
+    char me[SENDER_HDR];
+    size_t melen = sizeof(me) - 4;
+    RAW_CHK(fi_getname(&l->ep->fid, me, &melen));
+    melen = strnlen(me, melen);
+    memset(l->sender, 0, sizeof(l->sender));
+    l->sender[0] = 0xa7;
+    l->sender[1] = 2;
+    l->sender[2] = (unsigned char)melen;
+    memcpy(l->sender + 4, me, melen);
+}
+
+static void live_expose(struct live *l, size_t off, unsigned long flags,
+                        na_mem_handle_t **mh, uint64_t *addr, uint64_t *key)
+{
+    unsigned char ser[64];
+    assert_int_equal(NA_Mem_handle_create(l->cls, l->mem + off, 4096, flags, mh),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(l->cls, *mh, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_get_serialize_size(l->cls, *mh), 40);
+    assert_int_equal(NA_Mem_handle_serialize(l->cls, ser, sizeof(ser), *mh), NA_SUCCESS);
+    /* 16-byte header, then addr u64, len u64, key u64 (little-endian). */
+    memcpy(addr, ser + 16, 8);
+    memcpy(key, ser + 32, 8);
+    assert_true(*addr == (uint64_t)(uintptr_t)(l->mem + off));
+}
+
+static int live_setup(void **state)
+{
+    struct live *l = calloc(1, sizeof(*l));
+    l->cls = NA_Initialize("ofi+shm", true);
+    assert_non_null(l->cls);
+    l->ctx = NA_Context_create(l->cls);
+    l->mem = calloc(1, 3 * 4096);
+    live_raw_open(l);
+    live_expose(l, 0, NA_MEM_READ_ONLY, &l->ro, &l->ro_addr, &l->ro_key);
+    live_expose(l, 8192, NA_MEM_WRITE_ONLY, &l->wo, &l->wo_addr, &l->wo_key);
+    *state = l;
+    return 0;
+}
+
+static int live_teardown(void **state)
+{
+    struct live *l = *state;
+    fi_close(&l->ep->fid);
+    fi_close(&l->cq->fid);
+    fi_close(&l->av->fid);
+    fi_close(&l->domain->fid);
+    fi_close(&l->fabric->fid);
+    fi_freeinfo(l->info);
+    if (l->ro) {
+        NA_Mem_deregister(l->cls, l->ro);
+        NA_Mem_handle_free(l->cls, l->ro);
+    }
+    NA_Mem_deregister(l->cls, l->wo);
+    NA_Mem_handle_free(l->cls, l->wo);
+    NA_Context_destroy(l->cls, l->ctx);
+    NA_Finalize(l->cls);
+    free(l->mem);
+    free(l);
+    return 0;
+}
+
+static void poll_once(struct live *l)
+{
+    unsigned int count;
+    NA_Poll(l->cls, l->ctx, &count);
+}
+
+static void live_send(struct live *l, const void *buf, size_t len)
+{
+    ssize_t rc;
+    double end = test_now() + ANSWER_MS / 1e3;
+    while ((rc = fi_tinject(l->ep, buf, len, l->peer, CTRL_TAG)) == -FI_EAGAIN &&
+           test_now() < end)
+        poll_once(l);
+    assert_int_equal((int)rc, 0);
+}
+
+/* Progress the class until our receive completes or ms pass; its length, or 0. */
+static size_t live_recv(struct live *l, unsigned int ms)
+{
+    struct fi_cq_tagged_entry e;
+    double end = test_now() + ms / 1e3;
+    RAW_CHK(fi_trecv(l->ep, l->rbuf, sizeof(l->rbuf), NULL, FI_ADDR_UNSPEC, CTRL_TAG, 0,
+                     &l->rctx));
+    while (test_now() < end) {
+        poll_once(l);
+        ssize_t n = fi_cq_read(l->cq, &e, 1);
+        if (n == 1)
+            return e.len;
+        assert_true(n == -FI_EAGAIN);
+    }
+    /* Nothing came: take the receive back. */
+    fi_cancel(&l->ep->fid, &l->rctx);
+    struct fi_cq_err_entry err = {0};
+    while (fi_cq_read(l->cq, &e, 1) == -FI_EAVAIL && fi_cq_readerr(l->cq, &err, 0) == 1)
+        ;
+    return 0;
+}
+
+/* Send a CHECK and return the class's answer. */
+static na_return_t ask(struct live *l, unsigned int access, const struct hgx_ofi_range *r,
+                       size_t n)
+{
+    static uint64_t cookie = 1000;
+    unsigned char buf[MSG_MAX];
+    struct hgx_ofi_ctrl msg;
+
+    cookie++;
+    live_send(l, buf,
+              hgx_ofi_check_encode(buf, cookie, access, l->sender, SENDER_HDR, r, n));
+    size_t len = live_recv(l, ANSWER_MS);
+    assert_true(len > 0);
+    assert_true(hgx_ofi_ctrl_decode(l->rbuf, len, SENDER_HDR, &msg));
+    assert_int_equal(msg.type, HGX_OFI_CTRL_ANSWER);
+    assert_int_equal(msg.cookie, cookie);
+    return msg.status;
+}
+
+static void test_live_answers(void **state)
+{
+    struct live *l = *state;
+    const unsigned int rd = HGX_OFI_CHECK_READ, wr = HGX_OFI_CHECK_WRITE;
+    struct hgx_ofi_ctrl_counts c0, c1;
+    struct {
+        unsigned int access;
+        struct hgx_ofi_range r[2];
+        size_t n;
+        na_return_t want;
+    } cases[] = {
+        {rd, {{l->ro_key, l->ro_addr, 4096}}, 1, NA_SUCCESS},
+        {wr, {{l->wo_key, l->wo_addr + 100, 10}}, 1, NA_SUCCESS},
+        {wr, {{l->ro_key, l->ro_addr, 4096}}, 1, NA_PERMISSION},
+        {rd, {{l->wo_key, l->wo_addr, 1}}, 1, NA_PERMISSION},
+        {rd, {{l->ro_key, l->ro_addr, 4097}}, 1, NA_INVALID_ARG},
+        {rd, {{l->ro_key, l->ro_addr - 1, 2}}, 1, NA_INVALID_ARG},
+        {rd, {{l->ro_key, l->ro_addr + 4096, 1}}, 1, NA_INVALID_ARG},
+        {rd, {{l->ro_key, l->ro_addr + 1, UINT64_MAX}}, 1, NA_INVALID_ARG},
+        {rd, {{l->ro_key, UINT64_MAX, 2}}, 1, NA_INVALID_ARG},
+        {rd, {{l->ro_key ^ 1, l->ro_addr, 16}}, 1, NA_ACCESS},
+        {rd, {{l->wo_key, l->ro_addr, 16}}, 1, NA_INVALID_ARG}, /* another region's key */
+        {rd,
+         {{l->ro_key, l->ro_addr, 16}, {l->ro_key, l->ro_addr + 8192, 16}},
+         2,
+         NA_INVALID_ARG},
+        {rd | wr, {{l->ro_key, l->ro_addr, 16}}, 1, NA_PERMISSION},
+    };
+    size_t refusals = 0;
+
+    hgx_ofi_ctrl_counts(l->cls, &c0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        na_return_t got = ask(l, cases[i].access, cases[i].r, cases[i].n);
+        if (got != cases[i].want)
+            fail_msg("case %zu: answer %s, want %s", i, NA_Error_to_string(got),
+                     NA_Error_to_string(cases[i].want));
+        refusals += cases[i].want != NA_SUCCESS;
+    }
+    /* A freed registration is unknown at once. */
+    NA_Mem_deregister(l->cls, l->ro);
+    NA_Mem_handle_free(l->cls, l->ro);
+    l->ro = NULL;
+    struct hgx_ofi_range freed = {l->ro_key, l->ro_addr, 16};
+    assert_int_equal(ask(l, rd, &freed, 1), NA_ACCESS);
+    hgx_ofi_ctrl_counts(l->cls, &c1);
+    assert_int_equal(c1.refused - c0.refused, refusals + 1);
+    assert_int_equal(c1.bad, c0.bad);
+}
+
+static void test_live_malformed(void **state)
+{
+    struct live *l = *state;
+    unsigned char buf[3000], junk[HGX_OFI_CTRL_HDR_SIZE + SENDER_HDR + 24];
+    struct hgx_ofi_range r = {l->wo_key, l->wo_addr, 16};
+    struct hgx_ofi_ctrl_counts c0, c1;
+
+    hgx_ofi_ctrl_counts(l->cls, &c0);
+    /* Too short, wrong magic, cut CHECK, oversized (truncated by the receive). */
+    memset(buf, 0xee, sizeof(buf));
+    size_t len =
+        hgx_ofi_check_encode(junk, 1, HGX_OFI_CHECK_WRITE, l->sender, SENDER_HDR, &r, 1);
+    live_send(l, buf, 3);
+    live_send(l, buf, sizeof(buf));
+    live_send(l, junk, len - 1);
+    memcpy(buf, junk, len);
+    buf[0] ^= 0xff;
+    live_send(l, buf, len);
+    /* A CHECK whose sender header is garbage: nobody to answer. */
+    memcpy(buf, junk, len);
+    memset(buf + HGX_OFI_CTRL_HDR_SIZE + 4, 0xff, SENDER_HDR - 4);
+    buf[HGX_OFI_CTRL_HDR_SIZE + 2] = 200;
+    live_send(l, buf, len);
+    const size_t bad = 5;
+    /* Answers for cookies the class never gave out. */
+    live_send(l, buf, hgx_ofi_answer_encode(buf, 0, NA_SUCCESS));
+    live_send(l, buf,
+              hgx_ofi_answer_encode(buf, UINT64_C(0xdeadbeef00000003), NA_ACCESS));
+    assert_int_equal(live_recv(l, 300), 0); /* none of these is answered */
+    hgx_ofi_ctrl_counts(l->cls, &c1);
+    assert_int_equal(c1.bad - c0.bad, bad);
+    assert_int_equal(c1.stale - c0.stale, 2);
+    /* The class still answers. */
+    assert_int_equal(ask(l, HGX_OFI_CHECK_WRITE, &r, 1), NA_SUCCESS);
+}
+
+/* ---- the class as origin, the raw endpoint as a target that answers as told ---- */
+
+struct origin_op {
+    struct live *l;
+    na_addr_t *target;
+    na_mem_handle_t *local, *remote;
+    unsigned char buf[4096];
+    na_op_id_t *op;
+    int calls;
+    na_return_t ret;
+};
+
+static void origin_cb(const struct na_cb_info *info)
+{
+    struct origin_op *o = info->arg;
+    o->calls++;
+    o->ret = info->ret;
+}
+
+/* A get of 4096 bytes at a made-up address of the raw endpoint. */
+static void origin_start(struct live *l, struct origin_op *o)
+{
+    unsigned char desc[40] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    const uint64_t addr = 0x7000, len = 4096, key = 0x1234;
+    char name[160], *me = (char *)l->sender + 4;
+
+    memset(o, 0, sizeof(*o));
+    o->l = l;
+    memcpy(desc + 8, &len, 8);
+    memcpy(desc + 16, &addr, 8);
+    memcpy(desc + 24, &len, 8);
+    memcpy(desc + 32, &key, 8);
+    snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
+    assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
+                     NA_SUCCESS);
+    assert_int_equal(
+        NA_Mem_handle_create(l->cls, o->buf, sizeof(o->buf), NA_MEM_READWRITE, &o->local),
+        NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(l->cls, o->local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    o->op = NA_Op_create(l->cls, NA_OP_SINGLE);
+    assert_int_equal(NA_Get(l->cls, l->ctx, origin_cb, o, o->local, 0, o->remote, 0, len,
+                            o->target, 0, o->op),
+                     NA_SUCCESS);
+}
+
+/* Receive the CHECK the get sends; check what it names and return its cookie. */
+static uint64_t origin_check(struct origin_op *o)
+{
+    struct hgx_ofi_ctrl msg;
+    struct hgx_ofi_range r;
+    size_t len = live_recv(o->l, ANSWER_MS);
+
+    assert_true(len > 0);
+    assert_true(hgx_ofi_ctrl_decode(o->l->rbuf, len, SENDER_HDR, &msg));
+    assert_int_equal(msg.type, HGX_OFI_CTRL_CHECK);
+    assert_int_equal(msg.access, HGX_OFI_CHECK_READ);
+    assert_int_equal(msg.nranges, 1);
+    hgx_ofi_ctrl_range(&msg, 0, &r);
+    assert_true(r.key == 0x1234 && r.addr == 0x7000 && r.len == 4096);
+    assert_int_equal(msg.sender[0], 0xa7); /* the class's address header */
+    return msg.cookie;
+}
+
+static void origin_answer(struct origin_op *o, uint64_t cookie, na_return_t status)
+{
+    unsigned char buf[HGX_OFI_CTRL_HDR_SIZE];
+    live_send(o->l, buf, hgx_ofi_answer_encode(buf, cookie, status));
+}
+
+/* Progress and trigger for up to ms; the seconds it took the callback to run. */
+static double origin_wait(struct origin_op *o, unsigned int ms)
+{
+    double t0 = test_now(), end = t0 + ms / 1e3;
+    while (o->calls == 0 && test_now() < end) {
+        unsigned int n;
+        poll_once(o->l);
+        NA_Trigger(o->l->ctx, 16, &n);
+    }
+    return test_now() - t0;
+}
+
+static void origin_end(struct origin_op *o)
+{
+    NA_Op_destroy(o->l->cls, o->op);
+    NA_Mem_deregister(o->l->cls, o->local);
+    NA_Mem_handle_free(o->l->cls, o->local);
+    NA_Mem_handle_free(o->l->cls, o->remote);
+    NA_Addr_free(o->l->cls, o->target);
+}
+
+static void test_live_origin(void **state)
+{
+    struct live *l = *state;
+    struct origin_op o;
+    struct hgx_ofi_ctrl_counts c0, c1;
+
+    hgx_ofi_ctrl_counts(l->cls, &c0);
+    /* A refusal ends the get with its code; a forged cookie first changes nothing. */
+    origin_start(l, &o);
+    uint64_t cookie = origin_check(&o);
+    origin_answer(&o, cookie ^ (UINT64_C(1) << 32), NA_SUCCESS);
+    origin_wait(&o, 200);
+    assert_int_equal(o.calls, 0);
+    origin_answer(&o, cookie, NA_PERMISSION);
+    assert_true(origin_wait(&o, ANSWER_MS) < 1.0);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.ret, NA_PERMISSION);
+    origin_end(&o);
+
+    /* A get waiting for its answer cancels at once; the late answer is dropped. */
+    origin_start(l, &o);
+    cookie = origin_check(&o);
+    assert_int_equal(NA_Cancel(l->cls, l->ctx, o.op), NA_SUCCESS);
+    double dt = origin_wait(&o, ANSWER_MS);
+    print_message("# cancel while checking: %s after %.2f ms\n",
+                  NA_Error_to_string(o.ret), dt * 1e3);
+    assert_int_equal(o.ret, NA_CANCELED);
+    assert_true(dt < 0.1);
+    origin_answer(&o, cookie, NA_SUCCESS);
+    o.calls = 0;
+    origin_wait(&o, 200);
+    assert_int_equal(o.calls, 0);
+    origin_end(&o);
+
+    /* A target that never answers: the get ends, bounded, as unreachable. */
+    origin_start(l, &o);
+    origin_check(&o);
+    dt = origin_wait(&o, 10000);
+    print_message("# unanswered check: %s after %.2f s\n", NA_Error_to_string(o.ret), dt);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.ret, NA_HOSTUNREACH);
+    assert_true(dt > 4.0 && dt < 7.0);
+    origin_end(&o);
+
+    hgx_ofi_ctrl_counts(l->cls, &c1);
+    assert_int_equal(c1.stale - c0.stale, 2);
+    assert_int_equal(c1.bad, c0.bad);
+}
+
+int main(void)
+{
+    const struct CMUnitTest units[] = {
+        cmocka_unit_test(test_keytab),
+        cmocka_unit_test(test_cookies),
+        cmocka_unit_test(test_decode),
+    };
+    const struct CMUnitTest live[] = {
+        cmocka_unit_test(test_live_malformed),
+        cmocka_unit_test(test_live_answers),
+        cmocka_unit_test(test_live_origin),
+    };
+    int failed = cmocka_run_group_tests_name("ofi_check/tables", units, NULL, NULL);
+    na_class_t *probe = NA_Initialize("ofi+shm", true);
+    if (!probe) {
+        printf("SKIP: ofi+shm is not available here: no live check\n");
+        return failed ? 1 : 77;
+    }
+    NA_Finalize(probe);
+    failed +=
+        cmocka_run_group_tests_name("ofi_check/ofi+shm", live, live_setup, live_teardown);
+    return failed ? 1 : 0;
+}
