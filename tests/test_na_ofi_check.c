@@ -8,6 +8,7 @@
  */
 #include "na.h"
 #include "na_ofi_check.h"
+#include "na_slots.h"
 #include "test_common.h"
 
 #include <rdma/fabric.h>
@@ -86,33 +87,36 @@ static void test_keytab(void **state)
     hgx_ofi_keytab_destroy(&t);
 }
 
+/* The shared table that names waiting ops on the wire (na_slots). */
 static void test_cookies(void **state)
 {
-    struct hgx_ofi_cookies t;
+    struct na_slots t = {0};
     static int objs[300];
-    uint64_t c[300], again;
+    uint64_t c[300];
+    uint32_t index, gen;
     (void)state;
 
-    hgx_ofi_cookies_init(&t);
-    assert_null(hgx_ofi_cookie_get(&t, 0));
+    assert_null(na_slots_get_cookie(&t, 0));
+    for (int i = 0; i < 300; i++) {
+        assert_true(na_slots_add(&t, &objs[i], &index, &gen));
+        c[i] = na_slots_cookie(index, gen);
+    }
     for (int i = 0; i < 300; i++)
-        assert_true(hgx_ofi_cookie_alloc(&t, &objs[i], &c[i]));
-    for (int i = 0; i < 300; i++)
-        assert_ptr_equal(hgx_ofi_cookie_get(&t, c[i]), &objs[i]);
-    hgx_ofi_cookie_free(&t, c[5]);
-    assert_null(hgx_ofi_cookie_get(&t, c[5]));
-    hgx_ofi_cookie_free(&t, c[5]); /* stale: nothing */
-    assert_ptr_equal(hgx_ofi_cookie_get(&t, c[6]), &objs[6]);
+        assert_ptr_equal(na_slots_get_cookie(&t, c[i]), &objs[i]);
+    na_slots_remove(&t, (uint32_t)c[5]);
+    assert_null(na_slots_get_cookie(&t, c[5]));
+    assert_ptr_equal(na_slots_get_cookie(&t, c[6]), &objs[6]);
     /* The slot comes back with another generation: the old cookie stays dead. */
-    assert_true(hgx_ofi_cookie_alloc(&t, &objs[5], &again));
+    assert_true(na_slots_add(&t, &objs[5], &index, &gen));
+    uint64_t again = na_slots_cookie(index, gen);
     assert_int_equal((uint32_t)again, (uint32_t)c[5]);
     assert_int_not_equal(again, c[5]);
-    assert_null(hgx_ofi_cookie_get(&t, c[5]));
-    assert_ptr_equal(hgx_ofi_cookie_get(&t, again), &objs[5]);
+    assert_null(na_slots_get_cookie(&t, c[5]));
+    assert_ptr_equal(na_slots_get_cookie(&t, again), &objs[5]);
     assert_null(
-        hgx_ofi_cookie_get(&t, c[7] ^ (UINT64_C(1) << 40)));   /* wrong generation */
-    assert_null(hgx_ofi_cookie_get(&t, UINT64_C(0xffffffff))); /* index past the end */
-    hgx_ofi_cookies_destroy(&t);
+        na_slots_get_cookie(&t, c[7] ^ (UINT64_C(1) << 40)));   /* wrong generation */
+    assert_null(na_slots_get_cookie(&t, UINT64_C(0xffffffff))); /* index past the end */
+    na_slots_fini(&t);
 }
 
 static void test_decode(void **state)

@@ -44,6 +44,7 @@
 #include "hgx_spin.h"
 #include "na_netif.h"
 #include "na_ofi_check.h"
+#include "na_slots.h"
 #include "na_plugin.h"
 
 #include <rdma/fabric.h>
@@ -397,7 +398,7 @@ struct ofi_class {
      * lock, never after it. */
     pthread_mutex_t ctrl_lock;
     struct hgx_ofi_keytab keys;     /* our registrations, judged for peers */
-    struct hgx_ofi_cookies cookies; /* our ops waiting for answers */
+    struct na_slots cookies;        /* our ops waiting for answers */
     struct ofi_list checking;       /* those ops, first deadline first */
     _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
     struct ofi_ctrl_rx *ctrl_rx;    /* OFI_CTRL_RECVS receives */
@@ -1295,7 +1296,7 @@ static void ofi_class_free(struct ofi_class *cls)
         free(o); /* its peer goes with the peer table */
     }
     hgx_ofi_keytab_destroy(&cls->keys);
-    hgx_ofi_cookies_destroy(&cls->cookies);
+    na_slots_fini(&cls->cookies);
     if (cls->av)
         fi_close(&cls->av->fid);
     if (cls->cq)
@@ -1337,7 +1338,6 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_init(&cls->ctx_lock, NULL);
     pthread_mutex_init(&cls->ctrl_lock, NULL);
     hgx_ofi_keytab_init(&cls->keys);
-    hgx_ofi_cookies_init(&cls->cookies);
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->single = na_class->single;
@@ -2885,7 +2885,7 @@ static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg
 /* Origin: the op stops waiting; the caller now owns its next step. */
 static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
-    hgx_ofi_cookie_free(&cls->cookies, oop->cookie);
+    na_slots_remove(&cls->cookies, (uint32_t)oop->cookie);
     ofi_list_remove(&cls->checking, &oop->check_link);
     oop->checking = false;
 }
@@ -2894,7 +2894,7 @@ static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
 static bool ofi_check_claim(struct ofi_class *cls, struct ofi_op *oop, uint64_t cookie)
 {
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    bool mine = hgx_ofi_cookie_get(&cls->cookies, cookie) == oop;
+    bool mine = na_slots_get_cookie(&cls->cookies, cookie) == oop;
     if (mine)
         ofi_check_claim_locked(cls, oop);
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
@@ -2919,7 +2919,7 @@ static void ofi_check_done(struct ofi_class *cls, struct ofi_op *oop, na_return_
 static void ofi_ctrl_answer(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg)
 {
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    struct ofi_op *oop = hgx_ofi_cookie_get(&cls->cookies, msg->cookie);
+    struct ofi_op *oop = na_slots_get_cookie(&cls->cookies, msg->cookie);
     bool claimed = oop && (msg->status != NA_SUCCESS || --oop->checks_left == 0);
     if (claimed)
         ofi_check_claim_locked(cls, oop);
@@ -2989,8 +2989,10 @@ static void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     oop->check_deadline_ms = ofi_now_ms() + OFI_CHECK_TIMEOUT_MS;
     atomic_store_explicit(&cls->check_sent_ns, ofi_now_ns(), memory_order_relaxed);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    bool ok = hgx_ofi_cookie_alloc(&cls->cookies, oop, &oop->cookie);
+    uint32_t index, gen;
+    bool ok = na_slots_add(&cls->cookies, oop, &index, &gen);
     if (ok) {
+        oop->cookie = na_slots_cookie(index, gen);
         oop->checking = true;
         ofi_list_push(&cls->checking, &oop->check_link, false);
     }

@@ -1,5 +1,5 @@
 /*
- * na_ofi_check.c -- key table, cookie table and messages of the ofi RMA check
+ * na_ofi_check.c -- key table and messages of the ofi RMA check
  * (see na_ofi_check.h).
  */
 #include "na_ofi_check.h"
@@ -7,7 +7,6 @@
 #include "hgx_wire.h"
 
 #include <stdlib.h>
-#include <sys/random.h>
 
 /* ---------------------------------------------------------------------------
  * Key table: chained hash on the (random) keys
@@ -111,93 +110,6 @@ na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
     if ((access & e->access) != access)
         return NA_PERMISSION;
     return NA_SUCCESS;
-}
-
-/* ---------------------------------------------------------------------------
- * Cookie table: slot index in the low 32 bits, its generation in the high
- * ------------------------------------------------------------------------- */
-
-#define COOKIES_INIT 64
-#define COOKIE_NONE UINT32_MAX
-
-struct hgx_ofi_cookie_slot {
-    void *obj; /* NULL when free */
-    uint32_t gen;
-    uint32_t next_free;
-};
-
-void hgx_ofi_cookies_init(struct hgx_ofi_cookies *t)
-{
-    t->slots = NULL;
-    t->cap = 0;
-    t->free_head = COOKIE_NONE;
-}
-
-void hgx_ofi_cookies_destroy(struct hgx_ofi_cookies *t)
-{
-    free(t->slots);
-    hgx_ofi_cookies_init(t);
-}
-
-static bool cookies_grow(struct hgx_ofi_cookies *t)
-{
-    uint32_t n = t->cap ? t->cap * 2 : COOKIES_INIT;
-    if (n <= t->cap || n == COOKIE_NONE)
-        return false;
-    struct hgx_ofi_cookie_slot *slots = realloc(t->slots, n * sizeof(*slots));
-    if (!slots)
-        return false;
-    /* Random first generations: a guessed cookie, or one of an earlier op
-     * of the slot, is unlikely to match. */
-    uint32_t seed;
-    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-        seed = 0x9e3779b9u;
-    for (uint32_t i = t->cap; i < n; i++)
-        slots[i] = (struct hgx_ofi_cookie_slot){
-            .obj = NULL, .gen = seed ^ (i * 2654435761u), .next_free = i + 1};
-    slots[n - 1].next_free = t->free_head;
-    t->free_head = t->cap;
-    t->slots = slots;
-    t->cap = n;
-    return true;
-}
-
-bool hgx_ofi_cookie_alloc(struct hgx_ofi_cookies *t, void *obj, uint64_t *cookie)
-{
-    if (t->free_head == COOKIE_NONE && !cookies_grow(t))
-        return false;
-    uint32_t i = t->free_head;
-    struct hgx_ofi_cookie_slot *s = &t->slots[i];
-    t->free_head = s->next_free;
-    s->obj = obj;
-    *cookie = (uint64_t)s->gen << 32 | i;
-    return true;
-}
-
-static struct hgx_ofi_cookie_slot *cookie_slot(const struct hgx_ofi_cookies *t,
-                                               uint64_t cookie)
-{
-    uint32_t i = (uint32_t)cookie;
-    if (i >= t->cap || !t->slots[i].obj || t->slots[i].gen != (uint32_t)(cookie >> 32))
-        return NULL;
-    return &t->slots[i];
-}
-
-void *hgx_ofi_cookie_get(const struct hgx_ofi_cookies *t, uint64_t cookie)
-{
-    struct hgx_ofi_cookie_slot *s = cookie_slot(t, cookie);
-    return s ? s->obj : NULL;
-}
-
-void hgx_ofi_cookie_free(struct hgx_ofi_cookies *t, uint64_t cookie)
-{
-    struct hgx_ofi_cookie_slot *s = cookie_slot(t, cookie);
-    if (!s)
-        return;
-    s->obj = NULL;
-    s->gen++;
-    s->next_free = t->free_head;
-    t->free_head = (uint32_t)cookie;
 }
 
 /* ---------------------------------------------------------------------------

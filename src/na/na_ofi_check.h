@@ -8,9 +8,9 @@
  * range (key, address, length) and the access it wants; the target looks the
  * keys up among its own live registrations and answers OK or the refusal
  * code. This file holds what needs no libfabric: the target's key table, the
- * origin's cookie table and the message encoding. na_ofi.c sends and
- * receives the messages. Every function here is called under the owner's
- * lock; none takes one.
+ * and the message encoding (the origin names its waiting ops with na_slots). na_ofi.c
+ * sends and receives the messages. Every function here is called under the owner's lock;
+ * none takes one.
  */
 #ifndef NA_OFI_CHECK_H
 #define NA_OFI_CHECK_H
@@ -44,23 +44,6 @@ void hgx_ofi_keytab_remove(struct hgx_ofi_keytab *t, uint64_t key);
  * NA_SUCCESS; the codes of the UCX plugin and mpi_emul. */
 na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
                                  uint64_t addr, uint64_t len, unsigned int access);
-
-/* Ops waiting for an answer, named on the wire by a cookie: a slot index and
- * its generation, never a pointer. */
-struct hgx_ofi_cookie_slot;
-struct hgx_ofi_cookies {
-    struct hgx_ofi_cookie_slot *slots;
-    uint32_t cap, free_head;
-};
-
-void hgx_ofi_cookies_init(struct hgx_ofi_cookies *t);
-void hgx_ofi_cookies_destroy(struct hgx_ofi_cookies *t);
-/* A fresh cookie for obj; false when out of memory. */
-bool hgx_ofi_cookie_alloc(struct hgx_ofi_cookies *t, void *obj, uint64_t *cookie);
-/* The object of a live cookie, NULL for a stale, freed or forged one. */
-void *hgx_ofi_cookie_get(const struct hgx_ofi_cookies *t, uint64_t cookie);
-/* Free a live cookie: its late answers then match nothing. */
-void hgx_ofi_cookie_free(struct hgx_ofi_cookies *t, uint64_t cookie);
 
 /* Messages. A CHECK is the control header, the sender's address header
  * (sender_len bytes, the one its unexpected messages carry) and up to

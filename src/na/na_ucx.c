@@ -2408,8 +2408,7 @@ static ucs_status_t ucx_am_rma_rep_cb(void *arg, const void *header, size_t head
         return rndv ? UCS_ERR_INVALID_PARAM : UCS_OK;
     }
     uint64_t cookie = hgx_get_u64(in + 8);
-    struct ucx_op *uop =
-        na_slots_get(&cls->rma_ops, (uint32_t)cookie, (uint32_t)(cookie >> 32));
+    struct ucx_op *uop = na_slots_get_cookie(&cls->rma_ops, cookie);
     if (!uop || uop->put != (kind == UCX_RMA_PUT_ACK) ||
         !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
         param->reply_ep != uop->peer->ep) {

@@ -40,4 +40,10 @@ static inline uint64_t na_slots_cookie(uint32_t index, uint32_t gen)
     return (uint64_t)gen << 32 | index;
 }
 
+/* The entry a cookie names, or NULL: any value is safe to ask about. */
+static inline void *na_slots_get_cookie(const struct na_slots *t, uint64_t cookie)
+{
+    return na_slots_get(t, (uint32_t)cookie, (uint32_t)(cookie >> 32));
+}
+
 #endif /* NA_SLOTS_H */

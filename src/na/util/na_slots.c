@@ -4,6 +4,7 @@
 #include "na_slots.h"
 
 #include <stdlib.h>
+#include <sys/random.h>
 
 struct na_slot {
     void *ptr;     /* NULL when free */
@@ -21,9 +22,15 @@ static bool na_slots_grow(struct na_slots *t)
     struct na_slot *s = realloc(t->slot, (size_t)cap * sizeof(*s));
     if (!s)
         return false;
+    /* Random first generations: a guessed name, or one a slot gave out in
+     * an earlier run, is unlikely to match. */
+    uint32_t seed;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        seed = 0x9e3779b9u;
     /* New slots join the free list in index order; slot 0 stays out of it. */
     for (uint32_t i = cap; i-- > (t->cap ? t->cap : 1);) {
-        s[i] = (struct na_slot){.ptr = NULL, .gen = 1, .next = t->free_head};
+        uint32_t gen = seed ^ (i * 2654435761u);
+        s[i] = (struct na_slot){.ptr = NULL, .gen = gen ? gen : 1, .next = t->free_head};
         t->free_head = i;
     }
     if (!t->cap)
