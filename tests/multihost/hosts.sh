@@ -1,0 +1,129 @@
+# hosts.sh -- simulated hosts for the multi-host tests (sourced, POSIX sh).
+#
+# mh_setup N makes hosts node1..nodeN: each a network namespace with its own
+# hostname (a UTS namespace held by a sleeping process), lo up, and eth0 at
+# 203.0.113.I/24 (TEST-NET-3) plugged into one bridge that lives in a
+# namespace of its own, so the root namespace gains no address and no route.
+# Names resolve through /etc/netns/NS/hosts, which `ip netns exec` mounts
+# over /etc/hosts. Everything is removed on EXIT/INT/TERM. Without root or
+# iproute2 the calling test says SKIP and exits 77.
+#
+#   mh_on HOST CMD...     run CMD on HOST (its netns and hostname)
+#   mh_ip HOST            its address
+#   mh_link HOST up|down  plug or unplug HOST's cable (the bridge-side veth)
+#   MH_AGENT              the ssh replacement (netns-agent.sh) for mpirun/mpiexec
+#   MH_HOSTS              "node1 node2 ..."; MH_NET 203.0.113.0/24; MH_IFACE eth0
+
+MH_NET=203.0.113.0/24
+MH_IFACE=eth0
+MH_ID=hgxmh$$
+MH_AGENT=${MH_AGENT:-$(cd "$(dirname "$0")" && pwd)/netns-agent.sh}
+MH_HOSTS=
+MH_DIR=
+MH_HOLDERS=
+
+mh_skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+mh_ns() { echo "${MH_ID}_$1"; }
+
+mh_cleanup() {
+    for h in $MH_HOSTS; do
+        ip netns del "$(mh_ns "$h")" 2>/dev/null
+        rm -rf "/etc/netns/$(mh_ns "$h")"
+    done
+    ip netns del "$(mh_ns br)" 2>/dev/null
+    for p in $MH_HOLDERS; do kill "$p" 2>/dev/null; done
+    rmdir /etc/netns 2>/dev/null
+    [ -n "$MH_DIR" ] && rm -rf "$MH_DIR"
+    MH_HOSTS= MH_HOLDERS= MH_DIR=
+}
+
+mh_fail_setup() {
+    mh_cleanup
+    mh_skip "$*"
+}
+
+mh_setup() {
+    [ "$(id -u)" = 0 ] || mh_skip "simulated hosts need root (network and UTS namespaces)"
+    for t in ip unshare nsenter; do
+        command -v $t >/dev/null 2>&1 || mh_skip "no $t (install iproute2 / util-linux)"
+    done
+    trap 'mh_cleanup' EXIT
+    trap 'mh_cleanup; exit 130' INT TERM
+    MH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hgx-mh.XXXXXX") || mh_skip "no temporary directory"
+    export HGX_MH_DIR=$MH_DIR
+    br=$(mh_ns br)
+    err=$(ip netns add "$br" 2>&1) || mh_fail_setup "cannot create a network namespace: $err"
+    ip -n "$br" link add br0 type bridge && ip -n "$br" link set br0 up ||
+        mh_fail_setup "cannot create a bridge"
+    printf '127.0.0.1 localhost\n' >"$MH_DIR/hosts"
+    i=1
+    while [ "$i" -le "$1" ]; do
+        h=node$i ns=$(mh_ns node$i)
+        MH_HOSTS="$MH_HOSTS $h"
+        ip netns add "$ns" &&
+            ip -n "$br" link add "vh$i" type veth peer name "$MH_IFACE" netns "$ns" &&
+            ip -n "$br" link set "vh$i" master br0 up &&
+            ip -n "$ns" addr add "203.0.113.$i/24" dev "$MH_IFACE" &&
+            ip -n "$ns" link set lo up && ip -n "$ns" link set "$MH_IFACE" up ||
+            mh_fail_setup "cannot set up host $h"
+        # The hostname lives in a UTS namespace held open by a sleeping process.
+        unshare --uts sh -c "hostname $h && exec sleep 100000" </dev/null >/dev/null 2>&1 &
+        MH_HOLDERS="$MH_HOLDERS $!"
+        echo "$ns $! $i" >"$MH_DIR/$h"
+        printf '203.0.113.%s %s\n' "$i" "$h" >>"$MH_DIR/hosts"
+        i=$((i + 1))
+    done
+    for h in $MH_HOSTS; do
+        mkdir -p "/etc/netns/$(mh_ns "$h")" &&
+            cp "$MH_DIR/hosts" "/etc/netns/$(mh_ns "$h")/hosts" ||
+            mh_fail_setup "cannot write /etc/netns/$(mh_ns "$h")/hosts"
+    done
+    # Every host answers with its own name once its UTS holder is up.
+    for h in $MH_HOSTS; do
+        n=0
+        until [ "$(mh_on "$h" hostname 2>/dev/null)" = "$h" ]; do
+            n=$((n + 1))
+            [ $n -gt 50 ] && mh_fail_setup "host $h has no hostname of its own"
+            sleep 0.1
+        done
+    done
+}
+
+mh_on() {
+    h=$1
+    shift
+    "$MH_AGENT" "$h" "$@"
+}
+
+mh_ip() { echo "203.0.113.$(cut -d' ' -f3 "$MH_DIR/$1")"; }
+
+mh_link() {
+    ip -n "$(mh_ns br)" link set "vh$(cut -d' ' -f3 "$MH_DIR/$1")" "$2"
+}
+
+# mh_mpirun SECONDS NP HOSTS PROGRAM [ARGS...]: an MPI job started on node1 by the
+# build tree's launcher (MPIRUN, MPI_FLAVOR from make check), its other ranks
+# reached through the agent, MPI's traffic kept on the simulated network.
+mh_mpirun() {
+    t=$1 np=$2 hl=$3
+    shift 3
+    case "$MPI_FLAVOR" in
+    openmpi)
+        mh_on node1 "cd $PWD && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN --oversubscribe -np $np --host $hl \
+--mca plm_rsh_agent $MH_AGENT --mca pml ob1 --mca btl tcp,self \
+--mca btl_tcp_if_include $MH_NET --mca oob_tcp_if_include $MH_NET -x HG_LOG_LEVEL $*" ;;
+    mpich)
+        # ch4:ucx: UCX must be told to use TCP over the hosts' interface.
+        mh_on node1 "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN \
+-launcher ssh -launcher-exec $MH_AGENT -hosts $hl -n $np \
+-genv UCX_TLS tcp,self -genv UCX_NET_DEVICES $MH_IFACE $*" ;;
+    *)
+        echo "mh_mpirun: unknown MPI_FLAVOR '$MPI_FLAVOR'" >&2
+        return 1 ;;
+    esac
+}
