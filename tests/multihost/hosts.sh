@@ -30,6 +30,11 @@ mh_skip() {
 mh_ns() { echo "${MH_ID}_$1"; }
 
 mh_cleanup() {
+    # What a dropped ssh session would end: every process left on a host.
+    for h in $MH_HOSTS; do
+        pids=$(ip netns pids "$(mh_ns "$h")" 2>/dev/null)
+        [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    done
     for h in $MH_HOSTS; do
         ip netns del "$(mh_ns "$h")" 2>/dev/null
         rm -rf "/etc/netns/$(mh_ns "$h")"
@@ -70,10 +75,19 @@ mh_setup() {
             ip -n "$ns" addr add "203.0.113.$i/24" dev "$MH_IFACE" &&
             ip -n "$ns" link set lo up && ip -n "$ns" link set "$MH_IFACE" up ||
             mh_fail_setup "cannot set up host $h"
-        # The hostname lives in a UTS namespace held open by a sleeping process.
-        unshare --uts sh -c "hostname $h && exec sleep 100000" </dev/null >/dev/null 2>&1 &
-        MH_HOLDERS="$MH_HOLDERS $!"
-        echo "$ns $! $i" >"$MH_DIR/$h"
+        # The hostname lives in a UTS namespace held open by a sleeping process,
+        # started detached so that a test's plain `wait` does not wait for it.
+        (unshare --uts sh -c "hostname $h && echo \$\$ >'$MH_DIR/$h.pid' && exec sleep 100000" \
+            </dev/null >/dev/null 2>&1 &)
+        n=0
+        until [ -s "$MH_DIR/$h.pid" ]; do
+            n=$((n + 1))
+            [ $n -gt 50 ] && mh_fail_setup "host $h has no hostname of its own"
+            sleep 0.1
+        done
+        pid=$(cat "$MH_DIR/$h.pid")
+        MH_HOLDERS="$MH_HOLDERS $pid"
+        echo "$ns $pid $i" >"$MH_DIR/$h"
         printf '203.0.113.%s %s\n' "$i" "$h" >>"$MH_DIR/hosts"
         i=$((i + 1))
     done
@@ -82,14 +96,9 @@ mh_setup() {
             cp "$MH_DIR/hosts" "/etc/netns/$(mh_ns "$h")/hosts" ||
             mh_fail_setup "cannot write /etc/netns/$(mh_ns "$h")/hosts"
     done
-    # Every host answers with its own name once its UTS holder is up.
     for h in $MH_HOSTS; do
-        n=0
-        until [ "$(mh_on "$h" hostname 2>/dev/null)" = "$h" ]; do
-            n=$((n + 1))
-            [ $n -gt 50 ] && mh_fail_setup "host $h has no hostname of its own"
-            sleep 0.1
-        done
+        [ "$(mh_on "$h" hostname 2>/dev/null)" = "$h" ] ||
+            mh_fail_setup "host $h does not answer with its own hostname"
     done
 }
 
@@ -121,7 +130,7 @@ HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN --oversubscribe -np 
         # ch4:ucx: UCX must be told to use TCP over the hosts' interface.
         mh_on node1 "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN \
 -launcher ssh -launcher-exec $MH_AGENT -hosts $hl -n $np \
--genv UCX_TLS tcp,self -genv UCX_NET_DEVICES $MH_IFACE $*" ;;
+-genv UCX_TLS ${MH_UCX_TLS:-tcp,self} -genv UCX_NET_DEVICES $MH_IFACE $*" ;;
     *)
         echo "mh_mpirun: unknown MPI_FLAVOR '$MPI_FLAVOR'" >&2
         return 1 ;;
