@@ -136,3 +136,36 @@ HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN --oversubscribe -np 
         return 1 ;;
     esac
 }
+
+# Info strings for a server on HOST and a client on HOST. Until plain strings
+# ("ofi+tcp") pick and advertise a routable interface, both pin the host's
+# address. SWITCH TO PLAIN STRINGS HERE: `echo "$1"` in both.
+mh_server_info() { echo "$1://$(mh_ip "$2"):$3"; }
+mh_client_info() { echo "$1://$(mh_ip "$2")"; }
+
+# mh_serve TRANSPORT HOST PORT OUTFILE: start the fault/load server on HOST in the
+# background (MH_SERVER_PID); MH_SERVER_ADDR is the address it printed.
+mh_serve() {
+    rm -f "$4"
+    mh_on "$2" "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 150 \
+./tests/test_load --serve $(mh_server_info "$1" "$2" "$3")" >"$4" 2>&1 &
+    MH_SERVER_PID=$!
+    MH_SERVER_ADDR=
+    n=0
+    until [ -s "$4" ]; do
+        n=$((n + 1))
+        [ $n -gt 100 ] && return 1
+        sleep 0.1
+    done
+    MH_SERVER_ADDR=$(head -n1 "$4")
+    case $MH_SERVER_ADDR in *://*) return 0 ;; esac
+    return 1
+}
+
+# mh_client HOST SECONDS TRANSPORT MODE [ARGS...]: tests/multihost/mh_rpc on HOST.
+mh_client() {
+    h=$1 t=$2 tr=$3
+    shift 3
+    mh_on "$h" "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t \
+./tests/multihost/mh_rpc $1 $(mh_client_info "$tr" "$h") $MH_SERVER_ADDR $2 $3"
+}
