@@ -169,3 +169,10 @@ mh_client() {
     mh_on "$h" "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t \
 ./tests/multihost/mh_rpc $1 $(mh_client_info "$tr" "$h") $MH_SERVER_ADDR $2 $3"
 }
+
+# mh_crash HOST: kill -9 every process on HOST (its hostname holder stays).
+mh_crash() {
+    pids=$(ip netns pids "$(mh_ns "$1")" 2>/dev/null)
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    return 0
+}
