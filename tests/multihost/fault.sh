@@ -62,7 +62,7 @@ $MH_SERVER_ADDR 134217728 5000 $(mh_client_info "$tr" node3)" >"$MH_DIR/c.log" 2
             bad "$tr: the server did not count node3's pull as failed"
         mh_client node2 30 "$tr" quit >/dev/null
         wait "$MH_SERVER_PID" || bad "$tr: server exit $?: $(cat "$MH_DIR/server.log")"
-        mh_link node3 up
+        mh_link node3 up || bad "node3 did not come back"
         [ $fail = 0 ] && echo "PASS: $tr, node3 taken away ($how)"
     done
 done

@@ -7,6 +7,7 @@
 # Names resolve through /etc/netns/NS/hosts, which `ip netns exec` mounts
 # over /etc/hosts. Everything is removed on EXIT/INT/TERM. Without root or
 # iproute2 the calling test says SKIP and exits 77.
+# Helpers keep their own variables in _names so that a test's are safe.
 #
 #   mh_on HOST CMD...     run CMD on HOST (its netns and hostname)
 #   mh_ip HOST            its address
@@ -31,13 +32,13 @@ mh_ns() { echo "${MH_ID}_$1"; }
 
 mh_cleanup() {
     # What a dropped ssh session would end: every process left on a host.
-    for h in $MH_HOSTS; do
-        pids=$(ip netns pids "$(mh_ns "$h")" 2>/dev/null)
-        [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    for _h in $MH_HOSTS; do
+        _pids=$(ip netns pids "$(mh_ns "$_h")" 2>/dev/null)
+        [ -n "$_pids" ] && kill -9 $_pids 2>/dev/null
     done
-    for h in $MH_HOSTS; do
-        ip netns del "$(mh_ns "$h")" 2>/dev/null
-        rm -rf "/etc/netns/$(mh_ns "$h")"
+    for _h in $MH_HOSTS; do
+        ip netns del "$(mh_ns "$_h")" 2>/dev/null
+        rm -rf "/etc/netns/$(mh_ns "$_h")"
     done
     ip netns del "$(mh_ns br)" 2>/dev/null
     for p in $MH_HOLDERS; do kill "$p" 2>/dev/null; done
@@ -53,83 +54,94 @@ mh_fail_setup() {
 
 mh_setup() {
     [ "$(id -u)" = 0 ] || mh_skip "simulated hosts need root (network and UTS namespaces)"
-    for t in ip unshare nsenter; do
-        command -v $t >/dev/null 2>&1 || mh_skip "no $t (install iproute2 / util-linux)"
+    for _t in ip unshare nsenter; do
+        command -v $_t >/dev/null 2>&1 || mh_skip "no $_t (install iproute2 / util-linux)"
     done
     trap 'mh_cleanup' EXIT
     trap 'mh_cleanup; exit 130' INT TERM
     MH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hgx-mh.XXXXXX") || mh_skip "no temporary directory"
     export HGX_MH_DIR=$MH_DIR
-    br=$(mh_ns br)
-    err=$(ip netns add "$br" 2>&1) || mh_fail_setup "cannot create a network namespace: $err"
-    ip -n "$br" link add br0 type bridge && ip -n "$br" link set br0 up ||
+    _br=$(mh_ns br)
+    _err=$(ip netns add "$_br" 2>&1) || mh_fail_setup "cannot create a network namespace: $_err"
+    ip -n "$_br" link add br0 type bridge && ip -n "$_br" link set br0 up ||
         mh_fail_setup "cannot create a bridge"
     printf '127.0.0.1 localhost\n' >"$MH_DIR/hosts"
-    i=1
-    while [ "$i" -le "$1" ]; do
-        h=node$i ns=$(mh_ns node$i)
-        MH_HOSTS="$MH_HOSTS $h"
-        ip netns add "$ns" &&
-            ip -n "$br" link add "vh$i" type veth peer name "$MH_IFACE" netns "$ns" &&
-            ip -n "$br" link set "vh$i" master br0 up &&
-            ip -n "$ns" addr add "203.0.113.$i/24" dev "$MH_IFACE" &&
-            ip -n "$ns" link set lo up && ip -n "$ns" link set "$MH_IFACE" up ||
-            mh_fail_setup "cannot set up host $h"
+    _i=1
+    while [ "$_i" -le "$1" ]; do
+        _h=node$_i _ns=$(mh_ns node$_i)
+        MH_HOSTS="$MH_HOSTS $_h"
+        ip netns add "$_ns" &&
+            ip -n "$_br" link add "vh$_i" type veth peer name "$MH_IFACE" netns "$_ns" &&
+            ip -n "$_br" link set "vh$_i" master br0 up &&
+            ip -n "$_ns" addr add "203.0.113.$_i/24" dev "$MH_IFACE" &&
+            ip -n "$_ns" link set lo up && ip -n "$_ns" link set "$MH_IFACE" up ||
+            mh_fail_setup "cannot set up host $_h"
         # The hostname lives in a UTS namespace held open by a sleeping process,
         # started detached so that a test's plain `wait` does not wait for it.
-        (unshare --uts sh -c "hostname $h && echo \$\$ >'$MH_DIR/$h.pid' && exec sleep 100000" \
+        (unshare --uts sh -c "hostname $_h && echo \$\$ >'$MH_DIR/$_h.pid' && exec sleep 100000" \
             </dev/null >/dev/null 2>&1 &)
-        n=0
-        until [ -s "$MH_DIR/$h.pid" ]; do
-            n=$((n + 1))
-            [ $n -gt 50 ] && mh_fail_setup "host $h has no hostname of its own"
+        _n=0
+        until [ -s "$MH_DIR/$_h.pid" ]; do
+            _n=$((_n + 1))
+            [ $_n -gt 50 ] && mh_fail_setup "host $_h has no hostname of its own"
             sleep 0.1
         done
-        pid=$(cat "$MH_DIR/$h.pid")
-        MH_HOLDERS="$MH_HOLDERS $pid"
-        echo "$ns $pid $i" >"$MH_DIR/$h"
-        printf '203.0.113.%s %s\n' "$i" "$h" >>"$MH_DIR/hosts"
-        i=$((i + 1))
+        _pid=$(cat "$MH_DIR/$_h.pid")
+        MH_HOLDERS="$MH_HOLDERS $_pid"
+        echo "$_ns $_pid $_i" >"$MH_DIR/$_h"
+        printf '203.0.113.%s %s\n' "$_i" "$_h" >>"$MH_DIR/hosts"
+        _i=$((_i + 1))
     done
-    for h in $MH_HOSTS; do
-        mkdir -p "/etc/netns/$(mh_ns "$h")" &&
-            cp "$MH_DIR/hosts" "/etc/netns/$(mh_ns "$h")/hosts" ||
-            mh_fail_setup "cannot write /etc/netns/$(mh_ns "$h")/hosts"
+    for _h in $MH_HOSTS; do
+        mkdir -p "/etc/netns/$(mh_ns "$_h")" &&
+            cp "$MH_DIR/hosts" "/etc/netns/$(mh_ns "$_h")/hosts" ||
+            mh_fail_setup "cannot write /etc/netns/$(mh_ns "$_h")/hosts"
     done
-    for h in $MH_HOSTS; do
-        [ "$(mh_on "$h" hostname 2>/dev/null)" = "$h" ] ||
-            mh_fail_setup "host $h does not answer with its own hostname"
+    for _h in $MH_HOSTS; do
+        [ "$(mh_on "$_h" hostname 2>/dev/null)" = "$_h" ] ||
+            mh_fail_setup "host $_h does not answer with its own hostname"
     done
 }
 
 mh_on() {
-    h=$1
+    _h=$1
     shift
-    "$MH_AGENT" "$h" "$@"
+    "$MH_AGENT" "$_h" "$@"
 }
 
 mh_ip() { echo "203.0.113.$(cut -d' ' -f3 "$MH_DIR/$1")"; }
 
 mh_link() {
-    ip -n "$(mh_ns br)" link set "vh$(cut -d' ' -f3 "$MH_DIR/$1")" "$2"
+    _port=vh$(cut -d' ' -f3 "$MH_DIR/$1")
+    ip -n "$(mh_ns br)" link set "$_port" "$2" || return 1
+    [ "$2" = up ] || return 0
+    # Back in service: the bridge port forwarding, and no host remembering the
+    # addresses it could not resolve while the cable was out.
+    _n=0
+    until bridge -n "$(mh_ns br)" link show dev "$_port" | grep -q "state forwarding"; do
+        _n=$((_n + 1))
+        [ $_n -gt 50 ] && return 1
+        sleep 0.1
+    done
+    for _h in $MH_HOSTS; do ip -n "$(mh_ns "$_h")" neigh flush dev "$MH_IFACE"; done
 }
 
 # mh_mpirun SECONDS NP HOSTS PROGRAM [ARGS...]: an MPI job started on node1 by the
 # build tree's launcher (MPIRUN, MPI_FLAVOR from make check), its other ranks
 # reached through the agent, MPI's traffic kept on the simulated network.
 mh_mpirun() {
-    t=$1 np=$2 hl=$3
+    _t=$1 _np=$2 _hl=$3
     shift 3
     case "$MPI_FLAVOR" in
     openmpi)
         mh_on node1 "cd $PWD && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN --oversubscribe -np $np --host $hl \
+HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $_t $MPIRUN --oversubscribe -np $_np --host $_hl \
 --mca plm_rsh_agent $MH_AGENT --mca pml ob1 --mca btl tcp,self \
 --mca btl_tcp_if_include $MH_NET --mca oob_tcp_if_include $MH_NET -x HG_LOG_LEVEL $*" ;;
     mpich)
         # ch4:ucx: UCX must be told to use TCP over the hosts' interface.
-        mh_on node1 "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t $MPIRUN \
--launcher ssh -launcher-exec $MH_AGENT -hosts $hl -n $np \
+        mh_on node1 "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $_t $MPIRUN \
+-launcher ssh -launcher-exec $MH_AGENT -hosts $_hl -n $_np \
 -genv UCX_TLS ${MH_UCX_TLS:-tcp,self} -genv UCX_NET_DEVICES $MH_IFACE $*" ;;
     *)
         echo "mh_mpirun: unknown MPI_FLAVOR '$MPI_FLAVOR'" >&2
@@ -151,10 +163,10 @@ mh_serve() {
 ./tests/test_load --serve $(mh_server_info "$1" "$2" "$3")" >"$4" 2>&1 &
     MH_SERVER_PID=$!
     MH_SERVER_ADDR=
-    n=0
+    _n=0
     until [ -s "$4" ]; do
-        n=$((n + 1))
-        [ $n -gt 100 ] && return 1
+        _n=$((_n + 1))
+        [ $_n -gt 100 ] && return 1
         sleep 0.1
     done
     MH_SERVER_ADDR=$(head -n1 "$4")
@@ -164,15 +176,15 @@ mh_serve() {
 
 # mh_client HOST SECONDS TRANSPORT MODE [ARGS...]: tests/multihost/mh_rpc on HOST.
 mh_client() {
-    h=$1 t=$2 tr=$3
+    _h=$1 _t=$2 _tr=$3
     shift 3
-    mh_on "$h" "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $t \
-./tests/multihost/mh_rpc $1 $(mh_client_info "$tr" "$h") $MH_SERVER_ADDR $2 $3"
+    mh_on "$_h" "cd $PWD && HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $_t \
+./tests/multihost/mh_rpc $1 $(mh_client_info "$_tr" "$_h") $MH_SERVER_ADDR $2 $3"
 }
 
 # mh_crash HOST: kill -9 every process on HOST (its hostname holder stays).
 mh_crash() {
-    pids=$(ip netns pids "$(mh_ns "$1")" 2>/dev/null)
-    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    _pids=$(ip netns pids "$(mh_ns "$1")" 2>/dev/null)
+    [ -n "$_pids" ] && kill -9 $_pids 2>/dev/null
     return 0
 }
