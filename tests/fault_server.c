@@ -207,7 +207,8 @@ static hg_return_t expose_rpc(hg_handle_t h)
     fs.region = malloc(in.size);
     test_fill(fs.region, in.size, in.seed);
     hg_size_t size = in.size;
-    HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &fs.region, &size, HG_BULK_READ_ONLY,
+    /* Read-write: the multi-host tests push into it and pull it back. */
+    HG_Bulk_create(HG_Get_info(h)->hg_class, 1, &fs.region, &size, HG_BULK_READWRITE,
                    &fs.region_bulk);
     out.bulk = fs.region_bulk;
     HG_Free_input(h, &in);
