@@ -149,11 +149,19 @@ HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} timeout -k 5 $_t $MPIRUN --oversubscribe -np
     esac
 }
 
-# Info strings for a server on HOST and a client on HOST. Until plain strings
-# ("ofi+tcp") pick and advertise a routable interface, both pin the host's
-# address. SWITCH TO PLAIN STRINGS HERE: `echo "$1"` in both.
-mh_server_info() { echo "$1://$(mh_ip "$2"):$3"; }
-mh_client_info() { echo "$1://$(mh_ip "$2")"; }
+# Info strings for a server on HOST (on PORT) and a client on HOST: the plain
+# protocol, as a user writes it; hgx picks the host's routable interface
+# (eth0) and the server advertises its address with the port it got.
+# MH_SERVER_FORM=port, iface or ip gives ":PORT", "eth0:PORT" or "IP:PORT".
+mh_server_info() {
+    case ${MH_SERVER_FORM:-plain} in
+    iface) echo "$1://eth0:$3" ;;
+    ip) echo "$1://$(mh_ip "$2"):$3" ;;
+    port) echo "$1://:$3" ;;
+    *) echo "$1" ;;
+    esac
+}
+mh_client_info() { echo "$1"; }
 
 # mh_serve TRANSPORT HOST PORT OUTFILE: start the fault/load server on HOST in the
 # background (MH_SERVER_PID); MH_SERVER_ADDR is the address it printed.
