@@ -86,6 +86,42 @@ HG_PUBLIC void HG_Set_log_level(const char *level);
 HG_PUBLIC void HG_Set_log_subsys(const char *subsys);
 
 /**
+ * Set the function that writes every log line (Mercury 2.4.1). It is called
+ * as log_func(stream, format, ...) with the stream HG_Set_log_stream() chose.
+ * \param log_func [IN] function, or NULL to go back to fprintf
+ */
+HG_PUBLIC void HG_Set_log_func(int (*log_func)(FILE *stream, const char *format, ...));
+
+/**
+ * Set the stream that lines of one level go to.
+ * \param level [IN] "error", "warning" or "debug" (an unknown level is logged
+ *        and ignored)
+ * \param stream [IN] stream, or NULL to go back to stderr
+ */
+HG_PUBLIC void HG_Set_log_stream(const char *level, FILE *stream);
+
+/**
+ * Write the diagnostic counters of every live class (see
+ * HG_Class_get_counters()) to the debug log stream, whatever the log level.
+ */
+HG_PUBLIC void HG_Diag_dump_counters(void);
+
+/**
+ * List the protocols the NA plugins support (NA_Get_protocol_info()).
+ * \param info_string [IN] NULL, "protocol" or "plugin+protocol"
+ * \param na_protocol_info_p [OUT] list, freed with HG_Free_na_protocol_info()
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Get_na_protocol_info(
+    const char *info_string, struct na_protocol_info **na_protocol_info_p);
+
+/**
+ * Free a list from HG_Get_na_protocol_info() (NULL is ignored).
+ * \param na_protocol_info [IN] list
+ */
+HG_PUBLIC void HG_Free_na_protocol_info(struct na_protocol_info *na_protocol_info);
+
+/**
  * \param hg_class [IN] class
  * \return the NA plugin name ("ofi", ...), or NULL
  */
@@ -115,6 +151,47 @@ HG_PUBLIC hg_size_t HG_Class_get_input_eager_size(const hg_class_t *hg_class);
  * \return largest output that travels inside the response message, 0 if no class
  */
 HG_PUBLIC hg_size_t HG_Class_get_output_eager_size(const hg_class_t *hg_class);
+
+/**
+ * Reserve offset bytes at the start of every input payload for a header of
+ * the caller's own (written and read through HG_Get_input_buf()); HG_Forward()
+ * encodes and HG_Get_input() decodes after them. Both peers must set the same
+ * offset. A payload too large for a message travels without them in the
+ * extra buffer; the reserved bytes still travel in the message.
+ * \param hg_class [IN] class  \param offset [IN] bytes (0 by default)
+ * \return HG_SUCCESS, HG_INVALID_ARG (offset above the input eager size)
+ */
+HG_PUBLIC hg_return_t HG_Class_set_input_offset(hg_class_t *hg_class, hg_size_t offset);
+
+/**
+ * HG_Class_set_input_offset() for output payloads (HG_Respond() /
+ * HG_Get_output()).
+ * \return HG_SUCCESS, HG_INVALID_ARG (offset above the output eager size)
+ */
+HG_PUBLIC hg_return_t HG_Class_set_output_offset(hg_class_t *hg_class, hg_size_t offset);
+
+/**
+ * Fill the diagnostic counters of a class: requests and responses sent and
+ * received, those that needed an extra (bulk) buffer, requests being handled
+ * and bulk transfers started. hgx always counts (Mercury needs a debug build);
+ * rpc_multi_recv_copy_count stays 0 (no multi-recv in hgx).
+ * \param hg_class [IN] class  \param diag_counters [OUT] counters
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Class_get_counters(const hg_class_t *hg_class,
+                                            struct hg_diag_counters *diag_counters);
+
+/**
+ * Call callback(handle, arg) on every handle created: by HG_Create() and for
+ * every received request, before the handler runs, so that upper layers can
+ * attach data with HG_Set_data(). A callback error fails the creation
+ * (HG_Create() returns HG_NOMEM, a request is dropped).
+ * \param hg_class [IN] class  \param callback [IN] function, NULL to remove
+ * \param arg [IN] its argument
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Class_set_handle_create_callback(
+    hg_class_t *hg_class, hg_return_t (*callback)(hg_handle_t, void *), void *arg);
 
 /**
  * Attach user data to a class; free_callback(data) runs at HG_Finalize().
@@ -151,6 +228,15 @@ HG_PUBLIC hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id
  * \return HG_SUCCESS, HG_BUSY, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Context_destroy(hg_context_t *context);
+
+/**
+ * Stop taking requests on a listening context: its posted receives are
+ * cancelled (HG_Context_destroy() does it otherwise). No-op on a context that
+ * posts none.
+ * \param context [IN] context
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Context_unpost(hg_context_t *context);
 
 /**
  * \param context [IN] context
@@ -414,6 +500,69 @@ HG_PUBLIC hg_return_t HG_Get_output(hg_handle_t handle, void *out_struct);
 HG_PUBLIC hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct);
 
 /**
+ * Bytes of the last input payload of the handle: at the origin the one
+ * HG_Forward() sent, at the target the one received. For a payload that
+ * travelled in the extra buffer, its size; else the reserved bytes
+ * (HG_Class_set_input_offset()) plus the encoding.
+ * \return the size, 0 if none or for HG_HANDLE_NULL
+ */
+HG_PUBLIC hg_size_t HG_Get_input_payload_size(hg_handle_t handle);
+
+/**
+ * HG_Get_input_payload_size() for the output (HG_Respond() / the response).
+ * \return the size, 0 if none or for HG_HANDLE_NULL
+ */
+HG_PUBLIC hg_size_t HG_Get_output_payload_size(hg_handle_t handle);
+
+/**
+ * Raw input buffer, for manual encoding: at the origin the payload area of
+ * the request message (its first HG_Class_set_input_offset() bytes are the
+ * caller's), at the target the input received in the message.
+ * \param in_buf_p [OUT] buffer  \param in_buf_size_p [OUT] its size (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, HG_NOENTRY (target: the input
+ *         came in the extra buffer, or was released, or the RPC was to self)
+ */
+HG_PUBLIC hg_return_t HG_Get_input_buf(hg_handle_t handle, void **in_buf_p,
+                                       hg_size_t *in_buf_size_p);
+
+/**
+ * Release the input received by a target handle early (HG_Destroy() does it
+ * otherwise); HG_Get_input() fails with HG_NOENTRY afterwards.
+ * \return HG_SUCCESS, HG_INVALID_ARG (not a received request)
+ */
+HG_PUBLIC hg_return_t HG_Release_input_buf(hg_handle_t handle);
+
+/**
+ * Raw output buffer: at the target the payload area of the response message
+ * (its first HG_Class_set_output_offset() bytes are the caller's), at the
+ * origin the output received in the message.
+ * \param out_buf_p [OUT] buffer  \param out_buf_size_p [OUT] its size (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, HG_NOENTRY (origin: no output
+ *         received in a message)
+ */
+HG_PUBLIC hg_return_t HG_Get_output_buf(hg_handle_t handle, void **out_buf_p,
+                                        hg_size_t *out_buf_size_p);
+
+/**
+ * Extra input buffer, used when the input is too large for a message: at the
+ * origin the encoding HG_Forward() exposed, at the target the one it pulled
+ * (for an RPC to self: the encoding, when larger than the eager size).
+ * \param in_buf_p [OUT] buffer, NULL if there is none
+ * \param in_buf_size_p [OUT] its size, 0 if none (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Get_input_extra_buf(hg_handle_t handle, void **in_buf_p,
+                                             hg_size_t *in_buf_size_p);
+
+/**
+ * HG_Get_input_extra_buf() for the output: at the target the encoding
+ * HG_Respond() exposed, at the origin the one it pulled.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Get_output_extra_buf(hg_handle_t handle, void **out_buf_p,
+                                              hg_size_t *out_buf_size_p);
+
+/**
  * Send the RPC. The input is encoded with the registered input proc; input
  * larger than the eager size is moved transparently with a bulk transfer.
  * callback runs once from HG_Trigger(), with HG_SUCCESS, HG_CANCELED or an
@@ -451,6 +600,42 @@ HG_PUBLIC hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout);
  */
 HG_PUBLIC hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
                                  unsigned int max_count, unsigned int *actual_count_p);
+
+/**
+ * Events API (Mercury 2.4.1): drive a context from the program's own event
+ * loop. Loop: if HG_Event_ready() is false, poll(2) the fd of
+ * HG_Event_get_wait_fd() for reading; then HG_Event_progress() and
+ * HG_Event_trigger(). None of them blocks.
+ * \param context [IN] context
+ * \return a file descriptor to poll for reading, or -1 when the plugin has
+ *         none (mpi+; a class in NA_NO_BLOCK mode): use HG_Progress() then
+ */
+HG_PUBLIC int HG_Event_get_wait_fd(const hg_context_t *context);
+
+/**
+ * Must be called before blocking on the wait fd: it arms the fd, and says
+ * whether there is work already (callbacks queued, completions not yet
+ * read), in which case the program must not block.
+ * \param context [IN] context
+ * \return HG_TRUE if there is work to progress or trigger now
+ */
+HG_PUBLIC hg_bool_t HG_Event_ready(hg_context_t *context);
+
+/**
+ * Move completed network operations to the context's queue (never blocks).
+ * \param context [IN] context
+ * \param count_p [OUT] callbacks now queued (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG, or the NA error
+ */
+HG_PUBLIC hg_return_t HG_Event_progress(hg_context_t *context, unsigned int *count_p);
+
+/**
+ * Run at most max_count queued callbacks without waiting.
+ * \param actual_count_p [OUT] callbacks run (optional)
+ * \return HG_SUCCESS (also when none ran), HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t HG_Event_trigger(hg_context_t *context, unsigned int max_count,
+                                       unsigned int *actual_count_p);
 
 /**
  * Cancel the pending forward or respond of a handle. Local: it never waits

@@ -76,6 +76,29 @@ HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size
                                      uint8_t flags, uint32_t max_count, void **buf_ptrs,
                                      hg_size_t *buf_sizes, uint32_t *actual_count);
 
+/**
+ * Bind a local handle to this process's address and a context, so that its
+ * serialized descriptor carries them: a process that receives it (directly
+ * or passed on by another) can transfer with HG_Bulk_bind_transfer() without
+ * knowing the owner. Binding adds the address to the descriptor.
+ * \param handle [IN] local bulk handle  \param context [IN] context
+ * \return HG_SUCCESS, HG_INVALID_ARG (NULL, or a deserialized handle), HG_NOMEM
+ */
+HG_PUBLIC hg_return_t HG_Bulk_bind(hg_bulk_t handle, hg_context_t *context);
+
+/**
+ * \param handle [IN] bulk handle
+ * \return the address it is bound to (local: this process; deserialized: the
+ *         owner's), valid while the handle lives; HG_ADDR_NULL if not bound
+ */
+HG_PUBLIC hg_addr_t HG_Bulk_get_addr(hg_bulk_t handle);
+
+/**
+ * \param handle [IN] bulk handle
+ * \return the context id it is bound to, 0 if not bound
+ */
+HG_PUBLIC uint8_t HG_Bulk_get_context_id(hg_bulk_t handle);
+
 /** \return total bytes described by the handle, 0 for HG_BULK_NULL */
 HG_PUBLIC hg_size_t HG_Bulk_get_size(hg_bulk_t handle);
 
@@ -138,6 +161,16 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callbac
                                           hg_size_t origin_offset, hg_bulk_t local_handle,
                                           hg_size_t local_offset, hg_size_t size,
                                           hg_op_id_t *op_id);
+
+/**
+ * HG_Bulk_transfer_id() towards the owner origin_handle is bound to
+ * (HG_Bulk_bind()): its address and context id come from the handle.
+ * \return as HG_Bulk_transfer(); HG_INVALID_ARG if origin_handle is not bound
+ */
+HG_PUBLIC hg_return_t HG_Bulk_bind_transfer(
+    hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_op_t op,
+    hg_bulk_t origin_handle, hg_size_t origin_offset, hg_bulk_t local_handle,
+    hg_size_t local_offset, hg_size_t size, hg_op_id_t *op_id);
 
 /**
  * Cancel a transfer: all its NA operations are cancelled; the callback runs

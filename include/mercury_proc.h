@@ -186,6 +186,16 @@ HG_PUBLIC void *hg_proc_save_ptr(hg_proc_t proc, hg_size_t data_size);
 HG_PUBLIC hg_return_t hg_proc_restore_ptr(hg_proc_t proc, void *data,
                                           hg_size_t data_size);
 
+struct XDR; /* <rpc/xdr.h>'s XDR */
+
+/**
+ * Mercury declares this only with HG_HAS_XDR; hgx never encodes with XDR
+ * (HG_HAS_XDR is not set) and declares it always.
+ * \param proc [IN]  processor
+ * \return NULL: there is no XDR stream
+ */
+HG_PUBLIC struct XDR *hg_proc_get_xdr_ptr(hg_proc_t proc);
+
 /**
  * \param proc [IN]  processor (not NULL)
  * \return the extra buffer (holding everything encoded) or NULL if none was needed

@@ -2,7 +2,10 @@
  * mercury_proc_string.h -- proc routines for C strings.
  *
  * Wire format (hgx): a uint64 length counting the terminating NUL (0 for a
- * NULL pointer), then the characters and the NUL. Decoding allocates the
+ * NULL pointer), then the characters and the NUL. Mercury appends the
+ * is_const and is_owned flags of the string object (2 bytes): hgx does not
+ * send them (the receiver decides who owns its copy), so a string's payload
+ * is 2 bytes smaller than Mercury's. Decoding allocates the
  * string with malloc(); the HG_FREE pass frees it and sets the pointer to NULL.
  * A decoded length that does not fit in the rest of the buffer fails with
  * HG_OVERFLOW, a string that is not exactly NUL-terminated with
@@ -21,6 +24,13 @@ extern "C" {
 
 typedef const char *hg_const_string_t; /**< string a proc encodes but the caller keeps */
 typedef char *hg_string_t;             /**< string a proc encodes or decodes */
+
+/** A string and who frees it (Mercury's mercury_string_object.h). */
+typedef struct hg_string_object {
+    char *data;         /**< the string, or NULL */
+    hg_bool_t is_const; /**< it came from a const char * */
+    hg_bool_t is_owned; /**< hg_string_object_free() frees it */
+} hg_string_object_t;
 
 /**
  * Proc routine for an hg_const_string_t (data points to the pointer). The
@@ -42,6 +52,58 @@ HG_PUBLIC hg_return_t hg_proc_hg_const_string_t(hg_proc_t proc, void *data);
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
 HG_PUBLIC hg_return_t hg_proc_hg_string_t(hg_proc_t proc, void *data);
+
+/**
+ * Proc routine for an hg_string_object_t: its string, in the format above
+ * (the flags do not travel). A decoded object owns its string and is not
+ * const; HG_FREE releases it with hg_string_object_free().
+ *
+ * \param proc [IN/OUT]    processor
+ * \param string [IN/OUT]  pointer to the object
+ *
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
+ */
+HG_PUBLIC hg_return_t hg_proc_hg_string_object_t(hg_proc_t proc, void *string);
+
+/**
+ * Empty object (NULL string, not owned).
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t hg_string_object_init(hg_string_object_t *string);
+
+/**
+ * Object over s; with is_owned, hg_string_object_free() frees s.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t hg_string_object_init_char(hg_string_object_t *string, char *s,
+                                                 hg_bool_t is_owned);
+
+/**
+ * Object over a const string (is_const set); with is_owned it is freed too.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t hg_string_object_init_const_char(hg_string_object_t *string,
+                                                       const char *s, hg_bool_t is_owned);
+
+/**
+ * Free the string if the object owns it; the object becomes empty.
+ * \return HG_SUCCESS, HG_INVALID_ARG
+ */
+HG_PUBLIC hg_return_t hg_string_object_free(hg_string_object_t *string);
+
+/**
+ * Copy of string that owns a strdup() of its string.
+ * \param new_string [OUT] the copy
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
+ */
+HG_PUBLIC hg_return_t hg_string_object_dup(hg_string_object_t string,
+                                           hg_string_object_t *new_string);
+
+/**
+ * Put s in the object and return the string it held (flags unchanged).
+ * \return the previous string, or NULL
+ */
+HG_PUBLIC char *hg_string_object_swap(hg_string_object_t *string, char *s);
 
 #ifdef __cplusplus
 }

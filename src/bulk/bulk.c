@@ -5,6 +5,9 @@
  * Descriptor (little-endian): 0 magic u32 | 4 version u8 | 5 flags u8 |
  * 6 reserved u16 (0) | 8 segment_count u32 | 12 na_size u32 | 16 len u64 |
  * 24 local_id u64 | 32 NA memory handle (na_size bytes).
+ * A handle bound with HG_Bulk_bind() sets bit 0 of the reserved field and
+ * appends its owner: context_id u8 | addr_size u32 | NA address (serialized),
+ * so that a holder can transfer with HG_Bulk_bind_transfer().
  * local_id names the handle inside its own process, so that a transfer to
  * self finds the live handle (and its permissions) instead of trusting
  * pointers from the wire.
@@ -22,6 +25,8 @@
 #define HG_BULK_VERSION 1
 #define HG_BULK_DESC_HEADER 32
 #define HG_BULK_MAX_SEGMENTS (1u << 20)
+#define HG_BULK_DESC_BOUND 1   /* reserved field: owner address appended */
+#define HG_BULK_BOUND_HEADER 5 /* context_id u8, addr_size u32 */
 
 static bool flags_valid(uint8_t flags)
 {
@@ -87,6 +92,8 @@ static void bulk_destroy(struct hg_bulk *bulk)
         for (uint32_t i = 0; i < bulk->segment_count; i++)
             if (bulk->owned[i])
                 free(bulk->segments[i].base);
+    if (bulk->addr)
+        HG_Addr_free(bulk->hg_class, bulk->addr);
     free(bulk->owned);
     free(bulk->desc);
     free(bulk->segments);
@@ -246,6 +253,22 @@ uint8_t HG_Bulk_get_flags(hg_bulk_t handle)
     return handle ? handle->flags : 0;
 }
 
+static size_t mem_desc_size(hg_bulk_t handle)
+{
+    return handle->mem
+               ? NA_Mem_handle_get_serialize_size(handle->hg_class->na_class, handle->mem)
+               : 0;
+}
+
+/* Bytes of the owner appended to the descriptor of a bound local handle. */
+static size_t bound_desc_size(hg_bulk_t handle)
+{
+    if (!handle->addr)
+        return 0;
+    return HG_BULK_BOUND_HEADER +
+           NA_Addr_get_serialize_size(handle->hg_class->na_class, handle->addr->na_addr);
+}
+
 hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags)
 {
     (void)flags;
@@ -253,11 +276,7 @@ hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags)
         return 0;
     if (handle->remote)
         return handle->desc_size;
-    size_t na_size =
-        handle->mem
-            ? NA_Mem_handle_get_serialize_size(handle->hg_class->na_class, handle->mem)
-            : 0;
-    return HG_BULK_DESC_HEADER + na_size;
+    return HG_BULK_DESC_HEADER + mem_desc_size(handle) + bound_desc_size(handle);
 }
 
 hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags,
@@ -277,20 +296,58 @@ hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags
     hgx_put_u32(p, HG_BULK_MAGIC);
     p[4] = HG_BULK_VERSION;
     p[5] = handle->flags;
+    size_t na_size = mem_desc_size(handle);
     hgx_put_u32(p + 8, handle->segment_count);
-    hgx_put_u32(p + 12, (uint32_t)(need - HG_BULK_DESC_HEADER));
+    hgx_put_u32(p + 12, (uint32_t)na_size);
     hgx_put_u64(p + 16, handle->len);
     hgx_put_u64(p + 24, handle->local_id);
-    if (handle->mem) {
-        na_return_t na_ret =
-            NA_Mem_handle_serialize(handle->hg_class->na_class, p + HG_BULK_DESC_HEADER,
-                                    (size_t)(need - HG_BULK_DESC_HEADER), handle->mem);
-        if (na_ret != NA_SUCCESS) {
-            HGX_LOG_ERROR(BULK, "could not serialize memory handle: %s",
-                          NA_Error_to_string(na_ret));
-            return hg_ret_from_na(na_ret);
-        }
+    na_class_t *na_class = handle->hg_class->na_class;
+    na_return_t na_ret = NA_SUCCESS;
+    if (handle->mem)
+        na_ret = NA_Mem_handle_serialize(na_class, p + HG_BULK_DESC_HEADER, na_size,
+                                         handle->mem);
+    if (na_ret == NA_SUCCESS && handle->addr) {
+        unsigned char *b = p + HG_BULK_DESC_HEADER + na_size;
+        size_t addr_size = bound_desc_size(handle) - HG_BULK_BOUND_HEADER;
+        p[6] = HG_BULK_DESC_BOUND;
+        b[0] = handle->context_id;
+        hgx_put_u32(b + 1, (uint32_t)addr_size);
+        na_ret = NA_Addr_serialize(na_class, b + HG_BULK_BOUND_HEADER, addr_size,
+                                   handle->addr->na_addr);
     }
+    if (na_ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(BULK, "could not serialize bulk handle: %s",
+                      NA_Error_to_string(na_ret));
+        return hg_ret_from_na(na_ret);
+    }
+    return HG_SUCCESS;
+}
+
+/* The owner appended to a bound descriptor p (buf_size bytes, untrusted):
+ * sets bulk->addr, context_id and the descriptor size. */
+static hg_return_t bound_deserialize(struct hg_bulk *bulk, const unsigned char *p,
+                                     hg_size_t buf_size)
+{
+    hg_size_t at = bulk->desc_size; /* end of the NA memory handle */
+    if (buf_size - at < HG_BULK_BOUND_HEADER ||
+        hgx_get_u32(p + at + 1) > buf_size - at - HG_BULK_BOUND_HEADER) {
+        HGX_LOG_ERROR(BULK, "malformed owner address in bound bulk descriptor");
+        return HG_PROTOCOL_ERROR;
+    }
+    uint32_t addr_size = hgx_get_u32(p + at + 1);
+    na_addr_t *na_addr = NULL;
+    na_return_t na_ret = NA_Addr_deserialize(bulk->hg_class->na_class, &na_addr,
+                                             p + at + HG_BULK_BOUND_HEADER, addr_size);
+    if (na_ret != NA_SUCCESS) {
+        HGX_LOG_ERROR(BULK, "bad owner address in bound bulk descriptor: %s",
+                      NA_Error_to_string(na_ret));
+        return na_ret == NA_NOMEM ? HG_NOMEM : HG_PROTOCOL_ERROR;
+    }
+    bulk->addr = hg_addr_wrap(bulk->hg_class, na_addr);
+    if (!bulk->addr)
+        return HG_NOMEM;
+    bulk->context_id = p[at];
+    bulk->desc_size = at + HG_BULK_BOUND_HEADER + addr_size;
     return HG_SUCCESS;
 }
 
@@ -303,7 +360,8 @@ hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const v
         return HG_INVALID_ARG;
     *handle = HG_BULK_NULL;
     if (buf_size < HG_BULK_DESC_HEADER || hgx_get_u32(p) != HG_BULK_MAGIC ||
-        p[4] != HG_BULK_VERSION || !flags_valid(p[5]) || p[6] != 0 || p[7] != 0) {
+        p[4] != HG_BULK_VERSION || !flags_valid(p[5]) || p[6] > HG_BULK_DESC_BOUND ||
+        p[7] != 0) {
         HGX_LOG_ERROR(BULK, "malformed bulk descriptor");
         return HG_PROTOCOL_ERROR;
     }
@@ -325,6 +383,13 @@ hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const v
     bulk->len = len;
     bulk->local_id = hgx_get_u64(p + 24);
     bulk->desc_size = HG_BULK_DESC_HEADER + (hg_size_t)na_size;
+    if (p[6] == HG_BULK_DESC_BOUND) {
+        hg_return_t ret = bound_deserialize(bulk, p, buf_size);
+        if (ret != HG_SUCCESS) {
+            bulk_destroy(bulk);
+            return ret;
+        }
+    }
     bulk->desc = malloc((size_t)bulk->desc_size);
     if (!bulk->desc) {
         bulk_destroy(bulk);
@@ -358,4 +423,31 @@ struct hg_bulk *hg_bulk_find_local(hg_class_t *hg_class, uint64_t local_id)
         }
     pthread_mutex_unlock(&hg_class->lock);
     return found;
+}
+
+hg_return_t HG_Bulk_bind(hg_bulk_t handle, hg_context_t *context)
+{
+    if (!handle || !context || handle->remote) {
+        HGX_LOG_ERROR(BULK, "only a local bulk handle can be bound to a context");
+        return HG_INVALID_ARG;
+    }
+    hg_addr_t self = HG_ADDR_NULL;
+    hg_return_t ret = HG_Addr_self(handle->hg_class, &self);
+    if (ret != HG_SUCCESS)
+        return ret;
+    if (handle->addr)
+        HG_Addr_free(handle->hg_class, handle->addr);
+    handle->addr = self;
+    handle->context_id = HG_Context_get_id(context);
+    return HG_SUCCESS;
+}
+
+hg_addr_t HG_Bulk_get_addr(hg_bulk_t handle)
+{
+    return handle ? handle->addr : HG_ADDR_NULL;
+}
+
+uint8_t HG_Bulk_get_context_id(hg_bulk_t handle)
+{
+    return handle ? handle->context_id : 0;
 }

@@ -22,6 +22,8 @@ struct hg_bulk {
     unsigned char *desc;         /* remote: the descriptor it was made from */
     hg_size_t desc_size;
     struct hg_bulk *next_local; /* class list of live local handles */
+    hg_addr_t addr;             /* HG_Bulk_bind: the owner's address (a reference) */
+    uint8_t context_id;         /* and its context id */
 };
 
 /* Live local handle with this id, with a new reference, or NULL. */

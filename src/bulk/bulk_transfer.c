@@ -296,9 +296,8 @@ hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
                              hg_bulk_t local_handle, hg_size_t local_offset,
                              hg_size_t size, hg_op_id_t *op_id)
 {
-    return transfer_start(context, callback, arg, NULL, NULL, op, origin_addr, 0,
-                          origin_handle, origin_offset, local_handle, local_offset, size,
-                          op_id);
+    return HG_Bulk_transfer_id(context, callback, arg, op, origin_addr, 0, origin_handle,
+                               origin_offset, local_handle, local_offset, size, op_id);
 }
 
 hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback, void *arg,
@@ -307,9 +306,27 @@ hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback, void *a
                                 hg_bulk_t local_handle, hg_size_t local_offset,
                                 hg_size_t size, hg_op_id_t *op_id)
 {
-    return transfer_start(context, callback, arg, NULL, NULL, op, origin_addr, origin_id,
-                          origin_handle, origin_offset, local_handle, local_offset, size,
-                          op_id);
+    hg_return_t ret = transfer_start(context, callback, arg, NULL, NULL, op, origin_addr,
+                                     origin_id, origin_handle, origin_offset,
+                                     local_handle, local_offset, size, op_id);
+    if (ret == HG_SUCCESS)
+        hg_count(context->hg_class, HG_COUNT_BULK, 1);
+    return ret;
+}
+
+hg_return_t HG_Bulk_bind_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
+                                  hg_bulk_op_t op, hg_bulk_t origin_handle,
+                                  hg_size_t origin_offset, hg_bulk_t local_handle,
+                                  hg_size_t local_offset, hg_size_t size,
+                                  hg_op_id_t *op_id)
+{
+    if (!origin_handle || !origin_handle->addr) {
+        HGX_LOG_ERROR(BULK, "origin bulk handle is not bound (HG_Bulk_bind)");
+        return HG_INVALID_ARG;
+    }
+    return HG_Bulk_transfer_id(context, callback, arg, op, origin_handle->addr,
+                               origin_handle->context_id, origin_handle, origin_offset,
+                               local_handle, local_offset, size, op_id);
 }
 
 hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t done,

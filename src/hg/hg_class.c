@@ -58,6 +58,28 @@ void HG_Set_log_subsys(const char *subsys)
         hgx_log_set_subsys(subsys);
 }
 
+void HG_Set_log_func(int (*log_func)(FILE *stream, const char *format, ...))
+{
+    hgx_log_set_func(log_func);
+}
+
+void HG_Set_log_stream(const char *level, FILE *stream)
+{
+    if (level)
+        hgx_log_set_stream(level, stream);
+}
+
+hg_return_t HG_Get_na_protocol_info(const char *info_string,
+                                    struct na_protocol_info **na_protocol_info_p)
+{
+    return hg_ret_from_na(NA_Get_protocol_info(info_string, na_protocol_info_p));
+}
+
+void HG_Free_na_protocol_info(struct na_protocol_info *na_protocol_info)
+{
+    NA_Free_protocol_info(na_protocol_info);
+}
+
 hg_class_t *HG_Init(const char *na_info_string, hg_bool_t na_listen)
 {
     return HG_Init_opt2(na_info_string, na_listen, HG_VERSION(2, 4), NULL);
@@ -162,6 +184,7 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
     pthread_mutex_init(&hg_class->lock, NULL);
     atomic_init(&hg_class->cookie_next, 1);
     atomic_init(&hg_class->bulk_id_next, 1);
+    hg_diag_register(hg_class);
     return hg_class;
 
 error:
@@ -193,6 +216,7 @@ hg_return_t HG_Finalize(hg_class_t *hg_class)
             return hg_ret_from_na(na_ret);
         }
     }
+    hg_diag_deregister(hg_class);
     hg_rpc_map_destroy(hg_class->rpc_map);
     if (hg_class->data_free)
         hg_class->data_free(hg_class->data);
@@ -248,4 +272,30 @@ hg_return_t HG_Class_set_data(hg_class_t *hg_class, void *data,
 void *HG_Class_get_data(const hg_class_t *hg_class)
 {
     return hg_class ? hg_class->data : NULL;
+}
+
+hg_return_t HG_Class_set_input_offset(hg_class_t *hg_class, hg_size_t offset)
+{
+    if (!hg_class || offset > HG_Class_get_input_eager_size(hg_class))
+        return HG_INVALID_ARG;
+    hg_class->in_offset = (size_t)offset;
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Class_set_output_offset(hg_class_t *hg_class, hg_size_t offset)
+{
+    if (!hg_class || offset > HG_Class_get_output_eager_size(hg_class))
+        return HG_INVALID_ARG;
+    hg_class->out_offset = (size_t)offset;
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Class_set_handle_create_callback(
+    hg_class_t *hg_class, hg_return_t (*callback)(hg_handle_t, void *), void *arg)
+{
+    if (!hg_class)
+        return HG_INVALID_ARG;
+    hg_class->handle_create = callback;
+    hg_class->handle_create_arg = arg;
+    return HG_SUCCESS;
 }

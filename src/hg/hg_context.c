@@ -393,3 +393,61 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
         *actual_count_p = count;
     return count ? HG_SUCCESS : HG_TIMEOUT;
 }
+
+hg_return_t HG_Context_unpost(hg_context_t *context)
+{
+    if (!context)
+        return HG_INVALID_ARG;
+    /* Received requests are handled; no new one is taken on this context. */
+    if (context->posts)
+        posts_destroy(context);
+    return HG_SUCCESS;
+}
+
+/*
+ * Events API: the program polls the wait fd itself. HG_Event_ready() says
+ * whether there is work already (then it must not block); HG_Event_progress()
+ * moves completed NA operations into the context's queue without blocking;
+ * HG_Event_trigger() runs queued callbacks without waiting.
+ */
+int HG_Event_get_wait_fd(const hg_context_t *context)
+{
+    if (!context)
+        return -1;
+    return NA_Poll_get_fd(context->hg_class->na_class, context->na_context);
+}
+
+hg_bool_t HG_Event_ready(hg_context_t *context)
+{
+    if (!context)
+        return HG_FALSE;
+    /* Receives handed back by the last requests are posted before blocking. */
+    posts_flush(context);
+    NA_Trigger(context->na_context, UINT32_MAX, NULL);
+    if (completion_count(context) > 0)
+        return HG_TRUE;
+    return !NA_Poll_try_wait(context->hg_class->na_class, context->na_context);
+}
+
+hg_return_t HG_Event_progress(hg_context_t *context, unsigned int *count_p)
+{
+    if (!context)
+        return HG_INVALID_ARG;
+    posts_flush(context);
+    na_return_t na_ret = NA_Poll(context->hg_class->na_class, context->na_context, NULL);
+    if (na_ret != NA_SUCCESS && na_ret != NA_TIMEOUT) {
+        HGX_LOG_ERROR(HG, "NA poll failed: %s", NA_Error_to_string(na_ret));
+        return hg_ret_from_na(na_ret);
+    }
+    NA_Trigger(context->na_context, UINT32_MAX, NULL);
+    if (count_p)
+        *count_p = completion_count(context);
+    return HG_SUCCESS;
+}
+
+hg_return_t HG_Event_trigger(hg_context_t *context, unsigned int max_count,
+                             unsigned int *actual_count_p)
+{
+    hg_return_t ret = HG_Trigger(context, 0, max_count, actual_count_p);
+    return ret == HG_TIMEOUT ? HG_SUCCESS : ret;
+}

@@ -73,6 +73,8 @@ static void hg_handle_reset(hg_handle_t handle)
     handle->decode_size = 0;
     handle->decode_owned = NULL;
     handle->has_decode = false;
+    handle->in_size = 0;
+    handle->out_size = 0;
     handle->extra_buf = NULL;
     handle->extra_bulk = HG_BULK_NULL;
     handle->op = HG_HANDLE_IDLE;
@@ -133,6 +135,16 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     /* The other counts and flags are zero: calloc or hg_handle_reset. */
     atomic_init(&handle->refcount, 1);
     hgx_long_add(&context->n_handles, 1, context->hg_class->single);
+    hg_class_t *hg_class = context->hg_class;
+    if (hg_class->handle_create) {
+        hg_return_t ret = hg_class->handle_create(handle, hg_class->handle_create_arg);
+        if (ret != HG_SUCCESS) {
+            HGX_LOG_ERROR(HG, "handle create callback failed: %s",
+                          HG_Error_to_string(ret));
+            hg_handle_release(handle);
+            return HG_HANDLE_NULL;
+        }
+    }
     return handle;
 }
 
@@ -168,6 +180,8 @@ void hg_handle_release(hg_handle_t handle)
     hg_handle_free_extra(handle);
     HG_Addr_free(context->hg_class, handle->info.addr);
     bool reuse = handle->target && !handle->self_target;
+    if (reuse)
+        hg_count(context->hg_class, HG_COUNT_REQ_ACTIVE, -1);
     hgx_long_add(&context->n_handles, -1, single);
     if (!reuse || !hg_handle_cache_put(context, handle))
         hg_handle_free_na(na_class, handle);
@@ -212,19 +226,25 @@ hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *str
     hg_proc_t proc = &proc_area;
     hg_return_t ret;
 
-    *size_p = 0;
+    size_t offset = hg_handle_encode_offset(handle);
+
+    *size_p = offset;
     if (handle->extra_bulk || handle->extra_buf)
         hg_handle_free_extra(handle);
     if (!proc_cb)
         return HG_SUCCESS;
-    hg_proc_setup(proc, handle->info.hg_class, handle, payload, room, HG_ENCODE);
+    if (offset > room)
+        return HG_OVERFLOW;
+    hg_proc_setup(proc, handle->info.hg_class, handle, (char *)payload + offset,
+                  room - offset, HG_ENCODE);
     ret = proc_cb(proc, struct_ptr); /* no checksum: nothing to flush */
     if (ret == HG_SUCCESS) {
-        *size_p = hg_proc_get_size_used(proc);
+        hg_size_t used = hg_proc_get_size_used(proc);
         void *extra = hg_proc_get_extra_buf(proc);
+        *size_p = extra ? used : offset + used;
         if (extra) {
             /* Everything encoded lives in the extra buffer: expose it. */
-            hg_size_t extra_size = *size_p;
+            hg_size_t extra_size = used;
             hg_proc_set_extra_buf_is_mine(proc, 1);
             handle->extra_buf = extra;
             ret = HG_Bulk_create(handle->info.hg_class, 1, &handle->extra_buf,
@@ -244,11 +264,13 @@ hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t r
                                      size_t *len_p)
 {
     hg_size_t len = HG_Bulk_get_serialize_size(handle->extra_bulk, 0);
+    size_t offset = hg_handle_encode_offset(handle);
 
-    if (len > room)
+    if (offset > room || len > room - offset)
         return HG_OVERFLOW;
-    *len_p = len;
-    return HG_Bulk_serialize(payload, room, 0, handle->extra_bulk);
+    *len_p = offset + len;
+    return HG_Bulk_serialize((char *)payload + offset, room - offset, 0,
+                             handle->extra_bulk);
 }
 
 struct hg_pull_ctx {
@@ -509,9 +531,18 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
         return HG_SUCCESS;
     if (op == HG_DECODE && !handle->has_decode)
         return HG_NOENTRY;
+    /* A payload that came in a message starts with the reserved bytes; one
+     * pulled or handed over in memory (decode_owned) is the encoding alone. */
+    size_t offset = handle->decode_owned ? 0 : hg_handle_decode_offset(handle);
+    if (op == HG_DECODE && offset > handle->decode_size) {
+        HGX_LOG_ERROR(HG, "payload of %zu bytes is shorter than the %zu reserved",
+                      handle->decode_size, offset);
+        return HG_OVERFLOW;
+    }
     if (op == HG_DECODE)
         hg_proc_setup(proc, handle->info.hg_class, handle,
-                      (void *)(uintptr_t)handle->decode_buf, handle->decode_size, op);
+                      (char *)(uintptr_t)handle->decode_buf + offset,
+                      handle->decode_size - offset, op);
     else
         hg_proc_setup(proc, handle->info.hg_class, handle, NULL, 0, op);
     ret = proc_cb(proc, struct_ptr); /* no checksum: nothing to flush */

@@ -36,6 +36,8 @@ struct hg_handle {
     size_t decode_size;
     void *decode_owned; /* malloc'd buffer behind decode_buf, or NULL */
     bool has_decode;
+    /* Payload bytes of the last input / output (HG_Get_*_payload_size). */
+    hg_size_t in_size, out_size;
 
     /* Encoded payload too large for a message, exposed to the peer. */
     void *extra_buf;
@@ -117,10 +119,25 @@ static inline hg_return_t hg_handle_ensure_op(hg_handle_t handle, na_op_id_t **o
     return *op ? HG_SUCCESS : hg_handle_new_op(handle, op);
 }
 
+/* Bytes the class reserves before the payload this handle encodes (output at
+ * the target, input at the origin), and before the one it decodes. */
+static inline size_t hg_handle_encode_offset(hg_handle_t handle)
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+    return handle->target ? hg_class->out_offset : hg_class->in_offset;
+}
+
+static inline size_t hg_handle_decode_offset(hg_handle_t handle)
+{
+    hg_class_t *hg_class = handle->info.hg_class;
+    return handle->target ? hg_class->in_offset : hg_class->out_offset;
+}
+
 /*
- * Encode struct_ptr with proc_cb at payload (room bytes). If it does not fit
- * the whole encoding moves to handle->extra_buf / extra_bulk.
- * \param size_p [OUT] bytes encoded
+ * Encode struct_ptr with proc_cb at payload (room bytes), after the bytes the
+ * class reserves (hg_handle_encode_offset). If it does not fit the whole
+ * encoding moves to handle->extra_buf / extra_bulk (without the reserved bytes).
+ * \param size_p [OUT] payload size: reserved + encoded bytes, or the extra size
  */
 hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
                              void *payload, size_t room, size_t *size_p);
@@ -130,7 +147,9 @@ void hg_handle_free_extra(hg_handle_t handle);
 void hg_handle_clear_decode(hg_handle_t handle);
 
 /*
- * Serialize extra_bulk at payload. \return HG_SUCCESS or HG_OVERFLOW
+ * Serialize extra_bulk at payload, after the reserved bytes.
+ * \param len_p [OUT] reserved + descriptor bytes
+ * \return HG_SUCCESS or HG_OVERFLOW
  */
 hg_return_t hg_handle_put_extra_desc(hg_handle_t handle, void *payload, size_t room,
                                      size_t *len_p);
@@ -158,7 +177,10 @@ void hg_target_respond_local(hg_handle_t handle, hg_cb_t callback, void *arg);
 /* Self forwarding (hg_self.c). */
 hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
                             void *in_struct);
-hg_return_t hg_self_respond(hg_handle_t handle, void *out_struct);
+/* Respond to a forward to self: the respond callback is queued, then the
+ * origin's forward completes (Mercury's order). */
+hg_return_t hg_self_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
+                            void *out_struct);
 void hg_self_cancel(hg_handle_t handle);
 
 /* Header flags for checksums the class asks for. */

@@ -30,6 +30,19 @@ struct hg_completion {
     void (*run)(struct hg_completion *completion);
 };
 
+/* Diagnostic counters of a class (HG_Class_get_counters). */
+enum hg_counter {
+    HG_COUNT_REQ_SENT,
+    HG_COUNT_REQ_RECV,
+    HG_COUNT_RESP_SENT,
+    HG_COUNT_RESP_RECV,
+    HG_COUNT_REQ_EXTRA,
+    HG_COUNT_RESP_EXTRA,
+    HG_COUNT_REQ_ACTIVE,
+    HG_COUNT_BULK,
+    HG_COUNT_MAX
+};
+
 struct hg_class {
     na_class_t *na_class;
     bool own_na_class; /* created by HG_Init, finalized with it */
@@ -56,6 +69,12 @@ struct hg_class {
     atomic_long n_contexts, n_addrs, n_bulks;
     atomic_long n_dropped;   /* malformed / corrupted requests dropped */
     atomic_int corrupt_next; /* test hook: corrupt the next message header sent */
+    atomic_long counters[HG_COUNT_MAX];
+    /* Bytes reserved before the input / output payload (HG_Class_set_*_offset). */
+    size_t in_offset, out_offset;
+    /* Run on every handle HG_Create() or a received request makes. */
+    hg_return_t (*handle_create)(hg_handle_t handle, void *arg);
+    void *handle_create_arg;
 };
 
 struct hg_post; /* one pre-posted unexpected receive */
@@ -123,6 +142,16 @@ static inline bool hg_corrupt_next_take(hg_class_t *hg_class)
 {
     return atomic_load_explicit(&hg_class->corrupt_next, memory_order_relaxed) &&
            atomic_exchange(&hg_class->corrupt_next, 0);
+}
+
+/* Track live classes for HG_Diag_dump_counters (hg_diag.c). */
+void hg_diag_register(hg_class_t *hg_class);
+void hg_diag_deregister(hg_class_t *hg_class);
+
+/* Add delta to a diagnostic counter. */
+static inline void hg_count(hg_class_t *hg_class, enum hg_counter counter, long delta)
+{
+    hgx_long_add(&hg_class->counters[counter], delta, hg_class->single);
 }
 
 /* Map an NA return code to its HG counterpart. */

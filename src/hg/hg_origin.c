@@ -117,14 +117,20 @@ static void recv_cb(const struct na_cb_info *info)
                                                               : HG_PROTOCOL_ERROR);
         goto done;
     }
+    hg_count(hg_class, HG_COUNT_RESP_RECV, 1);
+    handle->out_size = hdr.payload_size;
     if (hdr.flags & HG_HEADER_BULK_PAYLOAD) {
+        size_t offset = hg_handle_decode_offset(handle);
         if (atomic_load(&handle->canceled)) {
             hg_handle_op_error(handle, HG_CANCELED);
             goto done;
         }
         atomic_fetch_add(&handle->pending, 1);
-        hg_return_t ret = hg_handle_pull_extra(handle, payload, payload_len,
-                                               hdr.payload_size, output_pulled);
+        hg_return_t ret =
+            offset > payload_len
+                ? HG_PROTOCOL_ERROR
+                : hg_handle_pull_extra(handle, payload + offset, payload_len - offset,
+                                       hdr.payload_size, output_pulled);
         if (ret != HG_SUCCESS) {
             hg_handle_op_error(handle, ret);
             send_ack(handle);
@@ -227,7 +233,9 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
                             .flags = hg_class_checksum_flags(hg_class)};
     if (handle->rpc.no_response)
         hdr.flags |= HG_HEADER_NO_RESPONSE;
+    handle->in_size = payload_len;
     if (handle->extra_bulk) {
+        hg_count(hg_class, HG_COUNT_REQ_EXTRA, 1);
         hdr.flags |= HG_HEADER_BULK_PAYLOAD;
         ret = hg_handle_put_extra_desc(handle, payload, room, &payload_len);
         if (ret != HG_SUCCESS)
@@ -255,6 +263,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
         hg_handle_op_unpost(handle, handle->rpc.no_response ? 1 : 2);
         goto post_error;
     }
+    hg_count(hg_class, HG_COUNT_REQ_SENT, 1);
     if (!handle->rpc.no_response)
         forward_post_recv(handle);
     hg_handle_op_done(handle);

@@ -158,6 +158,12 @@ hg_size_t hg_proc_get_extra_size(hg_proc_t proc)
     return proc->extra_buf.size;
 }
 
+struct XDR *hg_proc_get_xdr_ptr(hg_proc_t proc)
+{
+    (void)proc;
+    return NULL; /* hgx encodes without XDR (HG_HAS_XDR is not set) */
+}
+
 /* Grow to at least want bytes; the first growth copies what proc_buf holds. */
 static hg_return_t hg_proc_grow(struct hg_proc *proc, size_t want)
 {

@@ -1,5 +1,6 @@
 /*
- * hg_proc_string.c -- proc routines for C strings (format in mercury_proc_string.h).
+ * hg_proc_string.c -- proc routines for C strings and string objects (format in
+ * mercury_proc_string.h).
  */
 #include "mercury_proc_string.h"
 
@@ -8,23 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static hg_return_t hg_proc_string_encode(hg_proc_t proc, char *s)
+static hg_return_t hg_proc_string_encode(hg_proc_t proc, hg_string_object_t *strobj)
 {
-    uint64_t len = s ? (uint64_t)strlen(s) + 1 : 0;
+    uint64_t len = strobj->data ? (uint64_t)strlen(strobj->data) + 1 : 0;
     hg_return_t ret = hg_proc_uint64_t(proc, &len);
 
     if (ret != HG_SUCCESS || len == 0)
         return ret;
-    return hg_proc_bytes(proc, s, len);
+    return hg_proc_bytes(proc, strobj->data, len);
 }
 
-static hg_return_t hg_proc_string_decode(hg_proc_t proc, char **sp)
+static hg_return_t hg_proc_string_decode(hg_proc_t proc, hg_string_object_t *strobj)
 {
     uint64_t len;
     hg_return_t ret;
     char *s;
 
-    *sp = NULL;
+    hg_string_object_init(strobj);
     ret = hg_proc_uint64_t(proc, &len);
     if (ret != HG_SUCCESS || len == 0)
         return ret;
@@ -51,28 +52,46 @@ static hg_return_t hg_proc_string_decode(hg_proc_t proc, char **sp)
         free(s);
         return ret;
     }
-    *sp = s;
-    return HG_SUCCESS;
+    /* The decoded copy belongs to the object. */
+    return hg_string_object_init_char(strobj, s, HG_TRUE);
 }
 
-/* data points to a char * (const or not: decode allocates, free releases). */
-static hg_return_t hg_proc_string(hg_proc_t proc, char **sp)
+hg_return_t hg_proc_hg_string_object_t(hg_proc_t proc, void *string)
 {
-    if (proc == HG_PROC_NULL || sp == NULL) {
+    hg_string_object_t *strobj = string;
+
+    if (proc == HG_PROC_NULL || strobj == NULL) {
         HGX_LOG_ERROR(PROC, "NULL proc or data");
         return HG_INVALID_ARG;
     }
     switch (hg_proc_get_op(proc)) {
     case HG_ENCODE:
-        return hg_proc_string_encode(proc, *sp);
+        return hg_proc_string_encode(proc, strobj);
     case HG_DECODE:
-        return hg_proc_string_decode(proc, sp);
+        return hg_proc_string_decode(proc, strobj);
     case HG_FREE:
-        free(*sp);
-        *sp = NULL;
-        return HG_SUCCESS;
+        return hg_string_object_free(strobj);
     }
     return HG_INVALID_ARG;
+}
+
+/* data points to a char * (const or not): decode allocates, free releases. */
+static hg_return_t hg_proc_string(hg_proc_t proc, char **sp)
+{
+    hg_string_object_t strobj;
+
+    if (proc == HG_PROC_NULL || sp == NULL) {
+        HGX_LOG_ERROR(PROC, "NULL proc or data");
+        return HG_INVALID_ARG;
+    }
+    hg_proc_op_t op = hg_proc_get_op(proc);
+    hg_string_object_init_char(&strobj, op == HG_DECODE ? NULL : *sp, op == HG_FREE);
+    hg_return_t ret = hg_proc_hg_string_object_t(proc, &strobj);
+    if (op == HG_DECODE)
+        *sp = ret == HG_SUCCESS ? hg_string_object_swap(&strobj, NULL) : NULL;
+    else if (op == HG_FREE)
+        *sp = NULL;
+    return ret;
 }
 
 hg_return_t hg_proc_hg_const_string_t(hg_proc_t proc, void *data)

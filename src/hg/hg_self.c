@@ -80,6 +80,7 @@ hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
     target->self_target = true;
     target->origin_id = handle->info.context->id;
     set_decode(target, buf, size);
+    handle->in_size = target->in_size = size;
 
     /* One sub-operation with a response: the local response. */
     bool respond = handle->rpc.rpc_cb && !handle->rpc.no_response;
@@ -112,19 +113,25 @@ static void finish_origin(hg_handle_t origin, hg_return_t ret)
     hg_handle_release(origin);
 }
 
-hg_return_t hg_self_respond(hg_handle_t handle, void *out_struct)
+hg_return_t hg_self_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
+                            void *out_struct)
 {
     hg_handle_t origin = handle->self_peer;
     void *buf;
     size_t size;
 
-    if (!origin)
-        return HG_SUCCESS; /* the origin cancelled or needs no response */
+    if (!origin) { /* the origin cancelled or needs no response */
+        hg_target_respond_local(handle, callback, arg);
+        return HG_SUCCESS;
+    }
     hg_return_t ret =
         encode_to_memory(origin, origin->rpc.out_proc, out_struct, &buf, &size);
     if (ret != HG_SUCCESS)
         return ret;
     set_decode(origin, buf, size);
+    origin->out_size = handle->out_size = size;
+    /* As Mercury: the respond callback runs before the forward completes. */
+    hg_target_respond_local(handle, callback, arg);
     finish_origin(origin, HG_SUCCESS);
     return HG_SUCCESS;
 }

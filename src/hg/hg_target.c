@@ -132,6 +132,9 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     handle->origin_id = hdr.origin_id;
     handle->req_flags = hdr.flags;
     handle->rpc.no_response = (hdr.flags & HG_HEADER_NO_RESPONSE) != 0;
+    handle->in_size = hdr.payload_size;
+    hg_count(hg_class, HG_COUNT_REQ_RECV, 1);
+    hg_count(hg_class, HG_COUNT_REQ_ACTIVE, 1);
     if (!known || !rpc.rpc_cb) {
         HGX_LOG_ERROR(HG, "request for unknown RPC %#llx",
                       (unsigned long long)hdr.rpc_id);
@@ -140,8 +143,12 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     }
     handle->op = HG_HANDLE_RECEIVE;
     if (hdr.flags & HG_HEADER_BULK_PAYLOAD) {
-        hg_return_t ret = hg_handle_pull_extra(handle, payload, payload_len,
-                                               hdr.payload_size, input_ready);
+        size_t offset = hg_class->in_offset;
+        hg_return_t ret =
+            offset > payload_len
+                ? HG_PROTOCOL_ERROR
+                : hg_handle_pull_extra(handle, payload + offset, payload_len - offset,
+                                       hdr.payload_size, input_ready);
         if (ret != HG_SUCCESS)
             input_ready(handle, ret);
         return;
@@ -247,7 +254,9 @@ hg_return_t hg_target_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
                             .status = (uint8_t)status,
                             .payload_size = payload_len,
                             .flags = hg_class_checksum_flags(hg_class)};
+    handle->out_size = payload_len;
     if (handle->extra_bulk) {
+        hg_count(hg_class, HG_COUNT_RESP_EXTRA, 1);
         hdr.flags |= HG_HEADER_BULK_PAYLOAD;
         ret = hg_handle_put_extra_desc(handle, payload, room, &payload_len);
         if (ret == HG_SUCCESS)
@@ -289,6 +298,7 @@ hg_return_t hg_target_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
             NA_Cancel(hg_class->na_class, context->na_context, handle->ack_op);
         goto post_error;
     }
+    hg_count(hg_class, HG_COUNT_RESP_SENT, 1);
     hg_handle_op_done(handle);
     return HG_SUCCESS;
 
@@ -306,11 +316,7 @@ hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *ou
         return HG_INVALID_ARG;
     if (handle->op != HG_HANDLE_IDLE)
         return HG_BUSY;
-    if (handle->self_target) {
-        hg_return_t ret = hg_self_respond(handle, out_struct);
-        if (ret == HG_SUCCESS)
-            hg_target_respond_local(handle, callback, arg);
-        return ret;
-    }
+    if (handle->self_target)
+        return hg_self_respond(handle, callback, arg, out_struct);
     return hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
 }

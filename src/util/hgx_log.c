@@ -98,19 +98,61 @@ bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level)
     return !hgx_log_muted[subsys] && level <= hgx_log_levels[subsys];
 }
 
+/* Set by HG_Set_log_func / HG_Set_log_stream; read without a lock (set
+ * once, before the logging they change, as in Mercury). */
+static int (*hgx_log_func)(FILE *stream, const char *format, ...);
+static FILE *hgx_log_streams[HGX_LOG_DEBUG + 1];
+
+static void hgx_log_emit(enum hgx_log_subsys subsys, enum hgx_log_level level,
+                         const char *where, const char *msg)
+{
+    FILE *stream = hgx_log_streams[level] ? hgx_log_streams[level] : stderr;
+    int (*fn)(FILE *, const char *, ...) = hgx_log_func ? hgx_log_func : fprintf;
+    fn(stream, "# [hgx:%s:%s] %s%s\n", hgx_log_subsys_names[subsys],
+       hgx_log_level_names[level], where, msg);
+}
+
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
                    int line, const char *func, const char *fmt, ...)
 {
     if (!hgx_log_enabled(subsys, level))
         return;
-    char msg[1024];
+    char msg[1024], where[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     const char *base = strrchr(file, '/');
-    fprintf(stderr, "# [hgx:%s:%s] %s:%d %s(): %s\n", hgx_log_subsys_names[subsys],
-            hgx_log_level_names[level], base ? base + 1 : file, line, func, msg);
+    snprintf(where, sizeof(where), "%s:%d %s(): ", base ? base + 1 : file, line, func);
+    hgx_log_emit(subsys, level, where, msg);
+}
+
+void hgx_log_print(enum hgx_log_subsys subsys, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    hgx_log_emit(subsys, HGX_LOG_DEBUG, "", msg);
+}
+
+void hgx_log_set_func(int (*fn)(FILE *stream, const char *format, ...))
+{
+    hgx_log_func = fn;
+}
+
+void hgx_log_set_stream(const char *level, FILE *stream)
+{
+    int l = hgx_log_level_parse(level);
+    if (l <= HGX_LOG_NONE) {
+        HGX_LOG_ERROR(HG, "unknown log level \"%s\" (error, warning, debug)", level);
+        return;
+    }
+    hgx_log_streams[l] = stream;
+    /* "debug" covers both debug levels. */
+    if (l == HGX_LOG_DEBUG)
+        hgx_log_streams[HGX_LOG_MIN_DEBUG] = stream;
 }
 
 void hgx_log_set_level(const char *name, const char *level)

@@ -12,6 +12,7 @@
 #define HGX_LOG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 enum hgx_log_level {
     HGX_LOG_NONE,
@@ -42,6 +43,14 @@ bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level);
 void hgx_log_write(enum hgx_log_subsys subsys, enum hgx_log_level level, const char *file,
                    int line, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 6, 7), cold, noinline));
+/* Write one line whatever the level (diagnostics asked for explicitly). */
+void hgx_log_print(enum hgx_log_subsys subsys, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Mercury's HG_Set_log_func: the function that writes every line (NULL: fprintf). */
+void hgx_log_set_func(int (*fn)(FILE *stream, const char *format, ...));
+/* Mercury's HG_Set_log_stream: where lines of level ("error", "warning",
+ * "debug") go (NULL: stderr). */
+void hgx_log_set_stream(const char *level, FILE *stream);
 /* Set the level of subsystem name and its subtree ("" or "all" for every one). */
 void hgx_log_set_level(const char *name, const char *level);
 /* Parse an HG_LOG_SUBSYS-style list and apply it. */
