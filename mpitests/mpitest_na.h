@@ -4,6 +4,7 @@
 #ifndef MPITEST_NA_H
 #define MPITEST_NA_H
 
+#include "mpitest_report.h"
 #include "na.h"
 
 #include <time.h>
@@ -36,6 +37,20 @@ static inline double mpitest_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Progress cls/ctx until d completes or timeout_s passes; 0 on timeout. */
+static inline int mpitest_wait(na_class_t *cls, na_context_t *ctx, struct done *d,
+                               double timeout_s)
+{
+    double end = mpitest_now() + timeout_s;
+    while (!d->flag) {
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 64, NULL);
+        if (mpitest_now() > end)
+            return 0;
+    }
+    return 1;
 }
 
 #endif /* MPITEST_NA_H */

@@ -12,6 +12,7 @@
 #include "mercury_bulk.h"
 #include "mercury_macros.h"
 #include "mercury_proc_bulk.h"
+#include "mpitest_report.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -43,14 +44,7 @@ static hg_addr_t server;
 
 static void result(const char *name, int ok, const char *why)
 {
-    if (ok) {
-        passes++;
-        printf("[       OK ] rank %d: %s\n", rank, name);
-    } else {
-        failures++;
-        printf("[  FAILED  ] rank %d: %s (%s)\n", rank, name, why ? why : "");
-    }
-    fflush(stdout);
+    mpitest_result(rank, &passes, &failures, name, ok, why);
 }
 
 #define CHECK(cond)                                                                      \

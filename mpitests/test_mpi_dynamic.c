@@ -39,14 +39,7 @@ static void result(const char *name, int ok, const char *why)
 
 static int wait_for(struct done *d, double timeout_s)
 {
-    double end = mpitest_now() + timeout_s;
-    while (!d->flag) {
-        NA_Progress(cls, ctx, 10);
-        NA_Trigger(ctx, 64, NULL);
-        if (mpitest_now() > end)
-            return 0;
-    }
-    return 1;
+    return mpitest_wait(cls, ctx, d, timeout_s);
 }
 
 static void fill(unsigned char *b, size_t n, int seed)

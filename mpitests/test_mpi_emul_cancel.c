@@ -26,6 +26,7 @@
  */
 #include "mpi_emul.h"
 #include "na.h"
+#include "mpitest_report.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -46,14 +47,7 @@ static na_context_t *ctx;
 
 static void result(const char *name, int ok, const char *why)
 {
-    if (ok) {
-        passes++;
-        printf("[       OK ] rank %d: %s\n", rank, name);
-    } else {
-        failures++;
-        printf("[  FAILED  ] rank %d: %s (%s)\n", rank, name, why ? why : "");
-    }
-    fflush(stdout);
+    mpitest_result(rank, &passes, &failures, name, ok, why);
 }
 
 static double now_s(void)

@@ -34,27 +34,13 @@ static na_context_t *ctx;
 
 static void result(const char *name, int ok, const char *why)
 {
-    if (ok) {
-        passes++;
-        printf("[       OK ] rank %d: %s\n", rank, name);
-    } else {
-        failures++;
-        printf("[  FAILED  ] rank %d: %s (%s)\n", rank, name, why ? why : "");
-    }
-    fflush(stdout);
+    mpitest_result(rank, &passes, &failures, name, ok, why);
 }
 
 /* Progress until d completes or timeout_s passes; 0 on timeout. */
 static int wait_for(struct done *d, double timeout_s)
 {
-    double end = mpitest_now() + timeout_s;
-    while (!d->flag) {
-        NA_Progress(cls, ctx, 10);
-        NA_Trigger(ctx, 64, NULL);
-        if (mpitest_now() > end)
-            return 0;
-    }
-    return 1;
+    return mpitest_wait(cls, ctx, d, timeout_s);
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed)

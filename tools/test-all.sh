@@ -38,7 +38,8 @@ status=0
 # Every test with Open MPI; the MPI tests again with MPICH (one tree per MPI);
 # every non-MPI test under AddressSanitizer + UBSan.
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
-mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh tests/multihost/mpi-static.sh"
+mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
+mpitests/test_na_mpi_compat.sh tests/multihost/mpi-static.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against

@@ -32,7 +32,7 @@
  * often as something needs it (claim_due). One class mutex serializes every MPI
  * call, so MPI_THREAD_SERIALIZED is enough.
  */
-#include "na_mpi.h"
+#include "na_mpi_int.h"
 #include "mpi_emul.h"
 #include "mpi_reqtab.h"
 #include "na_plugin.h"
@@ -65,6 +65,9 @@
 /* Claimed messages held for NA receives not posted yet; past this, claiming
  * stops and the per-kind probes run (see probe_waiting). */
 #define HELD_MAX 4096
+
+/* Longest address string: mpi+dynamic:// and a percent-escaped port. */
+#define DYN_ADDR_MAX (16 + 3 * MPI_MAX_PORT_NAME)
 
 struct dyn_conn;
 struct dyn_acceptor;
@@ -120,6 +123,7 @@ struct mpi_class {
     struct dyn_acceptor *acc;
     char port[MPI_MAX_PORT_NAME];
     char service[256];
+    char port_str[DYN_ADDR_MAX]; /* NA_MPI_Get_port_name: our address string */
 };
 
 /* mpi+dynamic: one connection = a 1-to-1 intercommunicator (both sides use
@@ -185,6 +189,7 @@ static inline void mpi_op_start(struct mpi_op *mo, na_class_t *na_class)
 }
 
 static MPI_Comm na_mpi_user_comm = MPI_COMM_NULL;
+static MPI_Comm na_mpi_intra_comm = MPI_COMM_NULL; /* NA_MPI_Set_init_intra_comm */
 static int na_mpi_init_refs; /* classes that rely on MPI_Init done by us */
 static pthread_mutex_t na_mpi_global_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -192,6 +197,13 @@ void na_mpi_set_comm(MPI_Comm comm)
 {
     pthread_mutex_lock(&na_mpi_global_lock);
     na_mpi_user_comm = comm;
+    pthread_mutex_unlock(&na_mpi_global_lock);
+}
+
+void na_mpi_set_intra_comm(MPI_Comm comm)
+{
+    pthread_mutex_lock(&na_mpi_global_lock);
+    na_mpi_intra_comm = comm;
     pthread_mutex_unlock(&na_mpi_global_lock);
 }
 
@@ -204,6 +216,34 @@ static void log_mpi(const char *what, int rc)
     if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS)
         snprintf(s, sizeof(s), "error %d", rc);
     HGX_LOG_ERROR(MPI, "%s failed: %s", what, s);
+}
+
+/*
+ * The communicator mpi+static runs on when the application gave Mercury's
+ * intra communicator. In Mercury it is one side (servers or clients) of a
+ * split of MPI_COMM_WORLD and the plugin reaches the other side through an
+ * intercommunicator over MPI_COMM_WORLD; hgx reaches every rank directly, so
+ * a comm smaller than MPI_COMM_WORLD means MPI_COMM_WORLD, and one spanning
+ * it is used as it is (addresses are then its ranks).
+ */
+static na_return_t intra_base(MPI_Comm intra, MPI_Comm *base)
+{
+    int inter = 0, n = 0, world = 0, rc;
+    if ((rc = MPI_Comm_test_inter(intra, &inter)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_size(intra, &n)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_size(MPI_COMM_WORLD, &world)) != MPI_SUCCESS) {
+        log_mpi("checking the NA_MPI_Set_init_intra_comm communicator", rc);
+        return NA_INVALID_ARG;
+    }
+    if (inter) {
+        HGX_LOG_ERROR(MPI, "NA_MPI_Set_init_intra_comm was given an intercommunicator; "
+                           "mpi+static needs an intracommunicator");
+        return NA_INVALID_ARG;
+    }
+    *base = n == world ? intra : MPI_COMM_WORLD;
+    HGX_LOG_DEBUG(MPI, "mpi+static: intra communicator of %d of %d ranks, running on %s",
+                  n, world, n == world ? "it" : "MPI_COMM_WORLD");
+    return NA_SUCCESS;
 }
 
 static na_return_t na_from_mpi(int rc)
@@ -901,11 +941,10 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_lock(&na_mpi_global_lock);
     MPI_Initialized(&inited);
     if (!inited) {
-        if (na_mpi_user_comm != MPI_COMM_NULL) {
+        if (na_mpi_user_comm != MPI_COMM_NULL || na_mpi_intra_comm != MPI_COMM_NULL) {
             pthread_mutex_unlock(&na_mpi_global_lock);
-            HGX_LOG_ERROR(
-                MPI,
-                "na_mpi_set_comm() was given a communicator but MPI is not initialized");
+            HGX_LOG_ERROR(MPI, "a communicator was given (NA_MPI_Set_init_intra_comm or "
+                               "hgx_init_mpi) but MPI is not initialized");
             return NA_INVALID_ARG;
         }
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
@@ -936,7 +975,13 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
                 provided);
     }
     MPI_Comm base = na_mpi_user_comm != MPI_COMM_NULL ? na_mpi_user_comm : MPI_COMM_WORLD;
+    MPI_Comm intra =
+        na_mpi_user_comm == MPI_COMM_NULL ? na_mpi_intra_comm : MPI_COMM_NULL;
     pthread_mutex_unlock(&na_mpi_global_lock);
+    /* mpi+dynamic connects each process on its own: an intra comm changes nothing */
+    if (!dynamic && intra != MPI_COMM_NULL &&
+        (ret = intra_base(intra, &base)) != NA_SUCCESS)
+        goto undo_init;
 
     if (dynamic) {
         MPI_Query_thread(&provided);
@@ -1341,19 +1386,35 @@ static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, cha
     return w < 0 || (size_t)w >= n ? NA_OVERFLOW : NA_SUCCESS;
 }
 
+static na_return_t addr_string(struct mpi_class *pc, const struct mpi_addr *a, char *buf,
+                               size_t n)
+{
+    if (pc->dynamic)
+        return dyn_addr_string(pc, a->conn, buf, n);
+    int w = snprintf(buf, n, "mpi+static://%d", a->rank);
+    return w < 0 || (size_t)w >= n ? NA_OVERFLOW : NA_SUCCESS;
+}
+
 static na_return_t mpi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
                                       na_addr_t *addr)
 {
-    if (PC(na_class)->dynamic)
-        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf,
-                               *buf_size);
-    int n = snprintf(buf, *buf_size, "mpi+static://%d", ((struct mpi_addr *)addr)->rank);
-    if (n < 0 || (size_t)n >= *buf_size)
-        return NA_OVERFLOW;
-    return NA_SUCCESS;
+    return addr_string(PC(na_class), (struct mpi_addr *)addr, buf, *buf_size);
 }
 
-#define DYN_ADDR_MAX (16 + 3 * MPI_MAX_PORT_NAME)
+const char *na_mpi_port_string(na_class_t *na_class)
+{
+    struct mpi_class *pc = PC(na_class);
+    if (pc->dynamic && !pc->listening)
+        return NULL;
+    pthread_mutex_lock(&pc->lock);
+    if (!pc->port_str[0]) {
+        struct mpi_addr self = {.rank = pc->rank, .conn = pc->self_conn};
+        if (addr_string(pc, &self, pc->port_str, sizeof(pc->port_str)) != NA_SUCCESS)
+            pc->port_str[0] = '\0';
+    }
+    pthread_mutex_unlock(&pc->lock);
+    return pc->port_str[0] ? pc->port_str : NULL;
+}
 
 static size_t mpi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
 {

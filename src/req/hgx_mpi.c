@@ -13,7 +13,7 @@
  */
 #include "hgx_mpi.h"
 #include "hgx_request_private.h"
-#include "na_mpi.h"
+#include "na_mpi_int.h"
 
 #include <pthread.h>
 #include <stdlib.h>

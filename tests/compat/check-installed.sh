@@ -68,6 +68,18 @@ else
     fi
 fi
 
+# ---- 1b. Mercury's utility headers (header-only mercury_util) from the install
+if [ -n "${flags:-}" ]; then
+    say "build 1b: ${CC:-cc} -std=c11 util_prog.c \$(pkg-config ...)"
+    # shellcheck disable=SC2086
+    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/util_pc" "$srcdir/util_prog.c" $flags &&
+        "$tmp/util_pc"; then
+        say "mercury_util headers: PASS"
+    else
+        say "mercury_util headers: FAIL"; fail=1
+    fi
+fi
+
 # ---- 2. CMake find_package(mercury)
 cmake_dir=$(dirname "$(find "$root" -name mercury-config.cmake 2>/dev/null | head -n 1)")
 if ! command -v cmake >/dev/null 2>&1; then
@@ -80,7 +92,7 @@ else
         cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1; then
         grep 'mercury .* found' "$tmp/cmake.log" | sed 's/^/check-installed: /'
         say "run 2: mercury_prog $info"
-        if "$tmp/cmake/mercury_prog" "$info"; then say "cmake build: PASS"
+        if "$tmp/cmake/mercury_prog" "$info" && "$tmp/cmake/util_prog"; then say "cmake build: PASS"
         else say "cmake build: FAIL (run)"; fail=1; fi
     else
         tail -25 "$tmp/cmake.log"; say "cmake build: FAIL (configure/compile)"; fail=1

@@ -1,0 +1,160 @@
+/*
+ * util_prog.c -- a program written against Mercury's utility headers only
+ * (mercury_util.h, threads, mutex, condition, thread pool, time, atomics,
+ * list, queue), as Mercury's test harness uses them. Built in the tree by
+ * make check and against an installed hgx by check-installed.sh. Exit 0 when
+ * every check holds.
+ */
+#include "mercury_atomic.h"
+#include "mercury_list.h"
+#include "mercury_queue.h"
+#include "mercury_thread.h"
+#include "mercury_thread_condition.h"
+#include "mercury_thread_mutex.h"
+#include "mercury_thread_pool.h"
+#include "mercury_time.h"
+#include "mercury_util.h"
+
+#include <stdio.h>
+
+#define NWORK 64
+#define NTHREADS 4
+#define NINCR 10000
+
+static int failures;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            printf("FAILED: %s (line %d)\n", #cond, __LINE__);                           \
+            failures++;                                                                  \
+        }                                                                                \
+    } while (0)
+
+static hg_atomic_int32_t counter;
+static hg_thread_mutex_t mu = HG_THREAD_MUTEX_INITIALIZER;
+static hg_thread_cond_t cond;
+static int done_work;
+
+static HG_THREAD_RETURN_TYPE incr_many(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NINCR; i++)
+        hg_atomic_incr32(&counter);
+    return NULL;
+}
+
+static HG_THREAD_RETURN_TYPE work_fn(void *arg)
+{
+    int *slot = arg;
+    *slot = 1;
+    hg_thread_mutex_lock(&mu);
+    done_work++;
+    hg_thread_cond_signal(&cond);
+    hg_thread_mutex_unlock(&mu);
+    return NULL;
+}
+
+static void check_threads_atomics(void)
+{
+    hg_thread_t t[NTHREADS];
+    hg_atomic_init32(&counter, 0);
+    for (int i = 0; i < NTHREADS; i++)
+        CHECK(hg_thread_create(&t[i], incr_many, NULL) == HG_UTIL_SUCCESS);
+    for (int i = 0; i < NTHREADS; i++)
+        CHECK(hg_thread_join(t[i]) == HG_UTIL_SUCCESS);
+    CHECK(hg_atomic_get32(&counter) == NTHREADS * NINCR);
+    CHECK(hg_atomic_cas32(&counter, NTHREADS * NINCR, 5));
+    CHECK(!hg_atomic_cas32(&counter, 0, 6) && hg_atomic_get32(&counter) == 5);
+    CHECK(hg_atomic_decr32(&counter) == 4 && hg_atomic_or32(&counter, 3) == 4);
+    CHECK(hg_atomic_get32(&counter) == 7);
+    hg_atomic_int64_t big;
+    hg_atomic_init64(&big, INT64_C(1) << 40);
+    CHECK(hg_atomic_incr64(&big) == (INT64_C(1) << 40) + 1);
+    CHECK(hg_thread_equal(hg_thread_self(), hg_thread_self()));
+}
+
+static void check_pool(void)
+{
+    hg_thread_pool_t *pool = NULL;
+    struct hg_thread_work w[NWORK];
+    int slots[NWORK] = {0};
+    CHECK(hg_thread_cond_init(&cond) == HG_UTIL_SUCCESS);
+    CHECK(hg_thread_pool_init(0, &pool) == HG_UTIL_FAIL);
+    CHECK(hg_thread_pool_init(NTHREADS, &pool) == HG_UTIL_SUCCESS && pool);
+    CHECK(hg_thread_pool_post(pool, NULL) == HG_UTIL_FAIL);
+    for (int i = 0; i < NWORK; i++) {
+        w[i].func = work_fn;
+        w[i].args = &slots[i];
+        CHECK(hg_thread_pool_post(pool, &w[i]) == HG_UTIL_SUCCESS);
+    }
+    hg_thread_mutex_lock(&mu);
+    while (done_work < NWORK)
+        if (hg_thread_cond_timedwait(&cond, &mu, 5000) != HG_UTIL_SUCCESS)
+            break;
+    CHECK(done_work == NWORK);
+    /* nobody signals now: a short timed wait must time out */
+    CHECK(hg_thread_cond_timedwait(&cond, &mu, 20) == HG_UTIL_FAIL);
+    hg_thread_mutex_unlock(&mu);
+    int all = 1;
+    for (int i = 0; i < NWORK; i++)
+        all &= slots[i];
+    CHECK(all);
+    CHECK(hg_thread_pool_destroy(pool) == HG_UTIL_SUCCESS);
+    CHECK(hg_thread_cond_destroy(&cond) == HG_UTIL_SUCCESS);
+}
+
+static void check_time(void)
+{
+    hg_time_t t0, t1, d = hg_time_from_ms(30);
+    CHECK(hg_time_get_current(&t0) == HG_UTIL_SUCCESS);
+    CHECK(hg_time_sleep(d) == HG_UTIL_SUCCESS);
+    CHECK(hg_time_get_current(&t1) == HG_UTIL_SUCCESS);
+    CHECK(hg_time_less(t0, t1) && hg_time_diff(t1, t0) >= 0.029);
+    CHECK(hg_time_to_ms(hg_time_subtract(t1, t0)) >= 29);
+    CHECK(hg_time_to_ms(hg_time_add(d, hg_time_from_ms(1990))) == 2020);
+    CHECK(hg_time_to_ms(hg_time_from_double(1.5)) == 1500);
+}
+
+struct item {
+    int v;
+    HG_LIST_ENTRY(item) link;
+    HG_QUEUE_ENTRY(item) qlink;
+};
+
+static void check_list_queue(void)
+{
+    struct item it[3] = {{.v = 1}, {.v = 2}, {.v = 3}}, *e;
+    HG_LIST_HEAD(item) l = HG_LIST_HEAD_INITIALIZER(l);
+    HG_QUEUE_HEAD(item) q;
+    HG_QUEUE_INIT(&q);
+    int sum = 0, order = 0;
+    for (int i = 0; i < 3; i++) {
+        HG_LIST_INSERT_HEAD(&l, &it[i], link);
+        HG_QUEUE_PUSH_TAIL(&q, &it[i], qlink);
+    }
+    HG_LIST_REMOVE(&it[1], link);
+    HG_LIST_FOREACH(e, &l, link)
+    sum += e->v;
+    CHECK(sum == 4 && HG_LIST_FIRST(&l) == &it[2]);
+    HG_QUEUE_FOREACH(e, &q, qlink)
+    order = order * 10 + e->v;
+    CHECK(order == 123);
+    HG_QUEUE_POP_HEAD(&q, qlink);
+    CHECK(HG_QUEUE_FIRST(&q) == &it[1]);
+    HG_QUEUE_POP_HEAD(&q, qlink);
+    HG_QUEUE_POP_HEAD(&q, qlink);
+    CHECK(HG_QUEUE_IS_EMPTY(&q));
+}
+
+int main(void)
+{
+    CHECK(HG_UTIL_VERSION_MAJOR == 4 && HG_UTIL_SUCCESS == 0 && HG_UTIL_FAIL == -1);
+    check_threads_atomics();
+    check_pool();
+    check_time();
+    check_list_queue();
+    printf("%s: mercury_util headers (%d failures)\n", failures ? "FAIL" : "PASS",
+           failures);
+    return failures ? 1 : 0;
+}
