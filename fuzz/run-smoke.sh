@@ -45,7 +45,7 @@ have() { grep -q "^#define $1 1" "$builddir/config.h"; }
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $SAN"
-INC="-I$builddir -I$srcdir/include -I$srcdir/src/util -I$srcdir/src/na -I$srcdir/src/hg \
+INC="-I$builddir -I$srcdir/include -I$srcdir/src/util -I$srcdir/src/na -I$srcdir/src/na/util -I$srcdir/src/hg \
 -I$srcdir/src/bulk -I$srcdir/src/req -I$srcdir/src/mpi_emul"
 LIBS="-lpthread -lm"
 pc() { pkg-config "$@" 2>/dev/null || true; }
@@ -54,16 +54,10 @@ if have HGX_HAVE_ISAL; then LIBS="$LIBS -lisal"; fi
 if have HGX_HAVE_OFI; then INC="$INC $(pc --cflags libfabric)"; LIBS="$LIBS $(pclibs libfabric -lfabric)"; fi
 if have HGX_HAVE_UCX; then INC="$INC $(pc --cflags ucx)"; LIBS="$LIBS $(pclibs ucx '-lucp -luct -lucs')"; fi
 
-# ---- the library (non-MPI part), instrumented -------------------------------
-libsrc="src/util/hgx_log.c src/util/hgx_spin.c src/na/na.c src/na/na_op.c src/na/na_info.c
-  src/hg/hg_proc.c src/hg/hg_proc_types.c src/hg/hg_proc_string.c src/hg/hg_crc64.c
-  src/hg/hg_header.c src/hg/hg_rpc_map.c src/hg/hg_class.c src/hg/hg_register.c
-  src/hg/hg_addr.c src/hg/hg_context.c src/hg/hg_handle.c src/hg/hg_origin.c
-  src/hg/hg_target.c src/hg/hg_self.c src/hg/hg_request.c
-  src/bulk/bulk.c src/bulk/bulk_transfer.c src/bulk/hg_proc_bulk.c
-  src/req/hgx_request.c src/req/hgx_wait.c src/req/hgx_timer.c"
-have HGX_HAVE_OFI && libsrc="$libsrc src/na/na_ofi.c"
-have HGX_HAVE_UCX && libsrc="$libsrc src/na/na_ucx.c"
+# ---- the library, instrumented: its sources as the build tree configured them
+libsrc=${FUZZ_LIB_SOURCES:?run through make fuzz-smoke, which names the library sources}
+INC="$INC ${FUZZ_MPI_CFLAGS:-}"
+LIBS="$LIBS ${FUZZ_MPI_LIBS:-}"
 
 echo "fuzz-smoke: building the instrumented library into $out"
 objs=""
