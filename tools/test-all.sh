@@ -38,7 +38,8 @@ status=0
 # Every test with Open MPI; the MPI tests again with MPICH (one tree per MPI);
 # every non-MPI test under AddressSanitizer + UBSan.
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
-mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh tests/multihost/mpi-static.sh"
+mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh tests/multihost/mpi-static.sh \
+tests/multihost/mpi-dynamic.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
@@ -88,7 +89,7 @@ for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     done
 done
 for t in tests/test_faults tests/test_load tests/netns-cut.sh tests/netns-addr.sh tests/loopback-addr.sh \
-    tests/multihost/rpc.sh tests/multihost/fault.sh; do
+    tests/multihost/rpc.sh tests/multihost/fault.sh tests/multihost/mpi-dynamic.sh; do
     if ! grep -q "^PASS: $t" "$logdir/openmpi.check" 2>/dev/null; then
         echo "hgx CI: $t did not pass in the openmpi build"
         status=1
