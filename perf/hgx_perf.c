@@ -9,11 +9,13 @@
  * OFI and UCX run standalone: the program forks its server before any
  * initialization and the two talk bootstrap data over pipes. mpi+static runs
  * under mpirun with two ranks: rank 0 serves, rank 1 measures and prints.
+ * --server-cmd starts the server on another host instead (perf_remote.c).
  */
 #include "config.h"
 #include "perf.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -330,7 +332,7 @@ static void usage(FILE *f)
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
         "                [--no-bind] [--no-block] [--raw-wait] [--thread-safe]\n"
-        "                [--clients N] [--runs FILE] [--na]\n"
+        "                [--clients N] [--runs FILE] [--na] [--server-cmd PREFIX]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
         "  rate: RPCs/s with 1..64 in flight from each of --clients N (1-8)\n"
         "  client processes (their rates add up; only the server is bound)\n"
@@ -352,7 +354,11 @@ static void usage(FILE *f)
         "  its default (blocking) mode; the raw loop still busy-polls.\n"
         "  hgx runs with NA_THREAD_MODE_SINGLE (one thread per process, no locks);\n"
         "  --thread-safe measures the default mode, whose locks let any thread\n"
-        "  post and progress.\n",
+        "  post and progress.\n"
+        "  --server-cmd PREFIX (ofi+tcp, ucx+tcp): start the server on another\n"
+        "  host with `PREFIX /path/to/hgx-perf --serve-stdio OPTIONS` (e.g.\n"
+        "  \"ssh node1\"; the same path there), bootstrap over its stdin/stdout;\n"
+        "  hgx uses the plain info string, the raw loop the same interface.\n",
         f);
 }
 
@@ -430,6 +436,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->thread_safe = 1;
         else if (!strcmp(o, "--na"))
             cfg->na_layer = 1;
+        else if (!strcmp(o, "--serve-stdio"))
+            cfg->server = cfg->remote = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             exit(0);
@@ -437,6 +445,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->transport = v, i++;
         else if (v && !strcmp(o, "--sizes"))
             sizes = v, i++;
+        else if (v && !strcmp(o, "--server-cmd"))
+            cfg->server_cmd = v, cfg->remote = 1, i++;
         else if (v && !strcmp(o, "--csv"))
             cfg->csv = v, i++;
         else if (v && !strcmp(o, "--runs"))
@@ -474,13 +484,23 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     cfg->proto = strchr(cfg->transport, '+') + 1;
     if (cfg->kind != PERF_MPI && strcmp(cfg->proto, "tcp") && strcmp(cfg->proto, "shm"))
         return -1;
+    if (cfg->remote && (cfg->kind == PERF_MPI || strcmp(cfg->proto, "tcp"))) {
+        fprintf(stderr, "hgx-perf: --server-cmd takes ofi+tcp or ucx+tcp\n");
+        return -1;
+    }
     static char info[32];
     snprintf(info, sizeof(info), "%s%s", cfg->transport,
-             strcmp(cfg->proto, "tcp") ? "" : "://127.0.0.1");
+             strcmp(cfg->proto, "tcp") || cfg->remote ? "" : "://127.0.0.1");
     cfg->info = info;
-    /* The raw UCX loop connects by worker address, over any of UCX's devices. */
-    if (cfg->kind == PERF_UCX && !strcmp(cfg->proto, "tcp"))
-        setenv("UCX_NET_DEVICES", "lo", 0);
+    /* The raw UCX loop connects by worker address, over any of UCX's devices:
+     * loopback on one host, the interface hgx picks across two. */
+    if (cfg->kind == PERF_UCX && !strcmp(cfg->proto, "tcp")) {
+        char ifname[64] = "lo";
+        struct in_addr ip;
+        if (cfg->remote && perf_routable_if(ifname, sizeof(ifname), &ip))
+            return -1;
+        setenv("UCX_NET_DEVICES", ifname, 0);
+    }
     if (cfg->raw_wait && cfg->kind != PERF_OFI) {
         fprintf(stderr, "hgx-perf: --raw-wait applies to ofi+ transports only\n");
         return -1;
@@ -493,6 +513,10 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     }
     if (cfg->na_layer && cfg->mode != PERF_LAT) {
         fprintf(stderr, "hgx-perf: --na applies to --mode lat only\n");
+        return -1;
+    }
+    if (cfg->clients > 1 && cfg->remote) {
+        fprintf(stderr, "hgx-perf: --server-cmd takes one client\n");
         return -1;
     }
     if (cfg->clients > 1 && cfg->runs_csv) {
@@ -730,6 +754,46 @@ static int run_repeated(const struct perf_config *cfg, struct perf_oob *oob,
     return 0;
 }
 
+/* The server process's end: nonzero (said) unless it exited with 0. */
+static int reap_server(pid_t pid)
+{
+    int status = 0;
+    if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status))
+        return 0;
+    fprintf(stderr, "hgx-perf: server exited abnormally (status %#x)\n", status);
+    return 1;
+}
+
+/* --server-cmd (client) and --serve-stdio (the server it starts): one client,
+ * the bootstrap channel over the server command's stdin and stdout. */
+static int run_remote(struct perf_config *cfg, int argc, char **argv,
+                      struct perf_results *res)
+{
+    struct perf_oob oob = {.send = pipe_send, .recv = pipe_recv, .rfd = -1, .wfd = -1};
+    int cpus[2];
+    bool bind = !cfg->no_bind && two_cpus(cpus);
+    signal(SIGPIPE, SIG_IGN);
+    if (cfg->server) {
+        if (perf_remote_serve_oob(&oob))
+            return 1;
+        if (bind)
+            bind_cpu(cpus[0]);
+        return run_repeated(cfg, &oob, res);
+    }
+    pid_t pid = perf_remote_start(cfg->server_cmd, argc, argv, &oob);
+    if (pid < 0)
+        return 1;
+    if (bind)
+        bind_cpu(cpus[1]);
+    int ret = run_repeated(cfg, &oob, res);
+    if (!cfg->quiet && isatty(STDERR_FILENO))
+        fputs("\r\033[K", stderr);
+    close(oob.wfd);
+    ret |= reap_server(pid);
+    report(cfg, res);
+    return ret;
+}
+
 int main(int argc, char **argv)
 {
     static struct perf_config cfg;
@@ -783,6 +847,9 @@ int main(int argc, char **argv)
         return 2;
 #endif
     }
+
+    if (cfg.remote)
+        return run_remote(&cfg, argc, argv, &res);
 
     int cpus[2];
     /* With several clients only the server is bound: the clients share the
@@ -876,11 +943,7 @@ int main(int argc, char **argv)
             WEXITSTATUS(status))
             ret = 1;
     }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
-        fprintf(stderr, "hgx-perf: server exited abnormally (status %#x)\n", status);
-        ret = 1;
-    }
+    ret |= reap_server(pid);
     report(&cfg, &res);
     return ret;
 }

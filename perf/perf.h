@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum perf_mode { PERF_LAT, PERF_RATE, PERF_BW, PERF_CANCEL, PERF_SCALE };
 enum perf_kind { PERF_OFI, PERF_UCX, PERF_MPI };
@@ -39,6 +40,9 @@ struct perf_config {
     int na_layer;    /* --na: the hgx side runs NA alone (perf_na.c) */
     int clients;     /* rate mode: client processes against the one server (1-8) */
     int client_id;   /* this client's index, 0 .. clients - 1 */
+    const char *server_cmd; /* --server-cmd: prefix that starts the server elsewhere */
+    int remote; /* server on another host (--server-cmd / --serve-stdio): plain info
+                 * strings, the raw loops on the routable interface */
 };
 
 /* Out-of-band channel (pipes, or MPI point-to-point on MPI_COMM_WORLD). */
@@ -111,6 +115,16 @@ int perf_mpi_clients_barrier(void);
 int perf_mpi_send_to(int rank, const void *buf, size_t len);
 int perf_mpi_recv_from(int rank, void *buf, size_t len);
 void perf_mpi_finalize(void);
+
+/* Two hosts (perf_remote.c). The first IPv4 interface that is up and not
+ * loopback, as hgx picks for a plain info string; -1 (said) if none. */
+struct in_addr;
+int perf_routable_if(char *name, size_t cap, struct in_addr *ip);
+/* Client: run "PREFIX this-program --serve-stdio ARGS" (argv without
+ * --server-cmd), oob over its stdin/stdout; its pid, -1 on failure. */
+pid_t perf_remote_start(const char *prefix, int argc, char **argv, struct perf_oob *oob);
+/* Server started that way: oob over stdin and the original stdout. */
+int perf_remote_serve_oob(struct perf_oob *oob);
 
 /* Helpers (hgx_perf.c). */
 double perf_now(void); /* seconds, monotonic */

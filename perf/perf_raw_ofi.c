@@ -233,8 +233,14 @@ static int ofi_setup(struct ofi_raw *o, const struct perf_config *cfg,
         struct sockaddr_in *sin = calloc(1, sizeof(*sin));
         if (!sin)
             return -1;
+        char ifname[64];
         sin->sin_family = AF_INET;
         sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (cfg->remote && perf_routable_if(ifname, sizeof(ifname), &sin->sin_addr)) {
+            free(sin);
+            fi_freeinfo(hints);
+            return -1;
+        }
         hints->src_addr = sin;
         hints->src_addrlen = sizeof(*sin);
         hints->addr_format = FI_SOCKADDR_IN;

@@ -30,6 +30,24 @@ mh_skip() {
 
 mh_ns() { echo "${MH_ID}_$1"; }
 
+# mh_built TRANSPORT...: print those whose plugin this build tree has (its
+# config.h); say on stderr which are left out.
+mh_built() {
+    for _t in "$@"; do
+        case $_t in
+        ofi+*) _p=OFI ;;
+        ucx+*) _p=UCX ;;
+        mpi+*) _p=MPI ;;
+        *) _p=none ;;
+        esac
+        if grep -q "define HGX_HAVE_$_p 1" "${top_builddir:-.}/config.h" 2>/dev/null; then
+            echo "$_t"
+        else
+            echo "$_t: not built here, left out" >&2
+        fi
+    done
+}
+
 mh_cleanup() {
     # What a dropped ssh session would end: every process left on a host.
     for _h in $MH_HOSTS; do
