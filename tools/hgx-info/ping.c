@@ -40,25 +40,35 @@ static int info_from_addr(const char *addr, char *info, size_t size)
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
+/* Forward and wait; the deadline cancels the request when no answer comes. */
+static hg_return_t forward_with_deadline(hg_handle_t handle, hgx_info_ping_t *in,
+                                         unsigned int timeout_ms)
+{
+    hgx_request_t req = HGX_REQUEST_NULL;
+    hgx_status_t status;
+    hg_return_t ret = hgx_iforward(handle, in, &req);
+
+    if (ret != HG_SUCCESS)
+        return ret;
+    ret = hgx_request_set_timeout(req, timeout_ms);
+    if (ret != HG_SUCCESS)
+        hgx_cancel(&req); /* never wait without a bound */
+    if (hgx_wait(&req, &status) != HG_SUCCESS)
+        return HG_OTHER_ERROR;
+    return ret != HG_SUCCESS ? ret : status.error;
+}
+
 /* One ping on a fresh handle; 0 and *rtt_ms when the answer echoes seq. */
 static int ping_once(hg_context_t *ctx, hg_addr_t addr, hg_id_t id, uint64_t seq,
                      unsigned int timeout_ms, double *rtt_ms)
 {
     hg_handle_t handle = HG_HANDLE_NULL;
-    hgx_request_t req = HGX_REQUEST_NULL;
-    hgx_status_t status;
     hgx_info_ping_t in = {.seq = seq}, out;
     double start = now_ms();
     hg_return_t ret = HG_Create(ctx, addr, id, &handle);
 
     if (ret == HG_SUCCESS)
-        ret = hgx_iforward(handle, &in, &req);
-    if (ret == HG_SUCCESS &&
-        (ret = hgx_request_set_timeout(req, timeout_ms)) != HG_SUCCESS)
-        hgx_cancel(&req);
-    if (req != HGX_REQUEST_NULL && hgx_wait(&req, &status) == HG_SUCCESS &&
-        ret == HG_SUCCESS)
-        ret = status.error;
+        ret = forward_with_deadline(handle, &in, timeout_ms);
     *rtt_ms = now_ms() - start;
     if (ret == HG_SUCCESS && (ret = HG_Get_output(handle, &out)) == HG_SUCCESS) {
         uint64_t echoed = out.seq;
