@@ -1,0 +1,112 @@
+#!/bin/sh
+# hgx-info.sh -- hgx-info lists the built protocols and versions, --listen
+# prints a loopback address with its port and rejects an unknown protocol,
+# --ping gets three answers from --serve servers on ofi+tcp and ucx+tcp, and a
+# ping to a closed port fails within its timeout. Traffic stays on lo.
+set -u
+name=hgx-info
+info=${top_builddir:-.}/hgx-info
+[ -x "$info" ] || { echo "$name: SKIP: $info not built"; exit 77; }
+have() { grep -q "define HGX_HAVE_$1 1" "${top_builddir:-.}/config.h"; }
+out=$(mktemp "${TMPDIR:-/tmp}/hgx-info.XXXXXX") || exit 1
+srv_out=$(mktemp "${TMPDIR:-/tmp}/hgx-info-srv.XXXXXX") || exit 1
+srv=
+stop_server() {
+    [ -n "$srv" ] && kill "$srv" 2>/dev/null && wait "$srv"
+    srv=
+}
+trap 'stop_server; rm -f "$out" "$srv_out"' EXIT INT TERM
+fail=0
+pass() { echo "PASS $name: $1"; }
+bad() {
+    echo "FAIL $name: $1"
+    sed 's/^/    /' "$out"
+    fail=1
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# --- plain listing: every built protocol, lo, and the versions
+"$info" >"$out" 2>&1 || bad "listing exits $?"
+expect=" hgx mercury na"
+have OFI && expect="$expect ofi+tcp ofi+sockets ofi+shm libfabric"
+have UCX && expect="$expect ucx+tcp ucx+shm ucx+all UCX"
+have MPI && expect="$expect mpi+static mpi+dynamic MPI"
+missing=
+for word in $expect; do
+    grep -q "^  $word " "$out" || missing="$missing $word"
+done
+grep -q "^  lo .* loopback 127\.0\.0\.1" "$out" || missing="$missing lo"
+if [ -z "$missing" ]; then pass "listing has$expect lo"; else bad "listing lacks$missing"; fi
+
+# --- --listen: the advertised address, and a clear error for a bad info
+if have OFI; then
+    "$info" --listen ofi+tcp://127.0.0.1 >"$out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -Eqx 'ofi\+tcp://127\.0\.0\.1:[1-9][0-9]*' "$out"; then
+        pass "--listen ofi+tcp://127.0.0.1 prints $(cat "$out")"
+    else
+        bad "--listen ofi+tcp://127.0.0.1 (exit $rc)"
+    fi
+fi
+"$info" --listen nosuch+proto >"$out" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q 'no plugin "nosuch"' "$out" &&
+    grep -q 'cannot listen on "nosuch+proto"' "$out"; then
+    pass "--listen nosuch+proto fails (exit $rc) with hgx's error"
+else
+    bad "--listen nosuch+proto (exit $rc)"
+fi
+"$info" --ping >"$out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "needs an argument" "$out"; then
+    pass "bad usage exits 2"
+else
+    bad "--ping without ADDR (exit $rc)"
+fi
+
+# Starts "$info --serve $1" and sets addr to the address it prints.
+start_server() {
+    : >"$srv_out" # the old server's address must not be read as the new one
+    "$info" --serve "$1" >"$srv_out" 2>&1 &
+    srv=$!
+    addr=
+    for _ in $(seq 100); do
+        addr=$(grep -m 1 -E '^[a-z]+\+[a-z]+://' "$srv_out")
+        case $addr in *://*) return 0 ;; esac
+        kill -0 "$srv" 2>/dev/null || break
+        sleep 0.1
+    done
+    cp "$srv_out" "$out"
+    bad "--serve $1 printed no address"
+    stop_server
+    return 1
+}
+
+# --- --ping against a server, then against its closed port
+timeout_ms=500
+for proto in ofi+tcp ucx+tcp; do
+    case $proto in ofi+*) have OFI || continue ;; ucx+*) have UCX || continue ;; esac
+    start_server "$proto://127.0.0.1" || continue
+    "$info" --ping "$addr" --count 3 --timeout 5000 >"$out" 2>&1
+    rc=$?
+    answers=$(awk -v a="$addr" '$1 == "ping" && $3 == "answer" && $5 == a &&
+        $7 ~ /^[0-9]+\.[0-9]+$/ && $8 == "ms"' "$out" | wc -l)
+    if [ $rc -eq 0 ] && [ "$answers" -eq 3 ] && grep -q "^3 sent, 3 answered" "$out"; then
+        pass "--ping $addr --count 3: 3 round trips"
+    else
+        bad "--ping $addr --count 3 (exit $rc, $answers answers)"
+    fi
+    stop_server
+    start=$(now_ms)
+    "$info" --ping "$addr" --count 1 --timeout $timeout_ms >"$out" 2>&1
+    rc=$?
+    elapsed=$(($(now_ms) - start))
+    # The timeout bounds the ping; class setup and teardown get a few seconds.
+    if [ $rc -ne 0 ] && [ $elapsed -lt $((timeout_ms + 5000)) ] &&
+        grep -Eq "no answer within $timeout_ms ms|failed|cannot look up" "$out"; then
+        pass "--ping to closed $addr fails in $elapsed ms (exit $rc)"
+    else
+        bad "--ping to closed $addr (exit $rc after $elapsed ms)"
+    fi
+done
+exit $fail
