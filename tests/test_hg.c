@@ -876,8 +876,9 @@ static void test_finalize_busy(void **state)
     hg_handle_t h;
 
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.sum, &h), HG_SUCCESS);
+    /* The context is alive (a forgotten idle handle alone would not stop
+     * HG_Context_destroy: test_hg_forgotten). */
     assert_int_equal(HG_Finalize(g.cls), HG_BUSY);
-    assert_int_equal(HG_Context_destroy(g.ctx), HG_BUSY);
     HG_Destroy(h);
 }
 

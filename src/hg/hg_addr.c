@@ -29,7 +29,36 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr)
     addr->is_self = NA_Addr_is_self(hg_class->na_class, na_addr);
     atomic_init(&addr->refcount, 1);
     hgx_long_add(&hg_class->n_addrs, 1, hg_class->single);
+    hgx_lock(&hg_class->addr_lock);
+    if ((addr->next = hg_class->addr_head))
+        addr->next->prev = addr;
+    hg_class->addr_head = addr;
+    hgx_unlock(&hg_class->addr_lock);
     return addr;
+}
+
+static void addr_destroy(hg_addr_t addr, bool single)
+{
+    hg_class_t *hg_class = addr->hg_class;
+    hgx_lock(&hg_class->addr_lock);
+    if (addr->prev)
+        addr->prev->next = addr->next;
+    else
+        hg_class->addr_head = addr->next;
+    if (addr->next)
+        addr->next->prev = addr->prev;
+    hgx_unlock(&hg_class->addr_lock);
+    NA_Addr_free(hg_class->na_class, addr->na_addr);
+    hgx_long_add(&hg_class->n_addrs, -1, single);
+    free(addr);
+}
+
+long hg_addr_free_all(hg_class_t *hg_class)
+{
+    long n = 0;
+    for (; hg_class->addr_head; n++)
+        addr_destroy(hg_class->addr_head, hg_class->single);
+    return n;
 }
 
 /*
@@ -133,11 +162,8 @@ hg_return_t HG_Addr_free(hg_class_t *hg_class, hg_addr_t addr)
     if (!addr)
         return HG_SUCCESS;
     bool single = addr->hg_class->single;
-    if (hgx_int_add(&addr->refcount, -1, single) == 1) {
-        NA_Addr_free(addr->hg_class->na_class, addr->na_addr);
-        hgx_long_add(&addr->hg_class->n_addrs, -1, single);
-        free(addr);
-    }
+    if (hgx_int_add(&addr->refcount, -1, single) == 1)
+        addr_destroy(addr, single);
     return HG_SUCCESS;
 }
 

@@ -182,6 +182,7 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
         goto error;
     }
     pthread_mutex_init(&hg_class->lock, NULL);
+    hgx_lock_init_mode(&hg_class->addr_lock, hg_class->single);
     atomic_init(&hg_class->cookie_next, 1);
     atomic_init(&hg_class->bulk_id_next, 1);
     hg_diag_register(hg_class);
@@ -198,17 +199,24 @@ hg_return_t HG_Finalize(hg_class_t *hg_class)
 {
     if (!hg_class)
         return HG_INVALID_ARG;
-    /* Handles live in contexts, which refuse to go while one is alive. */
+    /* Handles live in contexts, which refuse to go while one is in progress. */
     long contexts = atomic_load(&hg_class->n_contexts),
-         addrs = atomic_load(&hg_class->n_addrs), bulks = atomic_load(&hg_class->n_bulks);
-    if (contexts || addrs || bulks) {
-        HGX_LOG_ERROR(
-            HG,
-            "cannot finalize: %ld context(s), %ld address(es), %ld bulk handle(s) "
-            "still alive",
-            contexts, addrs, bulks);
+         bulks = atomic_load(&hg_class->n_bulks);
+    if (contexts || bulks) {
+        HGX_LOG_ERROR(HG,
+                      "cannot finalize: %ld context(s), %ld bulk handle(s) still alive",
+                      contexts, bulks);
         return HG_BUSY;
     }
+    /* Unlike Mercury 2.4.1 (HG_BUSY), forgotten addresses and handles do not
+     * stop the program from finishing (docs/mercury-compat.md). */
+    long addrs = hg_addr_free_all(hg_class),
+         handles = atomic_load(&hg_class->n_forgotten_handles);
+    if (addrs || handles)
+        HGX_LOG_WARNING(HG,
+                        "released %ld address(es) and %ld handle(s) the program did not "
+                        "free",
+                        addrs, handles);
     if (hg_class->own_na_class) {
         na_return_t na_ret = NA_Finalize(hg_class->na_class);
         if (na_ret != NA_SUCCESS) {

@@ -281,6 +281,11 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
     if (!context)
         return HG_INVALID_ARG;
     hg_class_t *hg_class = context->hg_class;
+    /* Handles the program forgot go (counted for HG_Finalize's warning);
+     * those still in progress keep the context busy. */
+    if (completion_count(context) == 0 && atomic_load(&context->n_handles) > 0)
+        atomic_fetch_add(&hg_class->n_forgotten_handles,
+                         hg_handle_release_forgotten(context));
     if (completion_count(context) > 0 || atomic_load(&context->n_handles) > 0) {
         HGX_LOG_ERROR(HG,
                       "cannot destroy context: %ld handle(s) / transfer(s) alive or "

@@ -109,6 +109,24 @@ static bool hg_handle_cache_put(hg_context_t *context, hg_handle_t handle)
     return kept;
 }
 
+long hg_handle_release_forgotten(hg_context_t *context)
+{
+    long n = 0;
+    for (;;) {
+        hgx_lock(&context->cq_lock);
+        hg_handle_t handle = context->live_head;
+        while (handle && atomic_load(&handle->pending) > 0)
+            handle = handle->live_next;
+        hgx_unlock(&context->cq_lock);
+        if (!handle)
+            return n;
+        /* Every reference is forgotten: drop them all at once. */
+        atomic_store(&handle->refcount, 1);
+        hg_handle_release(handle);
+        n++;
+    }
+}
+
 void hg_handle_cache_drain(hg_context_t *context)
 {
     hg_handle_t handle;
@@ -135,6 +153,12 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     /* The other counts and flags are zero: calloc or hg_handle_reset. */
     atomic_init(&handle->refcount, 1);
     hgx_long_add(&context->n_handles, 1, context->hg_class->single);
+    hgx_lock(&context->cq_lock);
+    handle->live_prev = NULL;
+    if ((handle->live_next = context->live_head))
+        handle->live_next->live_prev = handle;
+    context->live_head = handle;
+    hgx_unlock(&context->cq_lock);
     hg_class_t *hg_class = context->hg_class;
     if (hg_class->handle_create) {
         hg_return_t ret = hg_class->handle_create(handle, hg_class->handle_create_arg);
@@ -173,6 +197,14 @@ void hg_handle_release(hg_handle_t handle)
     if (hgx_int_add(&handle->refcount, -1, single) != 1)
         return;
     na_class_t *na_class = context->hg_class->na_class;
+    hgx_lock(&context->cq_lock);
+    if (handle->live_prev)
+        handle->live_prev->live_next = handle->live_next;
+    else
+        context->live_head = handle->live_next;
+    if (handle->live_next)
+        handle->live_next->live_prev = handle->live_prev;
+    hgx_unlock(&context->cq_lock);
 
     if (handle->data_free)
         handle->data_free(handle->data);

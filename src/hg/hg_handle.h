@@ -59,6 +59,7 @@ struct hg_handle {
     struct hg_completion completion;
     struct hg_handle *self_peer;  /* other end of a forward to self */
     struct hg_handle *cache_next; /* in the context's cache of released handles */
+    struct hg_handle *live_prev, *live_next; /* in context->live_head until released */
 
     /* Kept when a target handle is cached for reuse: from send_buf to the end
      * (hg_handle_reset clears every field before: keep it in step). NA message
@@ -80,6 +81,9 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
                             const struct hg_rpc_info *rpc, bool target);
 /* Drop one reference; at 0 a target handle is kept for reuse, others freed. */
 void hg_handle_release(hg_handle_t handle);
+/* Release the handles of context the program forgot (none in progress);
+ * returns how many. */
+long hg_handle_release_forgotten(hg_context_t *context);
 /* Free the released handles a context keeps for reuse. */
 void hg_handle_cache_drain(hg_context_t *context);
 

@@ -65,8 +65,14 @@ struct hg_class {
     atomic_ullong bulk_id_next;
     void *data;
     void (*data_free)(void *);
-    /* Live objects: HG_Finalize refuses while any is non-zero. */
+    /* Live objects: HG_Finalize refuses while contexts or bulks remain. */
     atomic_long n_contexts, n_addrs, n_bulks;
+    /* Live addresses (under addr_lock): HG_Finalize frees those the program
+     * forgot; handles forgotten at HG_Context_destroy are counted for its
+     * warning. */
+    hgx_lock_t addr_lock;
+    struct hg_addr *addr_head;
+    atomic_long n_forgotten_handles;
     atomic_long n_dropped;   /* malformed / corrupted requests dropped */
     atomic_int corrupt_next; /* test hook: corrupt the next message header sent */
     atomic_long counters[HG_COUNT_MAX];
@@ -95,6 +101,7 @@ struct hg_context {
     _Atomic(struct hg_post *) repost; /* received posts to post again (a stack) */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
+    struct hg_handle *live_head;    /* handles not released yet (under cq_lock) */
     /* sources of recent requests, direct-mapped by NA address (one reference each) */
     _Atomic(hg_addr_t) sources[HG_SOURCE_CACHE];
     unsigned int handle_cache_n;
@@ -112,6 +119,7 @@ struct hg_addr {
     na_addr_t *na_addr;
     atomic_int refcount;
     bool is_self;
+    struct hg_addr *prev, *next; /* in hg_class->addr_head */
 };
 
 /* Context completion queue (hg_context.c). */
@@ -123,6 +131,8 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr);
 hg_addr_t hg_addr_of_source(hg_context_t *context, na_addr_t *source);
 /* Drop the context's cached source address. */
 void hg_addr_source_forget(hg_context_t *context);
+/* Free every address still alive (HG_Finalize); returns how many. */
+long hg_addr_free_all(hg_class_t *hg_class);
 
 /* Internal bulk transfer: done() runs from progress (not from HG_Trigger). */
 typedef void (*hg_bulk_done_cb_t)(void *arg, hg_return_t ret);
