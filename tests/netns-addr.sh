@@ -14,6 +14,7 @@ bin=${top_builddir:-.}/tests/test_load
 [ -x "$bin" ] || { echo "$name: SKIP: $bin not built"; exit 77; }
 command -v ip >/dev/null 2>&1 || { echo "$name: SKIP: no ip(8) (install iproute2)"; exit 77; }
 . "${top_srcdir:-.}/tests/addr-lib.sh"
+. "${top_srcdir:-.}/tests/veth-pair.sh"
 # make check keeps the transports on lo; these hosts choose for themselves.
 unset FI_TCP_IFACE FI_SOCKETS_IFACE UCX_NET_DEVICES
 ns_a=hgxaddr_a_$$
@@ -24,16 +25,7 @@ cleanup() {
     ip netns del "$ns_b" 2>/dev/null
 }
 trap cleanup EXIT INT TERM
-if ! err=$(ip netns add "$ns_a" 2>&1); then
-    echo "$name: SKIP: cannot create a network namespace: $err"; exit 77
-fi
-ip netns add "$ns_b" &&
-ip link add veth_a netns "$ns_a" type veth peer name veth_b netns "$ns_b" &&
-ip -n "$ns_a" addr add 198.51.100.1/24 dev veth_a &&
-ip -n "$ns_b" addr add 198.51.100.2/24 dev veth_b &&
-ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
-ip -n "$ns_a" link set veth_a up && ip -n "$ns_b" link set veth_b up ||
-    { echo "$name: SKIP: cannot set up the veth pair"; exit 77; }
+veth_pair "$name" "$ns_a" "$ns_b" veth_a veth_b 198.51.100.1 198.51.100.2
 in_a="ip netns exec $ns_a"
 in_b="ip netns exec $ns_b"
 

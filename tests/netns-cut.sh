@@ -22,16 +22,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 # make check keeps the transports on lo; these hosts choose for themselves.
 unset FI_TCP_IFACE FI_SOCKETS_IFACE UCX_NET_DEVICES
-if ! err=$(ip netns add "$ns_s" 2>&1); then
-    echo "netns-cut: SKIP: cannot create a network namespace: $err"; exit 77
-fi
-ip netns add "$ns_c" &&
-ip link add veth_s netns "$ns_s" type veth peer name veth_c netns "$ns_c" &&
-ip -n "$ns_s" addr add 192.0.2.1/24 dev veth_s &&
-ip -n "$ns_c" addr add 192.0.2.2/24 dev veth_c &&
-ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up &&
-ip -n "$ns_s" link set veth_s up && ip -n "$ns_c" link set veth_c up ||
-    { echo "netns-cut: SKIP: cannot set up the veth pair"; exit 77; }
+. "${top_srcdir:-.}/tests/veth-pair.sh"
+veth_pair netns-cut "$ns_s" "$ns_c" veth_s veth_c 192.0.2.1 192.0.2.2
 
 fail=0
 port=5000
