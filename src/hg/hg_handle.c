@@ -57,8 +57,7 @@ static void hg_handle_free_na(na_class_t *na_class, hg_handle_t handle)
 
 /* Clear what a handle holds for one use (every field above send_buf).
  * Field by field, not a memset: GCC clears that many bytes with "rep stos",
- * which held 45% of this path's time samples (docs/performance.md,
- * session 12). */
+ * which held 45% of this path's time samples under perf. */
 static void hg_handle_reset(hg_handle_t handle)
 {
     handle->info = (struct hg_info){0};
