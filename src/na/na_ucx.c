@@ -58,8 +58,9 @@
  * without touching UCX and is posted, in order, by the progress call that
  * follows a completion. Sends leave the queue only posted, cancelled
  * (NA_CANCELED) or failed with their peer. A non-empty queue implies a full
- * window, so some send is in flight and its completion wakes the worker: the
- * queue never stalls and never spins. The default costs no throughput:
+ * window, so some send is in flight and its completion wakes the worker, or
+ * an ep wiring up, which its flush or its deadline ends: the queue never
+ * stalls and never spins. The default costs no throughput:
  * messages are at most 8 KiB, a send holds a request only once the
  * transport's own buffers (socket, shared-memory FIFO) are full, and 256 of
  * them (2 MiB) keep the link busy until the next progress refills the window.
@@ -71,6 +72,7 @@
 #include "hgx_wire.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -139,15 +141,29 @@ struct ucx_held {
     char data[];
 };
 
+/* Connection state of a peer; every change goes through ucx_peer_move,
+ * which checks it against ucx_conn_legal.
+ *   IDLE        an outgoing peer with no usable ep (never connected, or its
+ *               ep failed or was dropped): its next operation opens one. A
+ *               failed ep stays in ep until then, as UCX wants it closed
+ *               outside its own callbacks.
+ *   CONNECTING  ep created, its wire-up flush not done: operations queue in
+ *               pend, in order, and are sent once it is UP.
+ *   UP          ep usable.
+ *   FAILED      an accepted peer whose ep failed, was dropped or forgotten:
+ *               its operations fail until the client connects again. */
+enum ucx_conn { UCX_CONN_IDLE, UCX_CONN_CONNECTING, UCX_CONN_UP, UCX_CONN_FAILED };
+
 struct ucx_peer {
     struct ucx_peer *next;
     struct ucx_class *cls;
     ucp_ep_h ep;
     uint32_t id;
     bool self;
-    bool failed;
-    bool connecting;   /* wire-up flush not finished */
+    enum ucx_conn state;
     bool outgoing;     /* we connected (lookup): can reconnect to sin */
+    void *connect_req; /* the wire-up flush of the current ep, while CONNECTING */
+    uint64_t connect_deadline_ms;
     uint32_t gen;      /* bumped whenever ep is dropped or replaced */
     unsigned inflight; /* sends on this gen's ep holding a UCX request */
     struct sockaddr_in sin;
@@ -178,7 +194,8 @@ struct ucx_class {
     unsigned held;
     unsigned escalate_ms;
     long closing;            /* forced ep closes not finished yet */
-    long queued;             /* sends in the peers' resource queues */
+    long queued;             /* ops in the peers' queues (resources, wire-up) */
+    unsigned connecting;     /* peers in UCX_CONN_CONNECTING */
     unsigned send_window;    /* bound on a peer's inflight sends */
     struct na_slots regions; /* registered handles, named by peers' requests */
     struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
@@ -419,7 +436,7 @@ static uint32_t ucx_random_id(void)
 static struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
 {
     for (struct ucx_peer *p = cls->peers; p; p = p->next)
-        if (p->id == id && !p->failed)
+        if (p->id == id && p->state != UCX_CONN_FAILED)
             return p;
     return NULL;
 }
@@ -442,6 +459,7 @@ static struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const c
         return NULL;
     p->cls = cls;
     p->id = id;
+    p->state = UCX_CONN_IDLE;
     na_addr_init_owned(cls->na_class, &p->addr);
     snprintf(p->str, sizeof(p->str), "%s", str);
     /* Appended: an id seen twice resolves to the first (our own outgoing) ep. */
@@ -450,6 +468,33 @@ static struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const c
         tail = &(*tail)->next;
     *tail = p;
     return p;
+}
+
+static const char *const ucx_conn_name[] = {"IDLE", "CONNECTING", "UP", "FAILED"};
+
+/* Legal moves [from][to]. UP to UP is an accepted peer whose client
+ * connected again before its old ep reported a failure. */
+static const bool ucx_conn_legal[4][4] = {
+    [UCX_CONN_IDLE] = {[UCX_CONN_CONNECTING] = true,
+                       [UCX_CONN_UP] = true, /* accepted, or our own peer */
+                       [UCX_CONN_FAILED] = true /* accepting failed */},
+    [UCX_CONN_CONNECTING] = {[UCX_CONN_IDLE] = true, [UCX_CONN_UP] = true},
+    [UCX_CONN_UP] =
+        {[UCX_CONN_IDLE] = true, [UCX_CONN_UP] = true, [UCX_CONN_FAILED] = true},
+    [UCX_CONN_FAILED] = {[UCX_CONN_UP] = true},
+};
+
+/* The one place a peer's state changes. Lock held. */
+static void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
+{
+    enum ucx_conn from = p->state;
+    assert(ucx_conn_legal[from][to]);
+    HGX_LOG_DEBUG(UCX, "%s: %s -> %s", p->str, ucx_conn_name[from], ucx_conn_name[to]);
+    if (from == UCX_CONN_CONNECTING)
+        p->cls->connecting--;
+    if (to == UCX_CONN_CONNECTING)
+        p->cls->connecting++;
+    p->state = to;
 }
 
 /* p's ep is being dropped or replaced. Its sends in flight end with it and
@@ -461,31 +506,80 @@ static void ucx_peer_new_gen(struct ucx_peer *p)
 }
 
 static void ucx_rma_fail_peer(struct ucx_class *cls, struct ucx_peer *p, na_return_t ret);
+static void ucx_rma_piece_done(struct ucx_op *uop, na_return_t ret);
 
-/* Fail what waits for p: queued sends, and put/get ops awaiting a reply. */
+/* Fail what waits for p: queued sends and put/get requests, and put/get ops
+ * awaiting a reply. A queued put/get ends its send piece here and its reply
+ * piece in ucx_rma_fail_peer. */
 static void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
 {
     struct ucx_op *uop;
     while ((uop = ucx_queue_pop(&p->pend))) {
         ucx_queued_add(p->cls, -1);
-        na_op_complete(na_op_from_plugin(uop), ret);
+        if (uop->kind == UCX_OP_RMA)
+            ucx_rma_piece_done(uop, ret);
+        else
+            na_op_complete(na_op_from_plugin(uop), ret);
     }
     ucx_rma_fail_peer(p->cls, p, ret);
+}
+
+static void ucx_close_cb(void *request, ucs_status_t status, void *user_data)
+{
+    struct ucx_class *cls = user_data;
+    (void)status;
+    cls->closing--;
+    ucp_request_free(request);
+}
+
+/* Force-close an ep without waiting: UCX completes its outstanding requests
+ * with an error (their callbacks may run in here). Lock held. */
+static void ucx_ep_close_force(struct ucx_class *cls, ucp_ep_h ep)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                                                 UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE,
+                                 .cb.send = ucx_close_cb,
+                                 .user_data = cls};
+    cls->closing++; /* before the call: the callback may run inside it */
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    if (sp == NULL || UCS_PTR_IS_ERR(sp))
+        cls->closing--; /* done at once, no callback */
+}
+
+/* p's connection is gone (failed, timed out, dropped or forgotten): an
+ * outgoing peer goes back to IDLE and reconnects at its next operation, an
+ * accepted one is FAILED until its client connects again. What waits for it
+ * fails with NA_HOSTUNREACH. close: close the ep now; inside a UCX callback
+ * it stays in p->ep, closed when replaced or at finalize. Lock held. */
+static void ucx_peer_down(struct ucx_class *cls, struct ucx_peer *p, bool close)
+{
+    if (p->state == UCX_CONN_UP || p->state == UCX_CONN_CONNECTING) {
+        ucx_peer_move(p, p->outgoing ? UCX_CONN_IDLE : UCX_CONN_FAILED);
+        p->connect_req = NULL; /* its flush, if pending, ends unheeded */
+        ucx_peer_new_gen(p);   /* before the close: its completions see the new gen */
+        ucx_pending_fail(p, NA_HOSTUNREACH);
+    }
+    if (close && p->ep) {
+        ucp_ep_h ep = p->ep;
+        p->ep = NULL;
+        ucx_ep_close_force(cls, ep);
+    }
 }
 
 /* The peer died: UCX fails the requests on its ep; we fail what we queued. */
 static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     struct ucx_peer *p = arg;
-    if (ep != p->ep) {
+    if (ep != p->ep || (p->state != UCX_CONN_UP && p->state != UCX_CONN_CONNECTING)) {
         /* An ep we dropped or replaced already: its requests are UCX's to end. */
         HGX_LOG_DEBUG(UCX, "old connection to %s failed: %s", p->str,
                       ucs_status_string(status));
         return;
     }
     HGX_LOG_ERROR(UCX, "connection to %s failed: %s", p->str, ucs_status_string(status));
-    p->failed = true;
-    ucx_pending_fail(p, NA_HOSTUNREACH);
+    ucx_peer_down(p->cls, p, false);
 }
 
 static void ucx_ep_params_err(ucp_ep_params_t *params, struct ucx_peer *p)
@@ -519,85 +613,107 @@ static void ucx_cancel_unlist(struct ucx_op *uop)
     uop->cancel_listed = false;
 }
 
-static void ucx_close_cb(void *request, ucs_status_t status, void *user_data)
+/* The wire-up flush of an ep ended. A flush of an ep that was dropped or
+ * replaced since is ignored: only the current one moves the peer. */
+static void ucx_connect_cb(void *request, ucs_status_t status, void *user_data)
 {
-    struct ucx_class *cls = user_data;
-    (void)status;
-    cls->closing--;
+    struct ucx_peer *p = user_data;
+    bool current = request == p->connect_req;
     ucp_request_free(request);
+    if (!current) {
+        HGX_LOG_DEBUG(UCX, "wire-up of an old connection to %s ended: %s", p->str,
+                      ucs_status_string(status));
+        return;
+    }
+    p->connect_req = NULL;
+    if (status == UCS_OK) {
+        ucx_peer_move(p, UCX_CONN_UP); /* the progress call posts what queued */
+        return;
+    }
+    HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", p->str, ucs_status_string(status));
+    ucx_peer_down(p->cls, p, false);
 }
 
-/* Force-close an ep without waiting: UCX completes its outstanding requests
- * with an error (their callbacks may run in here). Lock held. */
-static void ucx_ep_close_force(struct ucx_class *cls, ucp_ep_h ep)
+/* Open an ep to an outgoing peer's listener without waiting: the wire-up
+ * goes on in the background, and operations posted meanwhile queue in
+ * p->pend until its flush ends (ucx_connect_cb) or its deadline passes
+ * (ucx_connect_check). Lock held. */
+static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
 {
-    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
-                                                 UCP_OP_ATTR_FIELD_CALLBACK |
-                                                 UCP_OP_ATTR_FIELD_USER_DATA,
-                                 .flags = UCP_EP_CLOSE_FLAG_FORCE,
-                                 .cb.send = ucx_close_cb,
-                                 .user_data = cls};
-    cls->closing++; /* before the call: the callback may run inside it */
-    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
-    if (sp == NULL || UCS_PTR_IS_ERR(sp))
-        cls->closing--; /* done at once, no callback */
-}
-
-/* Drop p's ep (cancel escalation). The peer object stays: an outgoing peer
- * reconnects at its next operation; an accepted one waits for its client to
- * connect again. Lock held. */
-static void ucx_ep_drop(struct ucx_class *cls, struct ucx_peer *p)
-{
-    ucp_ep_h ep = p->ep;
-    p->ep = NULL;
-    ucx_peer_new_gen(p); /* before the close: completions it triggers see the new gen */
-    if (!p->outgoing)
-        p->failed = true;
-    ucx_pending_fail(p, NA_HOSTUNREACH);
-    ucx_ep_close_force(cls, ep);
-}
-
-/* Open an ep to an outgoing peer's listener; the wire-up goes on in the
- * background (operations posted meanwhile are queued by UCX). Lock held. */
-static ucs_status_t ucx_ep_open_client(struct ucx_class *cls, struct ucx_peer *p)
-{
+    ucx_peer_down(cls, p, true); /* closes a failed ep left behind */
     ucp_ep_params_t params = {
         .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
         .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
         .sockaddr = {.addr = (const struct sockaddr *)&p->sin,
                      .addrlen = sizeof(p->sin)}};
     ucx_ep_params_err(&params, p);
-    return ucp_ep_create(cls->worker, &params, &p->ep);
-}
-
-/* The slow half of ucx_peer_ready: a failed peer, or an ep to reconnect. */
-static na_return_t ucx_peer_reconnect(struct ucx_class *cls, struct ucx_peer *p,
-                                      const char *what)
-{
-    if (p->failed) {
-        HGX_LOG_ERROR(UCX, "%s to %s: connection failed", what, p->str);
-        return NA_HOSTUNREACH;
-    }
-    ucs_status_t st = p->outgoing ? ucx_ep_open_client(cls, p) : UCS_ERR_NOT_CONNECTED;
+    ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
     if (st != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "%s to %s: cannot reconnect: %s", what, p->str,
-                      ucs_status_string(st));
         p->ep = NULL;
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", p->str, ucs_status_string(st));
         return NA_HOSTUNREACH;
     }
-    HGX_LOG_DEBUG(UCX, "reconnecting to %s", p->str);
+    HGX_LOG_DEBUG(UCX, "connecting to %s", p->str);
+    ucx_peer_move(p, UCX_CONN_CONNECTING);
+    p->connect_deadline_ms = ucx_now_ms() + UCX_CONNECT_MS;
+    ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                              UCP_OP_ATTR_FIELD_USER_DATA,
+                              .cb.send = ucx_connect_cb,
+                              .user_data = p};
+    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p->ep, &fp);
+    if (UCS_PTR_IS_ERR(sp)) {
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", p->str,
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
+        ucx_peer_down(cls, p, true);
+        return NA_HOSTUNREACH;
+    }
+    if (sp)
+        p->connect_req = sp;
+    else
+        ucx_peer_move(p, UCX_CONN_UP);
     return NA_SUCCESS;
 }
 
-/* Make sure p can take an operation: reconnect an outgoing peer whose ep was
- * dropped by a cancel escalation. Inline: a connected peer, the common case,
- * costs one test per send. Lock held. */
+/* Connections whose wire-up outlived UCX_CONNECT_MS (a peer that never
+ * answers, e.g. a host that drops the handshake) fail. Lock held. */
+static void ucx_connect_check(struct ucx_class *cls)
+{
+    uint64_t now = ucx_now_ms();
+    for (struct ucx_peer *p = cls->peers; p && cls->connecting; p = p->next) {
+        if (p->state != UCX_CONN_CONNECTING || now < p->connect_deadline_ms)
+            continue;
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: no answer within %d ms", p->str,
+                      UCX_CONNECT_MS);
+        ucx_peer_down(cls, p, true);
+    }
+}
+
+/* The slow half of ucx_peer_ready: a failed accepted peer, or an outgoing
+ * one to connect. */
+static na_return_t ucx_peer_wake(struct ucx_class *cls, struct ucx_peer *p,
+                                 const char *what)
+{
+    switch (p->state) {
+    case UCX_CONN_FAILED:
+        HGX_LOG_ERROR(UCX, "%s to %s: connection failed", what, p->str);
+        return NA_HOSTUNREACH;
+    case UCX_CONN_IDLE:
+        return ucx_peer_connect(cls, p);
+    default:
+        return NA_SUCCESS;
+    }
+}
+
+/* Make sure p can take an operation: connect an outgoing peer that has no
+ * ep. On NA_SUCCESS the op is posted if p is UP, else queued in p->pend.
+ * Inline: a connected peer, the common case, costs one test per send. Lock
+ * held. */
 static inline na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer *p,
                                          const char *what)
 {
-    if (__builtin_expect(p->ep != NULL && !p->failed, 1))
+    if (__builtin_expect(p->state == UCX_CONN_UP, 1))
         return NA_SUCCESS;
-    return ucx_peer_reconnect(cls, p, what);
+    return ucx_peer_wake(cls, p, what);
 }
 
 static void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
@@ -655,19 +771,19 @@ static void ucx_conn_cb(ucp_conn_request_h req, void *arg)
     if (st != UCS_OK) {
         HGX_LOG_ERROR(UCX, "cannot accept %s: %s", str, ucs_status_string(st));
         if (!reused)
-            p->failed = true;
+            ucx_peer_move(p, UCX_CONN_FAILED);
         return;
     }
     ucp_ep_h old = p->ep;
     p->ep = ep;
     if (reused) {
         ucx_peer_new_gen(p);
-        p->failed = false;
         snprintf(p->str, sizeof(p->str), "%s", str);
         ucx_pending_fail(p, NA_HOSTUNREACH); /* queued for the old connection */
         if (old)
             ucx_ep_close_force(cls, old);
     }
+    ucx_peer_move(p, UCX_CONN_UP);
     HGX_LOG_DEBUG(UCX, "%s %s (id %08x)", reused ? "reaccepted" : "accepted", str, p->id);
 }
 
@@ -756,12 +872,21 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
     na_op_complete(na_op_from_plugin(uop), ret);
 }
 
-/* Resume queued sends of every peer, in order, until its window is full. */
+static void ucx_rma_resume(struct ucx_op *uop);
+
+/* Resume queued ops of every connected peer, in order, until its window is
+ * full. */
 static void ucx_pending_resume(struct ucx_class *cls)
 {
     for (struct ucx_peer *p = cls->peers; p; p = p->next) {
-        while (p->pend.head && p->ep) {
+        while (p->pend.head && p->state == UCX_CONN_UP) {
             struct ucx_op *uop = p->pend.head;
+            if (uop->kind == UCX_OP_RMA) {
+                ucx_queue_pop(&p->pend);
+                ucx_queued_add(cls, -1);
+                ucx_rma_resume(uop);
+                continue;
+            }
             ucs_status_t st = ucx_send_post(uop);
             if (st == UCS_ERR_NO_RESOURCE)
                 break;
@@ -798,6 +923,8 @@ static na_return_t ucx_poll(na_class_t *na_class, na_context_t *context,
     unsigned n = ucx_progress(cls, context);
     if (cls->cancel_head)
         ucx_cancel_check(cls);
+    if (cls->connecting)
+        ucx_connect_check(cls);
     hgx_unlock(&cls->lock);
     if (count_p)
         *count_p = n;
@@ -812,8 +939,9 @@ static na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
 
     hgx_lock(&cls->lock);
     ucs_status_t st = ucp_worker_arm(cls->worker);
-    /* Cancels waiting for escalation: wake up in time to escalate them. */
-    if (cls->cancel_head && timeout_ms > UCX_CANCEL_POLL_MS)
+    /* Cancels waiting for escalation, connections for their deadline: wake
+     * up in time to act on them. */
+    if ((cls->cancel_head || cls->connecting) && timeout_ms > UCX_CANCEL_POLL_MS)
         timeout_ms = UCX_CANCEL_POLL_MS;
     hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
@@ -845,8 +973,10 @@ static bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
     hgx_lock(&cls->lock);
-    /* No sleeping on the fd while cancels wait for escalation (a timer, not an event). */
-    ucs_status_t st = cls->cancel_head ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
+    /* No sleeping on the fd while cancels wait for escalation or connections
+     * for their deadline (timers, not events). */
+    ucs_status_t st =
+        cls->cancel_head || cls->connecting ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
     hgx_unlock(&cls->lock);
     return st == UCS_OK;
 }
@@ -1095,6 +1225,7 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
         return NA_NOMEM;
     }
     cls->self->self = true;
+    ucx_peer_move(cls->self, UCX_CONN_UP);
     ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
                               .address = wa};
     st = ucp_ep_create(cls->worker, &params, &cls->self->ep);
@@ -1297,57 +1428,18 @@ static na_return_t ucx_parse(struct ucx_class *cls, const char *name,
     return NA_SUCCESS;
 }
 
-static void ucx_connect_cb(void *request, ucs_status_t status, void *user_data)
-{
-    struct ucx_peer *p = user_data;
-    if (status != UCS_OK)
-        p->failed = true;
-    p->connecting = false;
-    ucp_request_free(request);
-}
-
-/* Connect to a listener; the flush completes once the wire-up is done, so
- * an unreachable peer fails the lookup instead of a later operation. */
-static na_return_t ucx_connect(struct ucx_class *cls, const struct sockaddr_in *sin,
-                               const char *str, uint32_t id, struct ucx_peer **peer_p)
+/* A peer to connect to, recorded only: its first operation connects, so a
+ * lookup never waits for the network, and an unreachable peer fails that
+ * operation (NA_HOSTUNREACH), as Mercury's UCX plugin does. */
+static na_return_t ucx_peer_add_outgoing(struct ucx_class *cls,
+                                         const struct sockaddr_in *sin, const char *str,
+                                         uint32_t id, struct ucx_peer **peer_p)
 {
     struct ucx_peer *p = ucx_peer_new(cls, id, str);
     if (!p)
         return NA_NOMEM;
     p->outgoing = true;
     p->sin = *sin;
-    ucs_status_t st = ucx_ep_open_client(cls, p);
-    if (st != UCS_OK) {
-        p->ep = NULL;
-        HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", str, ucs_status_string(st));
-        p->failed = true;
-        return NA_HOSTUNREACH;
-    }
-    ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                              UCP_OP_ATTR_FIELD_USER_DATA,
-                              .cb.send = ucx_connect_cb,
-                              .user_data = p};
-    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p->ep, &fp);
-    if (UCS_PTR_IS_ERR(sp))
-        p->failed = true;
-    else if (sp) {
-        /* Pending flush: wait, bounded, for it to finish or the ep to fail. */
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        p->connecting = true;
-        while (!p->failed && p->connecting && ucx_ms_since(&t0) < UCX_CONNECT_MS) {
-            ucx_progress(cls, NULL);
-            /* Others may use the worker meanwhile (the peer is already
-             * known: their sends queue behind the wire-up in UCX). */
-            hgx_unlock(&cls->lock);
-            sched_yield();
-            hgx_lock(&cls->lock);
-        }
-    }
-    if (p->failed) {
-        HGX_LOG_ERROR(UCX, "cannot connect to %s", str);
-        return NA_HOSTUNREACH;
-    }
     *peer_p = p;
     return NA_SUCCESS;
 }
@@ -1375,7 +1467,7 @@ static na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name,
     uint32_t id = ucx_hash_id(strstr(str, "://") + 3);
     hgx_lock(&cls->lock);
     struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
-    if (p || (ret = ucx_connect(cls, &sin, str, id, &p)) == NA_SUCCESS)
+    if (p || (ret = ucx_peer_add_outgoing(cls, &sin, str, id, &p)) == NA_SUCCESS)
         ret = ucx_addr_new(na_class, p, addr_p);
     hgx_unlock(&cls->lock);
     return ret;
@@ -1388,16 +1480,16 @@ static void ucx_addr_destroy(na_class_t *na_class, na_addr_t *addr)
     (void)addr;
 }
 
-/* Forget the connection: the next lookup connects again. */
+/* Forget the connection: an outgoing peer's ep is closed and its next
+ * operation connects again; an accepted peer fails until its client
+ * connects again. */
 static na_return_t ucx_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_peer *p = ucx_peer_of(addr);
     hgx_lock(&cls->lock);
-    if (!p->self) {
-        p->failed = true;
-        ucx_pending_fail(p, NA_HOSTUNREACH);
-    }
+    if (!p->self)
+        ucx_peer_down(cls, p, p->outgoing);
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }
@@ -1556,8 +1648,10 @@ ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
     hgx_lock(&cls->lock);
     if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
-        /* Behind queued sends, or out of resources: queue to keep the order. */
-        ucs_status_t st = p->pend.head ? UCS_ERR_NO_RESOURCE : ucx_send_post(uop);
+        /* Behind queued sends, out of resources or not connected yet: queue
+         * to keep the order. */
+        ucs_status_t st = p->pend.head || p->state != UCX_CONN_UP ? UCS_ERR_NO_RESOURCE
+                                                                  : ucx_send_post(uop);
         if (__builtin_expect(UCS_STATUS_IS_ERR(st), 0))
             ret = ucx_send_not_posted(uop, st);
     }
@@ -2310,7 +2404,7 @@ static void ucx_region_quiesce(struct ucx_class *cls, struct ucx_mem_handle *mh)
             tx = tx->next;
             continue;
         }
-        ucx_ep_drop(cls, p); /* may end transfers: scan again */
+        ucx_peer_down(cls, p, true); /* may end transfers: scan again */
         tx = cls->tx_head;
     }
     ucx_region_wait(cls, mh);
@@ -2477,8 +2571,45 @@ static void ucx_rma_self(struct ucx_class *cls, struct ucx_op *uop,
     ucx_rma_piece_done(uop, ret);
 }
 
-/* Send the request (with a put's data). Its send and its reply are the op's
- * two pieces. Lock held. */
+/* Send uop's request, written in its stage (with a put's data). Lock held. */
+static ucs_status_t ucx_rma_post(struct ucx_op *uop)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                                 UCP_OP_ATTR_FIELD_FLAGS,
+                                 .cb.send = ucx_rma_sent_cb,
+                                 .user_data = uop,
+                                 .flags = UCP_AM_SEND_FLAG_REPLY};
+    size_t count = 0;
+    const void *data =
+        uop->put ? ucx_iov_param(&param, uop->riov, uop->riov_n, &count) : NULL;
+    ucs_status_ptr_t sp = ucp_am_send_nbx(uop->peer->ep, UCX_AM_RMA_REQ, uop->stage,
+                                          UCX_RMA_REQ_HDR, data, count, &param);
+    if (UCS_PTR_IS_ERR(sp)) {
+        ucx_rma_unname(uop->cls, uop);
+        HGX_LOG_ERROR(UCX, "%s to %s failed: %s", uop->put ? "put" : "get",
+                      uop->peer->str, ucs_status_string(UCS_PTR_STATUS(sp)));
+        return UCS_PTR_STATUS(sp);
+    }
+    if (!sp)
+        ucx_rma_piece_done(uop, NA_SUCCESS); /* sent already */
+    return UCS_OK;
+}
+
+/* A request queued while its peer connected: send it now. Refused, the op
+ * waits for no reply and ends with the error. Lock held. */
+static void ucx_rma_resume(struct ucx_op *uop)
+{
+    ucs_status_t st = ucx_rma_post(uop);
+    if (st != UCS_OK) {
+        uop->pieces = 1;
+        ucx_rma_piece_done(uop, ucx_status_to_na(st));
+    }
+}
+
+/* Name the op and write its request. Its send and its reply are the op's
+ * two pieces. The request is sent now on a connected peer, else queued
+ * behind the wire-up. Lock held. */
 static na_return_t ucx_rma_send(struct ucx_class *cls, struct ucx_op *uop,
                                 const struct ucx_rma_args *a)
 {
@@ -2497,26 +2628,13 @@ static na_return_t ucx_rma_send(struct ucx_class *cls, struct ucx_op *uop,
                              .offset = a->roff,
                              .length = a->size};
     ucx_rma_req_write(uop->stage, &rq);
-    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                                 UCP_OP_ATTR_FIELD_USER_DATA |
-                                                 UCP_OP_ATTR_FIELD_FLAGS,
-                                 .cb.send = ucx_rma_sent_cb,
-                                 .user_data = uop,
-                                 .flags = UCP_AM_SEND_FLAG_REPLY};
-    size_t count = 0;
-    const void *data =
-        a->put ? ucx_iov_param(&param, uop->riov, uop->riov_n, &count) : NULL;
-    ucs_status_ptr_t sp = ucp_am_send_nbx(p->ep, UCX_AM_RMA_REQ, uop->stage,
-                                          UCX_RMA_REQ_HDR, data, count, &param);
-    if (UCS_PTR_IS_ERR(sp)) {
-        ucx_rma_unname(cls, uop);
-        HGX_LOG_ERROR(UCX, "%s to %s failed: %s", a->put ? "put" : "get", p->str,
-                      ucs_status_string(UCS_PTR_STATUS(sp)));
-        return ucx_status_to_na(UCS_PTR_STATUS(sp));
+    if (p->state != UCX_CONN_UP) {
+        ucx_queue_push(&p->pend, uop);
+        ucx_queued_add(cls, 1);
+        return NA_SUCCESS;
     }
-    if (!sp)
-        ucx_rma_piece_done(uop, NA_SUCCESS); /* sent already */
-    return NA_SUCCESS;
+    ucs_status_t st = ucx_rma_post(uop);
+    return st == UCS_OK ? NA_SUCCESS : ucx_status_to_na(st);
 }
 
 static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_args *a)
@@ -2601,7 +2719,7 @@ static void ucx_cancel_check(struct ucx_class *cls)
         }
         struct ucx_peer *p = uop->peer;
         ucx_cancel_unlist(uop);
-        if (p->self || !p->ep || uop->gen != p->gen) {
+        if (p->self || p->state != UCX_CONN_UP || uop->gen != p->gen) {
             /* Self ops end on their own; an op of a dropped ep ends with it. */
             uop = next;
             continue;
@@ -2610,7 +2728,7 @@ static void ucx_cancel_check(struct ucx_class *cls)
                         "cancelled operation to %s still pending after %u ms; dropping "
                         "the connection",
                         p->str, cls->escalate_ms);
-        ucx_ep_drop(cls, p);
+        ucx_peer_down(cls, p, true);
         uop = cls->cancel_head;
     }
 }
@@ -2649,6 +2767,13 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
     case UCX_OP_RMA:
         if (!na_op_cancel_requested(op) || uop->pieces == 0)
             break;
+        if (ucx_pending_remove(uop)) {
+            /* Queued behind the wire-up: never sent, so no reply comes. */
+            ucx_rma_unname(cls, uop);
+            uop->pieces = 1;
+            ucx_rma_piece_done(uop, NA_CANCELED);
+            break;
+        }
         /* A get whose reply has not started landing stops here and now; its
          * late reply matches nothing. */
         if (!uop->put && !uop->landing && ucx_rma_awaiting(cls, uop)) {
