@@ -32,7 +32,7 @@
 #define LAZY_SILENT_BOUND_S 8.0
 #define LAZY_REFUSED_BOUND_S 3.0
 
-/* Ops queued in the UCX plugin's peer queues (na_ucx.c). */
+/* Ops queued in the UCX plugin's peer queues (src/na/ucx/). */
 long na_ucx_pending_count(void);
 
 static const char *current_info;

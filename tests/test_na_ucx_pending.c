@@ -36,7 +36,7 @@
 #define FLOOD_LONG_STALL_US 2000000 /* escalate: longer than the escalation */
 #define FLOOD_HOLD_PASSES 6000      /* held: progress passes (10 ms) with no receive */
 
-/* Sends queued for resources in the UCX plugin (na_ucx.c); unexpected
+/* Sends queued for resources in the UCX plugin (src/na/ucx/); unexpected
  * messages it keeps with no receive posted, and the most kept at once. */
 long na_ucx_pending_count(void);
 long na_ucx_held_count(long *peak);
