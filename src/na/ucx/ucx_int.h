@@ -1,7 +1,7 @@
 /*
  * ucx_int.h -- internals shared by the files of the NA plugin over UCX (UCP): unexpected
  * messages as active messages, expected messages tagged, put/get as hgx's own
- * active-message protocol checked by the region's owner (see "put / get"), connections
+ * active-message protocol checked by the region's owner (ucx_rma.c), connections
  * through a sockaddr listener.
  *
  * Peers are identified by a 31-bit id carried in every message: a listener's

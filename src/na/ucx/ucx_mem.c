@@ -53,7 +53,7 @@ size_t ucx_mem_handle_get_max_segments(const na_class_t *na_class)
 }
 
 /* Registration enters the handle in the region table under a fresh random
- * key: peers reach its memory only through that name (see put / get). UCX
+ * key: peers reach its memory only through that name (ucx_rma.c). UCX
  * registers the memory of each transfer itself. */
 na_return_t ucx_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle)
 {

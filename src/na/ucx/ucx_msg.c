@@ -393,7 +393,7 @@ na_return_t ucx_am_handler_set(struct ucx_class *cls)
 }
 
 /* A posted receive takes the oldest kept message, or waits first in line
- * for the next (see the top of the file). */
+ * for the next (ucx_int.h says why). */
 na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
                                     na_op_id_t *op, void *buf, size_t buf_size,
                                     void *plugin_data)
