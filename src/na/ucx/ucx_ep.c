@@ -110,7 +110,9 @@ static const bool ucx_conn_legal[4][4] = {
 void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
 {
     enum ucx_conn from = p->state;
-    assert(ucx_conn_legal[from][to]);
+    bool legal = ucx_conn_legal[from][to];
+    assert(legal);
+    (void)legal; /* NDEBUG builds read the table all the same */
     HGX_LOG_DEBUG(UCX, "%s: %s -> %s", p->str, ucx_conn_name[from], ucx_conn_name[to]);
     if (from == UCX_CONN_CONNECTING)
         p->cls->connecting--;
