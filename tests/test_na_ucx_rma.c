@@ -375,7 +375,6 @@ static void test_every_byte(void **state)
 
 int main(void)
 {
-    static const char *const ucx[] = {"ucx+tcp", "ucx+shm"};
     const char *const *transports;
     size_t n = test_transports(&transports);
     int failed = 0, ran = 0;
@@ -385,7 +384,8 @@ int main(void)
         cmocka_unit_test(test_every_byte), cmocka_unit_test(test_wire_layout),
     };
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(transports[i], ucx[0]) && strcmp(transports[i], ucx[1]))
+        /* "ucx+tcp" comes pinned to loopback: "ucx+tcp://127.0.0.1". */
+        if (strncmp(transports[i], "ucx+", 4) != 0)
             continue;
         char name[64];
         current_info = transports[i];
