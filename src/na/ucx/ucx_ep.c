@@ -92,11 +92,12 @@ struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *st
     return p;
 }
 
-static const char *const ucx_conn_name[] = {"IDLE", "CONNECTING", "UP", "FAILED"};
+static const char *const ucx_conn_name[UCX_CONN_STATES] = {"IDLE", "CONNECTING", "UP",
+                                                           "FAILED"};
 
 /* Legal moves [from][to]. UP to UP is an accepted peer whose client
  * connected again before its old ep reported a failure. */
-static const bool ucx_conn_legal[4][4] = {
+static const bool ucx_conn_legal[UCX_CONN_STATES][UCX_CONN_STATES] = {
     [UCX_CONN_IDLE] = {[UCX_CONN_CONNECTING] = true,
                        [UCX_CONN_UP] = true, /* accepted, or our own peer */
                        [UCX_CONN_FAILED] = true /* accepting failed */},
@@ -106,13 +107,20 @@ static const bool ucx_conn_legal[4][4] = {
     [UCX_CONN_FAILED] = {[UCX_CONN_UP] = true},
 };
 
+/* Whether a peer may move from one state to another (tests check the table
+ * against docs/na-ucx.md). */
+bool na_ucx_conn_legal(int from, int to);
+bool na_ucx_conn_legal(int from, int to)
+{
+    return from >= 0 && from < UCX_CONN_STATES && to >= 0 && to < UCX_CONN_STATES &&
+           ucx_conn_legal[from][to];
+}
+
 /* The one place a peer's state changes. Lock held. */
 void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
 {
     enum ucx_conn from = p->state;
-    bool legal = ucx_conn_legal[from][to];
-    assert(legal);
-    (void)legal; /* NDEBUG builds read the table all the same */
+    assert(na_ucx_conn_legal((int)from, (int)to));
     HGX_LOG_DEBUG(UCX, "%s: %s -> %s", p->str, ucx_conn_name[from], ucx_conn_name[to]);
     if (from == UCX_CONN_CONNECTING)
         p->cls->connecting--;

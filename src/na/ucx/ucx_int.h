@@ -137,7 +137,13 @@ struct ucx_held {
  *   UP          ep usable.
  *   FAILED      an accepted peer whose ep failed, was dropped or forgotten:
  *               its operations fail until the client connects again. */
-enum ucx_conn { UCX_CONN_IDLE, UCX_CONN_CONNECTING, UCX_CONN_UP, UCX_CONN_FAILED };
+enum ucx_conn {
+    UCX_CONN_IDLE,
+    UCX_CONN_CONNECTING,
+    UCX_CONN_UP,
+    UCX_CONN_FAILED,
+    UCX_CONN_STATES /* how many */
+};
 
 struct ucx_peer {
     struct ucx_peer *next;
