@@ -49,7 +49,7 @@
  * kept for peers that are really gone, not for transfers that are merely
  * slow.
  *
- * Send window (seed 003): UCP never reports "no resources" to its user; it
+ * Send window: UCP never reports "no resources" to its user; it
  * queues internally, and every send it cannot finish at once holds a UCP
  * request (and, for rendezvous, the user's buffer) until it completes. So the
  * plugin bounds the sends holding a request, per peer endpoint, to
