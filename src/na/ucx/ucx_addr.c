@@ -179,7 +179,7 @@ na_return_t ucx_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
         return NA_PROTOCOL_ERROR;
     uint32_t magic = hgx_get_u32(in), id = hgx_get_u32(in + 4);
     uint16_t len = hgx_get_u16(in + 8);
-    if (magic != UCX_ADDR_MAGIC || len >= sizeof(str) || len != buf_size - UCX_ADDR_HDR ||
+    if (magic != UCX_ADDR_MAGIC || len >= sizeof(str) || len > buf_size - UCX_ADDR_HDR ||
         id > UCX_ID_MASK)
         return NA_PROTOCOL_ERROR;
     memcpy(str, in + UCX_ADDR_HDR, len);

@@ -137,7 +137,7 @@ na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
     uint64_t total = hgx_get_u64(in + 8), sum = 0;
     if (version != UCX_MH_VERSION || flags == 0 ||
         (flags & ~(uint32_t)NA_MEM_READWRITE) || count == 0 || count > UCX_MAX_SEGMENTS ||
-        buf_size != UCX_MH_HDR + 8 * count || total > SIZE_MAX)
+        buf_size < UCX_MH_HDR + 8 * count || total > SIZE_MAX)
         return NA_PROTOCOL_ERROR;
     struct ucx_mem_handle *mh = ucx_mh_alloc(count, flags);
     if (!mh)
