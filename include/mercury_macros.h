@@ -1,5 +1,6 @@
-/*
- * mercury_macros.h -- generate structs and their proc routines from a field list.
+/**
+ * \file mercury_macros.h
+ * Generate structs and their proc routines from a field list.
  *
  *   MERCURY_GEN_PROC(my_in_t, ((int32_t)(x)) ((hg_string_t)(name)))
  *

@@ -1,5 +1,6 @@
-/*
- * mercury_proc_string.h -- proc routines for C strings.
+/**
+ * \file mercury_proc_string.h
+ * Proc routines for C strings.
  *
  * Wire format (hgx): a uint64 length counting the terminating NUL (0 for a
  * NULL pointer), then the characters and the NUL. Mercury appends the
@@ -36,8 +37,8 @@ typedef struct hg_string_object {
  * Proc routine for an hg_const_string_t (data points to the pointer). The
  * decoded string is allocated even though the type is const; HG_FREE frees it.
  *
- * \param proc [IN/OUT]  processor
- * \param data [IN/OUT]  pointer to the string pointer
+ * \param[in,out] proc processor
+ * \param[in,out] data pointer to the string pointer
  *
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
@@ -46,8 +47,8 @@ HG_PUBLIC hg_return_t hg_proc_hg_const_string_t(hg_proc_t proc, void *data);
 /**
  * Proc routine for an hg_string_t (data points to the pointer).
  *
- * \param proc [IN/OUT]  processor
- * \param data [IN/OUT]  pointer to the string pointer
+ * \param[in,out] proc processor
+ * \param[in,out] data pointer to the string pointer
  *
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
@@ -58,8 +59,8 @@ HG_PUBLIC hg_return_t hg_proc_hg_string_t(hg_proc_t proc, void *data);
  * (the flags do not travel). A decoded object owns its string and is not
  * const; HG_FREE releases it with hg_string_object_free().
  *
- * \param proc [IN/OUT]    processor
- * \param string [IN/OUT]  pointer to the object
+ * \param[in,out] proc processor
+ * \param[in,out] string pointer to the object
  *
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
@@ -93,7 +94,7 @@ HG_PUBLIC hg_return_t hg_string_object_free(hg_string_object_t *string);
 
 /**
  * Copy of string that owns a strdup() of its string.
- * \param new_string [OUT] the copy
+ * \param[out] new_string the copy
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
 HG_PUBLIC hg_return_t hg_string_object_dup(hg_string_object_t string,

@@ -1,5 +1,6 @@
-/*
- * mercury_request.h -- request emulation: wait on a callback-based operation
+/**
+ * \file mercury_request.h
+ * Request emulation: wait on a callback-based operation
  * with a timeout, driven by user-supplied progress and trigger functions.
  * Names, signatures and semantics follow Mercury 2.4.1. As there, a request
  * cannot be waited on from inside a callback that HG_Trigger() runs.
@@ -36,8 +37,9 @@ extern "C" {
 
 /**
  * Create a request class whose hg_request_wait() calls progress and trigger.
- * \param progress [IN] progress function  \param trigger [IN] trigger function
- * \param arg [IN] passed to both
+ * \param[in] progress progress function
+ * \param[in] trigger trigger function
+ * \param[in] arg passed to both
  * \return the class, or NULL (no memory, or a NULL function)
  */
 HG_PUBLIC hg_request_class_t *hg_request_init(hg_request_progress_func_t progress,
@@ -46,8 +48,8 @@ HG_PUBLIC hg_request_class_t *hg_request_init(hg_request_progress_func_t progres
 
 /**
  * Free a request class (NULL is ignored).
- * \param request_class [IN] class
- * \param arg [OUT] optional: receives the arg given to hg_request_init()
+ * \param[in] request_class class
+ * \param[out] arg optional: receives the arg given to hg_request_init()
  */
 HG_PUBLIC void hg_request_finalize(hg_request_class_t *request_class, void **arg);
 
@@ -69,8 +71,8 @@ HG_PUBLIC void hg_request_reset(hg_request_t *request);
 /**
  * Trigger, then progress and trigger, until the request completes or timeout
  * ms passed; a timeout of 0 still progresses once without blocking.
- * \param timeout [IN] milliseconds
- * \param flag [OUT] 1 if completed, 0 if not (optional)
+ * \param[in] timeout milliseconds
+ * \param[out] flag 1 if completed, 0 if not (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL request)
  */
 HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout,
@@ -78,7 +80,7 @@ HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout,
 
 /**
  * hg_request_wait() on each of count requests, sharing one timeout.
- * \param flag [OUT] 1 if all completed (optional)
+ * \param[out] flag 1 if all completed (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL
  */
 HG_PUBLIC int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout,

@@ -1,5 +1,6 @@
-/*
- * mercury_types.h -- public types of the HG (RPC) layer.
+/**
+ * \file mercury_types.h
+ * Public types of the HG (RPC) layer.
  *
  * Names, members and values follow Mercury 2.4 (its mercury_core_types.h and
  * mercury_types.h together) so that Mercury programs build against hgx unchanged.

@@ -1,5 +1,6 @@
-/*
- * na.h -- the NA (network abstraction) layer: classes, contexts, addresses,
+/**
+ * \file na.h
+ * The NA (network abstraction) layer: classes, contexts, addresses,
  * two-sided messages, memory handles, one-sided put/get, progress and cancel.
  *
  * Every call returns NA_SUCCESS or a negative-free na_return_t error code and
@@ -18,15 +19,17 @@ extern "C" {
 
 /**
  * Get the NA version (hgx reports the Mercury API version it implements).
- * \param major [OUT] major version  \param minor [OUT] minor  \param patch [OUT] patch
+ * \param[out] major major version
+ * \param[out] minor minor
+ * \param[out] patch patch
  */
 NA_PUBLIC void NA_Version_get(unsigned int *major, unsigned int *minor,
                               unsigned int *patch);
 
 /**
  * List the protocols the built plugins support.
- * \param info_string [IN] NULL for all, or "plugin" / "plugin+protocol" to filter
- * \param na_protocol_info_p [OUT] list, freed with NA_Free_protocol_info()
+ * \param[in] info_string NULL for all, or "plugin" / "plugin+protocol" to filter
+ * \param[out] na_protocol_info_p list, freed with NA_Free_protocol_info()
  * \return NA_SUCCESS, NA_INVALID_ARG, NA_NOMEM
  */
 NA_PUBLIC na_return_t NA_Get_protocol_info(const char *info_string,
@@ -38,8 +41,8 @@ NA_PUBLIC void NA_Free_protocol_info(struct na_protocol_info *na_protocol_info);
 /**
  * Initialize a class. info_string is "plugin+protocol[://host[:port]]", e.g.
  * "ofi+tcp", "ofi+tcp://127.0.0.1:1234", "ofi+shm", "ucx+tcp", "mpi+static".
- * \param info_string [IN] what transport to open
- * \param listen [IN] accept unexpected messages from peers that look us up
+ * \param[in] info_string what transport to open
+ * \param[in] listen accept unexpected messages from peers that look us up
  * \return the class, or NULL (the reason is logged)
  */
 NA_PUBLIC na_class_t *NA_Initialize(const char *info_string,
@@ -47,7 +50,7 @@ NA_PUBLIC na_class_t *NA_Initialize(const char *info_string,
 
 /**
  * NA_Initialize() with options.
- * \param na_init_info [IN] optional, NULL for defaults
+ * \param[in] na_init_info optional, NULL for defaults
  */
 NA_PUBLIC na_class_t *
 NA_Initialize_opt(const char *info_string, bool listen,
@@ -55,7 +58,7 @@ NA_Initialize_opt(const char *info_string, bool listen,
 
 /**
  * NA_Initialize_opt() with an explicit version of the init info struct.
- * \param version [IN] NA_VERSION(major, minor) the caller was built against
+ * \param[in] version NA_VERSION(major, minor) the caller was built against
  */
 NA_PUBLIC na_class_t *
 NA_Initialize_opt2(const char *info_string, bool listen, unsigned int version,
@@ -109,7 +112,7 @@ NA_PUBLIC unsigned int NA_Context_get_completion_count(const na_context_t *conte
 /**
  * Allocate an operation id. One id serves one pending operation at a time and
  * can be reused after its callback has run. Free it with NA_Op_destroy().
- * \param flags [IN] NA_OP_SINGLE (NA_OP_MULTI is not supported)
+ * \param[in] flags NA_OP_SINGLE (NA_OP_MULTI is not supported)
  * \return the id, or NULL
  */
 NA_PUBLIC na_op_id_t *NA_Op_create(na_class_t *na_class,
@@ -120,8 +123,8 @@ NA_PUBLIC void NA_Op_destroy(na_class_t *na_class, na_op_id_t *op_id);
 
 /**
  * Resolve a peer address string (as printed by NA_Addr_to_string()).
- * \param name [IN] "plugin+protocol://..." or the bare "protocol://..." part
- * \param addr_p [OUT] the address, freed with NA_Addr_free()
+ * \param[in] name "plugin+protocol://..." or the bare "protocol://..." part
+ * \param[out] addr_p the address, freed with NA_Addr_free()
  * \return NA_SUCCESS, NA_INVALID_ARG (malformed), NA_PROTONOSUPPORT (other
  *         plugin/protocol), NA_ADDRNOTAVAIL (cannot be resolved), NA_NOMEM
  */
@@ -185,8 +188,8 @@ NA_PUBLIC na_tag_t NA_Msg_get_max_tag(const na_class_t *na_class);
 
 /**
  * Allocate a message buffer (possibly pre-registered with the transport).
- * \param flags [IN] NA_SEND and/or NA_RECV
- * \param plugin_data_p [OUT] pass it to the send/recv calls and to NA_Msg_buf_free()
+ * \param[in] flags NA_SEND and/or NA_RECV
+ * \param[out] plugin_data_p pass it to the send/recv calls and to NA_Msg_buf_free()
  * \return the buffer, or NULL (size 0, out of memory)
  */
 NA_PUBLIC void *NA_Msg_buf_alloc(na_class_t *na_class, size_t buf_size,
@@ -203,10 +206,10 @@ NA_PUBLIC na_return_t NA_Msg_init_unexpected(na_class_t *na_class, void *buf,
 /**
  * Send an unexpected message; it needs no matching receive and completes
  * locally. The callback is queued on context when done.
- * \param buf_size [IN] bytes to send, header included; above the max size the
+ * \param[in] buf_size bytes to send, header included; above the max size the
  *        call fails with NA_MSGSIZE and nothing is sent
- * \param dest_id [IN] target context id
- * \param op_id [IN] id from NA_Op_create(), not in use by another operation
+ * \param[in] dest_id target context id
+ * \param[in] op_id id from NA_Op_create(), not in use by another operation
  * \return NA_SUCCESS (posted), NA_INVALID_ARG, NA_MSGSIZE, NA_BUSY (op_id in use),
  *         NA_AGAIN, NA_PROTOCOL_ERROR
  */
@@ -266,7 +269,7 @@ NA_PUBLIC na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *c
 
 /**
  * Describe a contiguous region for put/get.
- * \param flags [IN] NA_MEM_READ_ONLY, NA_MEM_WRITE_ONLY or NA_MEM_READWRITE:
+ * \param[in] flags NA_MEM_READ_ONLY, NA_MEM_WRITE_ONLY or NA_MEM_READWRITE:
  *        what a remote peer may do to it
  */
 NA_PUBLIC na_return_t NA_Mem_handle_create(na_class_t *na_class, void *buf,
@@ -342,7 +345,7 @@ NA_PUBLIC bool NA_Poll_try_wait(na_class_t *na_class, na_context_t *context);
 
 /**
  * Make progress without blocking.
- * \param count_p [OUT] optional: callbacks now waiting in the completion queue
+ * \param[out] count_p optional: callbacks now waiting in the completion queue
  */
 NA_PUBLIC na_return_t NA_Poll(na_class_t *na_class, na_context_t *context,
                               unsigned int *count_p);
@@ -362,7 +365,7 @@ NA_PUBLIC na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,
 /**
  * Run up to max_count queued callbacks. As in Mercury 2.4.1 (NA 6.0), an empty
  * queue is not an error: NA_SUCCESS with a count of 0 (NA 4.x said NA_TIMEOUT).
- * \param actual_count [OUT] optional: how many ran
+ * \param[out] actual_count optional: how many ran
  * \return NA_SUCCESS, NA_INVALID_ARG (NULL context)
  */
 NA_PUBLIC na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,

@@ -1,5 +1,6 @@
-/*
- * na_types.h -- public types of the NA (network abstraction) layer.
+/**
+ * \file na_types.h
+ * Public types of the NA (network abstraction) layer.
  *
  * Names, members and values follow Mercury 2.4 so that Mercury programs build
  * against hgx unchanged.
