@@ -6,6 +6,15 @@
  * Names and signatures follow Mercury 2.4. Completion of non-blocking calls is
  * reported through callbacks queued on the context; HG_Trigger() runs them,
  * HG_Progress() makes the network move. RPC handlers also run from HG_Trigger().
+ *
+ * Threads: by default a class and everything created from it (contexts,
+ * handles, addresses, bulk handles) may be used from several threads at once;
+ * for instance one thread may run HG_Progress() while another runs
+ * HG_Trigger() on the same context, and callbacks then run on the thread that
+ * triggers them. A class whose NA options set thread_mode to
+ * NA_THREAD_MODE_SINGLE (struct na_init_info) takes no locks: the program must
+ * then use it from one thread at a time. A handle carries one forward or
+ * respond at a time (HG_BUSY otherwise).
  */
 #ifndef MERCURY_H
 #define MERCURY_H
@@ -69,7 +78,8 @@ HG_PUBLIC hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_list
  * Finalize a class. Refused, leaving the class usable, while contexts,
  * handles, addresses or bulk handles created from it are alive.
  * \param[in] hg_class class
- * \return HG_SUCCESS, HG_BUSY (objects alive), HG_INVALID_ARG
+ * \return HG_SUCCESS; HG_BUSY (objects alive); HG_INVALID_ARG; or the NA error
+ *         when the NA class cannot be finalized
  */
 HG_PUBLIC hg_return_t HG_Finalize(hg_class_t *hg_class);
 
@@ -125,24 +135,28 @@ HG_PUBLIC hg_return_t HG_Get_na_protocol_info(
 HG_PUBLIC void HG_Free_na_protocol_info(struct na_protocol_info *na_protocol_info);
 
 /**
+ * Name of the NA plugin a class runs on.
  * \param[in] hg_class class
  * \return the NA plugin name ("ofi", ...), or NULL
  */
 HG_PUBLIC const char *HG_Class_get_name(const hg_class_t *hg_class);
 
 /**
+ * Protocol of the NA class a class runs on.
  * \param[in] hg_class class
  * \return the NA protocol ("tcp", "shm", ...), or NULL
  */
 HG_PUBLIC const char *HG_Class_get_protocol(const hg_class_t *hg_class);
 
 /**
+ * Tell whether a class was initialized to accept RPCs.
  * \param[in] hg_class class
  * \return HG_TRUE if the class accepts RPCs
  */
 HG_PUBLIC hg_bool_t HG_Class_is_listening(const hg_class_t *hg_class);
 
 /**
+ * Largest RPC input that travels inside the request message.
  * \param[in] hg_class class
  * \return largest input that travels inside the request message; larger
  *         input is moved with an internal bulk transfer. 0 if no class.
@@ -150,6 +164,7 @@ HG_PUBLIC hg_bool_t HG_Class_is_listening(const hg_class_t *hg_class);
 HG_PUBLIC hg_size_t HG_Class_get_input_eager_size(const hg_class_t *hg_class);
 
 /**
+ * Largest RPC output that travels inside the response message.
  * \param[in] hg_class class
  * \return largest output that travels inside the response message, 0 if no class
  */
@@ -170,6 +185,8 @@ HG_PUBLIC hg_return_t HG_Class_set_input_offset(hg_class_t *hg_class, hg_size_t 
 /**
  * HG_Class_set_input_offset() for output payloads (HG_Respond() /
  * HG_Get_output()).
+ * \param[in] hg_class HG class
+ * \param[in] offset bytes (0 by default)
  * \return HG_SUCCESS, HG_INVALID_ARG (offset above the output eager size)
  */
 HG_PUBLIC hg_return_t HG_Class_set_output_offset(hg_class_t *hg_class, hg_size_t offset);
@@ -210,6 +227,7 @@ HG_PUBLIC hg_return_t HG_Class_set_data(hg_class_t *hg_class, void *data,
                                         void (*free_callback)(void *));
 
 /**
+ * Get the user data of a class.
  * \param[in] hg_class class
  * \return data set with HG_Class_set_data(), or NULL
  */
@@ -234,7 +252,8 @@ HG_PUBLIC hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id
  * Destroy a context. Posted receives are cancelled; refused while handles
  * or operations on it are alive or callbacks wait to be triggered.
  * \param[in] context context
- * \return HG_SUCCESS, HG_BUSY, HG_INVALID_ARG
+ * \return HG_SUCCESS; HG_BUSY; HG_INVALID_ARG; or the NA error of destroying
+ *         its NA context
  */
 HG_PUBLIC hg_return_t HG_Context_destroy(hg_context_t *context);
 
@@ -248,12 +267,14 @@ HG_PUBLIC hg_return_t HG_Context_destroy(hg_context_t *context);
 HG_PUBLIC hg_return_t HG_Context_unpost(hg_context_t *context);
 
 /**
+ * Get the class a context belongs to.
  * \param[in] context context
  * \return its class, or NULL
  */
 HG_PUBLIC hg_class_t *HG_Context_get_class(const hg_context_t *context);
 
 /**
+ * Get the id of a context.
  * \param[in] context context
  * \return its id (0 by default)
  */
@@ -261,12 +282,19 @@ HG_PUBLIC hg_uint8_t HG_Context_get_id(const hg_context_t *context);
 
 /**
  * Attach user data to a context; free_callback(data) runs at HG_Context_destroy().
+ * \param[in] context HG context
+ * \param[in] data user data, or NULL
+ * \param[in] free_callback called on data at HG_Context_destroy() or when replaced, or NULL
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Context_set_data(hg_context_t *context, void *data,
                                           void (*free_callback)(void *));
 
-/** \return data set with HG_Context_set_data(), or NULL */
+/**
+ * Get the user data of a context.
+ * \param[in] context HG context
+ * \return data set with HG_Context_set_data(), or NULL
+ */
 HG_PUBLIC void *HG_Context_get_data(const hg_context_t *context);
 
 /**
@@ -309,12 +337,16 @@ HG_PUBLIC hg_return_t HG_Register(hg_class_t *hg_class, hg_id_t id,
 
 /**
  * Remove an RPC. Later requests for it are answered with HG_NOENTRY.
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Deregister(hg_class_t *hg_class, hg_id_t id);
 
 /**
  * Tell whether id is registered.
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
  * \param[out] flag_p HG_TRUE if registered
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
@@ -322,10 +354,12 @@ HG_PUBLIC hg_return_t HG_Registered(hg_class_t *hg_class, hg_id_t id, hg_bool_t 
 
 /**
  * Tell whether id is registered and return its procs.
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
  * \param[out] flag_p HG_TRUE if registered
  * \param[out] in_proc_cb_p input proc (optional)
- * \param[out] out_proc_cb_p output proc
- * (optional) \return HG_SUCCESS, HG_INVALID_ARG
+ * \param[out] out_proc_cb_p output proc (optional)
+ * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Registered_proc_cb(hg_class_t *hg_class, hg_id_t id,
                                             hg_bool_t *flag_p, hg_proc_cb_t *in_proc_cb_p,
@@ -334,12 +368,19 @@ HG_PUBLIC hg_return_t HG_Registered_proc_cb(hg_class_t *hg_class, hg_id_t id,
 /**
  * Attach data to a registered RPC; free_callback(data) runs when it is
  * replaced, deregistered, or at HG_Finalize().
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
+ * \param[in] data user data, or NULL
+ * \param[in] free_callback called on data when it is released, or NULL
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Register_data(hg_class_t *hg_class, hg_id_t id, void *data,
                                        void (*free_callback)(void *));
 
 /**
+ * Get the data attached to a registered RPC.
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
  * \return data attached with HG_Register_data(), or NULL
  */
 HG_PUBLIC void *HG_Registered_data(hg_class_t *hg_class, hg_id_t id);
@@ -348,6 +389,8 @@ HG_PUBLIC void *HG_Registered_data(hg_class_t *hg_class, hg_id_t id);
  * Disable (or re-enable) the response of an RPC: the origin's forward then
  * completes once the request is sent, and HG_Respond() at the target is a
  * no-op that still runs its callback. Both sides must agree.
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
  * \param[in] disable HG_TRUE to disable
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
@@ -355,6 +398,9 @@ HG_PUBLIC hg_return_t HG_Registered_disable_response(hg_class_t *hg_class, hg_id
                                                      hg_bool_t disable);
 
 /**
+ * Tell whether the response of an RPC is disabled.
+ * \param[in] hg_class HG class
+ * \param[in] id RPC id
  * \param[out] disabled_p HG_TRUE if the response is disabled
  * \return HG_SUCCESS, HG_NOENTRY, HG_INVALID_ARG
  */
@@ -375,11 +421,14 @@ HG_PUBLIC hg_return_t HG_Addr_lookup1(hg_context_t *context, hg_cb_t callback, v
                                       const char *name, hg_op_id_t *op_id_p);
 
 #ifndef HG_Addr_lookup
+/** Mercury's name of HG_Addr_lookup1() (the callback form of address lookup). */
 #define HG_Addr_lookup HG_Addr_lookup1
 #endif
 
 /**
  * Look up a peer address immediately.
+ * \param[in] hg_class HG class
+ * \param[in] name address string, as printed by HG_Addr_to_string()
  * \param[out] addr_p address, freed with HG_Addr_free()
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTONOSUPPORT, HG_ADDRNOTAVAIL, HG_NOMEM
  */
@@ -388,18 +437,23 @@ HG_PUBLIC hg_return_t HG_Addr_lookup2(hg_class_t *hg_class, const char *name,
 
 /**
  * Release an address (reference counted; HG_ADDR_NULL is ignored).
- * \return HG_SUCCESS, HG_INVALID_ARG
+ * \param[in] hg_class HG class
+ * \param[in] addr address
+ * \return HG_SUCCESS (always)
  */
 HG_PUBLIC hg_return_t HG_Addr_free(hg_class_t *hg_class, hg_addr_t addr);
 
 /**
  * Hint that the peer is gone so its connection state can be dropped.
+ * \param[in] hg_class HG class
+ * \param[in] addr address
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Addr_set_remove(hg_class_t *hg_class, hg_addr_t addr);
 
 /**
  * Get this class's own address. RPCs forwarded to it run locally.
+ * \param[in] hg_class HG class
  * \param[out] addr_p address, freed with HG_Addr_free()
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
@@ -407,6 +461,8 @@ HG_PUBLIC hg_return_t HG_Addr_self(hg_class_t *hg_class, hg_addr_t *addr_p);
 
 /**
  * Take another reference to an address.
+ * \param[in] hg_class HG class
+ * \param[in] addr address
  * \param[out] new_addr_p address, freed with HG_Addr_free()
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
@@ -414,6 +470,10 @@ HG_PUBLIC hg_return_t HG_Addr_dup(hg_class_t *hg_class, hg_addr_t addr,
                                   hg_addr_t *new_addr_p);
 
 /**
+ * Compare two addresses.
+ * \param[in] hg_class HG class
+ * \param[in] addr1 first address
+ * \param[in] addr2 second address
  * \return HG_TRUE if both addresses name the same peer
  */
 HG_PUBLIC hg_bool_t HG_Addr_cmp(hg_class_t *hg_class, hg_addr_t addr1, hg_addr_t addr2);
@@ -421,8 +481,10 @@ HG_PUBLIC hg_bool_t HG_Addr_cmp(hg_class_t *hg_class, hg_addr_t addr1, hg_addr_t
 /**
  * Print an address (terminating NUL included). With buf NULL only the size is
  * returned; a too small buffer gives HG_OVERFLOW and the size needed.
+ * \param[in] hg_class HG class
  * \param[out] buf destination
  * \param[in,out] buf_size_p its size / size needed
+ * \param[in] addr address
  * \return HG_SUCCESS, HG_OVERFLOW, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Addr_to_string(hg_class_t *hg_class, char *buf,
@@ -444,13 +506,15 @@ HG_PUBLIC hg_return_t HG_Create(hg_context_t *context, hg_addr_t addr, hg_id_t i
 /**
  * Drop a reference; the handle is freed at 0. Safe at any time: a pending
  * operation keeps the handle alive until its callback has run.
- * \return HG_SUCCESS, HG_INVALID_ARG
+ * \param[in] handle RPC handle
+ * \return HG_SUCCESS (always; HG_HANDLE_NULL is ignored)
  */
 HG_PUBLIC hg_return_t HG_Destroy(hg_handle_t handle);
 
 /**
  * Retarget an idle handle (Mercury 2.4.1 semantics): the decoded input/output
  * and the extra buffer are dropped; the data set by HG_Set_data() stays.
+ * \param[in] handle RPC handle, idle
  * \param[in] addr new target (HG_ADDR_NULL keeps the current one)
  * \param[in] id new RPC id (0 keeps the current one)
  * \return HG_SUCCESS, HG_BUSY (operation pending), HG_INVALID_ARG, HG_NOENTRY
@@ -459,16 +523,21 @@ HG_PUBLIC hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id);
 
 /**
  * Take another reference to a handle.
+ * \param[in] handle RPC handle
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Ref_incr(hg_handle_t handle);
 
 /**
+ * Get the reference count of a handle.
+ * \param[in] handle RPC handle
  * \return the reference count, or -1 for HG_HANDLE_NULL
  */
 HG_PUBLIC hg_int32_t HG_Ref_get(hg_handle_t handle);
 
 /**
+ * Get what is known about a handle: class, context, peer, RPC id.
+ * \param[in] handle RPC handle
  * \return class, context, peer address, RPC id and context id of the handle,
  *         or NULL. Duplicate the address with HG_Addr_dup() to keep it.
  */
@@ -476,16 +545,25 @@ HG_PUBLIC const struct hg_info *HG_Get_info(hg_handle_t handle);
 
 /**
  * Attach user data; free_callback(data) runs when the handle is freed.
+ * \param[in] handle RPC handle
+ * \param[in] data user data, or NULL
+ * \param[in] free_callback called on data when it is released, or NULL
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Set_data(hg_handle_t handle, void *data,
                                   void (*free_callback)(void *));
 
-/** \return data set with HG_Set_data(), or NULL */
+/**
+ * Get the user data of a handle.
+ * \param[in] handle RPC handle
+ * \return data set with HG_Set_data(), or NULL
+ */
 HG_PUBLIC void *HG_Get_data(hg_handle_t handle);
 
 /**
  * Route the RPC to the target context with this id.
+ * \param[in] handle RPC handle
+ * \param[in] id context id at the target (HG_Context_create_id())
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id);
@@ -493,28 +571,38 @@ HG_PUBLIC hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id);
 /**
  * At the target: decode the request input with the registered input proc.
  * Release it with HG_Free_input().
+ * \param[in] handle RPC handle
  * \param[out] in_struct input struct
- * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW / HG_PROTOCOL_ERROR (malformed input)
+ * \return HG_SUCCESS; HG_INVALID_ARG; HG_NOENTRY (no input to decode: released,
+ *         or not a received request); HG_OVERFLOW / HG_PROTOCOL_ERROR (malformed
+ *         input); HG_NOMEM; or another error of the input proc
  */
 HG_PUBLIC hg_return_t HG_Get_input(hg_handle_t handle, void *in_struct);
 
 /**
  * Release what HG_Get_input() allocated in in_struct.
- * \return HG_SUCCESS, HG_INVALID_ARG
+ * \param[in] handle RPC handle
+ * \param[in,out] in_struct input struct filled by HG_Get_input()
+ * \return HG_SUCCESS; HG_INVALID_ARG; or the error of the input proc
  */
 HG_PUBLIC hg_return_t HG_Free_input(hg_handle_t handle, void *in_struct);
 
 /**
  * At the origin, after the forward completed: decode the response output with
  * the registered output proc. Release it with HG_Free_output().
+ * \param[in] handle RPC handle
  * \param[out] out_struct output struct
- * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOENTRY (no output received), HG_OVERFLOW
+ * \return HG_SUCCESS; HG_INVALID_ARG; HG_NOENTRY (no output received);
+ *         HG_OVERFLOW / HG_PROTOCOL_ERROR (malformed output); HG_NOMEM; or another
+ *         error of the output proc
  */
 HG_PUBLIC hg_return_t HG_Get_output(hg_handle_t handle, void *out_struct);
 
 /**
  * Release what HG_Get_output() allocated in out_struct.
- * \return HG_SUCCESS, HG_INVALID_ARG
+ * \param[in] handle RPC handle
+ * \param[in,out] out_struct output struct filled by HG_Get_output()
+ * \return HG_SUCCESS; HG_INVALID_ARG; or the error of the output proc
  */
 HG_PUBLIC hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct);
 
@@ -523,12 +611,14 @@ HG_PUBLIC hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct);
  * HG_Forward() sent, at the target the one received. For a payload that
  * travelled in the extra buffer, its size; else the reserved bytes
  * (HG_Class_set_input_offset()) plus the encoding.
+ * \param[in] handle RPC handle
  * \return the size, 0 if none or for HG_HANDLE_NULL
  */
 HG_PUBLIC hg_size_t HG_Get_input_payload_size(hg_handle_t handle);
 
 /**
  * HG_Get_input_payload_size() for the output (HG_Respond() / the response).
+ * \param[in] handle RPC handle
  * \return the size, 0 if none or for HG_HANDLE_NULL
  */
 HG_PUBLIC hg_size_t HG_Get_output_payload_size(hg_handle_t handle);
@@ -537,6 +627,7 @@ HG_PUBLIC hg_size_t HG_Get_output_payload_size(hg_handle_t handle);
  * Raw input buffer, for manual encoding: at the origin the payload area of
  * the request message (its first HG_Class_set_input_offset() bytes are the
  * caller's), at the target the input received in the message.
+ * \param[in] handle RPC handle
  * \param[out] in_buf_p buffer
  * \param[out] in_buf_size_p its size (optional)
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, HG_NOENTRY (target: the input
@@ -548,6 +639,7 @@ HG_PUBLIC hg_return_t HG_Get_input_buf(hg_handle_t handle, void **in_buf_p,
 /**
  * Release the input received by a target handle early (HG_Destroy() does it
  * otherwise); HG_Get_input() fails with HG_NOENTRY afterwards.
+ * \param[in] handle RPC handle
  * \return HG_SUCCESS, HG_INVALID_ARG (not a received request)
  */
 HG_PUBLIC hg_return_t HG_Release_input_buf(hg_handle_t handle);
@@ -556,6 +648,7 @@ HG_PUBLIC hg_return_t HG_Release_input_buf(hg_handle_t handle);
  * Raw output buffer: at the target the payload area of the response message
  * (its first HG_Class_set_output_offset() bytes are the caller's), at the
  * origin the output received in the message.
+ * \param[in] handle RPC handle
  * \param[out] out_buf_p buffer
  * \param[out] out_buf_size_p its size (optional)
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, HG_NOENTRY (origin: no output
@@ -568,6 +661,7 @@ HG_PUBLIC hg_return_t HG_Get_output_buf(hg_handle_t handle, void **out_buf_p,
  * Extra input buffer, used when the input is too large for a message: at the
  * origin the encoding HG_Forward() exposed, at the target the one it pulled
  * (for an RPC to self: the encoding, when larger than the eager size).
+ * \param[in] handle RPC handle
  * \param[out] in_buf_p buffer, NULL if there is none
  * \param[out] in_buf_size_p its size, 0 if none (optional)
  * \return HG_SUCCESS, HG_INVALID_ARG
@@ -578,6 +672,9 @@ HG_PUBLIC hg_return_t HG_Get_input_extra_buf(hg_handle_t handle, void **in_buf_p
 /**
  * HG_Get_input_extra_buf() for the output: at the target the encoding
  * HG_Respond() exposed, at the origin the one it pulled.
+ * \param[in] handle RPC handle
+ * \param[out] out_buf_p buffer, NULL if there is none
+ * \param[out] out_buf_size_p its size, 0 if none (optional)
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Get_output_extra_buf(hg_handle_t handle, void **out_buf_p,
@@ -589,6 +686,7 @@ HG_PUBLIC hg_return_t HG_Get_output_extra_buf(hg_handle_t handle, void **out_buf
  * callback runs once from HG_Trigger(), with HG_SUCCESS, HG_CANCELED or an
  * error (HG_CHECKSUM_ERROR, HG_NOENTRY from the target, ...). The handle can
  * be forwarded again once the callback ran.
+ * \param[in] handle RPC handle
  * \param[in] callback completion callback (may be NULL)
  * \param[in] arg its argument
  * \param[in] in_struct input struct
@@ -601,6 +699,7 @@ HG_PUBLIC hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg
 /**
  * At the target: send the response, encoded with the registered output proc.
  * For an RPC whose response is disabled nothing is sent and callback still runs.
+ * \param[in] handle RPC handle
  * \param[in] callback completion callback (may be NULL)
  * \param[in] arg its argument
  * \param[in] out_struct output struct
@@ -611,13 +710,18 @@ HG_PUBLIC hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg
 
 /**
  * Make network progress for at most timeout ms, until a callback is ready.
- * \return HG_SUCCESS if callbacks are ready to trigger, HG_TIMEOUT otherwise,
- *         HG_INVALID_ARG
+ * \param[in] context HG context
+ * \param[in] timeout longest wait in milliseconds (0: do not block)
+ * \return HG_SUCCESS if callbacks are ready to trigger; HG_TIMEOUT otherwise;
+ *         HG_INVALID_ARG; or the NA error when progress fails
  */
 HG_PUBLIC hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout);
 
 /**
  * Run at most max_count queued callbacks, waiting up to timeout ms for one.
+ * \param[in] context HG context
+ * \param[in] timeout longest wait for a callback in milliseconds (0: do not block)
+ * \param[in] max_count most callbacks to run
  * \param[out] actual_count_p callbacks run (optional)
  * \return HG_SUCCESS if at least one ran, HG_TIMEOUT otherwise, HG_INVALID_ARG
  */
@@ -654,6 +758,8 @@ HG_PUBLIC hg_return_t HG_Event_progress(hg_context_t *context, unsigned int *cou
 
 /**
  * Run at most max_count queued callbacks without waiting.
+ * \param[in] context HG context
+ * \param[in] max_count most callbacks to run
  * \param[out] actual_count_p callbacks run (optional)
  * \return HG_SUCCESS (also when none ran), HG_INVALID_ARG
  */
@@ -664,6 +770,7 @@ HG_PUBLIC hg_return_t HG_Event_trigger(hg_context_t *context, unsigned int max_c
  * Cancel the pending forward or respond of a handle. Local: it never waits
  * for the peer. The operation's callback then runs once with HG_CANCELED (or
  * its real result if it completed first). No-op on an idle handle.
+ * \param[in] handle RPC handle
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Cancel(hg_handle_t handle);
