@@ -18,8 +18,9 @@
 #define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
 #endif
 
-/* Serialization flags (accepted, no effect in hgx). */
+/** Serialization flag: the peer is reached through shared memory (no effect in hgx). */
 #define HG_BULK_SM (1 << 0)
+/** Serialization flag: carry the data inside the descriptor (no effect in hgx). */
 #define HG_BULK_EAGER (1 << 1)
 
 #ifdef __cplusplus
@@ -44,7 +45,13 @@ HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count,
 
 /**
  * HG_Bulk_create() with memory attributes (host memory only in hgx).
+ * \param[in] hg_class HG class
+ * \param[in] count number of segments (> 0)
+ * \param[in] buf_ptrs segment addresses, or NULL to have the memory allocated
+ * \param[in] buf_sizes segment sizes
+ * \param[in] flags HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE: what a remote peer may do to the memory
  * \param[in] attrs attributes (not NULL)
+ * \param[out] handle bulk handle, freed with HG_Bulk_free()
  * \return as HG_Bulk_create(); HG_OPNOTSUPPORTED for device memory
  */
 HG_PUBLIC hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count,
@@ -55,18 +62,23 @@ HG_PUBLIC hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count,
 /**
  * Drop a reference; at 0 the memory is deregistered (remote peers are refused
  * from then on) and internally allocated memory is freed. HG_BULK_NULL is ignored.
- * \return HG_SUCCESS
+ * \param[in] handle bulk handle
+ * \return HG_SUCCESS (always)
  */
 HG_PUBLIC hg_return_t HG_Bulk_free(hg_bulk_t handle);
 
 /**
  * Take another reference to a bulk handle.
+ * \param[in] handle bulk handle
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle);
 
 /**
  * Get the local segments covering [offset, offset + size) of a local handle.
+ * \param[in] handle local bulk handle
+ * \param[in] offset offset of the range in the handle
+ * \param[in] size size of the range
  * \param[in] flags access wanted (must be allowed by the handle)
  * \param[in] max_count room in buf_ptrs / buf_sizes
  * \param[out] buf_ptrs segment pointers
@@ -85,11 +97,13 @@ HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size
  * knowing the owner. Binding adds the address to the descriptor.
  * \param[in] handle local bulk handle
  * \param[in] context context
- * \return HG_SUCCESS, HG_INVALID_ARG (NULL, or a deserialized handle), HG_NOMEM
+ * \return HG_SUCCESS; HG_INVALID_ARG (NULL, or a deserialized handle); HG_NOMEM or
+ *         another error of HG_Addr_self()
  */
 HG_PUBLIC hg_return_t HG_Bulk_bind(hg_bulk_t handle, hg_context_t *context);
 
 /**
+ * Get the address a bulk handle is bound to.
  * \param[in] handle bulk handle
  * \return the address it is bound to (local: this process; deserialized: the
  *         owner's), valid while the handle lives; HG_ADDR_NULL if not bound
@@ -97,21 +111,36 @@ HG_PUBLIC hg_return_t HG_Bulk_bind(hg_bulk_t handle, hg_context_t *context);
 HG_PUBLIC hg_addr_t HG_Bulk_get_addr(hg_bulk_t handle);
 
 /**
+ * Get the context id a bulk handle is bound to.
  * \param[in] handle bulk handle
  * \return the context id it is bound to, 0 if not bound
  */
 HG_PUBLIC uint8_t HG_Bulk_get_context_id(hg_bulk_t handle);
 
-/** \return total bytes described by the handle, 0 for HG_BULK_NULL */
+/**
+ * Get the total size of the memory a bulk handle describes.
+ * \param[in] handle bulk handle
+ * \return total bytes described by the handle, 0 for HG_BULK_NULL
+ */
 HG_PUBLIC hg_size_t HG_Bulk_get_size(hg_bulk_t handle);
 
-/** \return number of segments of the handle, 0 for HG_BULK_NULL */
+/**
+ * Get the number of segments of a bulk handle.
+ * \param[in] handle bulk handle
+ * \return number of segments of the handle, 0 for HG_BULK_NULL
+ */
 HG_PUBLIC uint32_t HG_Bulk_get_segment_count(hg_bulk_t handle);
 
-/** \return the permission flags of the handle, 0 for HG_BULK_NULL */
+/**
+ * Get the permission flags of a bulk handle.
+ * \param[in] handle bulk handle
+ * \return the permission flags of the handle, 0 for HG_BULK_NULL
+ */
 HG_PUBLIC uint8_t HG_Bulk_get_flags(hg_bulk_t handle);
 
 /**
+ * Get the size of the descriptor HG_Bulk_serialize() writes.
+ * \param[in] handle bulk handle
  * \param[in] flags HG_BULK_SM / HG_BULK_EAGER (ignored)
  * \return bytes HG_Bulk_serialize() writes, 0 for HG_BULK_NULL
  */
@@ -125,14 +154,19 @@ HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long f
  * \param[out] buf destination
  * \param[in] buf_size its size
  * \param[in] flags HG_BULK_SM / HG_BULK_EAGER (ignored)
- * \return HG_SUCCESS, HG_OVERFLOW (buf too small), HG_INVALID_ARG
+ * \param[in] handle bulk handle, local or deserialized
+ * \return HG_SUCCESS; HG_OVERFLOW (buf too small); HG_INVALID_ARG; or the NA error
+ *         of serializing the memory handle
  */
 HG_PUBLIC hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size,
                                         unsigned long flags, hg_bulk_t handle);
 
 /**
  * Rebuild a handle from untrusted bytes (every field is validated).
+ * \param[in] hg_class HG class
  * \param[out] handle remote bulk handle, freed with HG_Bulk_free()
+ * \param[in] buf bytes received (untrusted)
+ * \param[in] buf_size their number
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTOCOL_ERROR (malformed), HG_NOMEM
  */
 HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle,
@@ -144,9 +178,23 @@ HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handl
  * local_offset, HG_BULK_PUSH writes the other way. Large transfers are split
  * into several NA operations. When origin_addr is this class's own address
  * the transfer is a copy. callback runs once from HG_Trigger().
+ * \param[in] context context whose progress runs the transfer and its callback
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be NULL
+ * \param[in] arg argument passed to the callback
+ * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
+ * \param[in] origin_addr address of the process that owns origin_handle
+ * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when origin_addr is this class's own address
+ * \param[in] origin_offset offset in origin_handle
+ * \param[in] local_handle local bulk handle
+ * \param[in] local_offset offset in local_handle
+ * \param[in] size bytes to move
  * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran
  *        (may be NULL or HG_OP_ID_IGNORE)
- * \return HG_SUCCESS, HG_INVALID_ARG (bounds), HG_PERMISSION, HG_NOMEM, NA errors
+ * \return HG_SUCCESS (an error of the network operations, such as a
+ *         permission refused by the owner, is reported to the callback);
+ *         HG_INVALID_ARG (NULL argument, out of bounds, a local origin_handle
+ *         with a remote origin_addr); HG_NOMEM; for a transfer to self
+ *         HG_PERMISSION (access not granted) or HG_NOENTRY (origin handle freed)
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
                                        hg_bulk_op_t op, hg_addr_t origin_addr,
@@ -156,7 +204,19 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, 
 
 /**
  * HG_Bulk_transfer() towards a given context id of the origin.
+ * \param[in] context context whose progress runs the transfer and its callback
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be NULL
+ * \param[in] arg argument passed to the callback
+ * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
+ * \param[in] origin_addr address of the process that owns origin_handle
  * \param[in] origin_id context id at the origin
+ * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when origin_addr is this class's own address
+ * \param[in] origin_offset offset in origin_handle
+ * \param[in] local_handle local bulk handle
+ * \param[in] local_offset offset in local_handle
+ * \param[in] size bytes to move
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or HG_OP_ID_IGNORE)
+ * \return as HG_Bulk_transfer()
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback,
                                           void *arg, hg_bulk_op_t op,
@@ -169,6 +229,16 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callbac
 /**
  * HG_Bulk_transfer_id() towards the owner origin_handle is bound to
  * (HG_Bulk_bind()): its address and context id come from the handle.
+ * \param[in] context context whose progress runs the transfer and its callback
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be NULL
+ * \param[in] arg argument passed to the callback
+ * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
+ * \param[in] origin_handle bulk handle bound by its owner with HG_Bulk_bind()
+ * \param[in] origin_offset offset in origin_handle
+ * \param[in] local_handle local bulk handle
+ * \param[in] local_offset offset in local_handle
+ * \param[in] size bytes to move
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or HG_OP_ID_IGNORE)
  * \return as HG_Bulk_transfer(); HG_INVALID_ARG if origin_handle is not bound
  */
 HG_PUBLIC hg_return_t HG_Bulk_bind_transfer(
@@ -179,6 +249,7 @@ HG_PUBLIC hg_return_t HG_Bulk_bind_transfer(
 /**
  * Cancel a transfer: all its NA operations are cancelled; the callback runs
  * once with HG_CANCELED (or the real result if it completed first).
+ * \param[in] op_id id set by the transfer call
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Bulk_cancel(hg_op_id_t op_id);
