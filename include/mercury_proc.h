@@ -91,6 +91,7 @@ HG_PUBLIC hg_return_t hg_proc_reset(hg_proc_t proc, void *buf, hg_size_t buf_siz
                                     hg_proc_op_t op);
 
 /**
+ * Get the HG class of a processor.
  * \param[in] proc processor (not NULL)
  * \return the HG class given at creation
  */
@@ -105,12 +106,14 @@ HG_PUBLIC hg_class_t *hg_proc_get_class(hg_proc_t proc);
 HG_PUBLIC void hg_proc_set_handle(hg_proc_t proc, hg_handle_t handle);
 
 /**
+ * Get the RPC handle associated with a processor.
  * \param[in] proc processor (not NULL)
  * \return the handle set by hg_proc_set_handle(), or HG_HANDLE_NULL
  */
 HG_PUBLIC hg_handle_t hg_proc_get_handle(hg_proc_t proc);
 
 /**
+ * Get the operation of the current pass.
  * \param[in] proc processor (not NULL)
  * \return the current operation: HG_ENCODE, HG_DECODE or HG_FREE
  */
@@ -125,18 +128,21 @@ HG_PUBLIC hg_proc_op_t hg_proc_get_op(hg_proc_t proc);
 HG_PUBLIC void hg_proc_set_flags(hg_proc_t proc, uint8_t flags);
 
 /**
+ * Get the flags of the current pass.
  * \param[in] proc processor (not NULL)
  * \return the flags set by hg_proc_set_flags()
  */
 HG_PUBLIC uint8_t hg_proc_get_flags(hg_proc_t proc);
 
 /**
+ * Get the size of the buffer in use.
  * \param[in] proc processor (not NULL)
  * \return size of the buffer in use (the extra buffer once an encode outgrew the first)
  */
 HG_PUBLIC hg_size_t hg_proc_get_size(hg_proc_t proc);
 
 /**
+ * Get the number of bytes processed so far.
  * \param[in] proc processor (not NULL)
  * \return bytes encoded or decoded so far, counted from the start of the buffer in use
  */
@@ -155,6 +161,7 @@ HG_PUBLIC hg_size_t hg_proc_get_size_used(hg_proc_t proc);
 HG_PUBLIC hg_return_t hg_proc_set_size(hg_proc_t proc, hg_size_t buf_size);
 
 /**
+ * Get the number of bytes left in the buffer in use.
  * \param[in] proc processor (not NULL)
  * \return bytes left after the current position in the buffer in use
  */
@@ -198,12 +205,14 @@ struct XDR; /* <rpc/xdr.h>'s XDR */
 HG_PUBLIC struct XDR *hg_proc_get_xdr_ptr(hg_proc_t proc);
 
 /**
+ * Get the extra buffer an encode moved to.
  * \param[in] proc processor (not NULL)
  * \return the extra buffer (holding everything encoded) or NULL if none was needed
  */
 HG_PUBLIC void *hg_proc_get_extra_buf(hg_proc_t proc);
 
 /**
+ * Get the size of the extra buffer.
  * \param[in] proc processor (not NULL)
  * \return size of the extra buffer, 0 if none
  */
@@ -318,24 +327,24 @@ HG_PUBLIC hg_return_t hgx_proc_undo_decode(hg_proc_t proc, hg_proc_cb_t proc_cb,
                                            void *data);
 
 /* Mercury's names for the common types. */
-#define hg_proc_hg_size_t hg_proc_uint64_t
-#define hg_proc_hg_id_t hg_proc_uint64_t /* hg_id_t is 64 bits wide */
-#define hg_proc_hg_bool_t hg_proc_uint8_t
-#define hg_proc_hg_ptr_t hg_proc_uint64_t
+#define hg_proc_hg_size_t hg_proc_uint64_t /**< proc routine of hg_size_t */
+#define hg_proc_hg_id_t hg_proc_uint64_t   /**< proc routine of hg_id_t (64 bits wide) */
+#define hg_proc_hg_bool_t hg_proc_uint8_t  /**< proc routine of hg_bool_t */
+#define hg_proc_hg_ptr_t hg_proc_uint64_t  /**< proc routine of hg_ptr_t */
 
 /* Older Mercury names, kept for old programs. */
-#define hg_proc_hg_int8_t hg_proc_int8_t
-#define hg_proc_hg_uint8_t hg_proc_uint8_t
-#define hg_proc_hg_int16_t hg_proc_int16_t
-#define hg_proc_hg_uint16_t hg_proc_uint16_t
-#define hg_proc_hg_int32_t hg_proc_int32_t
-#define hg_proc_hg_uint32_t hg_proc_uint32_t
-#define hg_proc_hg_int64_t hg_proc_int64_t
-#define hg_proc_hg_uint64_t hg_proc_uint64_t
+#define hg_proc_hg_int8_t hg_proc_int8_t     /**< older name of hg_proc_int8_t() */
+#define hg_proc_hg_uint8_t hg_proc_uint8_t   /**< older name of hg_proc_uint8_t() */
+#define hg_proc_hg_int16_t hg_proc_int16_t   /**< older name of hg_proc_int16_t() */
+#define hg_proc_hg_uint16_t hg_proc_uint16_t /**< older name of hg_proc_uint16_t() */
+#define hg_proc_hg_int32_t hg_proc_int32_t   /**< older name of hg_proc_int32_t() */
+#define hg_proc_hg_uint32_t hg_proc_uint32_t /**< older name of hg_proc_uint32_t() */
+#define hg_proc_hg_int64_t hg_proc_int64_t   /**< older name of hg_proc_int64_t() */
+#define hg_proc_hg_uint64_t hg_proc_uint64_t /**< older name of hg_proc_uint64_t() */
 
 /* Raw byte copies. */
-#define hg_proc_memcpy hg_proc_raw
-#define hg_proc_raw hg_proc_bytes
+#define hg_proc_memcpy hg_proc_raw /**< older name of hg_proc_bytes() */
+#define hg_proc_raw hg_proc_bytes  /**< older name of hg_proc_bytes() */
 
 #ifdef __cplusplus
 }
