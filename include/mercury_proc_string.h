@@ -68,12 +68,16 @@ HG_PUBLIC hg_return_t hg_proc_hg_string_object_t(hg_proc_t proc, void *string);
 
 /**
  * Empty object (NULL string, not owned).
+ * \param[in,out] string the string object
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_init(hg_string_object_t *string);
 
 /**
  * Object over s; with is_owned, hg_string_object_free() frees s.
+ * \param[in,out] string the string object
+ * \param[in] s the string
+ * \param[in] is_owned HG_TRUE if hg_string_object_free() frees s
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_init_char(hg_string_object_t *string, char *s,
@@ -81,6 +85,9 @@ HG_PUBLIC hg_return_t hg_string_object_init_char(hg_string_object_t *string, cha
 
 /**
  * Object over a const string (is_const set); with is_owned it is freed too.
+ * \param[in,out] string the string object
+ * \param[in] s the string
+ * \param[in] is_owned HG_TRUE if hg_string_object_free() frees s
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_init_const_char(hg_string_object_t *string,
@@ -88,12 +95,14 @@ HG_PUBLIC hg_return_t hg_string_object_init_const_char(hg_string_object_t *strin
 
 /**
  * Free the string if the object owns it; the object becomes empty.
+ * \param[in,out] string the string object
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_free(hg_string_object_t *string);
 
 /**
  * Copy of string that owns a strdup() of its string.
+ * \param[in] string object to copy
  * \param[out] new_string the copy
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
@@ -102,6 +111,8 @@ HG_PUBLIC hg_return_t hg_string_object_dup(hg_string_object_t string,
 
 /**
  * Put s in the object and return the string it held (flags unchanged).
+ * \param[in,out] string the string object
+ * \param[in] s new string
  * \return the previous string, or NULL
  */
 HG_PUBLIC char *hg_string_object_swap(hg_string_object_t *string, char *s);
