@@ -284,7 +284,8 @@ HG_PUBLIC hg_uint8_t HG_Context_get_id(const hg_context_t *context);
  * Attach user data to a context; free_callback(data) runs at HG_Context_destroy().
  * \param[in] context HG context
  * \param[in] data user data, or NULL
- * \param[in] free_callback called on data at HG_Context_destroy() or when replaced, or NULL
+ * \param[in] free_callback called on data at HG_Context_destroy() or when replaced, or
+ *        NULL
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Context_set_data(hg_context_t *context, void *data,

@@ -49,7 +49,8 @@ HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count,
  * \param[in] count number of segments (> 0)
  * \param[in] buf_ptrs segment addresses, or NULL to have the memory allocated
  * \param[in] buf_sizes segment sizes
- * \param[in] flags HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE: what a remote peer may do to the memory
+ * \param[in] flags HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE: what a
+ *        remote peer may do to the memory
  * \param[in] attrs attributes (not NULL)
  * \param[out] handle bulk handle, freed with HG_Bulk_free()
  * \return as HG_Bulk_create(); HG_OPNOTSUPPORTED for device memory
@@ -179,11 +180,13 @@ HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handl
  * into several NA operations. When origin_addr is this class's own address
  * the transfer is a copy. callback runs once from HG_Trigger().
  * \param[in] context context whose progress runs the transfer and its callback
- * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be NULL
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
+ *        NULL
  * \param[in] arg argument passed to the callback
  * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
  * \param[in] origin_addr address of the process that owns origin_handle
- * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when origin_addr is this class's own address
+ * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when
+ *        origin_addr is this class's own address
  * \param[in] origin_offset offset in origin_handle
  * \param[in] local_handle local bulk handle
  * \param[in] local_offset offset in local_handle
@@ -205,17 +208,20 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, 
 /**
  * HG_Bulk_transfer() towards a given context id of the origin.
  * \param[in] context context whose progress runs the transfer and its callback
- * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be NULL
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
+ *        NULL
  * \param[in] arg argument passed to the callback
  * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
  * \param[in] origin_addr address of the process that owns origin_handle
  * \param[in] origin_id context id at the origin
- * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when origin_addr is this class's own address
+ * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when
+ *        origin_addr is this class's own address
  * \param[in] origin_offset offset in origin_handle
  * \param[in] local_handle local bulk handle
  * \param[in] local_offset offset in local_handle
  * \param[in] size bytes to move
- * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or HG_OP_ID_IGNORE)
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or
+ *        HG_OP_ID_IGNORE)
  * \return as HG_Bulk_transfer()
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback,
@@ -230,7 +236,8 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callbac
  * HG_Bulk_transfer_id() towards the owner origin_handle is bound to
  * (HG_Bulk_bind()): its address and context id come from the handle.
  * \param[in] context context whose progress runs the transfer and its callback
- * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be NULL
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
+ *        NULL
  * \param[in] arg argument passed to the callback
  * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
  * \param[in] origin_handle bulk handle bound by its owner with HG_Bulk_bind()
@@ -238,7 +245,8 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callbac
  * \param[in] local_handle local bulk handle
  * \param[in] local_offset offset in local_handle
  * \param[in] size bytes to move
- * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or HG_OP_ID_IGNORE)
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or
+ *        HG_OP_ID_IGNORE)
  * \return as HG_Bulk_transfer(); HG_INVALID_ARG if origin_handle is not bound
  */
 HG_PUBLIC hg_return_t HG_Bulk_bind_transfer(

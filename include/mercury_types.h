@@ -249,7 +249,7 @@ typedef hg_return_t (*hg_proc_cb_t)(hg_proc_t proc, void *data);
 #define HG_VERSION_LT(v1, v2) ((v1) < (v2))
 
 #define HG_MAX_IDLE_TIME (3600 * 1000) /**< longest timeout in ms */
-#define HG_SIZE_MAX (UINT64_MAX) /**< largest hg_size_t */
+#define HG_SIZE_MAX (UINT64_MAX)       /**< largest hg_size_t */
 
 #define HG_ADDR_NULL ((hg_addr_t)0)       /**< no address */
 #define HG_HANDLE_NULL ((hg_handle_t)0)   /**< no RPC handle */
@@ -259,7 +259,7 @@ typedef hg_return_t (*hg_proc_cb_t)(hg_proc_t proc, void *data);
 #define HG_OP_ID_IGNORE ((hg_op_id_t *)1) /**< pass as op_id when none is wanted */
 
 /* Bulk region permissions (Mercury declares these in mercury_bulk.h). */
-#define HG_BULK_READ_ONLY (1 << 0) /**< remote peers may read (pull) the region */
+#define HG_BULK_READ_ONLY (1 << 0)  /**< remote peers may read (pull) the region */
 #define HG_BULK_WRITE_ONLY (1 << 1) /**< remote peers may write (push) the region */
 /** Remote peers may read and write the region. */
 #define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
