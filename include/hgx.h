@@ -50,7 +50,7 @@ typedef struct hgx_request *hgx_request_t;
 /** Outcome of a completed request (MPI_Status). */
 typedef struct hgx_status {
     hg_return_t error;  /**< outcome; HG_TIMEOUT when a deadline cancelled it */
-    hg_size_t count;    /**< bytes moved (bulk) or payload bytes (RPC) */
+    hg_size_t count;    /**< bytes moved by a bulk transfer; 0 for RPCs */
     int source;         /**< MPI rank of the peer for mpi+, else -1 */
     int tag;            /**< RPC id low bits or bulk op; informational */
     int hgx_cancelled_; /**< read only through hgx_test_cancelled */
@@ -64,11 +64,10 @@ typedef struct hgx_status {
 /**
  * Forward an RPC as a request (MPI_Isend): HG_Forward() with an internal
  * completion callback. The handle gains a reference for the life of the
- * request, so the caller may HG_Destroy() it at once. After completion,
- * HG_Get_output() on the handle reads the response.
+ * request. After completion, HG_Get_output() on the handle reads the response.
  * \param[in] h         handle from HG_Create(), idle
  * \param[in] in_struct input, encoded before the call returns
- * \param[out] req      the active request; HGX_REQUEST_NULL on error
+ * \param[out] req      the active request; not valid on error
  * \return HG_SUCCESS; HG_INVALID_ARG (NULL h or req, invalid handle); HG_NOMEM;
  *         or the error of HG_Forward() (HG_BUSY when the handle has an
  *         operation pending, encode and NA errors)
@@ -77,10 +76,10 @@ HG_PUBLIC hg_return_t hgx_iforward(hg_handle_t h, void *in_struct, hgx_request_t
 
 /**
  * Respond to an RPC as a request, at the target: HG_Respond() with an internal
- * completion callback. status.count is the payload size.
+ * completion callback.
  * \param[in] h          handle the RPC handler received
  * \param[in] out_struct output, encoded before the call returns
- * \param[out] req       the active request; HGX_REQUEST_NULL on error
+ * \param[out] req       the active request; not valid on error
  * \return HG_SUCCESS; HG_INVALID_ARG (NULL h or req, invalid handle); HG_NOMEM;
  *         or the error of HG_Respond()
  */
@@ -98,7 +97,7 @@ HG_PUBLIC hg_return_t hgx_irespond(hg_handle_t h, void *out_struct, hgx_request_
  * \param[in] local         local bulk handle
  * \param[in] local_offset  offset in @p local
  * \param[in] size          bytes to move
- * \param[out] req          the active request; HGX_REQUEST_NULL on error
+ * \param[out] req          the active request; not valid on error
  * \return HG_SUCCESS; HG_INVALID_ARG (NULL ctx or req); HG_NOMEM; or the error
  *         of HG_Bulk_transfer() (HG_INVALID_ARG out of bounds, HG_PERMISSION,
  *         NA errors)
@@ -281,7 +280,8 @@ HG_PUBLIC hg_return_t hgx_cancel(hgx_request_t *req);
 HG_PUBLIC hg_return_t hgx_test_cancelled(const hgx_status_t *status, int *flag);
 
 /**
- * Bytes the operation moved (MPI_Get_count with MPI_BYTE): status->count.
+ * Bytes the operation moved (MPI_Get_count with MPI_BYTE): status->count,
+ * the size of a completed bulk transfer, 0 for RPCs and failed operations.
  * \param[in] status status filled by a wait or test call
  * \param[out] count the byte count
  * \return HG_SUCCESS; HG_INVALID_ARG (NULL status or count)
