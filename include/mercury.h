@@ -448,7 +448,7 @@ HG_PUBLIC hg_return_t HG_Addr_free(hg_class_t *hg_class, hg_addr_t addr);
  * Hint that the peer is gone so its connection state can be dropped.
  * \param[in] hg_class HG class
  * \param[in] addr address
- * \return HG_SUCCESS, HG_INVALID_ARG
+ * \return HG_SUCCESS; HG_INVALID_ARG; or the NA error
  */
 HG_PUBLIC hg_return_t HG_Addr_set_remove(hg_class_t *hg_class, hg_addr_t addr);
 
@@ -456,7 +456,7 @@ HG_PUBLIC hg_return_t HG_Addr_set_remove(hg_class_t *hg_class, hg_addr_t addr);
  * Get this class's own address. RPCs forwarded to it run locally.
  * \param[in] hg_class HG class
  * \param[out] addr_p address, freed with HG_Addr_free()
- * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
+ * \return HG_SUCCESS; HG_INVALID_ARG; HG_NOMEM; or the NA error
  */
 HG_PUBLIC hg_return_t HG_Addr_self(hg_class_t *hg_class, hg_addr_t *addr_p);
 
@@ -486,7 +486,8 @@ HG_PUBLIC hg_bool_t HG_Addr_cmp(hg_class_t *hg_class, hg_addr_t addr1, hg_addr_t
  * \param[out] buf destination
  * \param[in,out] buf_size_p its size / size needed
  * \param[in] addr address
- * \return HG_SUCCESS, HG_OVERFLOW, HG_INVALID_ARG
+ * \return HG_SUCCESS; HG_OVERFLOW (*buf_size_p is then the size needed);
+ *         HG_INVALID_ARG; or the NA error
  */
 HG_PUBLIC hg_return_t HG_Addr_to_string(hg_class_t *hg_class, char *buf,
                                         hg_size_t *buf_size_p, hg_addr_t addr);
