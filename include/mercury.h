@@ -721,6 +721,8 @@ HG_PUBLIC hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout);
 
 /**
  * Run at most max_count queued callbacks, waiting up to timeout ms for one.
+ * The callbacks run on the calling thread; another thread may make progress
+ * on the context meanwhile (HG_Progress()) and wake this one.
  * \param[in] context HG context
  * \param[in] timeout longest wait for a callback in milliseconds (0: do not block)
  * \param[in] max_count most callbacks to run
