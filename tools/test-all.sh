@@ -81,6 +81,15 @@ echo "=== [fuzz] make fuzz-smoke (every target, fixed input count)"
 make -C "$top/build-ci/asan" fuzz-smoke 2>&1 | tee "$logdir/fuzz.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+# The API reference: every public call, parameter and return documented
+# (Doxygen fails on any warning).
+echo "=== [doc] make doc (the API reference, no Doxygen warning allowed)"
+if ! make -C "$top/build-ci/openmpi" doc >"$logdir/doc.log" 2>&1 ||
+    grep -qE '(warning|error):' "$logdir/doc.log"; then
+    cat "$logdir/doc.log"
+    status=1
+fi
+
 # No transport may be skipped as a whole: each must have run its test group.
 for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     for cfg in openmpi asan; do
