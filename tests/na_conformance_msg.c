@@ -10,15 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One message to self and its receive: the codes of both sides and the size
- * received. */
+/* One message to self and its receive: the codes of both sides and whether
+ * the message arrived whole. */
 struct exchange {
     bool expected;                  /* expected message, else unexpected */
     const char *buf;                /* what to send, NULL: a pattern of size bytes */
     void *plugin_data;              /* with buf */
     size_t size, recv_size;         /* bytes sent, receive buffer size */
     na_return_t send_ret, recv_ret; /* results */
-    size_t got;                     /* bytes received */
     bool intact;                    /* the payload after the header arrived unchanged */
 };
 
@@ -34,8 +33,10 @@ static void exchange(const struct conf *c, struct exchange *x)
     na_tag_t tag = 4242;
 
     if (own && x->size >= h) {
-        x->expected ? NA_Msg_init_expected(c->cls, own, x->size)
-                    : NA_Msg_init_unexpected(c->cls, own, x->size);
+        if (x->expected)
+            NA_Msg_init_expected(c->cls, own, x->size);
+        else
+            NA_Msg_init_unexpected(c->cls, own, x->size);
         test_fill(own + h, x->size - h, 5);
     }
     na_return_t rret =
@@ -52,7 +53,6 @@ static void exchange(const struct conf *c, struct exchange *x)
     if (rret == NA_SUCCESS && sret != NA_SUCCESS)
         NA_Cancel(c->cls, c->ctx, rop);
     x->recv_ret = conf_finish(c, rret, rop, &r);
-    x->got = r.size;
     x->intact = x->recv_ret == NA_SUCCESS && r.size == x->size &&
                 (x->size < h || memcmp(in + h, out + h, x->size - h) == 0);
     if (r.source)

@@ -40,7 +40,8 @@ static void region_close(const struct conf *c, struct region *r)
     free(r->buf);
 }
 
-/* One transfer and its outcome (see conf_finish). */
+/* Where a transfer goes: the context it is posted on, the target's address
+ * and context id. */
 struct xfer {
     na_context_t *ctx;
     na_addr_t *addr;
@@ -56,6 +57,7 @@ static na_return_t rma(const struct conf *c, const struct xfer *x, bool put,
     na_return_t ret = (put ? NA_Put : NA_Get)(c->cls, x->ctx, na_test_cb, &d, local, loff,
                                               remote, roff, size, x->addr, x->id, op);
     ret = conf_finish(c, ret, op, &d);
+    /* An op that did not end even when cancelled is left to the plugin. */
     if (d.count == 1 || ret != NA_TIMEOUT)
         NA_Op_destroy(c->cls, op);
     return ret;
