@@ -43,14 +43,15 @@ status=$history_status
 # every non-MPI test under AddressSanitizer + UBSan.
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
 mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
-mpitests/test_na_mpi_compat.sh tests/multihost/mpi-static.sh"
+mpitests/test_na_mpi_compat.sh mpitests/test_na_conformance_mpi.sh \
+tests/multihost/mpi-static.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
 # the instrumented library)
-asan_tests="tests/test_na tests/test_na_idle tests/test_proc tests/test_hg tests/test_hgx \
-tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello examples/hg_save examples/hg_timeout \
-tests/perf-smoke.sh tests/test_bulk_forge"
+asan_tests="tests/test_na tests/test_na_idle tests/test_na_conformance tests/test_proc \
+tests/test_hg tests/test_hgx tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello \
+examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind
