@@ -2,6 +2,7 @@
  * hgx_log.c -- level/subsystem filtering and output for HGX_LOG.
  */
 #include "hgx_log.h"
+#include "hgx_param.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -84,12 +85,9 @@ static void hgx_log_apply_subsys(const char *list)
 
 static void hgx_log_init(void)
 {
-    const char *level = getenv("HG_LOG_LEVEL");
-    int l = level ? hgx_log_level_parse(level) : -1;
+    int l = hgx_log_level_parse(hgx_param_get_string(&hgx_param_log_level));
     hgx_log_apply_level("", l >= 0 ? (enum hgx_log_level)l : HGX_LOG_ERROR);
-    const char *subsys = getenv("HG_LOG_SUBSYS");
-    if (subsys)
-        hgx_log_apply_subsys(subsys);
+    hgx_log_apply_subsys(hgx_param_get_string(&hgx_param_log_subsys));
 }
 
 bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level)
