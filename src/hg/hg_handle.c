@@ -6,6 +6,7 @@
 #include "hg_header.h"
 
 #include "hg_proc_private.h"
+#include "hgx_assert.h"
 #include "mercury_proc.h"
 
 #include <stddef.h>
@@ -157,6 +158,7 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     handle->rpc = *rpc;
     handle->target = target;
     /* The other counts and flags are zero: calloc or hg_handle_reset. */
+    HGX_ASSERT(atomic_load(&handle->pending) == 0);
     atomic_init(&handle->refcount, 1);
     hgx_long_add(&context->n_handles, 1, context->hg_class->single);
     hgx_lock(&context->cq_lock);
@@ -427,7 +429,10 @@ void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)
 
 void hg_handle_op_done(hg_handle_t handle)
 {
-    if (hgx_int_add(&handle->pending, -1, handle->info.hg_class->single) != 1)
+    int before = hgx_int_add(&handle->pending, -1, handle->info.hg_class->single);
+    /* Each sub-operation ends once: more ends than starts is a double completion. */
+    HGX_ASSERT(before > 0);
+    if (before != 1)
         return;
     if (!handle->callback) {
         /* Nothing for HG_Trigger to run (a response sent without a

@@ -17,6 +17,7 @@
 #include "hgx_atomic.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
+#include "hgx_param.h"
 #include "na.h"
 
 #include <pthread.h>
@@ -101,6 +102,9 @@ struct na_ops {
      * an info string naming another is refused unless check_protocol accepts it. */
     const char *const *protocols;
     enum hgx_log_subsys log_subsys; /* where the core logs about this plugin */
+    /* The plugin's environment parameters (hgx_param.h), NULL-terminated, or
+     * NULL: with hgx_core_params, every parameter the library reads. */
+    const struct hgx_param *const *params;
     /* Largest piece the bulk layer hands to one put/get (na_rma.h); 0 for
      * NA_RMA_PIECE_MAX_DEFAULT. */
     size_t rma_piece_max;

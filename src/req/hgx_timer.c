@@ -3,6 +3,7 @@
  * expiry order, a min-heap for the others.
  */
 #include "hgx_timer.h"
+#include "hgx_assert.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -102,6 +103,8 @@ void hgx_timer_cancel(struct hgx_timer_heap *h, struct hgx_timer *t)
     size_t i = t->slot;
     if (i == HGX_TIMER_NONE)
         return;
+    /* A timer's slot names where it is: the list, or its own heap entry. */
+    HGX_ASSERT(i == HGX_TIMER_LIST || (i < h->count && h->entries[i].timer == t));
     t->slot = HGX_TIMER_NONE;
     if (i == HGX_TIMER_LIST)
         hgx_list_remove(&t->link);
