@@ -48,7 +48,7 @@ asan_tests="tests/test_na tests/test_na_idle tests/test_proc tests/test_hg tests
 tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello examples/hg_save examples/hg_timeout \
 tests/perf-smoke.sh tests/test_bulk_forge tests/util/test_hgx_list tests/util/test_hgx_lock \
 tests/util/test_hgx_param tests/util/test_hgx_assert tests/util/test_na_seg_cursor \
-tests/util/test_na_peer_map tests/util/test_na_progress_util"
+tests/util/test_na_peer_map tests/util/test_na_progress_util tests/test_na_plugins"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind
