@@ -20,16 +20,10 @@
     } while (0)
 
 const struct na_ops *const na_plugin_table[] = {
-#ifdef HGX_HAVE_OFI
-    &na_ofi_ops,
-#endif
-#ifdef HGX_HAVE_UCX
-    &na_ucx_ops,
-#endif
-#ifdef HGX_HAVE_MPI
-    &na_mpi_ops,
-#endif
-    NULL,
+#define X(ops) &ops,
+    HGX_NA_PLUGIN_LIST
+#undef X
+        NULL,
 };
 
 static const char *const na_return_names[] = {
@@ -66,11 +60,21 @@ void NA_Set_log_level(const char *level)
     hgx_log_set_level("na", level); /* and the plugins below it */
 }
 
+bool na_plugin_has_protocol(const struct na_ops *ops, const char *protocol_name)
+{
+    if (ops->check_protocol)
+        return ops->check_protocol(protocol_name);
+    for (const char *const *p = ops->protocols; p && *p; p++)
+        if (strcmp(*p, protocol_name) == 0)
+            return true;
+    return false;
+}
+
 static const struct na_ops *na_plugin_find(const char *plugin, const char *protocol)
 {
     for (const struct na_ops *const *p = na_plugin_table; *p; p++)
         if (strcmp((*p)->class_name, plugin) == 0 &&
-            (!protocol || (*p)->check_protocol(protocol)))
+            (!protocol || na_plugin_has_protocol(*p, protocol)))
             return *p;
     return NULL;
 }
@@ -78,8 +82,6 @@ static const struct na_ops *na_plugin_find(const char *plugin, const char *proto
 na_return_t NA_Get_protocol_info(const char *info_string,
                                  struct na_protocol_info **info_p)
 {
-    static const char *const protocols[] = {"tcp", "sockets", "shm",
-                                            "all", "static",  "dynamic"};
     char *filter_plugin = NULL, *filter_proto = NULL;
     struct na_protocol_info *head = NULL;
 
@@ -96,18 +98,15 @@ na_return_t NA_Get_protocol_info(const char *info_string,
         }
     }
     for (const struct na_ops *const *p = na_plugin_table; *p; p++)
-        for (size_t i = 0; i < sizeof(protocols) / sizeof(*protocols); i++) {
-            if (!(*p)->check_protocol(protocols[i]))
-                continue;
+        for (const char *const *proto = (*p)->protocols; proto && *proto; proto++) {
             if (filter_plugin && strcmp(filter_plugin, (*p)->class_name) != 0 &&
-                strcmp(filter_plugin, protocols[i]) != 0)
+                strcmp(filter_plugin, *proto) != 0)
                 continue;
-            if (filter_proto && strcmp(filter_proto, protocols[i]) != 0)
+            if (filter_proto && strcmp(filter_proto, *proto) != 0)
                 continue;
             struct na_protocol_info *e = calloc(1, sizeof(*e));
             if (!e || !(e->class_name = strdup((*p)->class_name)) ||
-                !(e->protocol_name = strdup(protocols[i])) ||
-                !(e->device_name = strdup(""))) {
+                !(e->protocol_name = strdup(*proto)) || !(e->device_name = strdup(""))) {
                 if (e)
                     e->next = head;
                 NA_Free_protocol_info(e ? e : head);
@@ -200,7 +199,7 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
                       info.plugin_name, info_string);
         goto error;
     }
-    if (!ops->check_protocol(info.protocol_name)) {
+    if (!na_plugin_has_protocol(ops, info.protocol_name)) {
         HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"",
                       info.plugin_name, info.protocol_name);
         goto error;
@@ -220,7 +219,8 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
 
     ret = ops->initialize(na_class, &info, listen);
     if (ret != NA_SUCCESS) {
-        HGX_LOG_ERROR(NA, "could not initialize %s+%s: %s", info.plugin_name,
+        hgx_log_write(ops->log_subsys, HGX_LOG_ERROR, __FILE__, __LINE__, __func__,
+                      "could not initialize %s+%s: %s", info.plugin_name,
                       info.protocol_name, NA_Error_to_string(ret));
         goto error;
     }
