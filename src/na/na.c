@@ -399,6 +399,19 @@ na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name, na_addr_t **a
             return NA_PROTONOSUPPORT;
         }
         bare = plus + 1;
+        /* The same protocol check as at initialization, so a name for a
+         * protocol this plugin lacks gets the same code on every plugin. */
+        char proto[64];
+        size_t plen = sep ? (size_t)(sep - bare) : strlen(bare);
+        if (plen > 0 && plen < sizeof(proto)) {
+            memcpy(proto, bare, plen);
+            proto[plen] = '\0';
+            if (!na_plugin_has_protocol(na_class->ops, proto)) {
+                HGX_LOG_ERROR(NA, "address \"%s\": plugin \"%s\" has no protocol \"%s\"",
+                              name, na_class->ops->class_name, proto);
+                return NA_PROTONOSUPPORT;
+            }
+        }
     }
     na_return_t ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
     if (ret != NA_SUCCESS)
@@ -449,6 +462,8 @@ bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
 {
     if (!na_class || !addr1 || !addr2)
         return addr1 == addr2;
+    if (addr1->na_class != na_class || addr2->na_class != na_class)
+        return false;
     if (addr1 == addr2)
         return true;
     return na_class->ops->addr_cmp(na_class, addr1, addr2);
@@ -456,7 +471,7 @@ bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
 
 bool NA_Addr_is_self(na_class_t *na_class, na_addr_t *addr)
 {
-    if (!na_class || !addr)
+    if (!na_class || !addr || addr->na_class != na_class)
         return false;
     return na_class->ops->addr_is_self(na_class, addr);
 }
@@ -517,7 +532,10 @@ na_return_t NA_Addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const 
         HGX_LOG_ERROR(NA, "NULL or empty buffer");
         return NA_INVALID_ARG;
     }
-    return na_class->ops->addr_deserialize(na_class, addr_p, buf, buf_size);
+    /* The arguments were checked above: a plugin's refusal now can only be
+     * about the bytes, which is a protocol error on every plugin. */
+    na_return_t ret = na_class->ops->addr_deserialize(na_class, addr_p, buf, buf_size);
+    return ret == NA_INVALID_ARG ? NA_PROTOCOL_ERROR : ret;
 }
 
 /*---------------------------------------------------------------- messages */
@@ -887,6 +905,8 @@ na_return_t NA_Mem_handle_deserialize(na_class_t *na_class,
         return NA_INVALID_ARG;
     na_return_t ret =
         na_class->ops->mem_handle_deserialize(na_class, mem_handle_p, buf, buf_size);
+    if (ret == NA_INVALID_ARG) /* arguments checked above: the bytes are bad */
+        ret = NA_PROTOCOL_ERROR;
     if (ret == NA_SUCCESS) {
         (*mem_handle_p)->remote = true;
         (*mem_handle_p)->registered = false;
@@ -954,6 +974,13 @@ static na_return_t na_rma_post(na_class_t *na_class, na_context_t *context, bool
                                    put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY);
     if (ret != NA_SUCCESS)
         return ret;
+    if (data_size == 0) { /* nothing to move: complete without the plugin */
+        ret = na_op_post_begin(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET,
+                               callback, arg);
+        if (ret == NA_SUCCESS)
+            na_op_complete(op_id, NA_SUCCESS);
+        return ret;
+    }
     NA_POST(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET, callback, arg,
             na_class->ops->rma(na_class, op_id, put, local, local_offset, remote,
                                remote_offset, data_size, remote_addr));
