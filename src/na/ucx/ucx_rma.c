@@ -588,16 +588,6 @@ static na_return_t ucx_rma(na_class_t *na_class, na_op_id_t *op, struct ucx_rma_
     uop->peer = a->peer;
     uop->put = a->put;
     uop->len = a->size;
-    if (a->size == 0) {
-        /* Nothing moves: done at once, as on every plugin, with no request
-         * (a target refuses a request of length 0). */
-        uop->riov = uop->iov;
-        uop->pieces = 1;
-        hgx_lock(&cls->lock);
-        ucx_rma_piece_done(uop, NA_SUCCESS);
-        hgx_unlock(&cls->lock);
-        return NA_SUCCESS;
-    }
     uop->riov =
         a->local->count <= 2 ? uop->iov : malloc(a->local->count * sizeof(ucp_dt_iov_t));
     if (!uop->riov)
