@@ -21,6 +21,7 @@
 #define TPUT_MAX_CLIENTS 8
 #define TPUT_MAX_CONTEXTS 4
 #define TPUT_MAX_WINDOW 64
+#define TPUT_LAT_BUCKETS 40
 
 /* Phases: small RPCs, then RPCs whose handler pulls from the client. */
 enum tput_kind { TPUT_RPC, TPUT_PULL, TPUT_NKINDS };
@@ -38,28 +39,35 @@ enum {
 };
 
 struct tput_config {
-    const char *transport; /* ofi+tcp, ucx+shm, ... */
-    char info[64];         /* HG_Init's info string (tcp pinned to 127.0.0.1) */
-    int contexts;          /* server contexts, one progress thread each */
-    int clients;           /* client processes */
-    int window;            /* RPCs each client keeps outstanding */
-    long iters;            /* timed RPCs per client and phase */
-    size_t pull_size;      /* bytes the handler pulls in the pull phase */
-    int kinds;             /* bit per enum tput_kind to run */
-    int verify_all;        /* check every pulled word, not a sample */
-    int check_target;      /* an RPC run off its target context fails */
-    int timeout_s;         /* a phase that takes longer is a stall */
-    int client_id;         /* this client's index */
+    const char *transport;   /* ofi+tcp, ucx+shm, ... */
+    char info[64];           /* HG_Init's info string (tcp pinned to 127.0.0.1) */
+    int contexts;            /* server contexts, one progress thread each */
+    int clients;             /* client processes */
+    int window;              /* RPCs each client keeps outstanding */
+    long iters[TPUT_NKINDS]; /* timed RPCs per client, per phase */
+    size_t pull_size;        /* bytes the handler pulls in the pull phase */
+    int kinds;               /* bit per enum tput_kind to run */
+    int verify_all;          /* check every pulled word, not a sample */
+    int check_target;        /* an RPC run off its target context fails */
+    int timeout_s;           /* a phase that takes longer is a stall */
+    int client_id;           /* this client's index */
 };
 
-/* What every process publishes; the coordinator reads it. Counters the
- * coordinator reads while a phase runs (to report a stall) are atomics. */
+/* A client's figures. done and bad are read while a phase runs (to report a
+ * stall): atomics. The rest is read once the client said DONE. */
+struct tput_client_stats {
+    atomic_long done; /* RPCs completed and checked, this phase */
+    atomic_long bad;  /* replies that failed a check */
+    double wall, cpu; /* timed phase: seconds, CPU seconds */
+    /* Round trips of the timed phase: bucket b counts those of
+     * [2^b, 2^(b+1)) ns; and the longest, in seconds. */
+    long lat_hist[TPUT_LAT_BUCKETS];
+    double lat_max;
+};
+
+/* What every process publishes; the coordinator reads it. */
 struct tput_shared {
-    struct {
-        atomic_long done; /* RPCs completed and checked, this phase */
-        atomic_long bad;  /* replies that failed a check */
-        double wall, cpu; /* timed phase: seconds, CPU seconds */
-    } client[TPUT_MAX_CLIENTS];
+    struct tput_client_stats client[TPUT_MAX_CLIENTS];
     atomic_long handled[TPUT_MAX_CONTEXTS]; /* RPCs answered per server context */
     atomic_long off_target;                 /* handler ran on another context */
     atomic_long bad_data;                   /* pulled bytes not as the client wrote */

@@ -17,13 +17,14 @@ struct slot {
     hg_handle_t h;
     uint32_t target;
     uint64_t seq, seed;
+    double sent;   /* tput_now() at HG_Forward */
     uint64_t *buf; /* pull: registered, the server reads it */
     hg_bulk_t bulk;
 };
 
 static struct {
     const struct tput_config *cfg;
-    struct tput_shared *sh;
+    struct tput_client_stats *me;
     hg_class_t *cls;
     hg_context_t *ctx;
     hg_addr_t server;
@@ -34,13 +35,25 @@ static struct {
     long completed;
 } cl;
 
+/* Round trip of s's RPC into the histogram. */
+static void lat_note(struct slot *s)
+{
+    double lat = tput_now() - s->sent;
+    long ns = (long)(lat * 1e9);
+    int b = 0;
+    while (ns > 1 && b < TPUT_LAT_BUCKETS - 1)
+        ns >>= 1, b++;
+    cl.me->lat_hist[b]++;
+    if (lat > cl.me->lat_max)
+        cl.me->lat_max = lat;
+}
+
 static void reply_checked(struct slot *s, int ok)
 {
-    atomic_fetch_add_explicit(&cl.sh->client[cl.cfg->client_id].done, 1,
-                              memory_order_relaxed);
+    lat_note(s);
+    atomic_fetch_add_explicit(&cl.me->done, 1, memory_order_relaxed);
     if (!ok)
-        atomic_fetch_add_explicit(&cl.sh->client[cl.cfg->client_id].bad, 1,
-                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&cl.me->bad, 1, memory_order_relaxed);
     cl.completed++;
     cl.ready[cl.nready++] = (int)(s - cl.slot);
 }
@@ -75,6 +88,7 @@ static int forward(struct slot *s)
 {
     hg_return_t r;
     s->seq++;
+    s->sent = tput_now();
     if (cl.kind == TPUT_RPC) {
         tput_rpc_in_t in = {.seq = s->seq, .target = s->target};
         r = HG_Forward(s->h, rpc_done, s, &in);
@@ -174,17 +188,19 @@ static int phase_warm(enum tput_kind kind)
 {
     if (phase_begin(kind) || run(8L * cl.cfg->window))
         return -1;
-    atomic_store(&cl.sh->client[cl.cfg->client_id].done, 0);
+    atomic_store(&cl.me->done, 0);
+    memset(cl.me->lat_hist, 0, sizeof(cl.me->lat_hist));
+    cl.me->lat_max = 0;
     return 0;
 }
 
 static int phase_timed(void)
 {
     double cpu0 = tput_cpu_seconds(), t0 = tput_now();
-    if (run(cl.cfg->iters))
+    if (run(cl.cfg->iters[cl.kind]))
         return -1;
-    cl.sh->client[cl.cfg->client_id].wall = tput_now() - t0;
-    cl.sh->client[cl.cfg->client_id].cpu = tput_cpu_seconds() - cpu0;
+    cl.me->wall = tput_now() - t0;
+    cl.me->cpu = tput_cpu_seconds() - cpu0;
     phase_end();
     return 0;
 }
@@ -218,7 +234,7 @@ int tput_client(const struct tput_config *cfg, struct tput_shared *sh,
     char addr[256];
     int ret = 1;
     cl.cfg = cfg;
-    cl.sh = sh;
+    cl.me = &sh->client[cfg->client_id];
     cl.server = HG_ADDR_NULL;
     if (tput_recv_str(ch, addr, sizeof(addr)) || !addr[0])
         return 1; /* the server failed and said so */

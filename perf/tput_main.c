@@ -5,7 +5,8 @@
  * the last DONE, checks every count, and prints one row per phase.
  *
  *   hgx-tput [--transport T] [--contexts 1-4] [--clients 1-8] [--window 1-64]
- *            [--iters N] [--pull-size BYTES] [--kind rpc|pull|both]
+ *            [--iters N] [--pull-iters N] [--pull-size BYTES]
+ *            [--kind rpc|pull|both]
  *            [--verify] [--check-target] [--timeout S] [--csv FILE]
  *
  * A phase that does not finish within --timeout seconds is reported as a
@@ -37,18 +38,21 @@ static void usage(FILE *f)
 {
     fputs("usage: hgx-tput [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm]\n"
           "                [--contexts 1-4] [--clients 1-8] [--window 1-64]\n"
-          "                [--iters N] [--pull-size BYTES] [--kind rpc|pull|both]\n"
+          "                [--iters N] [--pull-iters N] [--pull-size BYTES]\n"
+          "                [--kind rpc|pull|both]\n"
           "                [--verify] [--check-target] [--timeout S] [--csv FILE]\n"
           "  One server with --contexts HG contexts (a progress thread each, the\n"
           "  default thread-safe mode) and --clients processes, each keeping\n"
           "  --window RPCs outstanding, spread over the contexts by target id.\n"
           "  Phases: rpc (small RPC) and pull (the handler pulls --pull-size bytes,\n"
-          "  default 65536, from the client). --iters: timed RPCs per client and\n"
-          "  phase (default 20000). Pulled data is checked every 4 KiB, every word\n"
+          "  default 65536, from the client). --iters: timed small RPCs per\n"
+          "  client (default 20000); --pull-iters: timed pulls (default 4000). Pulled "
+          "data is checked every 4 KiB, every word\n"
           "  with --verify. off-target: RPCs a context other than the one their\n"
           "  handle aimed at (HG_Set_target_id) ran; a failure with --check-target.\n"
           "  srv-us, cli-us: CPU time (user + system) per RPC of the server, of all\n"
-          "  clients together. --csv FILE: rows appended (header when FILE is new).\n",
+          "  clients together. p99-us (within a factor 2), max-us: RPC round trips.\n"
+          "  --csv FILE: rows appended (header when FILE is new).\n",
           f);
 }
 
@@ -66,7 +70,7 @@ static int parse_args(struct tput_config *cfg, const char **csv, int argc, char 
                                 .contexts = 1,
                                 .clients = 1,
                                 .window = 16,
-                                .iters = 20000,
+                                .iters = {20000, 4000},
                                 .pull_size = 65536,
                                 .kinds = 3,
                                 .timeout_s = 60};
@@ -100,7 +104,9 @@ static int parse_args(struct tput_config *cfg, const char **csv, int argc, char 
         else if (!strcmp(o, "--window"))
             x = cfg->window = (int)arg_long(v, 1, TPUT_MAX_WINDOW);
         else if (!strcmp(o, "--iters"))
-            x = cfg->iters = arg_long(v, 1, 1L << 40);
+            x = cfg->iters[TPUT_RPC] = arg_long(v, 1, 1L << 40);
+        else if (!strcmp(o, "--pull-iters"))
+            x = cfg->iters[TPUT_PULL] = arg_long(v, 1, 1L << 40);
         else if (!strcmp(o, "--timeout"))
             x = cfg->timeout_s = (int)arg_long(v, 1, 86400);
         else if (!strcmp(o, "--pull-size")) /* whole words, the two marks and one */
@@ -209,7 +215,8 @@ static int server_cpu(struct tput_shared *sh, double *cpu)
 struct phase_result {
     double wall, server_cpu, clients_cpu;
     long handled[TPUT_MAX_CONTEXTS];
-    long off_target; /* RPCs a context other than their target ran */
+    long off_target;         /* RPCs a context other than their target ran */
+    double lat_p99, lat_max; /* round trips, seconds (p99: bucket bound) */
 };
 
 static void report_stall(const struct tput_config *cfg, struct tput_shared *sh,
@@ -222,7 +229,7 @@ static void report_stall(const struct tput_config *cfg, struct tput_shared *sh,
             cfg->clients);
     for (int k = 0; k < cfg->clients; k++)
         fprintf(stderr, "  client %d: %ld of %ld completed\n", k,
-                atomic_load(&sh->client[k].done), cfg->iters);
+                atomic_load(&sh->client[k].done), cfg->iters[kind]);
     for (int i = 0; i < cfg->contexts; i++)
         fprintf(stderr, "  context %d: %ld answered\n", i,
                 atomic_load(&sh->handled[i]) - h0[i]);
@@ -241,7 +248,7 @@ static int phase_check(const struct tput_config *cfg, struct tput_shared *sh,
     }
     for (int i = 0; i < cfg->contexts; i++)
         handled += r->handled[i];
-    long want = cfg->iters * cfg->clients;
+    long want = cfg->iters[kind] * cfg->clients;
     long wrong = cfg->check_target ? r->off_target : 0;
     long data = atomic_load(&sh->bad_data), perr = atomic_load(&sh->progress_errors);
     if (done == want && handled == want && !bad && !wrong && !data && !perr)
@@ -252,6 +259,28 @@ static int phase_check(const struct tput_config *cfg, struct tput_shared *sh,
             "errors\n",
             kind_names[kind], done, want, handled, bad, wrong, data, perr);
     return -1;
+}
+
+/* The clients' round trips together: the 99th percentile (the upper bound of
+ * its power-of-two bucket) and the longest. */
+static void latency(const struct tput_config *cfg, const struct tput_shared *sh,
+                    struct phase_result *r)
+{
+    long hist[TPUT_LAT_BUCKETS] = {0}, n = 0, seen = 0;
+    r->lat_max = 0;
+    for (int k = 0; k < cfg->clients; k++) {
+        for (int b = 0; b < TPUT_LAT_BUCKETS; b++)
+            hist[b] += sh->client[k].lat_hist[b], n += sh->client[k].lat_hist[b];
+        if (sh->client[k].lat_max > r->lat_max)
+            r->lat_max = sh->client[k].lat_max;
+    }
+    for (int b = 0; b < TPUT_LAT_BUCKETS; b++) {
+        seen += hist[b];
+        if (seen * 100 >= n * 99) {
+            r->lat_p99 = (double)(1L << (b + 1)) * 1e-9;
+            break;
+        }
+    }
 }
 
 static int run_phase(const struct tput_config *cfg, struct tput_shared *sh,
@@ -289,13 +318,14 @@ static int run_phase(const struct tput_config *cfg, struct tput_shared *sh,
     for (int i = 0; i < cfg->contexts; i++)
         r->handled[i] = atomic_load(&sh->handled[i]) - h0[i];
     r->off_target = atomic_load(&sh->off_target) - off0;
+    latency(cfg, sh, r);
     return phase_check(cfg, sh, kind, r);
 }
 
 static void print_row(const struct tput_config *cfg, enum tput_kind kind,
                       const struct phase_result *r, FILE *csv)
 {
-    long total = cfg->iters * cfg->clients, lo = total, hi = 0;
+    long total = cfg->iters[kind] * cfg->clients, lo = total, hi = 0;
     for (int i = 0; i < cfg->contexts; i++) {
         lo = r->handled[i] < lo ? r->handled[i] : lo;
         hi = r->handled[i] > hi ? r->handled[i] : hi;
@@ -304,15 +334,19 @@ static void print_row(const struct tput_config *cfg, enum tput_kind kind,
     double mib = kind == TPUT_PULL ? rate * (double)cfg->pull_size / 1048576.0 : 0;
     double scpu = r->server_cpu / (double)total * 1e6;
     double ccpu = r->clients_cpu / (double)total * 1e6;
-    printf("%-5s %8ld %8.3f %10.0f %9.1f %9.2f %9.2f %7.0f%% %5.0f%%-%.0f%% %10ld\n",
+    printf("%-5s %8ld %8.3f %10.0f %9.1f %9.2f %9.2f %7.0f%% %5.0f%%-%.0f%% %10ld %8.0f "
+           "%8.0f\n",
            kind_names[kind], total, r->wall, rate, mib, scpu, ccpu,
            r->server_cpu / r->wall * 100, 100.0 * (double)lo / (double)total,
-           100.0 * (double)hi / (double)total, r->off_target);
+           100.0 * (double)hi / (double)total, r->off_target, r->lat_p99 * 1e6,
+           r->lat_max * 1e6);
     if (csv)
-        fprintf(csv, "%s,%s,%d,%d,%d,%zu,%ld,%.6f,%.0f,%.1f,%.3f,%.3f,%.1f,%ld\n",
+        fprintf(csv,
+                "%s,%s,%d,%d,%d,%zu,%ld,%.6f,%.0f,%.1f,%.3f,%.3f,%.1f,%ld,%.0f,%.0f\n",
                 cfg->transport, kind_names[kind], cfg->contexts, cfg->clients,
                 cfg->window, kind == TPUT_PULL ? cfg->pull_size : 0, total, r->wall, rate,
-                mib, scpu, ccpu, r->server_cpu / r->wall * 100, r->off_target);
+                mib, scpu, ccpu, r->server_cpu / r->wall * 100, r->off_target,
+                r->lat_p99 * 1e6, r->lat_max * 1e6);
 }
 
 static FILE *csv_open(const char *path)
@@ -325,7 +359,7 @@ static FILE *csv_open(const char *path)
     if (ftell(f) == 0)
         fprintf(f, "transport,kind,contexts,clients,window,pull_bytes,rpcs,seconds,"
                    "rpc_per_s,mib_per_s,server_cpu_us_per_rpc,clients_cpu_us_per_rpc,"
-                   "server_cpu_pct,off_target\n");
+                   "server_cpu_pct,off_target,p99_us,max_us\n");
     return f;
 }
 
@@ -341,10 +375,12 @@ static int coordinate(const struct tput_config *cfg, struct tput_shared *sh, FIL
         if (tput_send_str(&procs.ch[1 + k], addr))
             return -1;
     printf("# hgx-tput %s: server at %s, %d context(s) with a thread each, %d "
-           "client(s), window %d, %ld RPCs each per phase\n",
-           cfg->transport, addr, cfg->contexts, cfg->clients, cfg->window, cfg->iters);
-    printf("%-5s %8s %8s %10s %9s %9s %9s %8s %11s %10s\n", "kind", "rpcs", "seconds",
-           "RPC/s", "MiB/s", "srv-us", "cli-us", "srv-cpu", "ctx-share", "off-target");
+           "client(s), window %d, %ld small RPCs and %ld pulls of %zu B per client\n",
+           cfg->transport, addr, cfg->contexts, cfg->clients, cfg->window,
+           cfg->iters[TPUT_RPC], cfg->iters[TPUT_PULL], cfg->pull_size);
+    printf("%-5s %8s %8s %10s %9s %9s %9s %8s %11s %10s %8s %8s\n", "kind", "rpcs",
+           "seconds", "RPC/s", "MiB/s", "srv-us", "cli-us", "srv-cpu", "ctx-share",
+           "off-target", "p99-us", "max-us");
     for (int kind = 0; kind < TPUT_NKINDS; kind++) {
         struct phase_result r = {0};
         if (!(cfg->kinds & (1 << kind)))
