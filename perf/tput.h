@@ -50,6 +50,7 @@ struct tput_config {
     int verify_all;          /* check every pulled word, not a sample */
     int check_target;        /* an RPC run off its target context fails */
     int timeout_s;           /* a phase that takes longer is a stall */
+    int progress_ms;         /* server threads' HG_Progress timeout */
     int client_id;           /* this client's index */
 };
 

@@ -8,6 +8,7 @@
  *            [--iters N] [--pull-iters N] [--pull-size BYTES]
  *            [--kind rpc|pull|both]
  *            [--verify] [--check-target] [--timeout S] [--csv FILE]
+ *            [--progress-ms MS]
  *
  * A phase that does not finish within --timeout seconds is reported as a
  * stall with each client's and each context's count, and the run fails.
@@ -41,17 +42,19 @@ static void usage(FILE *f)
           "                [--iters N] [--pull-iters N] [--pull-size BYTES]\n"
           "                [--kind rpc|pull|both]\n"
           "                [--verify] [--check-target] [--timeout S] [--csv FILE]\n"
+          "                [--progress-ms MS]\n"
           "  One server with --contexts HG contexts (a progress thread each, the\n"
           "  default thread-safe mode) and --clients processes, each keeping\n"
           "  --window RPCs outstanding, spread over the contexts by target id.\n"
           "  Phases: rpc (small RPC) and pull (the handler pulls --pull-size bytes,\n"
           "  default 65536, from the client). --iters: timed small RPCs per\n"
-          "  client (default 20000); --pull-iters: timed pulls (default 4000). Pulled "
-          "data is checked every 4 KiB, every word\n"
-          "  with --verify. off-target: RPCs a context other than the one their\n"
+          "  client (default 20000); --pull-iters: timed pulls (default 4000).\n"
+          "  Pulled data is checked every 4 KiB, every word with --verify.\n"
+          "  off-target: RPCs a context other than the one their\n"
           "  handle aimed at (HG_Set_target_id) ran; a failure with --check-target.\n"
           "  srv-us, cli-us: CPU time (user + system) per RPC of the server, of all\n"
           "  clients together. p99-us (within a factor 2), max-us: RPC round trips.\n"
+          "  --progress-ms: the server threads' HG_Progress timeout (default 100).\n"
           "  --csv FILE: rows appended (header when FILE is new).\n",
           f);
 }
@@ -73,7 +76,8 @@ static int parse_args(struct tput_config *cfg, const char **csv, int argc, char 
                                 .iters = {20000, 4000},
                                 .pull_size = 65536,
                                 .kinds = 3,
-                                .timeout_s = 60};
+                                .timeout_s = 60,
+                                .progress_ms = 100};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x = 0;
@@ -107,6 +111,8 @@ static int parse_args(struct tput_config *cfg, const char **csv, int argc, char 
             x = cfg->iters[TPUT_RPC] = arg_long(v, 1, 1L << 40);
         else if (!strcmp(o, "--pull-iters"))
             x = cfg->iters[TPUT_PULL] = arg_long(v, 1, 1L << 40);
+        else if (!strcmp(o, "--progress-ms"))
+            x = cfg->progress_ms = (int)arg_long(v, 0, 60000);
         else if (!strcmp(o, "--timeout"))
             x = cfg->timeout_s = (int)arg_long(v, 1, 86400);
         else if (!strcmp(o, "--pull-size")) /* whole words, the two marks and one */

@@ -146,7 +146,7 @@ static hg_return_t pull_handler(hg_handle_t h)
     return HG_SUCCESS;
 }
 
-/* Trigger what is ready, else wait up to 100 ms for the network. */
+/* Trigger what is ready, else wait up to --progress-ms for the network. */
 static void *progress_loop(void *arg)
 {
     struct srv_ctx *sc = arg;
@@ -159,7 +159,7 @@ static void *progress_loop(void *arg)
         } while (r == HG_SUCCESS && n > 0);
         if (r != HG_SUCCESS && r != HG_TIMEOUT)
             atomic_fetch_add(&srv.sh->progress_errors, 1);
-        r = HG_Progress(sc->ctx, 100);
+        r = HG_Progress(sc->ctx, (unsigned int)srv.cfg->progress_ms);
         if (r != HG_SUCCESS && r != HG_TIMEOUT) {
             fprintf(stderr, "hgx-tput server: HG_Progress on context %d: %s\n", sc->id,
                     HG_Error_to_string(r));
