@@ -35,8 +35,8 @@ window=${TPUT_WINDOW:-16}
 repeat=${TPUT_REPEAT:-1}
 drop=${TPUT_DROP:-0.8}
 stall_us=$((${TPUT_SLOW_MS:-50} * 1000))
-export HG_LOG_LEVEL=${HG_LOG_LEVEL:-error} FI_TCP_IFACE=${FI_TCP_IFACE:-lo} \
-    UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
+export HG_LOG_LEVEL="${HG_LOG_LEVEL:-error}" FI_TCP_IFACE="${FI_TCP_IFACE:-lo}" \
+    UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 csv=$tmp/tput.csv raw=$tmp/raw.csv log=${out%.md}.log
