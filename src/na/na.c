@@ -7,9 +7,12 @@
 #include "na_op.h"
 #include "na_rma.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define NA_CHECK_CLASS(cls, retval)                                                      \
     do {                                                                                 \
@@ -317,10 +320,21 @@ na_context_t *NA_Context_create_id(na_class_t *na_class, uint8_t id)
     }
     context->na_class = na_class;
     context->id = id;
+    context->wake_fd = -1;
     hgx_lock_init_mode(&context->cq_lock, na_class->single);
+    if (na_class->ops->wakes_contexts && !na_class->single) {
+        context->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (context->wake_fd < 0) {
+            HGX_LOG_ERROR(NA, "eventfd for the context failed: %s", strerror(errno));
+            free(context);
+            return NULL;
+        }
+    }
     na_return_t ret = na_class->ops->context_create(na_class, context, id);
     if (ret != NA_SUCCESS) {
         HGX_LOG_ERROR(NA, "plugin could not create context: %s", NA_Error_to_string(ret));
+        if (context->wake_fd >= 0)
+            close(context->wake_fd);
         free(context);
         return NULL;
     }
@@ -350,6 +364,8 @@ na_return_t NA_Context_destroy(na_class_t *na_class, na_context_t *context)
     na_return_t ret = na_class->ops->context_destroy(na_class, context);
     if (ret != NA_SUCCESS)
         return ret;
+    if (context->wake_fd >= 0)
+        close(context->wake_fd);
     free(context);
     atomic_fetch_sub(&na_class->n_contexts, 1);
     return NA_SUCCESS;

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 /* Monotonic time of the last post or completion in this process: a reply or
  * a next request is likely to be imminent only shortly after one. Posts and
@@ -23,6 +24,10 @@ atomic_bool na_active;
  * about as much as a shared-memory poll in a VM, and the deadlines it serves
  * are milliseconds apart. */
 #define NA_POLLS_PER_CLOCK 16
+
+/* The context whose poll_wait this thread is in: completing its own
+ * context's ops needs no wake-up, the thread returns to them anyway. */
+static _Thread_local na_context_t *na_waiting_context;
 
 /* Date a noted activity with a clock value read anyway. */
 static void na_activity_date(uint64_t now)
@@ -117,6 +122,38 @@ void na_op_complete(na_op_id_t *op, na_return_t ret)
         &context->n_finished,
         atomic_load_explicit(&context->n_finished, memory_order_relaxed) + 1,
         memory_order_relaxed);
+    /* Read under cq_lock, as the sleeper counts itself under it after finding
+     * the queue empty: either it sees this op or this sees it. */
+    bool wake = context->sleepers > 0 && na_waiting_context != context;
+    hgx_unlock(&context->cq_lock);
+    if (wake && context->wake_fd >= 0 && eventfd_write(context->wake_fd, 1) != 0)
+        HGX_LOG_ERROR(NA, "waking context %u failed", context->id);
+}
+
+void na_context_wake_drain(na_context_t *context)
+{
+    eventfd_t n;
+    (void)eventfd_read(context->wake_fd, &n); /* non-blocking: EAGAIN if none */
+}
+
+/* Count this thread as asleep on the context unless a completion is queued. */
+static bool na_sleep_begin(na_context_t *context)
+{
+    hgx_lock(&context->cq_lock);
+    bool empty = context->cq_head == NULL;
+    if (empty)
+        context->sleepers++;
+    hgx_unlock(&context->cq_lock);
+    if (empty)
+        na_waiting_context = context;
+    return empty;
+}
+
+static void na_sleep_end(na_context_t *context)
+{
+    na_waiting_context = NULL;
+    hgx_lock(&context->cq_lock);
+    context->sleepers--;
     hgx_unlock(&context->cq_lock);
 }
 
@@ -248,8 +285,13 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
             continue;
         }
         /* Idle: sleep in the transport's wait object rather than spin. */
+        bool counted = context->wake_fd >= 0;
+        if (counted && !na_sleep_begin(context))
+            continue; /* another thread queued a completion meanwhile */
         ret = na_class->ops->poll_wait(na_class, context,
                                        (unsigned int)hgx_clock_left_ms(now, deadline));
+        if (counted)
+            na_sleep_end(context);
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
         polls = UINT_MAX; /* read the clock after the sleep */

@@ -61,6 +61,14 @@ struct na_context {
     atomic_uint cq_count;               /* written under cq_lock, read without it */
     atomic_ulong n_posted;              /* ops ever posted */
     atomic_ulong n_finished;            /* ops ever completed, written under cq_lock */
+    /* Threads asleep in poll_wait on this context (under cq_lock), and an
+     * eventfd the plugin's poll_wait watches beside its own wait object (-1
+     * unless the plugin sets wakes_contexts and the class is thread-safe).
+     * Contexts of one class share the transport's queue: a thread that
+     * progresses one context also completes ops of the others, and wakes
+     * their sleepers through it. */
+    unsigned int sleepers;
+    int wake_fd;
 };
 
 struct na_op_id {
@@ -109,6 +117,9 @@ struct na_ops {
      * NA_RMA_PIECE_MAX_DEFAULT. */
     size_t rma_piece_max;
     size_t op_size; /* plugin bytes in each op id (na_op_plugin) */
+    /* poll_wait also returns when context->wake_fd becomes readable (and
+     * drains it with na_context_wake_drain). */
+    bool wakes_contexts;
 
     bool (*check_protocol)(const char *protocol_name); /* optional: protocols */
     na_return_t (*initialize)(na_class_t *na_class, const struct na_info *info,
@@ -228,6 +239,9 @@ static inline bool na_op_cancel_requested(na_op_id_t *op)
 /* Report the end of a posted op exactly once; its callback is queued on the
  * op's context with ret. Fill op->info.info first for receives. */
 void na_op_complete(na_op_id_t *op, na_return_t ret);
+
+/* Consume the wake-ups of context->wake_fd (a poll_wait that saw it readable). */
+void na_context_wake_drain(na_context_t *context);
 
 /* Initialize the common head of a new plugin address (refcount 1). */
 void na_addr_init(na_class_t *na_class, na_addr_t *addr);

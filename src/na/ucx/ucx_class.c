@@ -439,5 +439,6 @@ const struct na_ops na_ucx_ops = {
     .poll_try_wait = ucx_poll_try_wait,
     .poll = ucx_poll,
     .poll_wait = ucx_poll_wait,
+    .wakes_contexts = true,
     .cancel = ucx_cancel,
 };

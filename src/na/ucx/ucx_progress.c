@@ -105,7 +105,6 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
                           unsigned int timeout_ms)
 {
     struct ucx_class *cls = ucx_cls(na_class);
-    (void)context;
 
     hgx_lock(&cls->lock);
     ucs_status_t st = ucp_worker_arm(cls->worker);
@@ -115,15 +114,21 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
         timeout_ms = UCX_CANCEL_POLL_MS;
     hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
-        /* Armed: the fd fires on the next event, so sleeping cannot miss one. */
-        struct pollfd pfd = {.fd = cls->efd, .events = POLLIN};
-        int rc = poll(&pfd, 1, timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
+        /* Armed: the fd fires on the next event, so sleeping cannot miss one.
+         * The context's wake fd fires when another context's thread took the
+         * event and queued a completion here. */
+        struct pollfd pfd[2] = {{.fd = cls->efd, .events = POLLIN},
+                                {.fd = context->wake_fd, .events = POLLIN}};
+        int rc = poll(pfd, context->wake_fd >= 0 ? 2 : 1,
+                      timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
         if (rc < 0 && errno != EINTR) {
             HGX_LOG_ERROR(UCX, "poll on the worker fd failed: %s", strerror(errno));
             return NA_IO_ERROR;
         }
         if (rc == 0)
             return NA_TIMEOUT;
+        if (context->wake_fd >= 0 && (pfd[1].revents & POLLIN))
+            na_context_wake_drain(context);
     } else if (st != UCS_ERR_BUSY) {
         HGX_LOG_ERROR(UCX, "ucp_worker_arm failed: %s", ucs_status_string(st));
         return NA_PROTOCOL_ERROR;
