@@ -15,6 +15,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=${top_srcdir:-$here/../..}
 inc=$(cd "$top_srcdir/include" && pwd)
+# Where configure wrote the generated headers (na_config.h, mercury_config.h).
+gen_inc=${top_builddir:-.}/include
 list=$here/mercury-2.4.1-api.txt
 # Compiler and MPI flags as configure found them (from the build tree's Makefile).
 mkvar() { [ -f Makefile ] && sed -n "s/^$1 = //p" Makefile | head -n 1; }
@@ -47,7 +49,7 @@ total=$(wc -l <"$tmp/names")
 } >"$tmp/api.c"
 
 # shellcheck disable=SC2086
-$cc -std=c11 -c -I"$inc" $mpi_cflags -o "$tmp/api.o" "$tmp/api.c" >"$tmp/cc.log" 2>&1
+$cc -std=c11 -c -I"$gen_inc" -I"$inc" $mpi_cflags -o "$tmp/api.o" "$tmp/api.c" >"$tmp/cc.log" 2>&1
 sed -n "s/.*error: .\([A-Za-z_0-9]*\). undeclared.*/\1/p" "$tmp/cc.log" | sort -u >"$tmp/undeclared"
 if [ ! -f "$tmp/api.o" ] && [ ! -s "$tmp/undeclared" ]; then
     cat "$tmp/cc.log"; say "FAIL: the headers do not compile"; exit 1
