@@ -1,12 +1,13 @@
 /*
  * util_prog.c -- a program written against Mercury's utility headers only
  * (mercury_util.h, threads, mutex, condition, thread pool, time, atomics,
- * list, queue), as Mercury's test harness uses them. Built in the tree by
+ * list, queue, log outlets), as Mercury's test harness uses them. Built in the tree by
  * make check and against an installed hgx by check-installed.sh. Exit 0 when
  * every check holds.
  */
 #include "mercury_atomic.h"
 #include "mercury_list.h"
+#include "mercury_log.h"
 #include "mercury_queue.h"
 #include "mercury_thread.h"
 #include "mercury_thread_condition.h"
@@ -16,6 +17,7 @@
 #include "mercury_util.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define NWORK 64
 #define NTHREADS 4
@@ -147,6 +149,85 @@ static void check_list_queue(void)
     CHECK(HG_QUEUE_IS_EMPTY(&q));
 }
 
+/* Outlets declared as Mercury's test harness declares its own. */
+HG_LOG_SUBSYS_DECL_REGISTER(util_test, HG_LOG_OUTLET_ROOT_NAME);
+HG_LOG_SUBSYS_DECL_REGISTER(util_child, util_test);
+HG_LOG_SUBSYS_DECL_STATE_REGISTER(util_off, util_test, HG_LOG_OFF);
+
+/* Lines written to stream since it was last rewound, and whether one holds text. */
+static int lines_in(FILE *stream, const char *text, int *found)
+{
+    char line[512];
+    int n = 0;
+    fflush(stream);
+    rewind(stream);
+    *found = 0;
+    while (fgets(line, sizeof(line), stream)) {
+        n++;
+        *found |= strstr(line, text) != NULL;
+    }
+    rewind(stream);
+    return n;
+}
+
+static void check_log(void)
+{
+    FILE *err = tmpfile(), *out = tmpfile();
+    int found;
+    CHECK(err && out);
+    if (!err || !out)
+        return;
+    hg_log_set_stream_error(err);
+    hg_log_set_stream_warning(out);
+    hg_log_set_stream_debug(out);
+    CHECK(hg_log_get_stream_error() == err && hg_log_get_stream_debug() == out);
+    CHECK(hg_log_name_to_level("warning") == HG_LOG_LEVEL_WARNING);
+    CHECK(hg_log_name_to_level("debug") == HG_LOG_LEVEL_DEBUG);
+    CHECK(hg_log_name_to_level("bogus") == HG_LOG_LEVEL_NONE);
+
+    /* The harness's setup: warnings and errors of every outlet. */
+    HG_Util_set_log_level("warning");
+    CHECK(hg_log_get_level() == HG_LOG_LEVEL_WARNING);
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
+    HG_LOG_WRITE(util_test, HG_LOG_LEVEL_ERROR, "error %d", 42);
+    HG_LOG_WRITE(util_child, HG_LOG_LEVEL_WARNING, "child warning");
+    HG_LOG_WRITE(util_child, HG_LOG_LEVEL_DEBUG, "debug hidden");
+    HG_LOG_WRITE(util_off, HG_LOG_LEVEL_ERROR, "off outlet");
+    CHECK(lines_in(err, "[util_test] error", &found) == 1 && found);
+    CHECK(lines_in(err, "error 42", &found) == 1 && found);
+    CHECK(lines_in(out, "child warning", &found) == 1 && found);
+
+    /* A subsystem list: only util_child's subtree; then all but util_child. */
+    hg_log_set_subsys("util_child");
+    CHECK(strcmp(hg_log_get_subsys(), "util_child") == 0);
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_NONE);
+    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_WARNING);
+    hg_log_set_subsys("~util_child");
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
+    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_NONE);
+    hg_log_set_subsys("");
+
+    /* A level of its own for one subtree; the rest keeps the global one. */
+    hg_log_set_subsys_level("util_child", HG_LOG_LEVEL_DEBUG);
+    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_DEBUG);
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
+    int ran = 0;
+    HG_LOG_WRITE_DEBUG(util_child, ran = 1, "debug shown");
+    CHECK(ran && lines_in(out, "debug shown", &found) == 2 && found);
+    CHECK(HG_LOG_OUTLET(util_off).level == HG_LOG_LEVEL_NONE);
+
+    HG_Util_set_log_level("none");
+    HG_LOG_WRITE(util_test, HG_LOG_LEVEL_ERROR, "silenced");
+    CHECK(lines_in(err, "silenced", &found) == 1 && !found);
+
+    hg_log_set_stream_error(NULL);
+    hg_log_set_stream_warning(NULL);
+    hg_log_set_stream_debug(NULL);
+    CHECK(hg_log_get_stream_error() == stderr && hg_log_get_stream_warning() == stdout);
+    fclose(err);
+    fclose(out);
+}
+
 int main(void)
 {
     CHECK(HG_UTIL_VERSION_MAJOR == 4 && HG_UTIL_SUCCESS == 0 && HG_UTIL_FAIL == -1);
@@ -154,7 +235,8 @@ int main(void)
     check_pool();
     check_time();
     check_list_queue();
-    printf("%s: mercury_util headers (%d failures)\n", failures ? "FAIL" : "PASS",
-           failures);
+    check_log();
+    printf("%s: mercury_util headers and log outlets (%d failures)\n",
+           failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }
