@@ -77,6 +77,18 @@ echo "=== [fuzz] make fuzz-smoke (every target, fixed input count)"
 make -C "$top/build-ci/asan" fuzz-smoke 2>&1 | tee "$logdir/fuzz.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+# The release: the tarball must build, pass its tests, install and uninstall
+# cleanly outside the source tree (Makefile.am: distcheck-quick says which tests).
+echo "=== [distcheck] make distcheck-quick"
+if make -C "$top/build-ci/openmpi" distcheck-quick >"$logdir/distcheck.log" 2>&1 &&
+    grep -q "archives ready for distribution" "$logdir/distcheck.log"; then
+    grep -A1 "archives ready for distribution" "$logdir/distcheck.log"
+else
+    tail -40 "$logdir/distcheck.log"
+    echo "hgx CI: make distcheck-quick failed"
+    status=1
+fi
+
 # No transport may be skipped as a whole: each must have run its test group.
 for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     for cfg in openmpi asan; do
@@ -89,7 +101,7 @@ for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     done
 done
 for t in tests/test_faults tests/test_load tests/netns-cut.sh tests/netns-addr.sh tests/loopback-addr.sh \
-    tests/multihost/rpc.sh tests/multihost/fault.sh tests/multihost/mpi-dynamic.sh; do
+    tests/compat/check-installed.sh tests/multihost/rpc.sh tests/multihost/fault.sh tests/multihost/mpi-dynamic.sh; do
     if ! grep -q "^PASS: $t" "$logdir/openmpi.check" 2>/dev/null; then
         echo "hgx CI: $t did not pass in the openmpi build"
         status=1
