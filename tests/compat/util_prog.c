@@ -1,13 +1,17 @@
 /*
  * util_prog.c -- a program written against Mercury's utility headers only
  * (mercury_util.h, threads, mutex, condition, thread pool, time, atomics,
- * list, queue, log outlets), as Mercury's test harness uses them. Built in the tree by
+ * list, queue, log outlets, poll sets, memory helpers), as Mercury's test
+ * harness uses them. Built in the tree by
  * make check and against an installed hgx by check-installed.sh. Exit 0 when
  * every check holds.
  */
 #include "mercury_atomic.h"
 #include "mercury_list.h"
 #include "mercury_log.h"
+#include "mercury_mem.h"
+#include "mercury_param.h"
+#include "mercury_poll.h"
 #include "mercury_queue.h"
 #include "mercury_thread.h"
 #include "mercury_thread_condition.h"
@@ -16,8 +20,10 @@
 #include "mercury_time.h"
 #include "mercury_util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NWORK 64
 #define NTHREADS 4
@@ -228,6 +234,61 @@ static void check_log(void)
     fclose(out);
 }
 
+/* A poll set over a pipe, as the NA tests wait on NA_Poll_get_fd(). */
+static void check_poll(void)
+{
+    int fds[2];
+    static int tag;
+    struct hg_poll_event ev = {.events = HG_POLLIN, .data.ptr = &tag}, got[4];
+    unsigned int n = 99;
+    hg_poll_set_t *set = hg_poll_create();
+    CHECK(set && hg_poll_get_fd(set) >= 0 && pipe(fds) == 0);
+    if (!set)
+        return;
+    CHECK(hg_poll_add(set, fds[0], &ev) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_add(set, fds[0], &ev) == HG_UTIL_FAIL); /* already there */
+    CHECK(hg_poll_wait(set, 10, 4, got, &n) == HG_UTIL_SUCCESS && n == 0);
+    CHECK(write(fds[1], "x", 1) == 1);
+    CHECK(hg_poll_wait(set, 1000, 4, got, &n) == HG_UTIL_SUCCESS && n == 1);
+    CHECK(n == 1 && (got[0].events & HG_POLLIN) && got[0].data.ptr == &tag);
+    ev.events = HG_POLLOUT;
+    CHECK(hg_poll_mod(set, fds[0], &ev) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_wait(set, 10, 4, got, &n) == HG_UTIL_SUCCESS && n == 0);
+    CHECK(hg_poll_remove(set, fds[0]) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_remove(set, fds[0]) == HG_UTIL_FAIL);
+    CHECK(hg_poll_destroy(set) == HG_UTIL_SUCCESS);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void check_mem(void)
+{
+    long page = hg_mem_get_page_size();
+    CHECK(page >= 4096 && powerof2(page));
+    CHECK(MAX(3, 7) == 7 && MIN(3, 7) == 3 && !powerof2(12));
+    char *a = hg_mem_aligned_alloc((size_t)page, 3 * (size_t)page);
+    CHECK(a && (uintptr_t)a % (uintptr_t)page == 0);
+    if (a)
+        memset(a, 1, 3 * (size_t)page);
+    hg_mem_aligned_free(a);
+    char *h = hg_mem_header_alloc(24, 64, 1000);
+    CHECK(h && (uintptr_t)h % 64 == 0);
+    if (h)
+        memset(h - 24, 2, 24 + 1000); /* the header is ours to write too */
+    hg_mem_header_free(24, 64, h);
+    char name[64];
+    snprintf(name, sizeof name, "/hgx-util-prog-%ld", (long)getpid());
+    int *w = hg_mem_shm_map(name, 4096, true), *r = hg_mem_shm_map(name, 4096, false);
+    CHECK(w && r && w != r);
+    if (w && r) {
+        w[10] = 12345;
+        CHECK(r[10] == 12345); /* two mappings of one object */
+        CHECK(hg_mem_shm_unmap(NULL, r, 4096) == HG_UTIL_SUCCESS);
+        CHECK(hg_mem_shm_unmap(name, w, 4096) == HG_UTIL_SUCCESS);
+        CHECK(hg_mem_shm_map(name, 4096, false) == NULL); /* removed */
+    }
+}
+
 int main(void)
 {
     CHECK(HG_UTIL_VERSION_MAJOR == 4 && HG_UTIL_SUCCESS == 0 && HG_UTIL_FAIL == -1);
@@ -236,7 +297,9 @@ int main(void)
     check_time();
     check_list_queue();
     check_log();
-    printf("%s: mercury_util headers and log outlets (%d failures)\n",
+    check_poll();
+    check_mem();
+    printf("%s: mercury_util headers, log outlets, poll sets, memory (%d failures)\n",
            failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }
