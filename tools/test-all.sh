@@ -46,7 +46,7 @@ run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # the instrumented library)
 asan_tests="tests/test_na tests/test_na_idle tests/test_proc tests/test_hg tests/test_hgx \
 tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello examples/hg_save examples/hg_timeout \
-tests/perf-smoke.sh tests/test_bulk_forge"
+tests/perf-smoke.sh tests/test_bulk_forge tests/compat/util_prog"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind
