@@ -155,7 +155,9 @@ static void check_list_queue(void)
     CHECK(HG_QUEUE_IS_EMPTY(&q));
 }
 
-/* Outlets declared as Mercury's test harness declares its own. */
+/* Outlets declared as Mercury's test harness declares its own: a hidden
+ * extern declaration (in its header), then the definition. */
+extern HG_UTIL_PRIVATE HG_LOG_OUTLET_DECL(util_test);
 HG_LOG_SUBSYS_DECL_REGISTER(util_test, HG_LOG_OUTLET_ROOT_NAME);
 HG_LOG_SUBSYS_DECL_REGISTER(util_child, util_test);
 HG_LOG_SUBSYS_DECL_STATE_REGISTER(util_off, util_test, HG_LOG_OFF);
