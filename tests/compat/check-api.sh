@@ -54,7 +54,7 @@ total=$(wc -l <"$tmp/names")
 } >"$tmp/api.c"
 
 # shellcheck disable=SC2086
-$cc -std=c11 -c -I"$gen_inc" -I"$inc" $mpi_cflags -o "$tmp/api.o" "$tmp/api.c" >"$tmp/cc.log" 2>&1
+$cc -std=c11 -c -I"$gen_inc" -I"$gen_inc/util" -I"$inc" -I"$inc/util" $mpi_cflags -o "$tmp/api.o" "$tmp/api.c" >"$tmp/cc.log" 2>&1
 sed -n "s/.*error: .\([A-Za-z_0-9]*\). undeclared.*/\1/p" "$tmp/cc.log" | sort -u >"$tmp/undeclared"
 if [ ! -f "$tmp/api.o" ] && [ ! -s "$tmp/undeclared" ]; then
     cat "$tmp/cc.log"; say "FAIL: the headers do not compile"; exit 1

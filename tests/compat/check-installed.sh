@@ -7,7 +7,8 @@
 # `make install DESTDIR=$tmp` from the current build tree. With PREFIX: uses
 # an hgx already installed there.
 # Then checks what Mercury installs: the pkg-config files mercury (2.4.1), na
-# (6.0.0) and mercury_util (4.0.0), NA_HAS_OFI in na_config.h; builds
+# (6.0.0) and mercury_util (4.0.0), NA_HAS_OFI in na_config.h, every function
+# of Mercury 2.4.1's list declared by the installed headers; builds
 # tests/compat/mercury_prog.c and util_prog.c twice against that install --
 #   1. cc $(pkg-config --cflags --libs mercury)
 #   2. cmake with find_package(mercury REQUIRED) + target_link_libraries(prog mercury)
@@ -69,6 +70,17 @@ fi
 # Let the programs find the staged libhgx at run time.
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
+
+# ---- 0b. the installed headers declare every Mercury 2.4.1 function (check-api.sh)
+incdir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --variable=includedir mercury)
+if [ "$(basename "$incdir")" != include ]; then
+    say "FAIL: includedir $incdir does not end in include/"; fail=1
+elif top_srcdir=$(dirname "$incdir") top_builddir=$(dirname "$incdir") \
+    sh "$srcdir/check-api.sh" >"$tmp/api.log" 2>&1; then
+    say "installed headers: $(grep -o '[0-9]* Mercury 2.4.1 functions checked, [0-9]* missing' "$tmp/api.log")"
+else
+    cat "$tmp/api.log"; say "FAIL: installed headers miss Mercury 2.4.1 functions"; fail=1
+fi
 
 # ---- 1. pkg-config
 flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --cflags --libs mercury)
