@@ -2668,6 +2668,8 @@ static na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op
 
 const struct na_ops na_ucx_ops = {
     .class_name = "ucx",
+    .protocols = (const char *const[]){"tcp", "shm", "all", NULL},
+    .log_subsys = HGX_SUBSYS_UCX,
     /* One put is one put_nbx plus a flush: with 256 KiB pieces a 1 MiB push
      * paid four flushes and ran at ~0.5x the raw put+flush over shm; one piece
      * per transfer up to 16 MiB runs at 0.95-1.0x (docs/performance.md). */
