@@ -54,7 +54,7 @@ tests/test_hg tests/test_hgx tests/test_na_ucx_pending tests/test_na_ucx_am exam
 examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge tests/quickstart.sh \
 tests/util/test_hgx_list tests/util/test_hgx_lock tests/util/test_hgx_param tests/util/test_hgx_assert \
 tests/util/test_na_seg_cursor tests/util/test_na_peer_map tests/util/test_na_progress_util \
-tests/test_na_plugins"
+tests/test_na_plugins tests/compat/util_prog"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind
@@ -105,6 +105,18 @@ if ! make -C "$top/build-ci/openmpi" doc >"$logdir/doc.log" 2>&1 ||
     status=1
 fi
 
+# The release: the tarball must build, pass its tests, install and uninstall
+# cleanly outside the source tree (Makefile.am: distcheck-quick says which tests).
+echo "=== [distcheck] make distcheck-quick"
+if make -C "$top/build-ci/openmpi" distcheck-quick >"$logdir/distcheck.log" 2>&1 &&
+    grep -q "archives ready for distribution" "$logdir/distcheck.log"; then
+    grep -A1 "archives ready for distribution" "$logdir/distcheck.log"
+else
+    tail -40 "$logdir/distcheck.log"
+    echo "hgx CI: make distcheck-quick failed"
+    status=1
+fi
+
 # No transport may be skipped as a whole: each must have run its test group.
 for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     for cfg in openmpi asan; do
@@ -117,7 +129,7 @@ for t in ofi+tcp ofi+shm ofi+sockets ucx+tcp ucx+shm; do
     done
 done
 for t in tests/test_faults tests/test_load tests/netns-cut.sh tests/netns-addr.sh tests/loopback-addr.sh \
-    tests/multihost/rpc.sh tests/multihost/fault.sh tests/multihost/mpi-dynamic.sh; do
+    tests/compat/check-installed.sh tests/multihost/rpc.sh tests/multihost/fault.sh tests/multihost/mpi-dynamic.sh; do
     if ! grep -q "^PASS: $t" "$logdir/openmpi.check" 2>/dev/null; then
         echo "hgx CI: $t did not pass in the openmpi build"
         status=1

@@ -1,13 +1,28 @@
 /**
  * @file mercury_util.h
- * Umbrella of Mercury's utility headers. hgx provides the subset that
- * Mercury programs and Mercury's test harness use, header-only (no
- * libmercury_util to link): configuration, threads, mutexes, conditions,
- * thread pool, time, atomics, lists and queues.
+ * Mercury's utility library: its configuration and its log level call.
+ * hgx provides the part that Mercury programs and Mercury's test harness
+ * use (docs/mercury-compat.md): threads, mutexes, conditions, thread pool,
+ * time, atomics, lists and queues inline in their headers, and the log
+ * outlets (mercury_log.h) in libhgx.
  */
 #ifndef MERCURY_UTIL_H
 #define MERCURY_UTIL_H
 
 #include "mercury_util_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Set the level of the log outlets of mercury_log.h (hg_log_set_level by name).
+ * \param log_level [IN] "none", "error", "warning", "min_debug" or "debug"
+ */
+HG_UTIL_PUBLIC void HG_Util_set_log_level(const char *log_level);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MERCURY_UTIL_H */

@@ -6,10 +6,17 @@
 # Without PREFIX (e.g. from `make check`, run in the build tree): stages
 # `make install DESTDIR=$tmp` from the current build tree. With PREFIX: uses
 # an hgx already installed there.
-# Then builds tests/compat/mercury_prog.c twice against that install --
+# Then checks what Mercury installs: the pkg-config files mercury (2.4.1), na
+# (6.0.0) and mercury_util (4.0.0), NA_HAS_OFI in na_config.h, every function
+# of Mercury 2.4.1's list declared by the installed headers; builds
+# tests/compat/mercury_prog.c and util_prog.c twice against that install --
 #   1. cc $(pkg-config --cflags --libs mercury)
 #   2. cmake with find_package(mercury REQUIRED) + target_link_libraries(prog mercury)
-# -- and runs each over ofi+tcp. Exits 0 only if both builds and both runs pass.
+#      (and util_prog with the mercury_util target; CMakeLists.txt checks the
+#      na target and the version too)
+# -- and runs each over ofi+tcp. When it staged the install itself, it then
+# runs `make uninstall DESTDIR=...` and requires that no file remains.
+# Exits 0 only if every step passes.
 #
 # A DESTDIR staging keeps the configured prefix inside the .pc files, so the
 # pkg-config step uses --define-prefix (prefix recomputed from the .pc file's
@@ -47,9 +54,33 @@ if [ -z "$libdir" ] || [ ! -f "$libdir/pkgconfig/mercury.pc" ]; then
     say "FAIL: no mercury.pc under $root"; exit 1
 fi
 say "libdir: $libdir"
+
+# ---- 0. Mercury's pkg-config names and versions, and the plugin defines
+for pv in mercury=2.4.1 na=6.0.0 mercury_util=4.0.0; do
+    got=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --modversion "${pv%%=*}" 2>/dev/null)
+    if [ "$got" = "${pv#*=}" ]; then say "pkg-config ${pv%%=*}: $got"
+    else say "FAIL: pkg-config ${pv%%=*} gives '$got', expected ${pv#*=}"; fail=1; fi
+done
+na_config=$(find "$root" -name na_config.h | head -n 1)
+if [ -n "$na_config" ] && grep -q '^#define NA_HAS_OFI' "$na_config"; then
+    say "na_config.h: $(grep -o '^#define NA_HAS_[A-Z]*' "$na_config" | sed 's/#define //' | tr '\n' ' ')"
+else
+    say "FAIL: no NA_HAS_OFI in the installed na_config.h"; fail=1
+fi
 # Let the programs find the staged libhgx at run time.
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
+
+# ---- 0b. the installed headers declare every Mercury 2.4.1 function (check-api.sh)
+incdir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --variable=includedir mercury)
+if [ "$(basename "$incdir")" != include ]; then
+    say "FAIL: includedir $incdir does not end in include/"; fail=1
+elif top_srcdir=$(dirname "$incdir") top_builddir=$(dirname "$incdir") \
+    sh "$srcdir/check-api.sh" >"$tmp/api.log" 2>&1; then
+    say "installed headers: $(grep -o '[0-9]* Mercury 2.4.1 functions checked, [0-9]* missing' "$tmp/api.log")"
+else
+    cat "$tmp/api.log"; say "FAIL: installed headers miss Mercury 2.4.1 functions"; fail=1
+fi
 
 # ---- 1. pkg-config
 flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --cflags --libs mercury)
@@ -68,16 +99,16 @@ else
     fi
 fi
 
-# ---- 1b. Mercury's utility headers (header-only mercury_util) from the install
-if [ -n "${flags:-}" ]; then
-    say "build 1b: ${CC:-cc} -std=c11 util_prog.c \$(pkg-config ...)"
-    # shellcheck disable=SC2086
-    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/util_pc" "$srcdir/util_prog.c" $flags &&
-        "$tmp/util_pc"; then
-        say "mercury_util headers: PASS"
-    else
-        say "mercury_util headers: FAIL"; fail=1
-    fi
+# ---- 1b. Mercury's utility headers and log calls, with pkg-config mercury_util
+flags_util=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --cflags --libs mercury_util)
+say "build 1b: ${CC:-cc} -std=c11 util_prog.c \$(pkg-config --cflags --libs mercury_util)"
+# shellcheck disable=SC2086
+if [ -n "$flags_util" ] &&
+    ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/util_pc" "$srcdir/util_prog.c" $flags_util &&
+    "$tmp/util_pc"; then
+    say "mercury_util: PASS"
+else
+    say "mercury_util: FAIL"; fail=1
 fi
 
 # ---- 2. CMake find_package(mercury)
@@ -92,12 +123,28 @@ else
         cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1; then
         grep 'mercury .* found' "$tmp/cmake.log" | sed 's/^/check-installed: /'
         say "run 2: mercury_prog $info"
-        if "$tmp/cmake/mercury_prog" "$info" && "$tmp/cmake/util_prog"; then say "cmake build: PASS"
+        if "$tmp/cmake/mercury_prog" "$info" && "$tmp/cmake/util_prog" &&
+            "$tmp/cmake/na_version"; then say "cmake build: PASS"
         else say "cmake build: FAIL (run)"; fail=1; fi
     else
         tail -25 "$tmp/cmake.log"; say "cmake build: FAIL (configure/compile)"; fail=1
     fi
 fi
 
-if [ $fail -eq 0 ]; then say "PASS: both builds ran"; else say "FAIL"; fi
+# ---- 3. make uninstall leaves no file behind (staged installs only)
+if [ -z "$define_prefix" ]; then
+    say "uninstall: not checked (install under $root not made here)"
+elif ! ${MAKE:-make} uninstall DESTDIR="$tmp/stage" >"$tmp/uninstall.log" 2>&1; then
+    tail -20 "$tmp/uninstall.log"; say "FAIL: make uninstall"; fail=1
+else
+    left=$(find "$tmp/stage" ! -type d)
+    if [ -n "$left" ]; then
+        printf '%s\n' "$left" | sed 's/^/check-installed: left after uninstall: /'
+        say "FAIL: make uninstall left $(printf '%s\n' "$left" | wc -l) file(s)"; fail=1
+    else
+        say "make uninstall: no file left ($(find "$tmp/stage" -type d | wc -l) empty directories)"
+    fi
+fi
+
+if [ $fail -eq 0 ]; then say "PASS: every step"; else say "FAIL"; fi
 exit $fail

@@ -10,6 +10,14 @@
  *
  * The client sends {tag, bulk over an array of N uint32}; the server pulls the
  * array with HG_Bulk_transfer, sums it and answers {sum, tag echoed}.
+ *
+ * Before that, the client checks the patterns Margo relies on with an RPC to
+ * itself: a handle created with id 0 and given its RPC by HG_Reset (Margo's
+ * handle cache), MARGO_REGISTER's BOOST_PP_CAT, data attached with
+ * HG_Register_data and found in the handler with HG_Registered_data, a handler
+ * that serializes the bulk handle it decoded (to pass it on), the respond
+ * callback running before the forward completes, and HG_Set_log_subsys("hg,na")
+ * keeping bulk errors (bulk is under hg).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -202,6 +210,146 @@ static hg_return_t forward_wait(hg_context_t *ctx, hg_handle_t h, void *in)
     return cb_ret;
 }
 
+/* ---- Margo's patterns, over an RPC to the process itself */
+MERCURY_GEN_PROC(echo_in_t, ((hg_bulk_t)(bulk)))
+MERCURY_GEN_PROC(echo_out_t, ((uint64_t)(size))((uint8_t)(passed_on)))
+
+struct echo_state {
+    char order[8]; /* 'R' respond callback ran, 'F' forward completed */
+    int n;
+    hg_return_t forward_ret;
+};
+
+static void echo_mark(struct echo_state *st, char c)
+{
+    if (st->n < (int)sizeof st->order - 1)
+        st->order[st->n++] = c;
+}
+
+static hg_return_t echo_responded(const struct hg_cb_info *info)
+{
+    echo_mark(info->arg, 'R');
+    HG_Destroy(info->info.respond.handle);
+    return HG_SUCCESS;
+}
+
+/* Serialize the bulk handle decoded from the input, as a handler passing it on
+ * to a third process does, and read it back. */
+static int echo_pass_on(hg_class_t *cls, hg_bulk_t bulk)
+{
+    hg_size_t len = HG_Bulk_get_serialize_size(bulk, 0);
+    char *buf = len ? malloc(len) : NULL;
+    hg_bulk_t copy = HG_BULK_NULL;
+    int ok = buf && HG_Bulk_serialize(buf, len, 0, bulk) == HG_SUCCESS &&
+             HG_Bulk_deserialize(cls, &copy, buf, len) == HG_SUCCESS &&
+             HG_Bulk_get_size(copy) == HG_Bulk_get_size(bulk);
+    if (copy != HG_BULK_NULL)
+        HG_Bulk_free(copy);
+    free(buf);
+    return ok;
+}
+
+static hg_return_t echo_rpc(hg_handle_t handle)
+{
+    const struct hg_info *hi = HG_Get_info(handle);
+    struct echo_state *st = HG_Registered_data(hi->hg_class, hi->id);
+    echo_in_t in;
+    echo_out_t out = {0, 0};
+    if (!st || HG_Get_input(handle, &in) != HG_SUCCESS) {
+        HG_Destroy(handle);
+        return HG_SUCCESS;
+    }
+    out.size = HG_Bulk_get_size(in.bulk);
+    out.passed_on = (uint8_t)echo_pass_on(hi->hg_class, in.bulk);
+    HG_Free_input(handle, &in);
+    if (HG_Respond(handle, echo_responded, st, &out) != HG_SUCCESS)
+        HG_Destroy(handle);
+    return HG_SUCCESS;
+}
+
+static hg_return_t echo_forwarded(const struct hg_cb_info *info)
+{
+    struct echo_state *st = info->arg;
+    st->forward_ret = info->ret;
+    echo_mark(st, 'F');
+    return HG_SUCCESS;
+}
+
+/* HG_Set_log_subsys("hg,na") must keep bulk errors: a malformed descriptor
+ * is logged to the error stream. */
+static int log_subsys_keeps_bulk(hg_class_t *cls)
+{
+    FILE *err = tmpfile();
+    char junk[64], line[256];
+    hg_bulk_t b = HG_BULK_NULL;
+    int lines = 0;
+    if (!err)
+        return 0;
+    memset(junk, 0x5a, sizeof junk);
+    HG_Set_log_stream("error", err);
+    HG_Set_log_level("error");
+    HG_Set_log_subsys("hg,na");
+    int refused = HG_Bulk_deserialize(cls, &b, junk, sizeof junk) != HG_SUCCESS;
+    HG_Set_log_subsys("all");
+    HG_Set_log_stream("error", NULL);
+    rewind(err);
+    while (fgets(line, sizeof line, err))
+        lines++;
+    fclose(err);
+    if (b != HG_BULK_NULL)
+        HG_Bulk_free(b);
+    return refused && lines > 0;
+}
+
+static int margo_patterns(hg_class_t *cls, hg_context_t *ctx)
+{
+    static struct echo_state st;
+    static char data[4096];
+    void *ptr = data;
+    hg_size_t len = sizeof data;
+    hg_addr_t self = HG_ADDR_NULL;
+    hg_handle_t h = HG_HANDLE_NULL;
+    hg_bulk_t bulk = HG_BULK_NULL;
+    echo_out_t out;
+    int ok = 0, got_output = 0;
+
+    st.forward_ret = HG_TIMEOUT; /* until the forward callback runs */
+    hg_id_t id = PROG_REGISTER(cls, "compat_echo", echo_in_t, echo_out_t, echo_rpc);
+    if (HG_Register_data(cls, id, &st, NULL) != HG_SUCCESS ||
+        HG_Registered_data(cls, id) != &st || HG_Addr_self(cls, &self) != HG_SUCCESS ||
+        HG_Create(ctx, HG_ADDR_NULL, 0, &h) != HG_SUCCESS ||
+        HG_Reset(h, self, id) != HG_SUCCESS ||
+        HG_Bulk_create(cls, 1, &ptr, &len, HG_BULK_READ_ONLY, &bulk) != HG_SUCCESS) {
+        fprintf(stderr, "mercury_prog: self RPC setup failed\n");
+        goto out;
+    }
+    echo_in_t in = {.bulk = bulk};
+    if (HG_Forward(h, echo_forwarded, &st, &in) != HG_SUCCESS)
+        goto out;
+    for (int i = 0; i < LOOPS && st.forward_ret == HG_TIMEOUT; i++)
+        progress_once(ctx);
+    got_output = st.forward_ret == HG_SUCCESS && HG_Get_output(h, &out) == HG_SUCCESS;
+    ok = got_output && out.size == sizeof data && out.passed_on &&
+         strcmp(st.order, "RF") == 0;
+    printf("mercury_prog self RPC: id 0 + HG_Reset, registered data, bulk passed on %s, "
+           "order %s: %s\n",
+           got_output && out.passed_on ? "yes" : "no", st.order, ok ? "ok" : "WRONG");
+    if (got_output)
+        HG_Free_output(h, &out);
+    int log_ok = log_subsys_keeps_bulk(cls);
+    printf("mercury_prog HG_Set_log_subsys(\"hg,na\") keeps bulk errors: %s\n",
+           log_ok ? "ok" : "WRONG");
+    ok = ok && log_ok;
+out:
+    if (bulk != HG_BULK_NULL)
+        HG_Bulk_free(bulk);
+    if (h != HG_HANDLE_NULL)
+        HG_Destroy(h);
+    if (self != HG_ADDR_NULL)
+        HG_Addr_free(cls, self);
+    return ok;
+}
+
 static int client(const char *addr_str)
 {
     char info[64];
@@ -231,6 +379,8 @@ static int client(const char *addr_str)
         fprintf(stderr, "mercury_prog client: cannot initialize %s\n", info);
         goto out;
     }
+    if (!margo_patterns(cls, ctx))
+        goto out;
     sum_id = MERCURY_REGISTER(cls, "compat_sum", sum_in_t, sum_out_t, NULL);
     done_id = HG_Register_name(cls, "compat_done", NULL, NULL, NULL);
     if (HG_Addr_lookup2(cls, addr_str, &addr) != HG_SUCCESS ||

@@ -1,12 +1,17 @@
 /*
  * util_prog.c -- a program written against Mercury's utility headers only
  * (mercury_util.h, threads, mutex, condition, thread pool, time, atomics,
- * list, queue), as Mercury's test harness uses them. Built in the tree by
+ * list, queue, log outlets, poll sets, memory helpers), as Mercury's test
+ * harness uses them. Built in the tree by
  * make check and against an installed hgx by check-installed.sh. Exit 0 when
  * every check holds.
  */
 #include "mercury_atomic.h"
 #include "mercury_list.h"
+#include "mercury_log.h"
+#include "mercury_mem.h"
+#include "mercury_param.h"
+#include "mercury_poll.h"
 #include "mercury_queue.h"
 #include "mercury_thread.h"
 #include "mercury_thread_condition.h"
@@ -15,7 +20,10 @@
 #include "mercury_time.h"
 #include "mercury_util.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #define NWORK 64
 #define NTHREADS 4
@@ -147,6 +155,142 @@ static void check_list_queue(void)
     CHECK(HG_QUEUE_IS_EMPTY(&q));
 }
 
+/* Outlets declared as Mercury's test harness declares its own: a hidden
+ * extern declaration (in its header), then the definition. */
+extern HG_UTIL_PRIVATE HG_LOG_OUTLET_DECL(util_test);
+HG_LOG_SUBSYS_DECL_REGISTER(util_test, HG_LOG_OUTLET_ROOT_NAME);
+HG_LOG_SUBSYS_DECL_REGISTER(util_child, util_test);
+HG_LOG_SUBSYS_DECL_STATE_REGISTER(util_off, util_test, HG_LOG_OFF);
+
+/* Lines written to stream since it was last rewound, and whether one holds text. */
+static int lines_in(FILE *stream, const char *text, int *found)
+{
+    char line[512];
+    int n = 0;
+    fflush(stream);
+    rewind(stream);
+    *found = 0;
+    while (fgets(line, sizeof(line), stream)) {
+        n++;
+        *found |= strstr(line, text) != NULL;
+    }
+    rewind(stream);
+    return n;
+}
+
+static void check_log(void)
+{
+    FILE *err = tmpfile(), *out = tmpfile();
+    int found;
+    CHECK(err && out);
+    if (!err || !out)
+        return;
+    hg_log_set_stream_error(err);
+    hg_log_set_stream_warning(out);
+    hg_log_set_stream_debug(out);
+    CHECK(hg_log_get_stream_error() == err && hg_log_get_stream_debug() == out);
+    CHECK(hg_log_name_to_level("warning") == HG_LOG_LEVEL_WARNING);
+    CHECK(hg_log_name_to_level("debug") == HG_LOG_LEVEL_DEBUG);
+    CHECK(hg_log_name_to_level("bogus") == HG_LOG_LEVEL_NONE);
+
+    /* The harness's setup: warnings and errors of every outlet. */
+    HG_Util_set_log_level("warning");
+    CHECK(hg_log_get_level() == HG_LOG_LEVEL_WARNING);
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
+    HG_LOG_WRITE(util_test, HG_LOG_LEVEL_ERROR, "error %d", 42);
+    HG_LOG_WRITE(util_child, HG_LOG_LEVEL_WARNING, "child warning");
+    HG_LOG_WRITE(util_child, HG_LOG_LEVEL_DEBUG, "debug hidden");
+    HG_LOG_WRITE(util_off, HG_LOG_LEVEL_ERROR, "off outlet");
+    CHECK(lines_in(err, "[util_test] error", &found) == 1 && found);
+    CHECK(lines_in(err, "error 42", &found) == 1 && found);
+    CHECK(lines_in(out, "child warning", &found) == 1 && found);
+
+    /* A subsystem list: only util_child's subtree; then all but util_child. */
+    hg_log_set_subsys("util_child");
+    CHECK(strcmp(hg_log_get_subsys(), "util_child") == 0);
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_NONE);
+    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_WARNING);
+    hg_log_set_subsys("~util_child");
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
+    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_NONE);
+    hg_log_set_subsys("");
+
+    /* A level of its own for one subtree; the rest keeps the global one. */
+    hg_log_set_subsys_level("util_child", HG_LOG_LEVEL_DEBUG);
+    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_DEBUG);
+    CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
+    int ran = 0;
+    HG_LOG_WRITE_DEBUG(util_child, ran = 1, "debug shown");
+    CHECK(ran && lines_in(out, "debug shown", &found) == 2 && found);
+    CHECK(HG_LOG_OUTLET(util_off).level == HG_LOG_LEVEL_NONE);
+
+    HG_Util_set_log_level("none");
+    HG_LOG_WRITE(util_test, HG_LOG_LEVEL_ERROR, "silenced");
+    CHECK(lines_in(err, "silenced", &found) == 1 && !found);
+
+    hg_log_set_stream_error(NULL);
+    hg_log_set_stream_warning(NULL);
+    hg_log_set_stream_debug(NULL);
+    CHECK(hg_log_get_stream_error() == stderr && hg_log_get_stream_warning() == stdout);
+    fclose(err);
+    fclose(out);
+}
+
+/* A poll set over a pipe, as the NA tests wait on NA_Poll_get_fd(). */
+static void check_poll(void)
+{
+    int fds[2];
+    static int tag;
+    struct hg_poll_event ev = {.events = HG_POLLIN, .data.ptr = &tag}, got[4];
+    unsigned int n = 99;
+    hg_poll_set_t *set = hg_poll_create();
+    CHECK(set && hg_poll_get_fd(set) >= 0 && pipe(fds) == 0);
+    if (!set)
+        return;
+    CHECK(hg_poll_add(set, fds[0], &ev) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_add(set, fds[0], &ev) == HG_UTIL_FAIL); /* already there */
+    CHECK(hg_poll_wait(set, 10, 4, got, &n) == HG_UTIL_SUCCESS && n == 0);
+    CHECK(write(fds[1], "x", 1) == 1);
+    CHECK(hg_poll_wait(set, 1000, 4, got, &n) == HG_UTIL_SUCCESS && n == 1);
+    CHECK(n == 1 && (got[0].events & HG_POLLIN) && got[0].data.ptr == &tag);
+    ev.events = HG_POLLOUT;
+    CHECK(hg_poll_mod(set, fds[0], &ev) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_wait(set, 10, 4, got, &n) == HG_UTIL_SUCCESS && n == 0);
+    CHECK(hg_poll_remove(set, fds[0]) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_remove(set, fds[0]) == HG_UTIL_FAIL);
+    CHECK(hg_poll_destroy(set) == HG_UTIL_SUCCESS);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void check_mem(void)
+{
+    long page = hg_mem_get_page_size();
+    CHECK(page >= 4096 && powerof2(page));
+    CHECK(MAX(3, 7) == 7 && MIN(3, 7) == 3 && !powerof2(12));
+    char *a = hg_mem_aligned_alloc((size_t)page, 3 * (size_t)page);
+    CHECK(a && (uintptr_t)a % (uintptr_t)page == 0);
+    if (a)
+        memset(a, 1, 3 * (size_t)page);
+    hg_mem_aligned_free(a);
+    char *h = hg_mem_header_alloc(24, 64, 1000);
+    CHECK(h && (uintptr_t)h % 64 == 0);
+    if (h)
+        memset(h - 24, 2, 24 + 1000); /* the header is ours to write too */
+    hg_mem_header_free(24, 64, h);
+    char name[64];
+    snprintf(name, sizeof name, "/hgx-util-prog-%ld", (long)getpid());
+    int *w = hg_mem_shm_map(name, 4096, true), *r = hg_mem_shm_map(name, 4096, false);
+    CHECK(w && r && w != r);
+    if (w && r) {
+        w[10] = 12345;
+        CHECK(r[10] == 12345); /* two mappings of one object */
+        CHECK(hg_mem_shm_unmap(NULL, r, 4096) == HG_UTIL_SUCCESS);
+        CHECK(hg_mem_shm_unmap(name, w, 4096) == HG_UTIL_SUCCESS);
+        CHECK(hg_mem_shm_map(name, 4096, false) == NULL); /* removed */
+    }
+}
+
 int main(void)
 {
     CHECK(HG_UTIL_VERSION_MAJOR == 4 && HG_UTIL_SUCCESS == 0 && HG_UTIL_FAIL == -1);
@@ -154,7 +298,10 @@ int main(void)
     check_pool();
     check_time();
     check_list_queue();
-    printf("%s: mercury_util headers (%d failures)\n", failures ? "FAIL" : "PASS",
-           failures);
+    check_log();
+    check_poll();
+    check_mem();
+    printf("%s: mercury_util headers, log outlets, poll sets, memory (%d failures)\n",
+           failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }
