@@ -5,6 +5,7 @@
 #include "config.h"
 #include "mpi_emul.h"
 
+#include "emul_state.h"
 #include "hgx_log.h"
 
 #include <limits.h>
@@ -108,7 +109,8 @@ struct mpi_emul_oreq {
     uint64_t seq;
     int dtag; /* data tag (id and tag generation) */
     bool put;
-    enum mpi_emul_ostate state;
+    enum hgx_emul_oxfer xfer;
+    enum hgx_emul_ocancel cancel;
     int peer;
     struct mpi_emul_mem local; /* segments borrowed from the caller */
     uint64_t local_offset;
@@ -121,24 +123,16 @@ struct mpi_emul_oreq {
     uint32_t nmatched;    /* get: chunk messages taken so far (the k-th is chunk k) */
     uint32_t nwritten;    /* get: of those, received into the caller's memory */
     struct rxlink rx;     /* get */
-    bool cts;             /* put: CTS received */
-    bool data_posted;     /* put: data sends posted */
-    bool aborted;         /* put: ABORT sent (no more data from us) */
-    bool reply;           /* ACK or ERR received */
-    bool err_reply;       /* ERR received: no data comes */
-    bool cancel_sent, creply, cyes;
-    bool completed; /* done() ran (or was suppressed) */
-    bool expired;
     uint64_t deadline, expire_at;
     na_return_t result;
-    mpi_emul_done_fn done;
+    mpi_emul_done_fn done; /* NULL once it ran (or was suppressed): completed */
     void *arg;
 };
 
 struct trec { /* target side of one request */
     struct mpi_emul *e;
-    enum mpi_emul_tstate state;
-    bool put, aborted;
+    enum hgx_emul_tstate state;
+    bool put;
     int src;
     struct mpi_emul_ctrl pkt;
     int dtag; /* data tag (id and tag generation), once APPLYING */
@@ -194,6 +188,45 @@ struct mpi_emul {
     bool batch_open; /* the caller took this batch's first control packet */
     struct mpi_emul_stats stats;
 };
+
+/*------------------------------------------------------------ states */
+
+/* Every move of a state machine goes through these (emul_state.h). */
+static void oreq_set_xfer(struct mpi_emul_oreq *o, enum hgx_emul_oxfer to)
+{
+    hgx_emul_move(HGX_EMUL_M_OXFER, o->xfer, to, o->id, o->peer);
+    o->xfer = to;
+}
+
+static void oreq_set_cancel(struct mpi_emul_oreq *o, enum hgx_emul_ocancel to)
+{
+    hgx_emul_move(HGX_EMUL_M_OCANCEL, o->cancel, to, o->id, o->peer);
+    o->cancel = to;
+}
+
+static void trec_set_state(struct trec *t, enum hgx_emul_tstate to)
+{
+    hgx_emul_move(HGX_EMUL_M_TARGET, t->state, to, t->pkt.req_id, t->src);
+    t->state = to;
+}
+
+static bool oreq_completed(const struct mpi_emul_oreq *o)
+{
+    return o->done == NULL;
+}
+
+/* Cancelled locally: no answer came within the bound (whatever came later). */
+static bool oreq_zombie(const struct mpi_emul_oreq *o)
+{
+    return o->cancel == HGX_EMUL_OC_ZOMBIE || o->cancel == HGX_EMUL_OC_ZOMBIE_YES ||
+           o->cancel == HGX_EMUL_OC_ZOMBIE_NO || o->cancel == HGX_EMUL_OC_EXPIRED;
+}
+
+/* The target answered CANCELYES: it dropped the request, no data moved. */
+static bool oreq_cancel_yes(const struct mpi_emul_oreq *o)
+{
+    return o->cancel == HGX_EMUL_OC_YES || o->cancel == HGX_EMUL_OC_ZOMBIE_YES;
+}
 
 static void mpi_err_log(const char *what, int rc)
 {
@@ -565,7 +598,7 @@ static void oreq_free(struct mpi_emul_oreq *o)
     struct mpi_emul *e = o->e;
     if (e->slots[o->id] == o)
         e->slots[o->id] = NULL;
-    if (o->cancel_sent)
+    if (o->cancel != HGX_EMUL_OC_NONE)
         e->ntimed--;
     rx_del(e, &o->rx);
     CDEC(G_OACTIVE);
@@ -578,7 +611,6 @@ static void oreq_complete(struct mpi_emul_oreq *o, na_return_t ret)
 {
     mpi_emul_done_fn done = o->done;
     o->done = NULL;
-    o->completed = true;
     if (done && !o->e->closing)
         done(o->arg, ret);
 }
@@ -605,21 +637,21 @@ static void oreq_step(struct mpi_emul_oreq *o)
     }
     if (o->outstanding > 0)
         return;
-    if (!o->completed) {
+    if (!oreq_completed(o)) {
         na_return_t r;
         if (o->put) {
-            if (o->reply)
+            if (o->xfer == HGX_EMUL_OX_REPLIED)
                 r = o->result;
-            else if (o->cyes || o->state == MPI_EMUL_O_ZOMBIE)
+            else if (oreq_cancel_yes(o) || oreq_zombie(o))
                 r = NA_CANCELED;
-            else if (o->aborted)
+            else if (o->xfer == HGX_EMUL_OX_ABORTED)
                 r = o->result != NA_SUCCESS ? o->result : NA_PROTOCOL_ERROR;
             else
                 return; /* waiting for CTS / ACK */
         } else {
-            if (o->err_reply || o->result != NA_SUCCESS)
+            if (o->xfer == HGX_EMUL_OX_REPLIED || o->result != NA_SUCCESS)
                 r = o->result; /* refused, a bad chunk or an MPI error */
-            else if (o->cyes) {
+            else if (oreq_cancel_yes(o)) {
                 r = NA_CANCELED;
                 if (o->nmatched > 0) { /* the target broke the protocol */
                     HGX_LOG_ERROR(MPI_EMUL, "get %u: CANCELYES but data arrived", o->id);
@@ -627,7 +659,7 @@ static void oreq_step(struct mpi_emul_oreq *o)
                 }
             } else if (o->nwritten == o->nchunks)
                 r = NA_SUCCESS;
-            else if (o->state == MPI_EMUL_O_ZOMBIE) {
+            else if (oreq_zombie(o)) {
                 r = NA_CANCELED;
                 if (o->nwritten > 0)
                     CINC(C_PARTIAL);
@@ -639,9 +671,9 @@ static void oreq_step(struct mpi_emul_oreq *o)
     /* Keep the id while an answer can still come for it, and for a get
      * cancelled locally but answered CANCELNO, while its chunks still come
      * (they are dropped): a new request with the id must not take them. */
-    if (!o->expired &&
-        ((o->cancel_sent && !o->creply) ||
-         (o->state == MPI_EMUL_O_ZOMBIE && o->rx.on && !o->cyes && !o->err_reply)))
+    if (o->cancel == HGX_EMUL_OC_SENT || o->cancel == HGX_EMUL_OC_ZOMBIE ||
+        (o->cancel == HGX_EMUL_OC_ZOMBIE_NO && o->rx.on &&
+         o->xfer != HGX_EMUL_OX_REPLIED))
         return;
     oreq_free(o);
 }
@@ -676,8 +708,8 @@ static void gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 /* get: more chunks may be received into the caller's memory. */
 static bool get_accepting(const struct mpi_emul_oreq *o)
 {
-    return !o->completed && !o->err_reply && !o->cyes && o->state != MPI_EMUL_O_ZOMBIE &&
-           o->result == NA_SUCCESS;
+    return !oreq_completed(o) && o->xfer != HGX_EMUL_OX_REPLIED && !oreq_cancel_yes(o) &&
+           !oreq_zombie(o) && o->result == NA_SUCCESS;
 }
 
 /* A message on a get-data tag of request id: the next chunk of that get if
@@ -725,9 +757,9 @@ static void origin_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *
 
 static void send_abort(struct mpi_emul_oreq *o)
 {
-    if (o->aborted)
+    if (o->xfer == HGX_EMUL_OX_ABORTED)
         return;
-    o->aborted = true;
+    oreq_set_xfer(o, HGX_EMUL_OX_ABORTED);
     ctrl_reply(o->e, o->peer, MPI_EMUL_CT_ABORT, o->id, o->seq, NA_CANCELED);
 }
 
@@ -735,7 +767,7 @@ static void send_abort(struct mpi_emul_oreq *o)
 static void put_post_data(struct mpi_emul_oreq *o)
 {
     struct mpi_emul *e = o->e;
-    o->data_posted = true;
+    oreq_set_xfer(o, HGX_EMUL_OX_SENDING);
     for (uint32_t i = 0; i < o->nchunks; i++) {
         void *ptr;
         int count;
@@ -768,18 +800,19 @@ static void put_post_data(struct mpi_emul_oreq *o)
 /* Cancel answer did not come in time: turn the cancel local. */
 static void oreq_timeout(struct mpi_emul_oreq *o)
 {
-    o->state = MPI_EMUL_O_ZOMBIE;
+    oreq_set_cancel(o, HGX_EMUL_OC_ZOMBIE);
     o->expire_at = now_us() + o->e->zombie_life_us;
-    if (o->completed)
+    if (oreq_completed(o))
         return; /* outcome already delivered; just wait for the answer */
     CINC(C_TIMEOUT);
     HGX_LOG_WARNING(MPI_EMUL,
                     "%s %u: no cancel answer from rank %d in time; cancelling locally",
                     o->put ? "put" : "get", o->id, o->peer);
-    if (o->put && o->data_posted) {
+    if (o->put && o->outstanding > 0)
         oreq_cancel_sends(o); /* sends MPI may or may not cancel */
+    if (o->xfer == HGX_EMUL_OX_SENDING)
         send_abort(o);
-    } /* get: chunks arriving from now on are dropped (get_accepting) */
+    /* get: chunks arriving from now on are dropped (get_accepting) */
     oreq_step(o);
 }
 
@@ -795,12 +828,11 @@ static void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctr
     }
     switch (p->type) {
     case MPI_EMUL_CT_CTS:
-        if (!o->put || o->cts || o->reply || o->cyes) {
+        if (!o->put || o->xfer != HGX_EMUL_OX_WAIT_CTS || oreq_cancel_yes(o)) {
             e->stats.bad_packets++;
             return;
         }
-        o->cts = true;
-        if (o->state == MPI_EMUL_O_ZOMBIE)
+        if (oreq_zombie(o))
             send_abort(
                 o); /* we reported NA_CANCELED: send nothing, let the target drop it */
         else
@@ -808,16 +840,15 @@ static void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctr
         break;
     case MPI_EMUL_CT_ACK:
     case MPI_EMUL_CT_ERR: {
-        if (o->reply || (p->type == MPI_EMUL_CT_ACK && !o->put)) {
+        if (o->xfer == HGX_EMUL_OX_REPLIED || (p->type == MPI_EMUL_CT_ACK && !o->put)) {
             e->stats.bad_packets++;
             return;
         }
         na_return_t st = (p->status >= 0 && p->status < NA_RETURN_MAX)
                              ? (na_return_t)p->status
                              : NA_PROTOCOL_ERROR;
-        o->reply = true;
-        if (p->type == MPI_EMUL_CT_ERR) {
-            o->err_reply = true; /* refused: no data comes */
+        oreq_set_xfer(o, HGX_EMUL_OX_REPLIED);
+        if (p->type == MPI_EMUL_CT_ERR) { /* refused: no data comes */
             if (st == NA_SUCCESS)
                 st = NA_PROTOCOL_ERROR;
         }
@@ -826,22 +857,24 @@ static void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctr
         break;
     }
     case MPI_EMUL_CT_CANCELYES:
-    case MPI_EMUL_CT_CANCELNO:
-        if (!o->cancel_sent || o->creply) {
-            e->stats.bad_packets++;
-            return;
-        }
-        o->creply = true;
-        o->cyes = p->type == MPI_EMUL_CT_CANCELYES;
-        if (o->state == MPI_EMUL_O_ZOMBIE) {
+    case MPI_EMUL_CT_CANCELNO: {
+        bool yes = p->type == MPI_EMUL_CT_CANCELYES;
+        if (o->cancel == HGX_EMUL_OC_SENT) {
+            CINC(yes ? C_YES : C_NO);
+            oreq_set_cancel(o, yes ? HGX_EMUL_OC_YES : HGX_EMUL_OC_NO);
+        } else if (o->cancel == HGX_EMUL_OC_ZOMBIE) {
             /* A get answered NO after our local cancel: the target sends all its
              * chunks; the id stays taken until they arrived (oreq_step). */
             CINC(C_LATE_REPLY);
+            oreq_set_cancel(o, yes ? HGX_EMUL_OC_ZOMBIE_YES : HGX_EMUL_OC_ZOMBIE_NO);
+        } else if (o->cancel == HGX_EMUL_OC_EXPIRED) {
+            CINC(C_LATE_REPLY); /* nothing waits for it any more */
         } else {
-            CINC(o->cyes ? C_YES : C_NO);
-            o->state = MPI_EMUL_O_ACTIVE;
+            e->stats.bad_packets++;
+            return;
         }
         break;
+    }
     default:
         e->stats.bad_packets++;
         return;
@@ -890,7 +923,8 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->seq = ++e->next_seq;
     o->dtag = data_tag(e, put, id, o->seq, e->gen_bits);
     o->put = put;
-    o->state = MPI_EMUL_O_ACTIVE;
+    o->xfer = put ? HGX_EMUL_OX_WAIT_CTS : HGX_EMUL_OX_RECEIVING;
+    o->cancel = HGX_EMUL_OC_NONE;
     o->peer = remote->owner;
     o->local = *local;
     o->local_offset = local_offset;
@@ -915,7 +949,6 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     if (rc != MPI_SUCCESS) {
         mpi_err_log("sending put/get request", rc);
         o->done = NULL;
-        o->completed = true;
         oreq_step(o);
         return mpi_err_to_na(rc);
     }
@@ -925,13 +958,11 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
 
 void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o)
 {
-    if (!o || o->state != MPI_EMUL_O_ACTIVE || o->completed || o->cancel_sent ||
-        e->closing)
+    if (!o || o->cancel != HGX_EMUL_OC_NONE || oreq_completed(o) || e->closing)
         return;
     CINC(C_REQ);
     ctrl_reply(e, o->peer, MPI_EMUL_CT_CANCEL, o->id, o->seq, NA_CANCELED);
-    o->cancel_sent = true;
-    o->state = MPI_EMUL_O_CANCEL_SENT;
+    oreq_set_cancel(o, HGX_EMUL_OC_SENT);
     o->deadline = now_us() + e->cancel_timeout_us;
     e->ntimed++;
 }
@@ -942,18 +973,21 @@ static int origin_timers(struct mpi_emul *e)
     uint64_t t = now_us();
     for (uint32_t i = 0; i < MPI_EMUL_NSLOTS; i++) {
         struct mpi_emul_oreq *o = e->slots[i];
-        if (!o || !o->cancel_sent)
+        if (!o || o->cancel == HGX_EMUL_OC_NONE)
             continue;
-        if (o->state == MPI_EMUL_O_CANCEL_SENT && !o->creply && t >= o->deadline) {
+        if (o->cancel == HGX_EMUL_OC_SENT && t >= o->deadline) {
             oreq_timeout(o);
             n++;
-        } else if (o->state == MPI_EMUL_O_ZOMBIE && !o->expired && t >= o->expire_at) {
+        } else if ((o->cancel == HGX_EMUL_OC_ZOMBIE ||
+                    o->cancel == HGX_EMUL_OC_ZOMBIE_YES ||
+                    o->cancel == HGX_EMUL_OC_ZOMBIE_NO) &&
+                   t >= o->expire_at) {
             HGX_LOG_WARNING(MPI_EMUL,
                             "request %u to rank %d: no cancel answer or late data for "
                             "%llu ms, releasing its id",
                             o->id, o->peer,
                             (unsigned long long)(e->zombie_life_us / 1000));
-            o->expired = true;
+            oreq_set_cancel(o, HGX_EMUL_OC_EXPIRED);
             oreq_step(o);
             n++;
         }
@@ -987,7 +1021,7 @@ static void tindex_remove(struct mpi_emul *e, struct trec *t)
 
 static void trec_free(struct mpi_emul *e, struct trec *t)
 {
-    if (t->aborted) {
+    if (t->state == HGX_EMUL_T_ABORTED) {
         struct trec **pp = &e->aborted;
         while (*pp && *pp != t)
             pp = &(*pp)->anext;
@@ -996,6 +1030,7 @@ static void trec_free(struct mpi_emul *e, struct trec *t)
     }
     tindex_remove(e, t);
     rx_del(e, &t->rx);
+    trec_set_state(t, HGX_EMUL_T_DONE);
     CDEC(G_TREC);
     e->ntrec--;
     free(t);
@@ -1056,7 +1091,7 @@ static void trec_check(struct trec *t)
     struct mpi_emul *e = t->e;
     if (t->outstanding > 0 || (t->rx.on && !e->closing))
         return;
-    if (t->put && !t->aborted && !e->closing)
+    if (t->put && t->state != HGX_EMUL_T_ABORTED && !e->closing)
         ctrl_reply(e, t->src, MPI_EMUL_CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
     trec_free(e, t);
 }
@@ -1102,7 +1137,7 @@ static void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ct
     CINC(G_TREC);
     e->ntrec++;
     t->e = e;
-    t->state = MPI_EMUL_T_RECEIVED;
+    t->state = HGX_EMUL_T_RECEIVED;
     t->put = p->type == MPI_EMUL_CT_PUT;
     t->src = src;
     t->pkt = *p;
@@ -1160,7 +1195,7 @@ static void target_start(struct mpi_emul *e, struct trec *t)
         return;
     }
     t->n = nchunks_of(p->size);
-    t->state = MPI_EMUL_T_APPLYING;
+    trec_set_state(t, HGX_EMUL_T_APPLYING);
     t->dtag = data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
     if (t->put) { /* chunks are taken as they arrive (target_data), nothing is posted */
         t->last_us = now_us();
@@ -1231,7 +1266,8 @@ static void target_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *
     if (t->next == t->n)
         rx_del(e, &t->rx);
     size_t len = chunk_len((size_t)t->pkt.size, k);
-    if (!chunk_admit(e, msg, st, count, len, t->result == NA_SUCCESS && !t->aborted,
+    if (!chunk_admit(e, msg, st, count, len,
+                     t->result == NA_SUCCESS && t->state != HGX_EMUL_T_ABORTED,
                      "its put failed or was aborted",
                      "not the size of its chunk; the put fails", &t->result)) {
         trec_check(t);
@@ -1267,8 +1303,7 @@ static void target_cancel(struct mpi_emul *e, int src, const struct mpi_emul_ctr
 {
     struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
-        if (t->state ==
-            MPI_EMUL_T_RECEIVED) { /* nothing written or sent: drop it atomically */
+        if (t->state == HGX_EMUL_T_RECEIVED) { /* nothing written or sent: drop it */
             pend_remove(e, t);
             trec_free(e, t);
             CINC(C_TYES);
@@ -1294,10 +1329,10 @@ static void target_cancel(struct mpi_emul *e, int src, const struct mpi_emul_ctr
 static void target_abort(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 {
     struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
-    if (!t || t->pkt.seq != p->seq || !t->put || t->aborted)
+    if (!t || t->pkt.seq != p->seq || !t->put || t->state == HGX_EMUL_T_ABORTED)
         return; /* finished meanwhile */
     CINC(C_ABORT);
-    if (t->state == MPI_EMUL_T_RECEIVED) {
+    if (t->state == HGX_EMUL_T_RECEIVED) {
         pend_remove(e, t);
         trec_free(e, t);
         return;
@@ -1305,7 +1340,7 @@ static void target_abort(struct mpi_emul *e, int src, const struct mpi_emul_ctrl
     /* No ACK. The chunks the origin could not recall still come: they are
      * taken and dropped (the origin's sends complete only then), until all
      * came or the zombie life passed (those MPI cancelled never come). */
-    t->aborted = true;
+    trec_set_state(t, HGX_EMUL_T_ABORTED);
     t->expire_at = now_us() + e->zombie_life_us;
     t->anext = e->aborted;
     e->aborted = t;
@@ -1339,7 +1374,7 @@ static int put_idle_expire(struct mpi_emul *e, uint64_t now)
     for (unsigned i = 0; i < TBUCKETS; i++)
         for (struct trec *t = e->index[i], *next; t; t = next) {
             next = t->hnext;
-            if (!t->put || t->state != MPI_EMUL_T_APPLYING || t->aborted || !t->rx.on ||
+            if (!t->put || t->state != HGX_EMUL_T_APPLYING || !t->rx.on ||
                 t->outstanding || now - t->last_us < e->idle_us)
                 continue;
             int flag = 0;
@@ -1657,7 +1692,7 @@ void mpi_emul_close(struct mpi_emul *e)
                             "closing with a %s from rank %d still applying (id %u, "
                             "%u of %u chunks not moved%s)",
                             t->put ? "put" : "get", t->src, t->pkt.req_id, left, t->n,
-                            t->aborted ? ", aborted" : "");
+                            t->state == HGX_EMUL_T_ABORTED ? ", aborted" : "");
         }
 }
 

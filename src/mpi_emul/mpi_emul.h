@@ -100,24 +100,7 @@ struct mpi_emul_ctrl {
     uint64_t seq; /* origin's request sequence number (unique per origin process) */
 };
 
-/* Origin request states. */
-enum mpi_emul_ostate {
-    MPI_EMUL_O_ACTIVE,      /* request sent, data moving / waiting for CTS, ACK or data */
-    MPI_EMUL_O_CANCEL_SENT, /* CANCEL sent: CANCELYES -> NA_CANCELED, CANCELNO ->
-                               completes in full; no answer within the bound -> ZOMBIE */
-    MPI_EMUL_O_ZOMBIE, /* cancel timed out: completed NA_CANCELED (local cancel); the id
-                          stays reserved until the late answer and, for a get answered
-                          CANCELNO, its remaining chunks arrived (or expiry); late data
-                          is received into scratch and dropped */
-};
-
-/* Target request states (DONE = record freed; answered from a per-origin
- * high-water mark of request sequence numbers). */
-enum mpi_emul_tstate {
-    MPI_EMUL_T_RECEIVED, /* control packet arrived, nothing written or sent yet */
-    MPI_EMUL_T_APPLYING, /* get: data sends posted; put: CTS sent, chunks taken as
-                            they arrive */
-};
+/* The request state machines: emul_state.h. */
 
 /* Process-wide cancel counters (all mpi_emul instances), for tests and benchmarks. */
 struct mpi_emul_counters {
