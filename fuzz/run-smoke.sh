@@ -80,14 +80,14 @@ build_target() {
     t=$1
     case $t in
     fuzz_mpi_emul_packet)
-        # mpi_emul.c and mpi_reqtab.c against the MPI stub in the target (MPICH
+        # The sources of src/mpi_emul against the MPI stub in the target (MPICH
         # ABI: integer handles); no MPI library is linked.
         [ -f "$mpich_inc/mpi.h" ] ||
             die "fuzz_mpi_emul_packet needs MPICH's mpi.h (apt-get install libmpich-dev,
   or set FUZZ_MPICH_INC=/path/to/mpich/include)."
         # shellcheck disable=SC2086
         "$CLANG" $CFLAGS -fsanitize=fuzzer -I"$mpich_inc" $INC \
-            "$srcdir/fuzz/$t.c" "$srcdir/src/mpi_emul/mpi_emul.c" "$srcdir/src/mpi_emul/mpi_reqtab.c" \
+            "$srcdir/fuzz/$t.c" "$srcdir"/src/mpi_emul/*.c \
             "$srcdir/src/util/hgx_log.c" -o "$out/$t" $LIBS
         ;;
     fuzz_bulk_transfer)
