@@ -72,7 +72,8 @@ struct mpi_emul_mem_wire {
     uint64_t len;
 };
 
-/* Control packet (wire format, exactly this size; untrusted on receipt). */
+/* Control packet, decoded (untrusted on receipt). On the wire: its fields in
+ * this order, little-endian, exactly this size (emul_wire.c). */
 #define MPI_EMUL_CTRL_MAGIC 0x48434d45u /* "HCME" */
 enum mpi_emul_ctrl_type {
     MPI_EMUL_CT_PUT = 1,

@@ -80,7 +80,7 @@ na_return_t na_from_mpi(int rc)
     }
 }
 
-uint64_t now_us(void)
+uint64_t nm_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

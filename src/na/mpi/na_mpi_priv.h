@@ -241,7 +241,7 @@ static inline void op_done(struct mpi_class *pc, na_op_id_t *op, na_return_t ret
 /* na_mpi.c */
 void log_mpi(const char *what, int rc);
 na_return_t na_from_mpi(int rc);
-uint64_t now_us(void);
+uint64_t nm_now_us(void);
 void date_activity(struct mpi_class *pc, uint64_t t);
 char *sink_get(struct mpi_class *pc);
 void sink_put(struct mpi_class *pc, char *s, int err, size_t count);
