@@ -45,7 +45,7 @@ have() { grep -q "^#define $1 1" "$builddir/config.h"; }
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $SAN"
-INC="-I$builddir -I$srcdir/include -I$srcdir/src/util -I$srcdir/src/na -I$srcdir/src/na/util -I$srcdir/src/hg \
+INC="-I$builddir -I$srcdir/include -I$srcdir/src/util -I$srcdir/src/na -I$srcdir/src/na/util -I$srcdir/src/na/mpi -I$srcdir/src/hg \
 -I$srcdir/src/bulk -I$srcdir/src/req -I$srcdir/src/mpi_emul"
 LIBS="-lpthread -lm"
 pc() { pkg-config "$@" 2>/dev/null || true; }

@@ -1,6 +1,6 @@
 /*
  * emul_data.c -- put/get over two-sided MPI: data chunks: receiving transfers,
- * attribution, admission, receive. The emulation as a whole: mpi_emul.h, emul_int.h,
+ * attribution, admission, receive. The emulation as a whole: hgx_emul.h, emul_int.h,
  * docs/mpi-emul-cancel.md.
  */
 #include "config.h"
@@ -8,7 +8,7 @@
 
 /*------------------------------------------------------------ data messages */
 
-void rx_add(struct mpi_emul *e, struct rxlink *l, int tag)
+void emul_rx_add(struct hgx_emul *e, struct rxlink *l, int tag)
 {
     if (l->on)
         return;
@@ -21,7 +21,7 @@ void rx_add(struct mpi_emul *e, struct rxlink *l, int tag)
     e->nrx++;
 }
 
-void rx_del(struct mpi_emul *e, struct rxlink *l)
+void emul_rx_del(struct hgx_emul *e, struct rxlink *l)
 {
     if (!l->on)
         return;
@@ -34,12 +34,12 @@ void rx_del(struct mpi_emul *e, struct rxlink *l)
 /* Receive the matched data message msg whole into scratch and forget it.
  * late: the rest of a transfer cancelled locally or failed before (expected);
  * else the message failed a check (why), which is logged. */
-void data_drop(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-               bool late, const char *why)
+void emul_data_drop(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
+                    bool late, const char *why)
 {
     int rc = hgx_mpi_mrecv_drop(msg, st);
     if (rc != MPI_SUCCESS)
-        mpi_err_log("MPI_Mrecv (dropped data message)", rc);
+        emul_err_log("MPI_Mrecv (dropped data message)", rc);
     if (late) {
         e->stats.late_dropped++;
         CINC(C_LATE_DATA);
@@ -63,18 +63,18 @@ void data_drop(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int c
  * chunk is len bytes, is received: not while the transfer no longer takes data
  * (closed_why), nor when its size is wrong (size_why; the transfer then fails
  * with NA_PROTOCOL_ERROR in *result). A refused chunk is dropped and counted. */
-bool chunk_admit(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-                 size_t len, bool open, const char *closed_why, const char *size_why,
-                 na_return_t *result)
+bool emul_chunk_admit(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, size_t len, bool open, const char *closed_why,
+                      const char *size_why, na_return_t *result)
 {
     bool fits = count == (int)len;
     if (!open) {
-        data_drop(e, msg, st, count, fits,
-                  fits ? closed_why : "not the size of its chunk");
+        emul_data_drop(e, msg, st, count, fits,
+                       fits ? closed_why : "not the size of its chunk");
         return false;
     }
     if (!fits) {
-        data_drop(e, msg, st, count, false, size_why);
+        emul_data_drop(e, msg, st, count, false, size_why);
         *result = NA_PROTOCOL_ERROR;
         return false;
     }
@@ -82,11 +82,12 @@ bool chunk_admit(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int
 }
 
 /* Receive the matched chunk msg, whose size was checked to be exactly len,
- * into the chunk's memory (ptr, count, dt from mem_chunk; no copy). fn runs
+ * into the chunk's memory (ptr, count, dt from emul_mem_chunk; no copy). fn runs
  * when it landed: at once for a small chunk, else from the request table.
  * The caller counted it outstanding. */
-void chunk_recv(struct mpi_emul *e, MPI_Message *msg, void *ptr, int count,
-                MPI_Datatype dt, size_t len, hgx_mreq_fn fn, void *obj, uintptr_t aux)
+void emul_chunk_recv(struct hgx_emul *e, MPI_Message *msg, void *ptr, int count,
+                     MPI_Datatype dt, size_t len, hgx_mreq_fn fn, void *obj,
+                     uintptr_t aux)
 {
     MPI_Status st;
     memset(&st, 0, sizeof(st));
@@ -102,13 +103,13 @@ void chunk_recv(struct mpi_emul *e, MPI_Message *msg, void *ptr, int count,
         if (rc == MPI_SUCCESS)
             rc = MPI_Test(&r, &flag, &st);
         if (rc == MPI_SUCCESS && !flag && hgx_mreqtab_add(e->tab, r, fn, obj, aux) == 0) {
-            type_release(&dt);
+            emul_type_release(&dt);
             return;
         }
         if (rc == MPI_SUCCESS && !flag)
             rc = MPI_Wait(&r, &st); /* no room in the table; matched, so it completes */
     }
-    type_release(&dt);
+    emul_type_release(&dt);
     fn(obj, aux, rc, &st);
 }
 
@@ -116,25 +117,25 @@ void chunk_recv(struct mpi_emul *e, MPI_Message *msg, void *ptr, int count,
 
 /* A data message matched by a probe: attributed by tag (which transfer and
  * which use of its id) and source, then checked against the chunk it would
- * be before anything is received (origin_data, target_data); other tags are
+ * be before anything is received (emul_origin_data, emul_target_data); other tags are
  * strays. */
-static void data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+static void data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = MPI_UNDEFINED; /* stays so above INT_MAX bytes */
     MPI_Get_count(st, MPI_BYTE, &count);
     uint32_t id;
-    int dir = data_tag_decode(e, st->MPI_TAG, &id);
+    int dir = emul_data_tag_decode(e, st->MPI_TAG, &id);
     if (st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size && dir >= 0) {
         if (dir)
-            target_data(e, msg, st, count, id);
+            emul_target_data(e, msg, st, count, id);
         else
-            origin_data(e, msg, st, count, id);
+            emul_origin_data(e, msg, st, count, id);
         return;
     }
-    data_drop(e, msg, st, count, false, "not a data tag");
+    emul_data_drop(e, msg, st, count, false, "not a data tag");
 }
 
-void mpi_emul_data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+void hgx_emul_data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     data_msg(e, msg, st);
 }
@@ -142,7 +143,7 @@ void mpi_emul_data_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *s
 /* Separate data communicator: one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG)
  * finds the next data message whatever the number of transfers; with none
  * receiving, only every DATA_IDLE_EVERY-th call looks (for strays). */
-int data_take_any(struct mpi_emul *e)
+int emul_data_take_any(struct hgx_emul *e)
 {
     if (!e->nrx && ++e->data_idle < DATA_IDLE_EVERY)
         return 0;
@@ -154,7 +155,7 @@ int data_take_any(struct mpi_emul *e)
         MPI_Status st;
         int rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, e->dcomm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS) {
-            mpi_err_log("MPI_Improbe (data)", rc);
+            emul_err_log("MPI_Improbe (data)", rc);
             break;
         }
         if (!flag)
@@ -169,7 +170,7 @@ int data_take_any(struct mpi_emul *e)
  * probe would claim the caller's messages, so the tag of each receiving
  * transfer is probed, from any source (a chunk from another rank is dropped).
  * A message on a tag no transfer receives on stays queued in MPI. */
-int data_take_tags(struct mpi_emul *e)
+int emul_data_take_tags(struct hgx_emul *e)
 {
     if (!e->nrx)
         return 0;
@@ -193,7 +194,7 @@ int data_take_tags(struct mpi_emul *e)
             int rc =
                 MPI_Improbe(MPI_ANY_SOURCE, e->rx_tags[i], e->dcomm, &flag, &msg, &st);
             if (rc != MPI_SUCCESS) {
-                mpi_err_log("MPI_Improbe (data)", rc);
+                emul_err_log("MPI_Improbe (data)", rc);
                 return n;
             }
             if (flag) {

@@ -1,11 +1,11 @@
 /*
  * emul_int.h -- put/get over two-sided MPI: the types of the emulation and
- * the calls between its files (private; mpi_emul.h is its interface).
+ * the calls between its files (private; hgx_emul.h is its interface).
  */
 #ifndef HGX_EMUL_INT_H
 #define HGX_EMUL_INT_H
 
-#include "mpi_emul.h"
+#include "hgx_emul.h"
 
 #include "emul_state.h"
 #include "hgx_log.h"
@@ -29,7 +29,7 @@
  * MRECV_MAX in na_mpi.c). Larger ones use MPI_Imrecv. */
 #define DATA_MRECV_MAX 4096
 #define CTRL_WIRE_SIZE 48 /* control packet on the wire (emul_wire.c) */
-/* Most tag-generation bits (mpi_emul_set_tag_gens): tags stay ints. */
+/* Most tag-generation bits (hgx_emul_set_tag_gens): tags stay ints. */
 #define GEN_BITS_MAX 30
 
 /*------------------------------------------------------------ counters */
@@ -68,8 +68,8 @@ struct rxlink {
     bool on;
 };
 
-struct mpi_emul_oreq {
-    struct mpi_emul *e;
+struct hgx_emul_oreq {
+    struct hgx_emul *e;
     uint32_t id;
     uint64_t seq;
     int dtag; /* data tag (id and tag generation) */
@@ -77,7 +77,7 @@ struct mpi_emul_oreq {
     enum hgx_emul_oxfer xfer;
     enum hgx_emul_ocancel cancel;
     int peer;
-    struct mpi_emul_mem local; /* segments borrowed from the caller */
+    struct hgx_emul_mem local; /* segments borrowed from the caller */
     uint64_t local_offset;
     size_t size;
     uint32_t nchunks;
@@ -90,16 +90,16 @@ struct mpi_emul_oreq {
     struct rxlink rx;     /* get */
     uint64_t deadline, expire_at;
     na_return_t result;
-    mpi_emul_done_fn done; /* NULL once it ran (or was suppressed): completed */
+    hgx_emul_done_fn done; /* NULL once it ran (or was suppressed): completed */
     void *arg;
 };
 
 struct trec { /* target side of one request */
-    struct mpi_emul *e;
+    struct hgx_emul *e;
     enum hgx_emul_tstate state;
     bool put;
     int src;
-    struct mpi_emul_ctrl pkt;
+    struct hgx_emul_ctrl pkt;
     int dtag; /* data tag (id and tag generation), once APPLYING */
     uint32_t n;
     uint32_t next;        /* put: chunk messages taken so far (the k-th is chunk k) */
@@ -118,9 +118,9 @@ struct tomb {
     uint64_t seq, expire;
 };
 
-struct mpi_emul {
+struct hgx_emul {
     MPI_Comm comm;         /* control packets */
-    MPI_Comm dcomm;        /* data chunks (comm unless mpi_emul_set_data_comm) */
+    MPI_Comm dcomm;        /* data chunks (comm unless hgx_emul_set_data_comm) */
     struct rxlink rx_head; /* receiving transfers (circular list) */
     unsigned nrx;
     int *rx_tags; /* shared communicator: the tags to probe, copied per pass */
@@ -131,10 +131,10 @@ struct mpi_emul {
     int tag_ctrl, tag_put, tag_get;
     int tag_gen;       /* data tags of generations >= 1 start here */
     unsigned gen_bits; /* tag generations: 2^gen_bits (0: one) */
-    struct mpi_emul_mem **reg;
+    struct hgx_emul_mem **reg;
     uint32_t reg_cap, gen_counter;
-    struct mpi_emul *regsrc; /* registry owner when shared (mpi+dynamic), else NULL */
-    struct mpi_emul_oreq *slots[MPI_EMUL_NSLOTS];
+    struct hgx_emul *regsrc; /* registry owner when shared (mpi+dynamic), else NULL */
+    struct hgx_emul_oreq *slots[HGX_EMUL_NSLOTS];
     uint32_t next_slot;
     uint64_t next_seq;
     unsigned ntimed; /* origin requests with a cancel timer or expiry running */
@@ -151,19 +151,19 @@ struct mpi_emul {
     unsigned ntombs, tomb_next;
     bool closing;
     bool batch_open; /* the caller took this batch's first control packet */
-    struct mpi_emul_stats stats;
+    struct hgx_emul_stats stats;
 };
 
 /*------------------------------------------------------------ states */
 
 /* Every move of a state machine goes through these (emul_state.h). */
-static inline void oreq_set_xfer(struct mpi_emul_oreq *o, enum hgx_emul_oxfer to)
+static inline void oreq_set_xfer(struct hgx_emul_oreq *o, enum hgx_emul_oxfer to)
 {
     hgx_emul_move(HGX_EMUL_M_OXFER, o->xfer, to, o->id, o->peer);
     o->xfer = to;
 }
 
-static inline void oreq_set_cancel(struct mpi_emul_oreq *o, enum hgx_emul_ocancel to)
+static inline void oreq_set_cancel(struct hgx_emul_oreq *o, enum hgx_emul_ocancel to)
 {
     hgx_emul_move(HGX_EMUL_M_OCANCEL, o->cancel, to, o->id, o->peer);
     o->cancel = to;
@@ -175,76 +175,77 @@ static inline void trec_set_state(struct trec *t, enum hgx_emul_tstate to)
     t->state = to;
 }
 
-static inline bool oreq_completed(const struct mpi_emul_oreq *o)
+static inline bool oreq_completed(const struct hgx_emul_oreq *o)
 {
     return o->done == NULL;
 }
 
 /* Cancelled locally: no answer came within the bound (whatever came later). */
-static inline bool oreq_zombie(const struct mpi_emul_oreq *o)
+static inline bool oreq_zombie(const struct hgx_emul_oreq *o)
 {
     return o->cancel == HGX_EMUL_OC_ZOMBIE || o->cancel == HGX_EMUL_OC_ZOMBIE_YES ||
            o->cancel == HGX_EMUL_OC_ZOMBIE_NO || o->cancel == HGX_EMUL_OC_EXPIRED;
 }
 
 /* The target answered CANCELYES: it dropped the request, no data moved. */
-static inline bool oreq_cancel_yes(const struct mpi_emul_oreq *o)
+static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
 {
     return o->cancel == HGX_EMUL_OC_YES || o->cancel == HGX_EMUL_OC_ZOMBIE_YES;
 }
 
-/* mpi_emul.c */
+/* hgx_emul.c */
 uint64_t emul_now_us(void);
-void mpi_err_log(const char *what, int rc);
-na_return_t mpi_err_to_na(int rc);
+void emul_err_log(const char *what, int rc);
+na_return_t emul_err_to_na(int rc);
 
 /* emul_registry.c */
-int mem_chunk(const struct mpi_emul_mem *m, uint64_t off, size_t len, void **ptr,
-              int *count, MPI_Datatype *dt);
-void type_release(MPI_Datatype *dt);
-size_t chunk_len(size_t size, uint32_t i);
-uint32_t nchunks_of(uint64_t size);
+int emul_mem_chunk(const struct hgx_emul_mem *m, uint64_t off, size_t len, void **ptr,
+                   int *count, MPI_Datatype *dt);
+void emul_type_release(MPI_Datatype *dt);
+size_t emul_chunk_len(size_t size, uint32_t i);
+uint32_t emul_nchunks_of(uint64_t size);
 
 /* emul_wire.c */
-int data_tag(const struct mpi_emul *e, bool put, uint32_t id, uint64_t seq,
-             unsigned bits);
-int data_tag_decode(const struct mpi_emul *e, int tag, uint32_t *id);
+int emul_data_tag(const struct hgx_emul *e, bool put, uint32_t id, uint64_t seq,
+                  unsigned bits);
+int emul_data_tag_decode(const struct hgx_emul *e, int tag, uint32_t *id);
 /* Decode a control packet (untrusted); false unless its magic is ours. */
-bool ctrl_decode(const unsigned char *b, struct mpi_emul_ctrl *p);
-int ctrl_send(struct mpi_emul *e, int dest, const struct mpi_emul_ctrl *p);
-void ctrl_reply(struct mpi_emul *e, int dest, uint32_t type, uint32_t rid, uint64_t seq,
-                na_return_t status);
+bool emul_ctrl_decode(const unsigned char *b, struct hgx_emul_ctrl *p);
+int emul_ctrl_send(struct hgx_emul *e, int dest, const struct hgx_emul_ctrl *p);
+void emul_ctrl_reply(struct hgx_emul *e, int dest, uint32_t type, uint32_t rid,
+                     uint64_t seq, na_return_t status);
 
 /* emul_data.c */
-void rx_add(struct mpi_emul *e, struct rxlink *l, int tag);
-void rx_del(struct mpi_emul *e, struct rxlink *l);
-void data_drop(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-               bool late, const char *why);
-bool chunk_admit(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-                 size_t len, bool open, const char *closed_why, const char *size_why,
-                 na_return_t *result);
-void chunk_recv(struct mpi_emul *e, MPI_Message *msg, void *ptr, int count,
-                MPI_Datatype dt, size_t len, hgx_mreq_fn fn, void *obj, uintptr_t aux);
-int data_take_any(struct mpi_emul *e);
-int data_take_tags(struct mpi_emul *e);
+void emul_rx_add(struct hgx_emul *e, struct rxlink *l, int tag);
+void emul_rx_del(struct hgx_emul *e, struct rxlink *l);
+void emul_data_drop(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
+                    bool late, const char *why);
+bool emul_chunk_admit(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, size_t len, bool open, const char *closed_why,
+                      const char *size_why, na_return_t *result);
+void emul_chunk_recv(struct hgx_emul *e, MPI_Message *msg, void *ptr, int count,
+                     MPI_Datatype dt, size_t len, hgx_mreq_fn fn, void *obj,
+                     uintptr_t aux);
+int emul_data_take_any(struct hgx_emul *e);
+int emul_data_take_tags(struct hgx_emul *e);
 
 /* emul_origin.c */
-void oreq_free(struct mpi_emul_oreq *o);
-void origin_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-                 uint32_t id);
-void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p);
-int origin_timers(struct mpi_emul *e);
+void emul_oreq_free(struct hgx_emul_oreq *o);
+void emul_origin_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, uint32_t id);
+void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p);
+int emul_origin_timers(struct hgx_emul *e);
 
 /* emul_target.c */
-void trec_free(struct mpi_emul *e, struct trec *t);
-void tomb_expire(struct mpi_emul *e, uint64_t t);
-void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p);
-void target_start(struct mpi_emul *e, struct trec *t);
-void target_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-                 uint32_t rid);
-void target_cancel(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p);
-void target_abort(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p);
-void aborted_expire(struct mpi_emul *e, uint64_t now);
-int put_idle_expire(struct mpi_emul *e, uint64_t now);
+void emul_trec_free(struct hgx_emul *e, struct trec *t);
+void emul_tomb_expire(struct hgx_emul *e, uint64_t t);
+void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p);
+void emul_target_start(struct hgx_emul *e, struct trec *t);
+void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, uint32_t rid);
+void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p);
+void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p);
+void emul_aborted_expire(struct hgx_emul *e, uint64_t now);
+int emul_put_idle_expire(struct hgx_emul *e, uint64_t now);
 
 #endif

@@ -1,36 +1,36 @@
 /*
  * emul_origin.c -- put/get over two-sided MPI: the origin side of put/get and of its
- * cancel. The emulation as a whole: mpi_emul.h, emul_int.h, docs/mpi-emul-cancel.md.
+ * cancel. The emulation as a whole: hgx_emul.h, emul_int.h, docs/mpi-emul-cancel.md.
  */
 #include "config.h"
 #include "emul_int.h"
 
 /*------------------------------------------------------------ origin */
 
-void oreq_free(struct mpi_emul_oreq *o)
+void emul_oreq_free(struct hgx_emul_oreq *o)
 {
-    struct mpi_emul *e = o->e;
+    struct hgx_emul *e = o->e;
     if (e->slots[o->id] == o)
         e->slots[o->id] = NULL;
     if (o->cancel != HGX_EMUL_OC_NONE)
         e->ntimed--;
-    rx_del(e, &o->rx);
+    emul_rx_del(e, &o->rx);
     CDEC(G_OACTIVE);
     free(o->creqs);
     free(o->cdone);
     free(o);
 }
 
-static void oreq_complete(struct mpi_emul_oreq *o, na_return_t ret)
+static void oreq_complete(struct hgx_emul_oreq *o, na_return_t ret)
 {
-    mpi_emul_done_fn done = o->done;
+    hgx_emul_done_fn done = o->done;
     o->done = NULL;
     if (done && !o->e->closing)
         done(o->arg, ret);
 }
 
 /* put: cancel the data sends MPI still holds (it may not cancel them). */
-static void oreq_cancel_sends(struct mpi_emul_oreq *o)
+static void oreq_cancel_sends(struct hgx_emul_oreq *o)
 {
     for (uint32_t i = 0; i < o->nchunks; i++)
         if (!o->cdone[i])
@@ -41,12 +41,12 @@ static void oreq_cancel_sends(struct mpi_emul_oreq *o)
 /* The single place that decides an origin request's outcome and its end.
  * Callback: once MPI holds nothing of the caller's memory for it and the
  * outcome is known. Free: once nothing more can arrive for its id. */
-static void oreq_step(struct mpi_emul_oreq *o)
+static void oreq_step(struct hgx_emul_oreq *o)
 {
-    struct mpi_emul *e = o->e;
+    struct hgx_emul *e = o->e;
     if (e->closing) {
         if (o->outstanding == 0)
-            oreq_free(o);
+            emul_oreq_free(o);
         return;
     }
     if (o->outstanding > 0)
@@ -89,18 +89,18 @@ static void oreq_step(struct mpi_emul_oreq *o)
         (o->cancel == HGX_EMUL_OC_ZOMBIE_NO && o->rx.on &&
          o->xfer != HGX_EMUL_OX_REPLIED))
         return;
-    oreq_free(o);
+    emul_oreq_free(o);
 }
 
 static void ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)st;
-    struct mpi_emul_oreq *o = obj;
+    struct hgx_emul_oreq *o = obj;
     o->cdone[aux] = 1;
     o->outstanding--;
     if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST && o->result == NA_SUCCESS) {
-        mpi_err_log("put data send", err);
-        o->result = mpi_err_to_na(err);
+        emul_err_log("put data send", err);
+        o->result = emul_err_to_na(err);
     }
     oreq_step(o);
 }
@@ -109,18 +109,18 @@ static void ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 static void gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux, (void)st;
-    struct mpi_emul_oreq *o = obj;
+    struct hgx_emul_oreq *o = obj;
     o->outstanding--;
     if (err != MPI_SUCCESS && o->result == NA_SUCCESS) {
         if (err != MPI_ERR_REQUEST)
-            mpi_err_log("get data receive", err);
-        o->result = mpi_err_to_na(err);
+            emul_err_log("get data receive", err);
+        o->result = emul_err_to_na(err);
     }
     oreq_step(o);
 }
 
 /* get: more chunks may be received into the caller's memory. */
-static bool get_accepting(const struct mpi_emul_oreq *o)
+static bool get_accepting(const struct hgx_emul_oreq *o)
 {
     return !oreq_completed(o) && o->xfer != HGX_EMUL_OX_REPLIED && !oreq_cancel_yes(o) &&
            !oreq_zombie(o) && o->result == NA_SUCCESS;
@@ -129,68 +129,69 @@ static bool get_accepting(const struct mpi_emul_oreq *o)
 /* A message on a get-data tag of request id: the next chunk of that get if
  * it is on the get's own tag (not that of an older use of the id), comes
  * from the get's target and has exactly that chunk's size. */
-void origin_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-                 uint32_t id)
+void emul_origin_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, uint32_t id)
 {
-    struct mpi_emul_oreq *o = e->slots[id];
+    struct hgx_emul_oreq *o = e->slots[id];
     if (!o || o->put || o->dtag != st->MPI_TAG || !o->rx.on ||
         o->peer != st->MPI_SOURCE) {
-        data_drop(e, msg, st, count, false,
-                  !o || o->put             ? "no get in progress on this tag"
-                  : o->dtag != st->MPI_TAG ? "a chunk of an older use of the get's id"
-                  : !o->rx.on              ? "more chunks than the get has"
-                                           : "not from the get's target");
+        emul_data_drop(e, msg, st, count, false,
+                       !o || o->put ? "no get in progress on this tag"
+                       : o->dtag != st->MPI_TAG
+                           ? "a chunk of an older use of the get's id"
+                       : !o->rx.on ? "more chunks than the get has"
+                                   : "not from the get's target");
         return;
     }
     uint32_t k = o->nmatched++;
     if (o->nmatched == o->nchunks)
-        rx_del(e, &o->rx);
-    size_t len = chunk_len(o->size, k);
-    if (!chunk_admit(e, msg, st, count, len, get_accepting(o),
-                     "its get was cancelled locally or failed",
-                     "not the size of its chunk; the get fails", &o->result)) {
+        emul_rx_del(e, &o->rx);
+    size_t len = emul_chunk_len(o->size, k);
+    if (!emul_chunk_admit(e, msg, st, count, len, get_accepting(o),
+                          "its get was cancelled locally or failed",
+                          "not the size of its chunk; the get fails", &o->result)) {
         oreq_step(o);
         return;
     }
     void *ptr;
     int n;
     MPI_Datatype dt;
-    int rc = mem_chunk(&o->local, o->local_offset + (uint64_t)k * MPI_EMUL_CHUNK, len,
-                       &ptr, &n, &dt);
+    int rc = emul_mem_chunk(&o->local, o->local_offset + (uint64_t)k * HGX_EMUL_CHUNK,
+                            len, &ptr, &n, &dt);
     if (rc != MPI_SUCCESS) {
-        mpi_err_log("get: describing a chunk", rc);
-        data_drop(e, msg, st, count, true, "its chunk could not be described");
-        o->result = mpi_err_to_na(rc);
+        emul_err_log("get: describing a chunk", rc);
+        emul_data_drop(e, msg, st, count, true, "its chunk could not be described");
+        o->result = emul_err_to_na(rc);
         oreq_step(o);
         return;
     }
     o->nwritten++;
     o->outstanding++;
-    chunk_recv(e, msg, ptr, n, dt, len, gchunk_done, o, k);
+    emul_chunk_recv(e, msg, ptr, n, dt, len, gchunk_done, o, k);
 }
 
-static void send_abort(struct mpi_emul_oreq *o)
+static void send_abort(struct hgx_emul_oreq *o)
 {
     if (o->xfer == HGX_EMUL_OX_ABORTED)
         return;
     oreq_set_xfer(o, HGX_EMUL_OX_ABORTED);
-    ctrl_reply(o->e, o->peer, MPI_EMUL_CT_ABORT, o->id, o->seq, NA_CANCELED);
+    emul_ctrl_reply(o->e, o->peer, HGX_EMUL_CT_ABORT, o->id, o->seq, NA_CANCELED);
 }
 
 /* put: CTS arrived, send the data (pipelined chunks). */
-static void put_post_data(struct mpi_emul_oreq *o)
+static void put_post_data(struct hgx_emul_oreq *o)
 {
-    struct mpi_emul *e = o->e;
+    struct hgx_emul *e = o->e;
     oreq_set_xfer(o, HGX_EMUL_OX_SENDING);
     for (uint32_t i = 0; i < o->nchunks; i++) {
         void *ptr;
         int count;
         MPI_Datatype dt;
-        int rc = mem_chunk(&o->local, o->local_offset + (uint64_t)i * MPI_EMUL_CHUNK,
-                           chunk_len(o->size, i), &ptr, &count, &dt);
+        int rc = emul_mem_chunk(&o->local, o->local_offset + (uint64_t)i * HGX_EMUL_CHUNK,
+                                emul_chunk_len(o->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
             rc = MPI_Isend(ptr, count, dt, o->peer, o->dtag, e->dcomm, &o->creqs[i]);
-            type_release(&dt);
+            emul_type_release(&dt);
         }
         if (rc == MPI_SUCCESS &&
             hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
@@ -199,11 +200,11 @@ static void put_post_data(struct mpi_emul_oreq *o)
             continue;
         }
         if (rc != MPI_SUCCESS) {
-            mpi_err_log("put: sending data", rc);
+            emul_err_log("put: sending data", rc);
             for (uint32_t k = i; k < o->nchunks; k++)
                 o->cdone[k] = 1;
             if (o->result == NA_SUCCESS)
-                o->result = mpi_err_to_na(rc);
+                o->result = emul_err_to_na(rc);
             send_abort(o); /* the target stops taking chunks */
             break;
         }
@@ -212,7 +213,7 @@ static void put_post_data(struct mpi_emul_oreq *o)
 }
 
 /* Cancel answer did not come in time: turn the cancel local. */
-static void oreq_timeout(struct mpi_emul_oreq *o)
+static void oreq_timeout(struct hgx_emul_oreq *o)
 {
     oreq_set_cancel(o, HGX_EMUL_OC_ZOMBIE);
     o->expire_at = emul_now_us() + o->e->zombie_life_us;
@@ -230,9 +231,9 @@ static void oreq_timeout(struct mpi_emul_oreq *o)
     oreq_step(o);
 }
 
-void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
+void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct mpi_emul_oreq *o = p->req_id < MPI_EMUL_NSLOTS ? e->slots[p->req_id] : NULL;
+    struct hgx_emul_oreq *o = p->req_id < HGX_EMUL_NSLOTS ? e->slots[p->req_id] : NULL;
     if (!o || o->peer != src || o->seq != p->seq) {
         CINC(C_LATE_REPLY);
         HGX_LOG_DEBUG(MPI_EMUL,
@@ -241,7 +242,7 @@ void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
         return;
     }
     switch (p->type) {
-    case MPI_EMUL_CT_CTS:
+    case HGX_EMUL_CT_CTS:
         if (!o->put || o->xfer != HGX_EMUL_OX_WAIT_CTS || oreq_cancel_yes(o)) {
             e->stats.bad_packets++;
             return;
@@ -252,9 +253,9 @@ void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
         else
             put_post_data(o);
         break;
-    case MPI_EMUL_CT_ACK:
-    case MPI_EMUL_CT_ERR: {
-        if (o->xfer == HGX_EMUL_OX_REPLIED || (p->type == MPI_EMUL_CT_ACK && !o->put)) {
+    case HGX_EMUL_CT_ACK:
+    case HGX_EMUL_CT_ERR: {
+        if (o->xfer == HGX_EMUL_OX_REPLIED || (p->type == HGX_EMUL_CT_ACK && !o->put)) {
             e->stats.bad_packets++;
             return;
         }
@@ -262,7 +263,7 @@ void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
                              ? (na_return_t)p->status
                              : NA_PROTOCOL_ERROR;
         oreq_set_xfer(o, HGX_EMUL_OX_REPLIED);
-        if (p->type == MPI_EMUL_CT_ERR) { /* refused: no data comes */
+        if (p->type == HGX_EMUL_CT_ERR) { /* refused: no data comes */
             if (st == NA_SUCCESS)
                 st = NA_PROTOCOL_ERROR;
         }
@@ -270,9 +271,9 @@ void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
             o->result = st;
         break;
     }
-    case MPI_EMUL_CT_CANCELYES:
-    case MPI_EMUL_CT_CANCELNO: {
-        bool yes = p->type == MPI_EMUL_CT_CANCELYES;
+    case HGX_EMUL_CT_CANCELYES:
+    case HGX_EMUL_CT_CANCELNO: {
+        bool yes = p->type == HGX_EMUL_CT_CANCELYES;
         if (o->cancel == HGX_EMUL_OC_SENT) {
             CINC(yes ? C_YES : C_NO);
             oreq_set_cancel(o, yes ? HGX_EMUL_OC_YES : HGX_EMUL_OC_NO);
@@ -296,34 +297,34 @@ void origin_packet(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
     oreq_step(o);
 }
 
-na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_mem *local,
-                          uint64_t local_offset, const struct mpi_emul_mem *remote,
-                          uint64_t remote_offset, size_t size, mpi_emul_done_fn done,
-                          void *arg, struct mpi_emul_oreq **oreq_p)
+na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_mem *local,
+                          uint64_t local_offset, const struct hgx_emul_mem *remote,
+                          uint64_t remote_offset, size_t size, hgx_emul_done_fn done,
+                          void *arg, struct hgx_emul_oreq **oreq_p)
 {
     *oreq_p = NULL;
     if (size == 0) {
         done(arg, NA_SUCCESS);
         return NA_SUCCESS;
     }
-    uint32_t n = nchunks_of(size);
-    if (n > MPI_EMUL_MAX_CHUNKS)
+    uint32_t n = emul_nchunks_of(size);
+    if (n > HGX_EMUL_MAX_CHUNKS)
         return NA_MSGSIZE;
-    uint32_t id = MPI_EMUL_NSLOTS;
-    for (uint32_t k = 0; k < MPI_EMUL_NSLOTS; k++) {
-        uint32_t s = (e->next_slot + k) % MPI_EMUL_NSLOTS;
+    uint32_t id = HGX_EMUL_NSLOTS;
+    for (uint32_t k = 0; k < HGX_EMUL_NSLOTS; k++) {
+        uint32_t s = (e->next_slot + k) % HGX_EMUL_NSLOTS;
         if (!e->slots[s]) {
             id = s;
             break;
         }
     }
-    if (id == MPI_EMUL_NSLOTS) {
-        HGX_LOG_ERROR(MPI_EMUL, "%u emulated transfers already active", MPI_EMUL_NSLOTS);
+    if (id == HGX_EMUL_NSLOTS) {
+        HGX_LOG_ERROR(MPI_EMUL, "%u emulated transfers already active", HGX_EMUL_NSLOTS);
         return NA_AGAIN;
     }
-    e->next_slot = (id + 1) % MPI_EMUL_NSLOTS;
+    e->next_slot = (id + 1) % HGX_EMUL_NSLOTS;
 
-    struct mpi_emul_oreq *o = calloc(1, sizeof(*o));
+    struct hgx_emul_oreq *o = calloc(1, sizeof(*o));
     if (!o || (put && (!(o->creqs = calloc(n, sizeof(MPI_Request))) ||
                        !(o->cdone = calloc(n, 1))))) {
         if (o)
@@ -335,7 +336,7 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->e = e;
     o->id = id;
     o->seq = ++e->next_seq;
-    o->dtag = data_tag(e, put, id, o->seq, e->gen_bits);
+    o->dtag = emul_data_tag(e, put, id, o->seq, e->gen_bits);
     o->put = put;
     o->xfer = put ? HGX_EMUL_OX_WAIT_CTS : HGX_EMUL_OX_RECEIVING;
     o->cancel = HGX_EMUL_OC_NONE;
@@ -348,10 +349,10 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
     o->done = done;
     o->arg = arg;
     e->slots[id] = o;
-    if (!put) /* chunks are taken as they arrive (origin_data), nothing is posted */
-        rx_add(e, &o->rx, o->dtag);
+    if (!put) /* chunks are taken as they arrive (emul_origin_data), nothing is posted */
+        emul_rx_add(e, &o->rx, o->dtag);
 
-    struct mpi_emul_ctrl p = {.type = put ? MPI_EMUL_CT_PUT : MPI_EMUL_CT_GET,
+    struct hgx_emul_ctrl p = {.type = put ? HGX_EMUL_CT_PUT : HGX_EMUL_CT_GET,
                               .req_id = id,
                               .handle_id = remote->id,
                               .gen = remote->gen,
@@ -359,34 +360,34 @@ na_return_t mpi_emul_xfer(struct mpi_emul *e, bool put, const struct mpi_emul_me
                               .size = size,
                               .seq = o->seq,
                               .status = (int32_t)e->gen_bits};
-    int rc = ctrl_send(e, o->peer, &p);
+    int rc = emul_ctrl_send(e, o->peer, &p);
     if (rc != MPI_SUCCESS) {
-        mpi_err_log("sending put/get request", rc);
+        emul_err_log("sending put/get request", rc);
         o->done = NULL;
         oreq_step(o);
-        return mpi_err_to_na(rc);
+        return emul_err_to_na(rc);
     }
     *oreq_p = o;
     return NA_SUCCESS;
 }
 
-void mpi_emul_cancel(struct mpi_emul *e, struct mpi_emul_oreq *o)
+void hgx_emul_cancel(struct hgx_emul *e, struct hgx_emul_oreq *o)
 {
     if (!o || o->cancel != HGX_EMUL_OC_NONE || oreq_completed(o) || e->closing)
         return;
     CINC(C_REQ);
-    ctrl_reply(e, o->peer, MPI_EMUL_CT_CANCEL, o->id, o->seq, NA_CANCELED);
+    emul_ctrl_reply(e, o->peer, HGX_EMUL_CT_CANCEL, o->id, o->seq, NA_CANCELED);
     oreq_set_cancel(o, HGX_EMUL_OC_SENT);
     o->deadline = emul_now_us() + e->cancel_timeout_us;
     e->ntimed++;
 }
 
-int origin_timers(struct mpi_emul *e)
+int emul_origin_timers(struct hgx_emul *e)
 {
     int n = 0;
     uint64_t t = emul_now_us();
-    for (uint32_t i = 0; i < MPI_EMUL_NSLOTS; i++) {
-        struct mpi_emul_oreq *o = e->slots[i];
+    for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++) {
+        struct hgx_emul_oreq *o = e->slots[i];
         if (!o || o->cancel == HGX_EMUL_OC_NONE)
             continue;
         if (o->cancel == HGX_EMUL_OC_SENT && t >= o->deadline) {

@@ -1,6 +1,6 @@
 /*
  * emul_registry.c -- put/get over two-sided MPI: memory registry and how a region is
- * described to MPI. The emulation as a whole: mpi_emul.h, emul_int.h,
+ * described to MPI. The emulation as a whole: hgx_emul.h, emul_int.h,
  * docs/mpi-emul-cancel.md.
  */
 #include "config.h"
@@ -8,7 +8,7 @@
 
 /*------------------------------------------------------------ memory */
 
-na_return_t mpi_emul_mem_register(struct mpi_emul *e, struct mpi_emul_mem *m)
+na_return_t hgx_emul_mem_register(struct hgx_emul *e, struct hgx_emul_mem *m)
 {
     uint32_t id;
     for (id = 1; id < e->reg_cap; id++)
@@ -16,7 +16,7 @@ na_return_t mpi_emul_mem_register(struct mpi_emul *e, struct mpi_emul_mem *m)
             break;
     if (id >= e->reg_cap) {
         uint32_t cap = e->reg_cap ? e->reg_cap * 2 : 64;
-        struct mpi_emul_mem **r = realloc(e->reg, sizeof(*r) * cap);
+        struct hgx_emul_mem **r = realloc(e->reg, sizeof(*r) * cap);
         if (!r)
             return NA_NOMEM;
         memset(r + e->reg_cap, 0, sizeof(*r) * (cap - e->reg_cap));
@@ -34,7 +34,7 @@ na_return_t mpi_emul_mem_register(struct mpi_emul *e, struct mpi_emul_mem *m)
     return NA_SUCCESS;
 }
 
-void mpi_emul_mem_deregister(struct mpi_emul *e, struct mpi_emul_mem *m)
+void hgx_emul_mem_deregister(struct hgx_emul *e, struct hgx_emul_mem *m)
 {
     if (m->id && m->id < e->reg_cap && e->reg[m->id] == m)
         e->reg[m->id] = NULL;
@@ -42,8 +42,8 @@ void mpi_emul_mem_deregister(struct mpi_emul *e, struct mpi_emul_mem *m)
     m->gen = 0;
 }
 
-int mem_chunk(const struct mpi_emul_mem *m, uint64_t off, size_t len, void **ptr,
-              int *count, MPI_Datatype *dt)
+int emul_mem_chunk(const struct hgx_emul_mem *m, uint64_t off, size_t len, void **ptr,
+                   int *count, MPI_Datatype *dt)
 {
     size_t i = 0, segoff = (size_t)off;
     while (i < m->nseg && segoff >= m->segs[i].len)
@@ -94,19 +94,19 @@ out:
     return rc;
 }
 
-void type_release(MPI_Datatype *dt)
+void emul_type_release(MPI_Datatype *dt)
 {
     if (*dt != MPI_BYTE)
         MPI_Type_free(dt); /* pending communication still completes normally */
 }
 
-size_t chunk_len(size_t size, uint32_t i)
+size_t emul_chunk_len(size_t size, uint32_t i)
 {
-    size_t off = (size_t)i * MPI_EMUL_CHUNK;
-    return size - off < MPI_EMUL_CHUNK ? size - off : MPI_EMUL_CHUNK;
+    size_t off = (size_t)i * HGX_EMUL_CHUNK;
+    return size - off < HGX_EMUL_CHUNK ? size - off : HGX_EMUL_CHUNK;
 }
 
-uint32_t nchunks_of(uint64_t size)
+uint32_t emul_nchunks_of(uint64_t size)
 {
-    return (uint32_t)((size + MPI_EMUL_CHUNK - 1) / MPI_EMUL_CHUNK);
+    return (uint32_t)((size + HGX_EMUL_CHUNK - 1) / HGX_EMUL_CHUNK);
 }

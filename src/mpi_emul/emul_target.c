@@ -1,6 +1,6 @@
 /*
  * emul_target.c -- put/get over two-sided MPI: the target side of put/get and of cancel.
- * The emulation as a whole: mpi_emul.h, emul_int.h, docs/mpi-emul-cancel.md.
+ * The emulation as a whole: hgx_emul.h, emul_int.h, docs/mpi-emul-cancel.md.
  */
 #include "config.h"
 #include "emul_int.h"
@@ -12,7 +12,7 @@ static unsigned tkey(int src, uint32_t rid)
     return ((unsigned)src * 2654435761u + rid) % TBUCKETS;
 }
 
-static struct trec *tindex_find(struct mpi_emul *e, int src, uint32_t rid)
+static struct trec *tindex_find(struct hgx_emul *e, int src, uint32_t rid)
 {
     for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
         if (t->src == src && t->pkt.req_id == rid)
@@ -20,7 +20,7 @@ static struct trec *tindex_find(struct mpi_emul *e, int src, uint32_t rid)
     return NULL;
 }
 
-static void tindex_remove(struct mpi_emul *e, struct trec *t)
+static void tindex_remove(struct hgx_emul *e, struct trec *t)
 {
     struct trec **pp = &e->index[tkey(t->src, t->pkt.req_id)];
     while (*pp && *pp != t)
@@ -29,7 +29,7 @@ static void tindex_remove(struct mpi_emul *e, struct trec *t)
         *pp = t->hnext;
 }
 
-void trec_free(struct mpi_emul *e, struct trec *t)
+void emul_trec_free(struct hgx_emul *e, struct trec *t)
 {
     if (t->state == HGX_EMUL_T_ABORTED) {
         struct trec **pp = &e->aborted;
@@ -39,14 +39,14 @@ void trec_free(struct mpi_emul *e, struct trec *t)
             *pp = t->anext;
     }
     tindex_remove(e, t);
-    rx_del(e, &t->rx);
+    emul_rx_del(e, &t->rx);
     trec_set_state(t, HGX_EMUL_T_DONE);
     CDEC(G_TREC);
     e->ntrec--;
     free(t);
 }
 
-static void pend_remove(struct mpi_emul *e, struct trec *t)
+static void pend_remove(struct hgx_emul *e, struct trec *t)
 {
     struct trec **pp = &e->pend_head, *prev = NULL;
     while (*pp && *pp != t)
@@ -58,7 +58,7 @@ static void pend_remove(struct mpi_emul *e, struct trec *t)
         e->pend_tail = prev;
 }
 
-void tomb_expire(struct mpi_emul *e, uint64_t t)
+void emul_tomb_expire(struct hgx_emul *e, uint64_t t)
 {
     for (unsigned i = 0; i < NTOMB && e->ntombs; i++)
         if (e->tombs[i].src >= 0 && e->tombs[i].expire <= t) {
@@ -68,9 +68,9 @@ void tomb_expire(struct mpi_emul *e, uint64_t t)
         }
 }
 
-static void tomb_add(struct mpi_emul *e, int src, uint64_t seq)
+static void tomb_add(struct hgx_emul *e, int src, uint64_t seq)
 {
-    tomb_expire(e, emul_now_us());
+    emul_tomb_expire(e, emul_now_us());
     struct tomb *tb = &e->tombs[e->tomb_next];
     e->tomb_next = (e->tomb_next + 1) % NTOMB;
     if (tb->src < 0) {
@@ -80,7 +80,7 @@ static void tomb_add(struct mpi_emul *e, int src, uint64_t seq)
     *tb = (struct tomb){src, seq, emul_now_us() + TOMB_LIFE_US};
 }
 
-static bool tomb_take(struct mpi_emul *e, int src, uint64_t seq)
+static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
 {
     if (!e->ntombs)
         return false;
@@ -98,12 +98,12 @@ static bool tomb_take(struct mpi_emul *e, int src, uint64_t seq)
  * to take (all taken, or ABORT); a put then reports its result (ACK). */
 static void trec_check(struct trec *t)
 {
-    struct mpi_emul *e = t->e;
+    struct hgx_emul *e = t->e;
     if (t->outstanding > 0 || (t->rx.on && !e->closing))
         return;
     if (t->put && t->state != HGX_EMUL_T_ABORTED && !e->closing)
-        ctrl_reply(e, t->src, MPI_EMUL_CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
-    trec_free(e, t);
+        emul_ctrl_reply(e, t->src, HGX_EMUL_CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
+    emul_trec_free(e, t);
 }
 
 static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
@@ -115,8 +115,8 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
         MPI_Test_cancelled(st, &cancelled);
     if (!cancelled && err != MPI_SUCCESS && err != MPI_ERR_REQUEST &&
         t->result == NA_SUCCESS) {
-        mpi_err_log(t->put ? "put: receiving data" : "get: sending data", err);
-        t->result = mpi_err_to_na(err);
+        emul_err_log(t->put ? "put: receiving data" : "get: sending data", err);
+        t->result = emul_err_to_na(err);
     }
     t->outstanding--;
     if (t->put)
@@ -125,9 +125,9 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 }
 
 /* A request whose control packet arrived: RECEIVED until the end of this batch. */
-void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
+void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    if (p->req_id >= MPI_EMUL_NSLOTS || p->seq == 0) {
+    if (p->req_id >= HGX_EMUL_NSLOTS || p->seq == 0) {
         e->stats.bad_packets++;
         HGX_LOG_WARNING(MPI_EMUL, "dropped a request with bad id %u from rank %d",
                         p->req_id, src);
@@ -141,14 +141,14 @@ void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
     }
     struct trec *t = calloc(1, sizeof(*t));
     if (!t) {
-        ctrl_reply(e, src, MPI_EMUL_CT_ERR, p->req_id, p->seq, NA_NOMEM);
+        emul_ctrl_reply(e, src, HGX_EMUL_CT_ERR, p->req_id, p->seq, NA_NOMEM);
         return;
     }
     CINC(G_TREC);
     e->ntrec++;
     t->e = e;
     t->state = HGX_EMUL_T_RECEIVED;
-    t->put = p->type == MPI_EMUL_CT_PUT;
+    t->put = p->type == HGX_EMUL_CT_PUT;
     t->src = src;
     t->pkt = *p;
     t->result = NA_SUCCESS;
@@ -165,12 +165,12 @@ void target_request(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
 /* The registered region request p names, checked: handle and generation,
  * bounds, permission (put: write, get: read); and tags for the generation
  * bits it announces (p->status). */
-static na_return_t target_region(const struct mpi_emul *e, const struct mpi_emul_ctrl *p,
-                                 bool put, struct mpi_emul_mem **mp)
+static na_return_t target_region(const struct hgx_emul *e, const struct hgx_emul_ctrl *p,
+                                 bool put, struct hgx_emul_mem **mp)
 {
     unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
-    const struct mpi_emul *r = e->regsrc ? e->regsrc : e;
-    struct mpi_emul_mem *m;
+    const struct hgx_emul *r = e->regsrc ? e->regsrc : e;
+    struct hgx_emul_mem *m;
     if (p->status < 0 || (unsigned)p->status > e->gen_bits)
         return NA_PROTONOSUPPORT;
     if (p->handle_id == 0 || p->handle_id >= r->reg_cap || !(m = r->reg[p->handle_id]) ||
@@ -185,10 +185,10 @@ static na_return_t target_region(const struct mpi_emul *e, const struct mpi_emul
 }
 
 /* RECEIVED -> APPLYING (or refused). */
-void target_start(struct mpi_emul *e, struct trec *t)
+void emul_target_start(struct hgx_emul *e, struct trec *t)
 {
-    const struct mpi_emul_ctrl *p = &t->pkt;
-    struct mpi_emul_mem *m = NULL;
+    const struct hgx_emul_ctrl *p = &t->pkt;
+    struct hgx_emul_mem *m = NULL;
     na_return_t ret = target_region(e, p, t->put, &m);
     if (ret != NA_SUCCESS) {
         e->stats.refused++;
@@ -200,17 +200,18 @@ void target_start(struct mpi_emul *e, struct trec *t)
             : ret == NA_PERMISSION     ? "permission"
             : ret == NA_PROTONOSUPPORT ? "more tag-generation bits than ours"
                                        : "out of bounds");
-        ctrl_reply(e, t->src, MPI_EMUL_CT_ERR, p->req_id, p->seq, ret);
-        trec_free(e, t);
+        emul_ctrl_reply(e, t->src, HGX_EMUL_CT_ERR, p->req_id, p->seq, ret);
+        emul_trec_free(e, t);
         return;
     }
-    t->n = nchunks_of(p->size);
+    t->n = emul_nchunks_of(p->size);
     trec_set_state(t, HGX_EMUL_T_APPLYING);
-    t->dtag = data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
-    if (t->put) { /* chunks are taken as they arrive (target_data), nothing is posted */
+    t->dtag = emul_data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
+    if (t->put) { /* chunks are taken as they arrive (emul_target_data), nothing is posted
+                   */
         t->last_us = emul_now_us();
-        rx_add(e, &t->rx, t->dtag);
-        ctrl_reply(e, t->src, MPI_EMUL_CT_CTS, p->req_id, p->seq, NA_SUCCESS);
+        emul_rx_add(e, &t->rx, t->dtag);
+        emul_ctrl_reply(e, t->src, HGX_EMUL_CT_CTS, p->req_id, p->seq, NA_SUCCESS);
         return;
     }
     t->outstanding = 1; /* guard while posting */
@@ -219,19 +220,19 @@ void target_start(struct mpi_emul *e, struct trec *t)
         int count;
         MPI_Datatype dt;
         MPI_Request r;
-        int rc = mem_chunk(m, p->offset + (uint64_t)i * MPI_EMUL_CHUNK,
-                           chunk_len((size_t)p->size, i), &ptr, &count, &dt);
+        int rc = emul_mem_chunk(m, p->offset + (uint64_t)i * HGX_EMUL_CHUNK,
+                                emul_chunk_len((size_t)p->size, i), &ptr, &count, &dt);
         if (rc == MPI_SUCCESS) {
             rc = MPI_Isend(ptr, count, dt, t->src, t->dtag, e->dcomm, &r);
-            type_release(&dt);
+            emul_type_release(&dt);
         }
         /* no room in the table: sent now */
         if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, r, trec_done, t, i) != 0 &&
             (rc = MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_SUCCESS)
             continue;
         if (rc != MPI_SUCCESS) { /* the origin's cancel or timeout recovers the rest */
-            mpi_err_log("get: sending data", rc);
-            t->result = mpi_err_to_na(rc);
+            emul_err_log("get: sending data", rc);
+            t->result = emul_err_to_na(rc);
             break;
         }
         t->outstanding++;
@@ -243,7 +244,7 @@ void target_start(struct mpi_emul *e, struct trec *t)
  * is: the newest record of (src, rid) still taking chunks on that tag (the
  * tag generation tells an aborted put's late chunk from one of the put that
  * reused its id). *older: a record of (src, rid) takes chunks on another tag. */
-static struct trec *tfind_put(struct mpi_emul *e, int src, uint32_t rid, int tag,
+static struct trec *tfind_put(struct hgx_emul *e, int src, uint32_t rid, int tag,
                               bool *older)
 {
     *older = false;
@@ -260,91 +261,91 @@ static struct trec *tfind_put(struct mpi_emul *e, int src, uint32_t rid, int tag
  * of (source, rid) if it has exactly that chunk's size. Once the put failed
  * (also when its region was deregistered meanwhile) or was aborted, the rest
  * of its chunks is dropped; a failed put's ACK carries the error. */
-void target_data(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st, int count,
-                 uint32_t rid)
+void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st,
+                      int count, uint32_t rid)
 {
     bool older;
     struct trec *t = tfind_put(e, st->MPI_SOURCE, rid, st->MPI_TAG, &older);
     if (!t) {
-        data_drop(e, msg, st, count, false,
-                  older ? "a chunk of another use of the put's id (tag generation)"
-                        : "no put from that rank in progress on this tag");
+        emul_data_drop(e, msg, st, count, false,
+                       older ? "a chunk of another use of the put's id (tag generation)"
+                             : "no put from that rank in progress on this tag");
         return;
     }
     t->last_us = emul_now_us();
     uint32_t k = t->next++;
     if (t->next == t->n)
-        rx_del(e, &t->rx);
-    size_t len = chunk_len((size_t)t->pkt.size, k);
-    if (!chunk_admit(e, msg, st, count, len,
-                     t->result == NA_SUCCESS && t->state != HGX_EMUL_T_ABORTED,
-                     "its put failed or was aborted",
-                     "not the size of its chunk; the put fails", &t->result)) {
+        emul_rx_del(e, &t->rx);
+    size_t len = emul_chunk_len((size_t)t->pkt.size, k);
+    if (!emul_chunk_admit(e, msg, st, count, len,
+                          t->result == NA_SUCCESS && t->state != HGX_EMUL_T_ABORTED,
+                          "its put failed or was aborted",
+                          "not the size of its chunk; the put fails", &t->result)) {
         trec_check(t);
         return;
     }
-    struct mpi_emul_mem *m = NULL;
+    struct hgx_emul_mem *m = NULL;
     void *ptr;
     int n;
     MPI_Datatype dt;
     na_return_t ret = target_region(e, &t->pkt, true, &m);
     int rc = ret == NA_SUCCESS
-                 ? mem_chunk(m, t->pkt.offset + (uint64_t)k * MPI_EMUL_CHUNK, len, &ptr,
-                             &n, &dt)
+                 ? emul_mem_chunk(m, t->pkt.offset + (uint64_t)k * HGX_EMUL_CHUNK, len,
+                                  &ptr, &n, &dt)
                  : MPI_SUCCESS;
     if (ret != NA_SUCCESS || rc != MPI_SUCCESS) {
         if (rc != MPI_SUCCESS)
-            mpi_err_log("put: describing a chunk", rc);
+            emul_err_log("put: describing a chunk", rc);
         else
             HGX_LOG_WARNING(MPI_EMUL,
                             "put %u from rank %d: its region was deregistered while "
                             "it applied; it fails",
                             rid, st->MPI_SOURCE);
-        data_drop(e, msg, st, count, true, "its put failed");
-        t->result = rc != MPI_SUCCESS ? mpi_err_to_na(rc) : ret;
+        emul_data_drop(e, msg, st, count, true, "its put failed");
+        t->result = rc != MPI_SUCCESS ? emul_err_to_na(rc) : ret;
         trec_check(t);
         return;
     }
     t->outstanding++;
-    chunk_recv(e, msg, ptr, n, dt, len, trec_done, t, k);
+    emul_chunk_recv(e, msg, ptr, n, dt, len, trec_done, t, k);
 }
 
-void target_cancel(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
+void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
+    struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
         if (t->state == HGX_EMUL_T_RECEIVED) { /* nothing written or sent: drop it */
             pend_remove(e, t);
-            trec_free(e, t);
+            emul_trec_free(e, t);
             CINC(C_TYES);
-            ctrl_reply(e, src, MPI_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
+            emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
         } else {
             CINC(C_TNO);
-            ctrl_reply(e, src, MPI_EMUL_CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
+            emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
         }
         return;
     }
     if (p->seq != 0 && p->seq <= e->maxseq[src]) {
         /* Arrived and already finished (or refused): its outcome stands. */
         CINC(C_TNO);
-        ctrl_reply(e, src, MPI_EMUL_CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
+        emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELNO, p->req_id, p->seq, NA_SUCCESS);
         return;
     }
     /* Never arrived: answer YES and make sure it is dropped if it ever does. */
     tomb_add(e, src, p->seq);
     CINC(C_TYES);
-    ctrl_reply(e, src, MPI_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
+    emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
 }
 
-void target_abort(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
+void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct trec *t = p->req_id < MPI_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
+    struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (!t || t->pkt.seq != p->seq || !t->put || t->state == HGX_EMUL_T_ABORTED)
         return; /* finished meanwhile */
     CINC(C_ABORT);
     if (t->state == HGX_EMUL_T_RECEIVED) {
         pend_remove(e, t);
-        trec_free(e, t);
+        emul_trec_free(e, t);
         return;
     }
     /* No ACK. The chunks the origin could not recall still come: they are
@@ -357,7 +358,7 @@ void target_abort(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
     trec_check(t);
 }
 
-void aborted_expire(struct mpi_emul *e, uint64_t now)
+void emul_aborted_expire(struct hgx_emul *e, uint64_t now)
 {
     for (struct trec *t = e->aborted, *next; t; t = next) {
         next = t->anext;
@@ -365,7 +366,7 @@ void aborted_expire(struct mpi_emul *e, uint64_t now)
             HGX_LOG_DEBUG(MPI_EMUL,
                           "aborted put %u from rank %d: %u chunks never came, released",
                           t->pkt.req_id, t->src, t->n - t->next);
-            rx_del(e, &t->rx);
+            emul_rx_del(e, &t->rx);
             trec_check(t);
         }
     }
@@ -376,7 +377,7 @@ void aborted_expire(struct mpi_emul *e, uint64_t now)
  * sending. Its ACK carries NA_TIMEOUT (an origin that is still there
  * completes with it); its region is never written afterwards, chunks that
  * still come are strays. Scanned every idle_us / 8. */
-int put_idle_expire(struct mpi_emul *e, uint64_t now)
+int emul_put_idle_expire(struct hgx_emul *e, uint64_t now)
 {
     uint64_t every = e->idle_us / 8;
     e->idle_check_at = now + (every < 1000 ? 1000 : every);
@@ -400,7 +401,7 @@ int put_idle_expire(struct mpi_emul *e, uint64_t now)
                             (unsigned long long)(e->idle_us / 1000), t->next, t->n);
             if (t->result == NA_SUCCESS)
                 t->result = NA_TIMEOUT;
-            rx_del(e, &t->rx);
+            emul_rx_del(e, &t->rx);
             trec_check(t); /* ACK (the error) and free */
             n++;
         }

@@ -1,6 +1,6 @@
 /*
  * emul_wire.c -- put/get over two-sided MPI: wire formats (memory handles, control
- * packets) and data tags. The emulation as a whole: mpi_emul.h, emul_int.h,
+ * packets) and data tags. The emulation as a whole: hgx_emul.h, emul_int.h,
  * docs/mpi-emul-cancel.md.
  */
 #include "config.h"
@@ -8,10 +8,10 @@
 
 #include "hgx_wire.h"
 
-void mpi_emul_mem_serialize(const struct mpi_emul_mem *m, struct mpi_emul_mem_wire *w)
+void hgx_emul_mem_serialize(const struct hgx_emul_mem *m, struct hgx_emul_mem_wire *w)
 {
     memset(w, 0, sizeof(*w));
-    w->magic = MPI_EMUL_MEM_MAGIC;
+    w->magic = HGX_EMUL_MEM_MAGIC;
     w->owner = m->owner;
     w->id = m->id;
     w->gen = m->gen;
@@ -19,14 +19,14 @@ void mpi_emul_mem_serialize(const struct mpi_emul_mem *m, struct mpi_emul_mem_wi
     w->len = m->len;
 }
 
-na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, size_t size,
+na_return_t hgx_emul_mem_deserialize(struct hgx_emul_mem *m, const void *buf, size_t size,
                                      int comm_size)
 {
-    struct mpi_emul_mem_wire w;
+    struct hgx_emul_mem_wire w;
     if (size < sizeof(w))
         return NA_INVALID_ARG;
     memcpy(&w, buf, sizeof(w));
-    if (w.magic != MPI_EMUL_MEM_MAGIC || w.owner < 0 || w.owner >= comm_size ||
+    if (w.magic != HGX_EMUL_MEM_MAGIC || w.owner < 0 || w.owner >= comm_size ||
         w.id == 0 ||
         (w.flags != NA_MEM_READ_ONLY && w.flags != NA_MEM_WRITE_ONLY &&
          w.flags != NA_MEM_READWRITE) ||
@@ -45,50 +45,51 @@ na_return_t mpi_emul_mem_deserialize(struct mpi_emul_mem *m, const void *buf, si
 
 /*------------------------------------------------------------ data tags */
 
-#define GEN_STRIDE (2 * (long long)MPI_EMUL_NSLOTS) /* tags per generation >= 1 */
+#define GEN_STRIDE (2 * (long long)HGX_EMUL_NSLOTS) /* tags per generation >= 1 */
 
-long long mpi_emul_gen_span(unsigned bits)
+long long hgx_emul_gen_span(unsigned bits)
 {
     return bits ? ((1ll << bits) - 1) * GEN_STRIDE : 0;
 }
 
-unsigned mpi_emul_gen_bits(long long room)
+unsigned hgx_emul_gen_bits(long long room)
 {
     unsigned b = 0;
-    while (b < GEN_BITS_MAX && mpi_emul_gen_span(b + 1) <= room)
+    while (b < GEN_BITS_MAX && hgx_emul_gen_span(b + 1) <= room)
         b++;
     return b;
 }
 
 /* The data tag of request id with sequence number seq whose origin uses
  * bits generation bits (put: origin -> target; get: target -> origin). */
-int data_tag(const struct mpi_emul *e, bool put, uint32_t id, uint64_t seq, unsigned bits)
+int emul_data_tag(const struct hgx_emul *e, bool put, uint32_t id, uint64_t seq,
+                  unsigned bits)
 {
     uint64_t g = bits ? seq & ((1ull << bits) - 1) : 0;
     if (g == 0)
         return (put ? e->tag_put : e->tag_get) + (int)id;
     return (int)(e->tag_gen + (long long)(g - 1) * GEN_STRIDE +
-                 (put ? 0 : MPI_EMUL_NSLOTS) + id);
+                 (put ? 0 : HGX_EMUL_NSLOTS) + id);
 }
 
 /* Which request a data tag names: 1 put, 0 get, -1 no data tag; *id. Any
  * generation this side has tags for; the transfer's own tag is checked by
  * the caller. */
-int data_tag_decode(const struct mpi_emul *e, int tag, uint32_t *id)
+int emul_data_tag_decode(const struct hgx_emul *e, int tag, uint32_t *id)
 {
-    if (tag >= e->tag_put && tag < e->tag_put + MPI_EMUL_NSLOTS) {
+    if (tag >= e->tag_put && tag < e->tag_put + HGX_EMUL_NSLOTS) {
         *id = (uint32_t)(tag - e->tag_put);
         return 1;
     }
-    if (tag >= e->tag_get && tag < e->tag_get + MPI_EMUL_NSLOTS) {
+    if (tag >= e->tag_get && tag < e->tag_get + HGX_EMUL_NSLOTS) {
         *id = (uint32_t)(tag - e->tag_get);
         return 0;
     }
     long long off = (long long)tag - e->tag_gen;
-    if (!e->gen_bits || off < 0 || off >= mpi_emul_gen_span(e->gen_bits))
+    if (!e->gen_bits || off < 0 || off >= hgx_emul_gen_span(e->gen_bits))
         return -1;
-    *id = (uint32_t)(off % MPI_EMUL_NSLOTS);
-    return (off / MPI_EMUL_NSLOTS) % 2 == 0;
+    *id = (uint32_t)(off % HGX_EMUL_NSLOTS);
+    return (off / HGX_EMUL_NSLOTS) % 2 == 0;
 }
 
 /*------------------------------------------------------------ control sends */
@@ -97,18 +98,18 @@ static void ctrl_sent(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux, (void)st;
     if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST)
-        mpi_err_log("control packet send", err);
+        emul_err_log("control packet send", err);
     free(obj);
 }
 
 /* Control packet on the wire: CTRL_WIRE_SIZE bytes, the fields of struct
- * mpi_emul_ctrl in their order, little-endian. */
-_Static_assert(sizeof(struct mpi_emul_ctrl) == CTRL_WIRE_SIZE,
-               "struct mpi_emul_ctrl has the size of its wire format");
+ * hgx_emul_ctrl in their order, little-endian. */
+_Static_assert(sizeof(struct hgx_emul_ctrl) == CTRL_WIRE_SIZE,
+               "struct hgx_emul_ctrl has the size of its wire format");
 
-static void ctrl_encode(const struct mpi_emul_ctrl *p, unsigned char *b)
+static void ctrl_encode(const struct hgx_emul_ctrl *p, unsigned char *b)
 {
-    hgx_put_u32(b, MPI_EMUL_CTRL_MAGIC);
+    hgx_put_u32(b, HGX_EMUL_CTRL_MAGIC);
     hgx_put_u32(b + 4, p->type);
     hgx_put_u32(b + 8, p->req_id);
     hgx_put_u32(b + 12, p->handle_id);
@@ -119,7 +120,7 @@ static void ctrl_encode(const struct mpi_emul_ctrl *p, unsigned char *b)
     hgx_put_u64(b + 40, p->seq);
 }
 
-bool ctrl_decode(const unsigned char *b, struct mpi_emul_ctrl *p)
+bool emul_ctrl_decode(const unsigned char *b, struct hgx_emul_ctrl *p)
 {
     p->magic = hgx_get_u32(b);
     p->type = hgx_get_u32(b + 4);
@@ -130,10 +131,10 @@ bool ctrl_decode(const unsigned char *b, struct mpi_emul_ctrl *p)
     p->offset = hgx_get_u64(b + 24);
     p->size = hgx_get_u64(b + 32);
     p->seq = hgx_get_u64(b + 40);
-    return p->magic == MPI_EMUL_CTRL_MAGIC;
+    return p->magic == HGX_EMUL_CTRL_MAGIC;
 }
 
-int ctrl_send(struct mpi_emul *e, int dest, const struct mpi_emul_ctrl *p)
+int emul_ctrl_send(struct hgx_emul *e, int dest, const struct hgx_emul_ctrl *p)
 {
     unsigned char *c = malloc(CTRL_WIRE_SIZE);
     if (!c)
@@ -152,12 +153,12 @@ int ctrl_send(struct mpi_emul *e, int dest, const struct mpi_emul_ctrl *p)
     return MPI_SUCCESS;
 }
 
-void ctrl_reply(struct mpi_emul *e, int dest, uint32_t type, uint32_t rid, uint64_t seq,
-                na_return_t status)
+void emul_ctrl_reply(struct hgx_emul *e, int dest, uint32_t type, uint32_t rid,
+                     uint64_t seq, na_return_t status)
 {
-    struct mpi_emul_ctrl r = {
+    struct hgx_emul_ctrl r = {
         .type = type, .req_id = rid, .seq = seq, .status = (int32_t)status};
-    int rc = ctrl_send(e, dest, &r);
+    int rc = emul_ctrl_send(e, dest, &r);
     if (rc != MPI_SUCCESS)
-        mpi_err_log("sending a control reply", rc);
+        emul_err_log("sending a control reply", rc);
 }

@@ -23,7 +23,7 @@ void na_mpi_set_intra_comm(MPI_Comm comm)
     pthread_mutex_unlock(&na_mpi_global_lock);
 }
 
-void log_mpi(const char *what, int rc)
+void nm_log_err(const char *what, int rc)
 {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -40,13 +40,13 @@ void log_mpi(const char *what, int rc)
  * a comm smaller than MPI_COMM_WORLD means MPI_COMM_WORLD, and one spanning
  * it is used as it is (addresses are then its ranks).
  */
-static na_return_t intra_base(MPI_Comm intra, MPI_Comm *base)
+static na_return_t nm_intra_base(MPI_Comm intra, MPI_Comm *base)
 {
     int inter = 0, n = 0, world = 0, rc;
     if ((rc = MPI_Comm_test_inter(intra, &inter)) != MPI_SUCCESS ||
         (rc = MPI_Comm_size(intra, &n)) != MPI_SUCCESS ||
         (rc = MPI_Comm_size(MPI_COMM_WORLD, &world)) != MPI_SUCCESS) {
-        log_mpi("checking the NA_MPI_Set_init_intra_comm communicator", rc);
+        nm_log_err("checking the NA_MPI_Set_init_intra_comm communicator", rc);
         return NA_INVALID_ARG;
     }
     if (inter) {
@@ -60,7 +60,7 @@ static na_return_t intra_base(MPI_Comm intra, MPI_Comm *base)
     return NA_SUCCESS;
 }
 
-na_return_t na_from_mpi(int rc)
+na_return_t nm_na_ret(int rc)
 {
     int cls = rc;
     if (rc == MPI_SUCCESS)
@@ -89,14 +89,14 @@ uint64_t nm_now_us(void)
 
 /* Date the activity noted since the last call at t. A note can be up to
  * NA's spin window old when dated: the polling window only grows by it. */
-void date_activity(struct mpi_class *pc, uint64_t t)
+void nm_date_activity(struct nm_class *pc, uint64_t t)
 {
     if (!atomic_load_explicit(&pc->noted, memory_order_relaxed))
         return;
     unsigned kind = atomic_exchange_explicit(&pc->noted, 0u, memory_order_relaxed);
     if (!kind)
         return;
-    uint64_t until = t + (kind & ACT_POST ? MPI_POST_SPIN_US : MPI_EVENT_SPIN_US);
+    uint64_t until = t + (kind & ACT_POST ? NM_POST_SPIN_US : NM_EVENT_SPIN_US);
     atomic_store(&pc->last_activity_us, t);
     if (atomic_load(&pc->spin_until_us) < until)
         atomic_store(&pc->spin_until_us, until);
@@ -118,7 +118,7 @@ void date_activity(struct mpi_class *pc, uint64_t t)
  */
 
 /* A sink for one receive, NULL if none can be had. Lock held. */
-char *sink_get(struct mpi_class *pc)
+char *nm_sink_get(struct nm_class *pc)
 {
     char *s = pc->sink_free;
     if (s) {
@@ -143,7 +143,7 @@ char *sink_get(struct mpi_class *pc)
 /* The receive into s is over; count: bytes it may have written. A request
  * freed unfinished (MPI_ERR_REQUEST, finalize) may still be written into by
  * MPI: its sink stays mapped. Lock held. */
-void sink_put(struct mpi_class *pc, char *s, int err, size_t count)
+void nm_sink_put(struct nm_class *pc, char *s, int err, size_t count)
 {
     if (err == MPI_ERR_REQUEST)
         return;
@@ -156,7 +156,7 @@ void sink_put(struct mpi_class *pc, char *s, int err, size_t count)
 }
 
 /* Finalize, after the request table: unmap the sinks given back. */
-static void sinks_unmap(struct mpi_class *pc)
+static void nm_sinks_unmap(struct nm_class *pc)
 {
     while (pc->sink_free) {
         char *s = pc->sink_free;
@@ -172,13 +172,13 @@ static void sinks_unmap(struct mpi_class *pc)
 
 /*------------------------------------------------------------ class */
 
-static bool mpi_check_protocol(const char *protocol_name)
+static bool nm_check_protocol(const char *protocol_name)
 {
     return strcmp(protocol_name, "static") == 0 || strcmp(protocol_name, "dynamic") == 0;
 }
 
-static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *info,
-                                  bool listen)
+static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *info,
+                                 bool listen)
 {
     bool dynamic = strcmp(info->protocol_name, "dynamic") == 0;
     char port[MPI_MAX_PORT_NAME] = "";
@@ -208,7 +208,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
         if (rc != MPI_SUCCESS) {
             pthread_mutex_unlock(&na_mpi_global_lock);
-            log_mpi("MPI_Init_thread", rc);
+            nm_log_err("MPI_Init_thread", rc);
             return NA_PROTOCOL_ERROR;
         }
         if (provided < MPI_THREAD_SERIALIZED) {
@@ -238,7 +238,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_unlock(&na_mpi_global_lock);
     /* mpi+dynamic connects each process on its own: an intra comm changes nothing */
     if (!dynamic && intra != MPI_COMM_NULL &&
-        (ret = intra_base(intra, &base)) != NA_SUCCESS)
+        (ret = nm_intra_base(intra, &base)) != NA_SUCCESS)
         goto undo_init;
 
     if (dynamic) {
@@ -252,25 +252,25 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
             ret = NA_PROTONOSUPPORT;
             goto undo_init;
         }
-        rc = dyn_self_comm();
+        rc = nm_dyn_self_comm();
         if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Comm_dup(MPI_COMM_SELF)", rc);
-            ret = na_from_mpi(rc);
+            nm_log_err("MPI_Comm_dup(MPI_COMM_SELF)", rc);
+            ret = nm_na_ret(rc);
             goto undo_init;
         }
         /* Probe (and, for a listener, keep) a port: fails clearly where the MPI
          * library has no dynamic process support. */
-        ret = dyn_open_port(port, "mpi+dynamic");
+        ret = nm_dyn_open_port(port, "mpi+dynamic");
         if (ret != NA_SUCCESS)
             goto undo_init;
         if (!listen) {
-            dyn_close_port(port);
+            nm_dyn_close_port(port);
             port[0] = '\0';
         }
         base = MPI_COMM_SELF;
     }
 
-    struct mpi_class *pc = calloc(1, sizeof(*pc));
+    struct nm_class *pc = calloc(1, sizeof(*pc));
     if (!pc) {
         ret = NA_NOMEM;
         goto undo_init;
@@ -281,7 +281,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
 
     rc = MPI_Comm_dup(base, &pc->comm); /* collective over base */
     if (rc != MPI_SUCCESS) {
-        log_mpi("MPI_Comm_dup", rc);
+        nm_log_err("MPI_Comm_dup", rc);
         ret = NA_PROTOCOL_ERROR;
         goto free_pc;
     }
@@ -290,7 +290,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         (rc = MPI_Comm_dup(pc->comm, &pc->dcomm)) != MPI_SUCCESS || /* handler too */
         (rc = MPI_Comm_rank(pc->comm, &pc->rank)) != MPI_SUCCESS ||
         (rc = MPI_Comm_size(pc->comm, &pc->size)) != MPI_SUCCESS) {
-        log_mpi("setting up the communicator", rc);
+        nm_log_err("setting up the communicator", rc);
         ret = NA_PROTOCOL_ERROR;
         goto free_comm;
     }
@@ -314,8 +314,8 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
      * least MIN_NA_TAGS; none if that does not fit two generations) */
     long long above = (long long)*tag_ub - TAG_EXP_BASE;
     if (dynamic) {
-        pc->conn_gen_bits = mpi_emul_gen_bits((above - MIN_NA_TAGS) / 2);
-        pc->max_tag = (na_tag_t)(above - 1 - mpi_emul_gen_span(pc->conn_gen_bits));
+        pc->conn_gen_bits = hgx_emul_gen_bits((above - MIN_NA_TAGS) / 2);
+        pc->max_tag = (na_tag_t)(above - 1 - hgx_emul_gen_span(pc->conn_gen_bits));
         pc->conn_gen_base = TAG_EXP_BASE + (int)pc->max_tag + 1;
     } else {
         pc->max_tag = (na_tag_t)above;
@@ -330,26 +330,26 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
         ret = NA_INVALID_ARG;
         goto free_comm;
     }
-    ret = mpi_emul_create(&pc->emul, pc->comm, &pc->tab, TAG_CTRL, TAG_PUT_BASE,
+    ret = hgx_emul_create(&pc->emul, pc->comm, &pc->tab, TAG_CTRL, TAG_PUT_BASE,
                           TAG_GET_BASE);
     if (ret != NA_SUCCESS) {
         if (pc->emul) {
-            mpi_emul_close(pc->emul);
+            hgx_emul_close(pc->emul);
             hgx_mreqtab_destroy(&pc->tab, 100);
-            mpi_emul_free(pc->emul);
+            hgx_emul_free(pc->emul);
         }
         goto free_comm;
     }
-    mpi_emul_set_data_comm(pc->emul, pc->dcomm);
+    hgx_emul_set_data_comm(pc->emul, pc->dcomm);
     /* dcomm carries data only: the tag generations take TAG_EXP_BASE .. tag_ub */
-    mpi_emul_set_tag_gens(pc->emul, TAG_EXP_BASE, mpi_emul_gen_bits(above + 1));
+    hgx_emul_set_tag_gens(pc->emul, TAG_EXP_BASE, hgx_emul_gen_bits(above + 1));
     if (dynamic) {
         pc->dynamic = true;
         pc->self_conn = calloc(1, sizeof(*pc->self_conn));
         if (!pc->self_conn) {
-            mpi_emul_close(pc->emul);
+            hgx_emul_close(pc->emul);
             hgx_mreqtab_destroy(&pc->tab, 100);
-            mpi_emul_free(pc->emul);
+            hgx_emul_free(pc->emul);
             ret = NA_NOMEM;
             goto free_comm;
         }
@@ -360,13 +360,13 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
             memcpy(pc->port, port, sizeof(pc->port));
             pc->listening = true;
             port[0] = '\0'; /* owned by the class now */
-            ret = dyn_listen(pc);
+            ret = nm_dyn_listen(pc);
             if (ret != NA_SUCCESS) {
-                dyn_close_port(pc->port);
+                nm_dyn_close_port(pc->port);
                 free(pc->self_conn);
-                mpi_emul_close(pc->emul);
+                hgx_emul_close(pc->emul);
                 hgx_mreqtab_destroy(&pc->tab, 100);
-                mpi_emul_free(pc->emul);
+                hgx_emul_free(pc->emul);
                 goto free_comm;
             }
             HGX_LOG_DEBUG(MPI, "mpi+dynamic listening on port %s", pc->port);
@@ -377,7 +377,7 @@ static na_return_t mpi_initialize(na_class_t *na_class, const struct na_info *in
                   "mpi+%s rank %d of %d, tag_ub %d, max NA tag %u, tag-generation bits "
                   "%u (connections: %u)",
                   info->protocol_name, pc->rank, pc->size, *tag_ub, pc->max_tag,
-                  mpi_emul_gen_bits(above + 1), pc->conn_gen_bits);
+                  hgx_emul_gen_bits(above + 1), pc->conn_gen_bits);
     return NA_SUCCESS;
 
 free_comm:
@@ -390,7 +390,7 @@ free_pc:
     free(pc);
 undo_init:
     if (port[0])
-        dyn_close_port(port);
+        nm_dyn_close_port(port);
     if (we_init) {
         pthread_mutex_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0)
@@ -400,39 +400,39 @@ undo_init:
     return ret;
 }
 
-static na_return_t mpi_finalize(na_class_t *na_class)
+static na_return_t nm_finalize(na_class_t *na_class)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     pthread_mutex_lock(&pc->lock);
-    struct mpi_emul_stats st;
-    mpi_emul_get_stats(pc->emul, &st);
+    struct hgx_emul_stats st;
+    hgx_emul_get_stats(pc->emul, &st);
     if (st.bad_packets || st.refused)
         HGX_LOG_DEBUG(
             MPI_EMUL,
             "%lu malformed packets, %lu refused requests, %lu late chunks dropped",
             st.bad_packets, st.refused, st.late_dropped);
-    drop_held(pc);
+    nm_drop_held(pc);
     if (pc->dynamic) {
-        dyn_finalize(pc);
+        nm_dyn_finalize(pc);
         for (struct dyn_conn *k = pc->conns; k; k = k->next)
-            mpi_emul_close(k->emul);
+            hgx_emul_close(k->emul);
     }
-    mpi_emul_close(pc->emul);
+    hgx_emul_close(pc->emul);
     hgx_mreqtab_destroy(&pc->tab, 1000);
     if (pc->dynamic) {
         while (pc->conns) {
             struct dyn_conn *k = pc->conns;
             pc->conns = k->next;
-            dyn_disconnect(k, true, pc->tag_bye);
-            mpi_emul_free(k->emul);
+            nm_dyn_disconnect(k, true, pc->tag_bye);
+            hgx_emul_free(k->emul);
             free(k->port);
             free(k);
         }
         free(pc->self_conn);
     }
-    mpi_emul_free(pc->emul);
+    hgx_emul_free(pc->emul);
 #ifdef OPEN_MPI
-    sinks_unmap(pc);
+    nm_sinks_unmap(pc);
 #endif
     if (pc->ndropped)
         HGX_LOG_DEBUG(MPI, "%lu received messages were dropped", pc->ndropped);
@@ -440,7 +440,7 @@ static na_return_t mpi_finalize(na_class_t *na_class)
     if (rc == MPI_SUCCESS)
         rc = MPI_Comm_free(&pc->dcomm);
     if (rc != MPI_SUCCESS)
-        log_mpi("MPI_Comm_free", rc);
+        nm_log_err("MPI_Comm_free", rc);
     pthread_mutex_unlock(&pc->lock);
     pthread_mutex_destroy(&pc->lock);
     for (int r = 0; r < pc->size; r++)
@@ -453,32 +453,32 @@ static na_return_t mpi_finalize(na_class_t *na_class)
         if (--na_mpi_init_refs == 0) {
             rc = MPI_Finalize();
             if (rc != MPI_SUCCESS)
-                log_mpi("MPI_Finalize", rc);
+                nm_log_err("MPI_Finalize", rc);
         }
         pthread_mutex_unlock(&na_mpi_global_lock);
     }
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_context_create(na_class_t *na_class, na_context_t *context,
-                                      uint8_t id)
+static na_return_t nm_context_create(na_class_t *na_class, na_context_t *context,
+                                     uint8_t id)
 {
     (void)na_class, (void)id;
     context->plugin_context = NULL; /* all contexts share the class's MPI state */
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_context_destroy(na_class_t *na_class, na_context_t *context)
+static na_return_t nm_context_destroy(na_class_t *na_class, na_context_t *context)
 {
     (void)na_class, (void)context;
     return NA_SUCCESS;
 }
 
-static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
+static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     (void)context;
-    struct mpi_class *pc = PC(na_class);
-    struct mpi_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(na_class);
+    struct nm_op *mo = na_op_plugin(op);
     pthread_mutex_lock(&pc->lock);
     if (atomic_load(&op->state) != NA_OP_CANCELING) {
         pthread_mutex_unlock(&pc->lock); /* completed meanwhile */
@@ -487,7 +487,7 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
     switch (op->info.type) {
     case NA_CB_RECV_UNEXPECTED:
         if (mo->in_uq) {
-            struct mpi_op **pp = &pc->uq_head, *prev = NULL;
+            struct nm_op **pp = &pc->uq_head, *prev = NULL;
             while (*pp && *pp != mo)
                 prev = *pp, pp = &(*pp)->next;
             if (*pp) {
@@ -496,30 +496,30 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
                     pc->uq_tail = prev;
             }
             mo->in_uq = false;
-            op_done(pc, op, NA_CANCELED);
+            nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
             /* unexp_irecv_done: MPI_Test_cancelled tells cancelled from received */
             MPI_Request r = mo->req;
             int rc = MPI_Cancel(&r);
             if (rc != MPI_SUCCESS)
-                log_mpi("MPI_Cancel", rc);
+                nm_log_err("MPI_Cancel", rc);
         } /* else: already matched, its local Imrecv completes soon */
         break;
     case NA_CB_RECV_EXPECTED:
         if (mo->in_eq) {
-            struct mpi_op **pp = &pc->eq_head;
+            struct nm_op **pp = &pc->eq_head;
             while (*pp && *pp != mo)
                 pp = &(*pp)->next;
             if (*pp)
                 *pp = mo->next;
             mo->in_eq = false;
-            op_done(pc, op, NA_CANCELED);
+            nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
-            /* as for sends below: MPI_Test_cancelled decides in recv_exp_done */
+            /* as for sends below: MPI_Test_cancelled decides in nm_recv_exp_done */
             MPI_Request r = mo->req;
             int rc = MPI_Cancel(&r);
             if (rc != MPI_SUCCESS)
-                log_mpi("MPI_Cancel", rc);
+                nm_log_err("MPI_Cancel", rc);
         } /* else: matched, its local Imrecv completes soon */
         break;
     case NA_CB_SEND_EXPECTED:
@@ -530,13 +530,13 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
         MPI_Request r = mo->req;
         int rc = MPI_Cancel(&r);
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Cancel", rc);
+            nm_log_err("MPI_Cancel", rc);
         break;
     }
     case NA_CB_PUT:
     case NA_CB_GET:
         if (mo->oreq)
-            mpi_emul_cancel(mo->emul, mo->oreq);
+            hgx_emul_cancel(mo->emul, mo->oreq);
         break;
     default:
         break;
@@ -548,49 +548,49 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
 const struct na_ops na_mpi_ops = {
     .class_name = "mpi",
     /* Every piece is one emulated transfer with its own request and CTS
-     * round trip; the emulation moves a transfer in MPI_EMUL_CHUNK (16 MiB)
+     * round trip; the emulation moves a transfer in HGX_EMUL_CHUNK (16 MiB)
      * messages itself. With 256 KiB pieces Open MPI bulk ran at 0.77-0.90x raw at
      * >= 1 MiB, with 16 MiB pieces at 0.89-1.15x (docs/performance.md). */
     .rma_piece_max = (size_t)16 << 20,
-    .op_size = sizeof(struct mpi_op),
-    .check_protocol = mpi_check_protocol,
-    .initialize = mpi_initialize,
-    .finalize = mpi_finalize,
+    .op_size = sizeof(struct nm_op),
+    .check_protocol = nm_check_protocol,
+    .initialize = nm_initialize,
+    .finalize = nm_finalize,
     .cleanup = NULL,
-    .context_create = mpi_context_create,
-    .context_destroy = mpi_context_destroy,
-    .addr_lookup = mpi_addr_lookup,
-    .addr_destroy = mpi_addr_destroy,
+    .context_create = nm_context_create,
+    .context_destroy = nm_context_destroy,
+    .addr_lookup = nm_addr_lookup,
+    .addr_destroy = nm_addr_destroy,
     .addr_set_remove = NULL,
-    .addr_self = mpi_addr_self,
-    .addr_cmp = mpi_addr_cmp,
-    .addr_is_self = mpi_addr_is_self,
-    .addr_to_string = mpi_addr_to_string,
-    .addr_get_serialize_size = mpi_addr_get_serialize_size,
-    .addr_serialize = mpi_addr_serialize,
-    .addr_deserialize = mpi_addr_deserialize,
-    .msg_get_max_unexpected_size = mpi_max_unexp,
-    .msg_get_max_expected_size = mpi_max_exp,
+    .addr_self = nm_addr_self,
+    .addr_cmp = nm_addr_cmp,
+    .addr_is_self = nm_addr_is_self,
+    .addr_to_string = nm_addr_to_string,
+    .addr_get_serialize_size = nm_addr_get_serialize_size,
+    .addr_serialize = nm_addr_serialize,
+    .addr_deserialize = nm_addr_deserialize,
+    .msg_get_max_unexpected_size = nm_max_unexp,
+    .msg_get_max_expected_size = nm_max_exp,
     .msg_get_unexpected_header_size = NULL,
     .msg_get_expected_header_size = NULL,
-    .msg_get_max_tag = mpi_max_tag,
-    .msg_send_unexpected = mpi_send_unexpected,
-    .msg_recv_unexpected = mpi_recv_unexpected,
-    .msg_send_expected = mpi_send_expected,
-    .msg_recv_expected = mpi_recv_expected,
-    .mem_handle_create = mpi_mem_handle_create,
-    .mem_handle_create_segments = mpi_mem_handle_create_segments,
-    .mem_handle_free = mpi_mem_handle_free,
-    .mem_handle_get_max_segments = mpi_mem_max_segments,
-    .mem_register = mpi_mem_register,
-    .mem_deregister = mpi_mem_deregister,
-    .mem_handle_get_serialize_size = mpi_mem_serialize_size,
-    .mem_handle_serialize = mpi_mem_serialize,
-    .mem_handle_deserialize = mpi_mem_deserialize,
-    .rma = mpi_rma,
+    .msg_get_max_tag = nm_max_tag,
+    .msg_send_unexpected = nm_send_unexpected,
+    .msg_recv_unexpected = nm_recv_unexpected,
+    .msg_send_expected = nm_send_expected,
+    .msg_recv_expected = nm_recv_expected,
+    .mem_handle_create = nm_mem_handle_create,
+    .mem_handle_create_segments = nm_mem_handle_create_segments,
+    .mem_handle_free = nm_mem_handle_free,
+    .mem_handle_get_max_segments = nm_mem_max_segments,
+    .mem_register = nm_mem_register,
+    .mem_deregister = nm_mem_deregister,
+    .mem_handle_get_serialize_size = nm_mem_serialize_size,
+    .mem_handle_serialize = nm_mem_serialize,
+    .mem_handle_deserialize = nm_mem_deserialize,
+    .rma = nm_rma,
     .poll_get_fd = NULL,
     .poll_try_wait = NULL,
-    .poll = mpi_poll,
-    .poll_wait = mpi_poll_wait,
-    .cancel = mpi_cancel,
+    .poll = nm_poll,
+    .poll_wait = nm_poll_wait,
+    .cancel = nm_cancel,
 };

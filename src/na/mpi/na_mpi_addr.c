@@ -8,12 +8,12 @@
 
 /* A reference to rank's address in the class (mpi+static), created on first
  * use: no allocation per received message. */
-static na_return_t rank_addr(na_class_t *na_class, int rank, na_addr_t **addr_p)
+static na_return_t nm_rank_addr(na_class_t *na_class, int rank, na_addr_t **addr_p)
 {
-    _Atomic(struct mpi_addr *) *slot = &PC(na_class)->rank_addrs[rank];
-    struct mpi_addr *a = atomic_load(slot);
+    _Atomic(struct nm_addr *) *slot = &PC(na_class)->rank_addrs[rank];
+    struct nm_addr *a = atomic_load(slot);
     if (!a) {
-        struct mpi_addr *fresh = calloc(1, sizeof(*fresh));
+        struct nm_addr *fresh = calloc(1, sizeof(*fresh));
         if (!fresh)
             return NA_NOMEM;
         na_addr_init_owned(na_class, &fresh->head);
@@ -27,12 +27,12 @@ static na_return_t rank_addr(na_class_t *na_class, int rank, na_addr_t **addr_p)
     return NA_SUCCESS;
 }
 
-na_return_t addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank,
-                     na_addr_t **addr_p)
+na_return_t nm_addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank,
+                        na_addr_t **addr_p)
 {
     if (!conn && rank >= 0 && rank < PC(na_class)->size)
-        return rank_addr(na_class, rank, addr_p);
-    struct mpi_addr *a = calloc(1, sizeof(*a));
+        return nm_rank_addr(na_class, rank, addr_p);
+    struct nm_addr *a = calloc(1, sizeof(*a));
     if (!a)
         return NA_NOMEM;
     na_addr_init(na_class, &a->head);
@@ -42,9 +42,10 @@ na_return_t addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank,
     return NA_SUCCESS;
 }
 
-static na_return_t dyn_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+static na_return_t nm_dyn_lookup(na_class_t *na_class, const char *name,
+                                 na_addr_t **addr_p)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     char target[MPI_MAX_PORT_NAME], port[MPI_MAX_PORT_NAME];
     if (strncmp(name, "dynamic://", 10) != 0) {
         HGX_LOG_ERROR(MPI, "address \"%s\" is not of the form mpi+dynamic://PORT-OR-NAME",
@@ -52,7 +53,7 @@ static na_return_t dyn_lookup(na_class_t *na_class, const char *name, na_addr_t 
         return strncmp(name, "static://", 9) == 0 ? NA_PROTONOSUPPORT : NA_INVALID_ARG;
     }
     if (strlen(name + 10) >= sizeof(target) ||
-        !dyn_unescape(name + 10, target, sizeof(target))) {
+        !nm_dyn_unescape(name + 10, target, sizeof(target))) {
         HGX_LOG_ERROR(MPI, "address \"%s\": empty, too long or bad %%-escape", name);
         return NA_INVALID_ARG;
     }
@@ -62,40 +63,41 @@ static na_return_t dyn_lookup(na_class_t *na_class, const char *name, na_addr_t 
     pthread_mutex_lock(&pc->lock);
     if (!is_name && pc->listening && strcmp(target, pc->port) == 0) {
         pthread_mutex_unlock(&pc->lock);
-        return addr_new(na_class, pc->self_conn, 0, addr_p);
+        return nm_addr_new(na_class, pc->self_conn, 0, addr_p);
     }
     for (struct dyn_conn *k = pc->conns; k; k = k->next)
         if (!k->dead && k->port && !is_name && strcmp(k->port, target) == 0) {
             pthread_mutex_unlock(&pc->lock);
-            return addr_new(na_class, k, 0, addr_p);
+            return nm_addr_new(na_class, k, 0, addr_p);
         }
     pthread_mutex_unlock(&pc->lock);
     MPI_Comm c = MPI_COMM_NULL;
-    na_return_t ret = dyn_connect(target, is_name, &c, port); /* unlocked: may block */
+    na_return_t ret = nm_dyn_connect(target, is_name, &c, port); /* unlocked: may block */
     if (ret != NA_SUCCESS)
         return ret;
     pthread_mutex_lock(&pc->lock);
-    struct dyn_conn *k = conn_add(pc, c, port);
+    struct dyn_conn *k = nm_conn_add(pc, c, port);
     pthread_mutex_unlock(&pc->lock);
     if (!k) {
         MPI_Comm_disconnect(&c);
         return NA_NOMEM;
     }
     HGX_LOG_DEBUG(MPI, "mpi+dynamic: connected to %s (connection %d)", target, k->id);
-    return addr_new(na_class, k, 0, addr_p);
+    return nm_addr_new(na_class, k, 0, addr_p);
 }
 
-na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+na_return_t nm_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     const char *p = name;
     if (pc->dynamic)
-        return dyn_lookup(na_class, name, addr_p);
+        return nm_dyn_lookup(na_class, name, addr_p);
     if (strncmp(p, "static://", 9) != 0) {
         if (strncmp(p, "dynamic://", 10) == 0) {
             char port[MPI_MAX_PORT_NAME];
-            if (dyn_open_port(port, "looking up an mpi+dynamic address") == NA_SUCCESS) {
-                dyn_close_port(port);
+            if (nm_dyn_open_port(port, "looking up an mpi+dynamic address") ==
+                NA_SUCCESS) {
+                nm_dyn_close_port(port);
                 HGX_LOG_ERROR(MPI,
                               "address \"%s\" needs a class initialized with mpi+dynamic "
                               "(this one is mpi+static)",
@@ -124,44 +126,44 @@ na_return_t mpi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **
                       rank, pc->size);
         return NA_ADDRNOTAVAIL;
     }
-    return addr_new(na_class, NULL, (int)rank, addr_p);
+    return nm_addr_new(na_class, NULL, (int)rank, addr_p);
 }
 
-void mpi_addr_destroy(na_class_t *na_class, na_addr_t *addr)
+void nm_addr_destroy(na_class_t *na_class, na_addr_t *addr)
 {
     (void)na_class;
     free(addr);
 }
 
-na_return_t mpi_addr_self(na_class_t *na_class, na_addr_t **addr_p)
+na_return_t nm_addr_self(na_class_t *na_class, na_addr_t **addr_p)
 {
-    struct mpi_class *pc = PC(na_class);
-    return addr_new(na_class, pc->self_conn, pc->rank, addr_p);
+    struct nm_class *pc = PC(na_class);
+    return nm_addr_new(na_class, pc->self_conn, pc->rank, addr_p);
 }
 
-bool mpi_addr_cmp(na_class_t *na_class, na_addr_t *a1, na_addr_t *a2)
+bool nm_addr_cmp(na_class_t *na_class, na_addr_t *a1, na_addr_t *a2)
 {
     (void)na_class;
-    return ((struct mpi_addr *)a1)->rank == ((struct mpi_addr *)a2)->rank &&
-           ((struct mpi_addr *)a1)->conn == ((struct mpi_addr *)a2)->conn;
+    return ((struct nm_addr *)a1)->rank == ((struct nm_addr *)a2)->rank &&
+           ((struct nm_addr *)a1)->conn == ((struct nm_addr *)a2)->conn;
 }
 
-bool mpi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
+bool nm_addr_is_self(na_class_t *na_class, na_addr_t *addr)
 {
     if (PC(na_class)->dynamic)
-        return ((struct mpi_addr *)addr)->conn == PC(na_class)->self_conn;
-    return ((struct mpi_addr *)addr)->rank == PC(na_class)->rank;
+        return ((struct nm_addr *)addr)->conn == PC(na_class)->self_conn;
+    return ((struct nm_addr *)addr)->rank == PC(na_class)->rank;
 }
 
 /* mpi+dynamic address string of a connection. */
-static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, char *buf,
-                                   size_t n)
+static na_return_t nm_dyn_addr_string(struct nm_class *pc, struct dyn_conn *k, char *buf,
+                                      size_t n)
 {
     char esc[3 * MPI_MAX_PORT_NAME + 1];
     const char *port = k->is_self ? (pc->listening ? pc->port : NULL) : k->port;
     int w;
     if (port) {
-        dyn_escape(port, esc, sizeof(esc));
+        nm_dyn_escape(port, esc, sizeof(esc));
         w = snprintf(buf, n, "mpi+dynamic://%s", esc);
     } else if (k->is_self) {
         w = snprintf(buf, n, "mpi+dynamic://self-%ld",
@@ -173,70 +175,70 @@ static na_return_t dyn_addr_string(struct mpi_class *pc, struct dyn_conn *k, cha
     return w < 0 || (size_t)w >= n ? NA_OVERFLOW : NA_SUCCESS;
 }
 
-static na_return_t addr_string(struct mpi_class *pc, const struct mpi_addr *a, char *buf,
-                               size_t n)
+static na_return_t nm_addr_string(struct nm_class *pc, const struct nm_addr *a, char *buf,
+                                  size_t n)
 {
     if (pc->dynamic)
-        return dyn_addr_string(pc, a->conn, buf, n);
+        return nm_dyn_addr_string(pc, a->conn, buf, n);
     int w = snprintf(buf, n, "mpi+static://%d", a->rank);
     return w < 0 || (size_t)w >= n ? NA_OVERFLOW : NA_SUCCESS;
 }
 
-na_return_t mpi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
-                               na_addr_t *addr)
+na_return_t nm_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                              na_addr_t *addr)
 {
-    return addr_string(PC(na_class), (struct mpi_addr *)addr, buf, *buf_size);
+    return nm_addr_string(PC(na_class), (struct nm_addr *)addr, buf, *buf_size);
 }
 
 const char *na_mpi_port_string(na_class_t *na_class)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     if (pc->dynamic && !pc->listening)
         return NULL;
     pthread_mutex_lock(&pc->lock);
     if (!pc->port_str[0]) {
-        struct mpi_addr self = {.rank = pc->rank, .conn = pc->self_conn};
-        if (addr_string(pc, &self, pc->port_str, sizeof(pc->port_str)) != NA_SUCCESS)
+        struct nm_addr self = {.rank = pc->rank, .conn = pc->self_conn};
+        if (nm_addr_string(pc, &self, pc->port_str, sizeof(pc->port_str)) != NA_SUCCESS)
             pc->port_str[0] = '\0';
     }
     pthread_mutex_unlock(&pc->lock);
     return pc->port_str[0] ? pc->port_str : NULL;
 }
 
-size_t mpi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
+size_t nm_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
 {
     (void)addr;
     if (PC(na_class)->dynamic) { /* the address string (lookups connect) */
         char s[DYN_ADDR_MAX];
-        if (dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, s,
-                            sizeof(s)) != NA_SUCCESS)
+        if (nm_dyn_addr_string(PC(na_class), ((struct nm_addr *)addr)->conn, s,
+                               sizeof(s)) != NA_SUCCESS)
             return 0;
         return strlen(s) + 1;
     }
     return sizeof(int32_t);
 }
 
-na_return_t mpi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                               na_addr_t *addr)
+na_return_t nm_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                              na_addr_t *addr)
 {
     if (PC(na_class)->dynamic)
-        return dyn_addr_string(PC(na_class), ((struct mpi_addr *)addr)->conn, buf,
-                               buf_size);
+        return nm_dyn_addr_string(PC(na_class), ((struct nm_addr *)addr)->conn, buf,
+                                  buf_size);
     (void)buf_size;
-    int32_t r = ((struct mpi_addr *)addr)->rank;
+    int32_t r = ((struct nm_addr *)addr)->rank;
     memcpy(buf, &r, sizeof(r));
     return NA_SUCCESS;
 }
 
-na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
-                                 const void *buf, size_t buf_size)
+na_return_t nm_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const void *buf,
+                                size_t buf_size)
 {
     int32_t r;
     if (PC(na_class)->dynamic) {
         const char *s = buf;
         if (buf_size < 15 || !memchr(s, '\0', buf_size) || strncmp(s, "mpi+", 4) != 0)
             return NA_INVALID_ARG;
-        return dyn_lookup(na_class, s + 4, addr_p);
+        return nm_dyn_lookup(na_class, s + 4, addr_p);
     }
     if (buf_size < sizeof(r))
         return NA_INVALID_ARG;
@@ -246,5 +248,5 @@ na_return_t mpi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
                       PC(na_class)->size);
         return NA_INVALID_ARG;
     }
-    return addr_new(na_class, NULL, r, addr_p);
+    return nm_addr_new(na_class, NULL, r, addr_p);
 }

@@ -29,7 +29,7 @@
  * its own refcounted state, and MPI_Finalize ends it.
  */
 
-static const char *mpi_library_name(char *buf, size_t n)
+static const char *nm_library_name(char *buf, size_t n)
 {
     char v[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
@@ -52,7 +52,7 @@ static const char *mpi_library_name(char *buf, size_t n)
  * default). So each such call runs with MPI_ERRORS_RETURN on both, and the
  * application's handlers are put back right after it; calls in several
  * threads at once share one window (counted). A lookup abandoned in its
- * helper thread (see dyn_connect) keeps the window open until MPI_Lookup_name
+ * helper thread (see nm_dyn_connect) keeps the window open until MPI_Lookup_name
  * returns. Accept and connect run on dyn_self, a private dup of MPI_COMM_SELF
  * with MPI_ERRORS_RETURN, so the acceptor blocked in MPI_Comm_accept for the
  * life of a listener changes nothing of the application's.
@@ -63,7 +63,7 @@ static MPI_Errhandler dyn_eh_world, dyn_eh_self;
 static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
                                              acceptor may still use it */
 
-static void dyn_eh_enter(void)
+static void nm_dyn_eh_enter(void)
 {
     pthread_mutex_lock(&dyn_eh_lock);
     if (dyn_eh_depth++ == 0) {
@@ -75,7 +75,7 @@ static void dyn_eh_enter(void)
     pthread_mutex_unlock(&dyn_eh_lock);
 }
 
-static void dyn_eh_leave(void)
+static void nm_dyn_eh_leave(void)
 {
     pthread_mutex_lock(&dyn_eh_lock);
     if (--dyn_eh_depth == 0) {
@@ -87,16 +87,16 @@ static void dyn_eh_leave(void)
     pthread_mutex_unlock(&dyn_eh_lock);
 }
 
-int dyn_close_port(const char *port)
+int nm_dyn_close_port(const char *port)
 {
-    dyn_eh_enter();
+    nm_dyn_eh_enter();
     int rc = MPI_Close_port(port);
-    dyn_eh_leave();
+    nm_dyn_eh_leave();
     return rc;
 }
 
 /* The communicator accept and connect run on (created once per process). */
-int dyn_self_comm(void)
+int nm_dyn_self_comm(void)
 {
     int rc = MPI_SUCCESS;
     pthread_mutex_lock(&dyn_eh_lock);
@@ -110,11 +110,11 @@ int dyn_self_comm(void)
 }
 
 /* Open a port; on failure log the real cause (MPICH ch4:ucx has no MPI_Open_port). */
-na_return_t dyn_open_port(char *port, const char *why)
+na_return_t nm_dyn_open_port(char *port, const char *why)
 {
-    dyn_eh_enter();
+    nm_dyn_eh_enter();
     int rc = MPI_Open_port(MPI_INFO_NULL, port);
-    dyn_eh_leave();
+    nm_dyn_eh_leave();
     if (rc != MPI_SUCCESS) {
         char lib[128], es[MPI_MAX_ERROR_STRING];
         int len = 0;
@@ -125,13 +125,13 @@ na_return_t dyn_open_port(char *port, const char *why)
             "MPI_Open_port is not supported by this MPI (%s): %s needs dynamic process "
             "support (MPI_Open_port/MPI_Comm_accept/MPI_Comm_connect); use Open MPI with "
             "ompi-server (tools/ompi-dynamic-run.sh) or mpi+static [MPI_Open_port: %s]",
-            mpi_library_name(lib, sizeof(lib)), why, es);
+            nm_library_name(lib, sizeof(lib)), why, es);
         return NA_PROTONOSUPPORT;
     }
     return NA_SUCCESS;
 }
 
-void dyn_escape(const char *in, char *out, size_t n)
+void nm_dyn_escape(const char *in, char *out, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;
@@ -149,7 +149,7 @@ void dyn_escape(const char *in, char *out, size_t n)
     out[o] = '\0';
 }
 
-static int hexval(char c)
+static int nm_hexval(char c)
 {
     return c >= '0' && c <= '9'   ? c - '0'
            : c >= 'a' && c <= 'f' ? c - 'a' + 10
@@ -157,14 +157,14 @@ static int hexval(char c)
                                   : -1;
 }
 
-bool dyn_unescape(const char *in, char *out, size_t n)
+bool nm_dyn_unescape(const char *in, char *out, size_t n)
 {
     size_t o = 0;
     for (const char *p = in; *p; p++) {
         if (o + 1 >= n)
             return false;
         if (*p == '%') {
-            int h = hexval(p[1]), l = h < 0 ? -1 : hexval(p[2]);
+            int h = nm_hexval(p[1]), l = h < 0 ? -1 : nm_hexval(p[2]);
             if (h < 0 || l < 0)
                 return false;
             out[o++] = (char)(h * 16 + l);
@@ -187,7 +187,7 @@ struct dyn_acceptor {
     pthread_t thr;
 };
 
-static void acceptor_unref(struct dyn_acceptor *a)
+static void nm_acceptor_unref(struct dyn_acceptor *a)
 {
     pthread_mutex_lock(&a->mu);
     int left = --a->refs;
@@ -199,7 +199,7 @@ static void acceptor_unref(struct dyn_acceptor *a)
     }
 }
 
-static void *acceptor_main(void *arg)
+static void *nm_acceptor_main(void *arg)
 {
     struct dyn_acceptor *a = arg;
     for (;;) {
@@ -219,7 +219,7 @@ static void *acceptor_main(void *arg)
         }
         if (rc != MPI_SUCCESS) {
             pthread_mutex_unlock(&a->mu);
-            log_mpi("MPI_Comm_accept (acceptor thread stops; no new connections)", rc);
+            nm_log_err("MPI_Comm_accept (acceptor thread stops; no new connections)", rc);
             break;
         }
         if (a->npending == a->cap) {
@@ -237,7 +237,7 @@ static void *acceptor_main(void *arg)
         a->pending[a->npending++] = c;
         pthread_mutex_unlock(&a->mu);
     }
-    acceptor_unref(a);
+    nm_acceptor_unref(a);
     return NULL;
 }
 
@@ -253,7 +253,7 @@ struct dyn_connector {
     char port[MPI_MAX_PORT_NAME];
 };
 
-static void connector_unref(struct dyn_connector *k)
+static void nm_connector_unref(struct dyn_connector *k)
 {
     pthread_mutex_lock(&k->mu);
     int left = --k->refs;
@@ -265,16 +265,16 @@ static void connector_unref(struct dyn_connector *k)
     }
 }
 
-static void *connector_main(void *arg)
+static void *nm_connector_main(void *arg)
 {
     struct dyn_connector *k = arg;
     int rc = MPI_SUCCESS;
     const char *failed = NULL;
     MPI_Comm c = MPI_COMM_NULL;
     if (k->is_name) {
-        dyn_eh_enter();
+        nm_dyn_eh_enter();
         rc = MPI_Lookup_name(k->target, MPI_INFO_NULL, k->port);
-        dyn_eh_leave();
+        nm_dyn_eh_leave();
         if (rc != MPI_SUCCESS)
             failed = "MPI_Lookup_name";
     } else {
@@ -292,13 +292,13 @@ static void *connector_main(void *arg)
     k->comm = c; /* abandoned: left unused (MPI may already be finalized) */
     pthread_cond_signal(&k->cv);
     pthread_mutex_unlock(&k->mu);
-    connector_unref(k);
+    nm_connector_unref(k);
     return NULL;
 }
 
 /* Runs MPI_Lookup_name + MPI_Comm_connect in a helper thread, bounded. */
-na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
-                        char *port_out)
+na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
+                           char *port_out)
 {
     struct dyn_connector *k = calloc(1, sizeof(*k));
     if (!k)
@@ -309,9 +309,9 @@ na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
     k->is_name = is_name;
     snprintf(k->target, sizeof(k->target), "%s", target);
     pthread_t t;
-    if (pthread_create(&t, NULL, connector_main, k) != 0) {
+    if (pthread_create(&t, NULL, nm_connector_main, k) != 0) {
         k->refs = 1;
-        connector_unref(k);
+        nm_connector_unref(k);
         return NA_NOMEM;
     }
     pthread_detach(t);
@@ -355,26 +355,26 @@ na_return_t dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
         snprintf(port_out, MPI_MAX_PORT_NAME, "%s", k->port);
     }
     pthread_mutex_unlock(&k->mu);
-    connector_unref(k);
+    nm_connector_unref(k);
     return ret;
 }
 
 /* New connection record for an intercommunicator. Class lock held. */
-struct dyn_conn *conn_add(struct mpi_class *pc, MPI_Comm c, const char *port)
+struct dyn_conn *nm_conn_add(struct nm_class *pc, MPI_Comm c, const char *port)
 {
     struct dyn_conn *k = calloc(1, sizeof(*k));
     if (!k)
         return NULL;
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    if (mpi_emul_create(&k->emul, c, &pc->tab, TAG_CTRL, TAG_PUT_BASE, TAG_GET_BASE) !=
+    if (hgx_emul_create(&k->emul, c, &pc->tab, TAG_CTRL, TAG_PUT_BASE, TAG_GET_BASE) !=
             NA_SUCCESS ||
         (port && !(k->port = strdup(port)))) {
-        mpi_emul_free(k->emul);
+        hgx_emul_free(k->emul);
         free(k);
         return NULL;
     }
-    mpi_emul_share_registry(k->emul, pc->emul);
-    mpi_emul_set_tag_gens(k->emul, pc->conn_gen_base, pc->conn_gen_bits);
+    hgx_emul_share_registry(k->emul, pc->emul);
+    hgx_emul_set_tag_gens(k->emul, pc->conn_gen_base, pc->conn_gen_bits);
     k->comm = c;
     k->id = ++pc->nconns;
     k->next = pc->conns;
@@ -383,7 +383,7 @@ struct dyn_conn *conn_add(struct mpi_class *pc, MPI_Comm c, const char *port)
 }
 
 /* Move connections accepted by the acceptor thread into the class. Lock held. */
-int dyn_take_accepted(struct mpi_class *pc)
+int nm_dyn_take_accepted(struct nm_class *pc)
 {
     struct dyn_acceptor *a = pc->acc;
     int n = 0;
@@ -392,7 +392,7 @@ int dyn_take_accepted(struct mpi_class *pc)
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < a->npending; i++) {
         MPI_Comm c = a->pending[i];
-        struct dyn_conn *k = conn_add(pc, c, NULL);
+        struct dyn_conn *k = nm_conn_add(pc, c, NULL);
         if (!k) {
             HGX_LOG_ERROR(MPI, "out of memory: dropping an accepted connection");
             MPI_Comm_disconnect(&c);
@@ -406,7 +406,7 @@ int dyn_take_accepted(struct mpi_class *pc)
     return n;
 }
 
-void dyn_disconnect(struct dyn_conn *k, bool send_bye, int tag_bye)
+void nm_dyn_disconnect(struct dyn_conn *k, bool send_bye, int tag_bye)
 {
     if (k->dead || k->is_self)
         return;
@@ -414,17 +414,17 @@ void dyn_disconnect(struct dyn_conn *k, bool send_bye, int tag_bye)
         uint32_t bye = UNEXP_MAGIC;
         int rc = MPI_Send(&bye, (int)sizeof(bye), MPI_BYTE, 0, tag_bye, k->comm);
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Send (BYE)", rc);
+            nm_log_err("MPI_Send (BYE)", rc);
     }
     int rc = MPI_Comm_disconnect(&k->comm);
     if (rc != MPI_SUCCESS)
-        log_mpi("MPI_Comm_disconnect", rc);
+        nm_log_err("MPI_Comm_disconnect", rc);
     k->comm = MPI_COMM_NULL;
     k->dead = true;
 }
 
 /* BYE from the peer: it is finalizing; disconnect our side. Lock held. */
-int dyn_check_bye(struct mpi_class *pc, struct dyn_conn *k)
+int nm_dyn_check_bye(struct nm_class *pc, struct dyn_conn *k)
 {
     int flag = 0;
     MPI_Message msg;
@@ -435,12 +435,12 @@ int dyn_check_bye(struct mpi_class *pc, struct dyn_conn *k)
         return 0;
     MPI_Mrecv(&bye, (int)sizeof(bye), MPI_BYTE, &msg, MPI_STATUS_IGNORE);
     HGX_LOG_DEBUG(MPI, "mpi+dynamic: connection %d closed by the peer", k->id);
-    dyn_disconnect(k, false, 0);
+    nm_dyn_disconnect(k, false, 0);
     return 1;
 }
 
 /* Listener setup: acceptor thread and service name. Class lock not needed (init). */
-na_return_t dyn_listen(struct mpi_class *pc)
+na_return_t nm_dyn_listen(struct nm_class *pc)
 {
     struct dyn_acceptor *a = calloc(1, sizeof(*a));
     if (!a)
@@ -448,18 +448,18 @@ na_return_t dyn_listen(struct mpi_class *pc)
     pthread_mutex_init(&a->mu, NULL);
     a->refs = 2;
     memcpy(a->port, pc->port, sizeof(a->port));
-    if (pthread_create(&a->thr, NULL, acceptor_main, a) != 0) {
+    if (pthread_create(&a->thr, NULL, nm_acceptor_main, a) != 0) {
         a->refs = 1;
-        acceptor_unref(a);
+        nm_acceptor_unref(a);
         HGX_LOG_ERROR(MPI, "cannot start the mpi+dynamic acceptor thread");
         return NA_NOMEM;
     }
     pc->acc = a;
     const char *svc = getenv("HGX_MPI_SERVICE");
     snprintf(pc->service, sizeof(pc->service), "%s", svc && *svc ? svc : "hgx");
-    dyn_eh_enter();
+    nm_dyn_eh_enter();
     int rc = MPI_Publish_name(pc->service, MPI_INFO_NULL, pc->port);
-    dyn_eh_leave();
+    nm_dyn_eh_leave();
     if (rc == MPI_SUCCESS) {
         pc->published = true;
         HGX_LOG_DEBUG(MPI, "mpi+dynamic: published service \"%s\"", pc->service);
@@ -475,7 +475,7 @@ na_return_t dyn_listen(struct mpi_class *pc)
     return NA_SUCCESS;
 }
 
-void dyn_finalize(struct mpi_class *pc)
+void nm_dyn_finalize(struct nm_class *pc)
 {
     if (pc->acc) {
         struct dyn_acceptor *a = pc->acc;
@@ -487,21 +487,21 @@ void dyn_finalize(struct mpi_class *pc)
             pthread_detach(a->thr); /* ends with MPI_Finalize; see the comment above */
         else
             pthread_join(a->thr, NULL);
-        dyn_take_accepted(pc); /* connections that arrived meanwhile get their BYE */
-        acceptor_unref(a);
+        nm_dyn_take_accepted(pc); /* connections that arrived meanwhile get their BYE */
+        nm_acceptor_unref(a);
         pc->acc = NULL;
     }
     if (pc->published) {
-        dyn_eh_enter();
+        nm_dyn_eh_enter();
         int rc = MPI_Unpublish_name(pc->service, MPI_INFO_NULL, pc->port);
-        dyn_eh_leave();
+        nm_dyn_eh_leave();
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Unpublish_name", rc);
+            nm_log_err("MPI_Unpublish_name", rc);
     }
     if (pc->listening) {
-        int rc = dyn_close_port(pc->port);
+        int rc = nm_dyn_close_port(pc->port);
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Close_port", rc);
+            nm_log_err("MPI_Close_port", rc);
     }
 }
 

@@ -6,41 +6,42 @@
 
 /*------------------------------------------------------------ messages */
 
-size_t mpi_max_unexp(const na_class_t *c)
+size_t nm_max_unexp(const na_class_t *c)
 {
     return PC(c)->max_unexp;
 }
 
-size_t mpi_max_exp(const na_class_t *c)
+size_t nm_max_exp(const na_class_t *c)
 {
     return PC(c)->max_exp;
 }
 
-na_tag_t mpi_max_tag(const na_class_t *c)
+na_tag_t nm_max_tag(const na_class_t *c)
 {
     return PC(c)->max_tag;
 }
 
-static void send_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void nm_send_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     na_op_id_t *op = obj;
-    struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_class *pc = PC(mo->na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(mo->na_class);
     free(mo->bounce);
     mo->bounce = NULL;
     int cancelled = 0;
     if (err == MPI_SUCCESS)
         MPI_Test_cancelled(st, &cancelled);
     if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST)
-        log_mpi("message send", err);
-    op_done(pc, op, cancelled || err == MPI_ERR_REQUEST ? NA_CANCELED : na_from_mpi(err));
+        nm_log_err("message send", err);
+    nm_op_done(pc, op,
+               cancelled || err == MPI_ERR_REQUEST ? NA_CANCELED : nm_na_ret(err));
 }
 
 /* Communicator of an address (NULL when its connection is closed). */
-static bool addr_comm(struct mpi_class *pc, na_addr_t *addr, MPI_Comm *comm)
+static bool nm_addr_comm(struct nm_class *pc, na_addr_t *addr, MPI_Comm *comm)
 {
-    struct dyn_conn *k = ((struct mpi_addr *)addr)->conn;
+    struct dyn_conn *k = ((struct nm_addr *)addr)->conn;
     if (!k) {
         *comm = pc->comm;
         return true;
@@ -53,23 +54,23 @@ static bool addr_comm(struct mpi_class *pc, na_addr_t *addr, MPI_Comm *comm)
     return true;
 }
 
-static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
-                             size_t size, na_addr_t *dest_addr, int tag, void *bounce)
+static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void *buf,
+                                size_t size, na_addr_t *dest_addr, int tag, void *bounce)
 {
-    int dest = ((struct mpi_addr *)dest_addr)->rank;
-    struct mpi_class *pc = PC(na_class);
-    struct mpi_op *mo = na_op_plugin(op);
-    mpi_op_start(mo, na_class);
+    int dest = ((struct nm_addr *)dest_addr)->rank;
+    struct nm_class *pc = PC(na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    nm_op_start(mo, na_class);
     mo->bounce = bounce;
     pthread_mutex_lock(&pc->lock);
     MPI_Comm comm;
-    if (!addr_comm(pc, dest_addr, &comm)) {
+    if (!nm_addr_comm(pc, dest_addr, &comm)) {
         pthread_mutex_unlock(&pc->lock);
         free(bounce);
         mo->bounce = NULL;
         return NA_ADDRNOTAVAIL;
     }
-    mark_active(pc, ACT_EVENT);
+    nm_mark_active(pc, ACT_EVENT);
     int rc = MPI_Isend(buf, (int)size, MPI_BYTE, dest, tag, comm, &mo->req);
     if (rc == MPI_SUCCESS && size <= MRECV_MAX) {
         /* Eager: usually done at once, and then no later pass has to test it. */
@@ -77,30 +78,31 @@ static na_return_t post_send(na_class_t *na_class, na_op_id_t *op, const void *b
         MPI_Status st;
         rc = MPI_Test(&mo->req, &flag, &st);
         if (rc != MPI_SUCCESS || flag) {
-            send_done(op, 0, rc, &st);
+            nm_send_done(op, 0, rc, &st);
             pthread_mutex_unlock(&pc->lock);
             return NA_SUCCESS;
         }
     }
-    if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, send_done, op, 0) != 0) {
+    if (rc == MPI_SUCCESS &&
+        hgx_mreqtab_add(&pc->tab, mo->req, nm_send_done, op, 0) != 0) {
         MPI_Cancel(&mo->req);
         MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
         rc = MPI_ERR_NO_MEM;
     }
     pthread_mutex_unlock(&pc->lock);
     if (rc != MPI_SUCCESS) {
-        log_mpi("MPI_Isend", rc);
+        nm_log_err("MPI_Isend", rc);
         free(bounce);
         mo->bounce = NULL;
-        return na_from_mpi(rc);
+        return nm_na_ret(rc);
     }
     return NA_SUCCESS;
 }
 
-na_return_t mpi_send_unexpected(na_class_t *na_class, na_context_t *context,
-                                na_op_id_t *op, const void *buf, size_t buf_size,
-                                void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
-                                na_tag_t tag)
+na_return_t nm_send_unexpected(na_class_t *na_class, na_context_t *context,
+                               na_op_id_t *op, const void *buf, size_t buf_size,
+                               void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
+                               na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)dest_id;
     unsigned char *b = malloc(UNEXP_HDR_SIZE + buf_size);
@@ -109,26 +111,27 @@ na_return_t mpi_send_unexpected(na_class_t *na_class, na_context_t *context,
     uint32_t hdr[2] = {UNEXP_MAGIC, tag};
     memcpy(b, hdr, sizeof(hdr));
     memcpy(b + UNEXP_HDR_SIZE, buf, buf_size);
-    return post_send(na_class, op, b, UNEXP_HDR_SIZE + buf_size, dest_addr, TAG_UNEXP, b);
+    return nm_post_send(na_class, op, b, UNEXP_HDR_SIZE + buf_size, dest_addr, TAG_UNEXP,
+                        b);
 }
 
-na_return_t mpi_send_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                              const void *buf, size_t buf_size, void *plugin_data,
-                              na_addr_t *dest_addr, uint8_t dest_id, na_tag_t tag)
+na_return_t nm_send_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+                             const void *buf, size_t buf_size, void *plugin_data,
+                             na_addr_t *dest_addr, uint8_t dest_id, na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)dest_id;
-    return post_send(na_class, op, buf, buf_size, dest_addr, TAG_EXP_BASE + (int)tag,
-                     NULL);
+    return nm_post_send(na_class, op, buf, buf_size, dest_addr, TAG_EXP_BASE + (int)tag,
+                        NULL);
 }
 
-na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *context,
-                                na_op_id_t *op, void *buf, size_t buf_size,
-                                void *plugin_data)
+na_return_t nm_recv_unexpected(na_class_t *na_class, na_context_t *context,
+                               na_op_id_t *op, void *buf, size_t buf_size,
+                               void *plugin_data)
 {
     (void)context, (void)plugin_data;
-    struct mpi_class *pc = PC(na_class);
-    struct mpi_op *mo = na_op_plugin(op);
-    mpi_op_start(mo, na_class);
+    struct nm_class *pc = PC(na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    nm_op_start(mo, na_class);
     mo->buf = buf;
     mo->buf_size = buf_size;
     mo->in_uq = true;
@@ -144,16 +147,17 @@ na_return_t mpi_recv_unexpected(na_class_t *na_class, na_context_t *context,
 
 /* Check an unexpected message received into data (header first) and hand
  * it to its NA receive. */
-static void unexp_finish(na_op_id_t *op, const char *data, int err, const MPI_Status *st)
+static void nm_unexp_finish(na_op_id_t *op, const char *data, int err,
+                            const MPI_Status *st)
 {
-    struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_class *pc = PC(mo->na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(mo->na_class);
     na_return_t ret = NA_SUCCESS;
     int count = 0;
     uint32_t hdr[2] = {0, 0};
 
     if (err != MPI_SUCCESS) {
-        ret = err == MPI_ERR_REQUEST ? NA_CANCELED : na_from_mpi(err);
+        ret = err == MPI_ERR_REQUEST ? NA_CANCELED : nm_na_ret(err);
     } else {
         MPI_Get_count(st, MPI_BYTE, &count);
         if (count >= UNEXP_HDR_SIZE)
@@ -173,31 +177,31 @@ static void unexp_finish(na_op_id_t *op, const char *data, int err, const MPI_St
             ret = NA_MSGSIZE;
         } else {
             memcpy(mo->buf, data + UNEXP_HDR_SIZE, (size_t)count - UNEXP_HDR_SIZE);
-            ret = addr_new(mo->na_class, mo->conn, st->MPI_SOURCE,
-                           &op->info.info.recv_unexpected.source);
+            ret = nm_addr_new(mo->na_class, mo->conn, st->MPI_SOURCE,
+                              &op->info.info.recv_unexpected.source);
             op->info.info.recv_unexpected.actual_buf_size =
                 (size_t)count - UNEXP_HDR_SIZE;
             op->info.info.recv_unexpected.tag = hdr[1];
         }
     }
-    op_done(pc, op, ret);
+    nm_op_done(pc, op, ret);
 }
 
-static void unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void nm_unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     na_op_id_t *op = obj;
-    struct mpi_op *mo = na_op_plugin(op);
+    struct nm_op *mo = na_op_plugin(op);
     void *bounce = mo->bounce;
     mo->bounce = NULL;
-    unexp_finish(op, bounce, err, st);
+    nm_unexp_finish(op, bounce, err, st);
     free(bounce);
 }
 
 /* Pop the first posted unexpected receive. Lock held. */
-static struct mpi_op *uq_pop(struct mpi_class *pc)
+static struct nm_op *nm_uq_pop(struct nm_class *pc)
 {
-    struct mpi_op *mo = pc->uq_head;
+    struct nm_op *mo = pc->uq_head;
     pc->uq_head = mo->next;
     if (!pc->uq_head)
         pc->uq_tail = NULL;
@@ -208,17 +212,17 @@ static struct mpi_op *uq_pop(struct mpi_class *pc)
 
 /* Receive the matched unexpected message msg into the first posted NA
  * unexpected receive. Lock held, pc->uq_head set. */
-static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
-                       struct dyn_conn *conn)
+static void nm_unexp_recv(struct nm_class *pc, MPI_Message *msg, MPI_Status *st,
+                          struct dyn_conn *conn)
 {
     int count = 0, rc;
-    struct mpi_op *mo = uq_pop(pc);
+    struct nm_op *mo = nm_uq_pop(pc);
     mo->conn = conn;
     na_op_id_t *op = na_op_from_plugin(mo);
     MPI_Get_count(st, MPI_BYTE, &count); /* MPI_UNDEFINED (< 0) above INT_MAX bytes */
     if (count >= 0 && count <= MRECV_MAX) {
         rc = MPI_Mrecv(pc->small, count, MPI_BYTE, msg, st);
-        unexp_finish(op, pc->small, rc, st);
+        nm_unexp_finish(op, pc->small, rc, st);
         return;
     }
     if (count < 0 ||
@@ -229,9 +233,9 @@ static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
                       count - UNEXP_HDR_SIZE, st->MPI_SOURCE, mo->buf_size);
         rc = hgx_mpi_mrecv_drop(msg, st);
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Mrecv (dropping an unexpected message)", rc);
+            nm_log_err("MPI_Mrecv (dropping an unexpected message)", rc);
         pc->ndropped++;
-        op_done(pc, op, NA_MSGSIZE);
+        nm_op_done(pc, op, NA_MSGSIZE);
         return;
     }
     mo->bounce = malloc((size_t)count);
@@ -240,20 +244,21 @@ static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
                       st->MPI_SOURCE);
         hgx_mpi_mrecv_drop(msg, st);
         pc->ndropped++;
-        op_done(pc, op, NA_NOMEM);
+        nm_op_done(pc, op, NA_NOMEM);
         return;
     }
     rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, msg, &mo->req);
-    if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, unexp_done, op, 0) != 0) {
+    if (rc == MPI_SUCCESS &&
+        hgx_mreqtab_add(&pc->tab, mo->req, nm_unexp_done, op, 0) != 0) {
         rc = MPI_Wait(&mo->req, st);
-        unexp_done(op, 0, rc, st);
+        nm_unexp_done(op, 0, rc, st);
         return;
     }
     if (rc != MPI_SUCCESS) {
-        log_mpi("MPI_Imrecv", rc);
+        nm_log_err("MPI_Imrecv", rc);
         free(mo->bounce);
         mo->bounce = NULL;
-        op_done(pc, op, na_from_mpi(rc));
+        nm_op_done(pc, op, nm_na_ret(rc));
     }
 }
 
@@ -261,7 +266,8 @@ static void unexp_recv(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st,
  * receive (per-kind probing: connections, or pc->comm with the held list
  * full). One per pass: probing again for a second one would delay the
  * completion of the first. Lock held. */
-static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_conn *conn)
+static int nm_match_unexpected_on(struct nm_class *pc, MPI_Comm comm,
+                                  struct dyn_conn *conn)
 {
     int flag = 0;
     MPI_Message msg;
@@ -270,33 +276,34 @@ static int match_unexpected_on(struct mpi_class *pc, MPI_Comm comm, struct dyn_c
         return MPI_SUCCESS;
     int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
     if (rc == MPI_SUCCESS && flag)
-        unexp_recv(pc, &msg, &st, conn);
+        nm_unexp_recv(pc, &msg, &st, conn);
     return rc;
 }
 
-int match_unexpected(struct mpi_class *pc)
+int nm_match_unexpected(struct nm_class *pc)
 {
-    int rc = pc->waiting ? match_unexpected_on(pc, pc->comm, pc->self_conn) : MPI_SUCCESS;
+    int rc =
+        pc->waiting ? nm_match_unexpected_on(pc, pc->comm, pc->self_conn) : MPI_SUCCESS;
     for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS && pc->uq_head;
          k = k->next)
         if (!k->dead && k->waiting)
-            rc = match_unexpected_on(pc, k->comm, k);
+            rc = nm_match_unexpected_on(pc, k->comm, k);
     return rc;
 }
 
 #ifdef OPEN_MPI
 /* Post mo's receive as an MPI_Irecv into a sink, recorded with fn; false if
  * it could not be (nothing received). Lock held. */
-static bool sink_irecv(struct mpi_class *pc, struct mpi_op *mo, int src, int tag,
-                       MPI_Comm comm, hgx_mreq_fn fn)
+static bool nm_sink_irecv(struct nm_class *pc, struct nm_op *mo, int src, int tag,
+                          MPI_Comm comm, hgx_mreq_fn fn)
 {
-    char *sink = sink_get(pc);
+    char *sink = nm_sink_get(pc);
     if (!sink)
         return false;
     int rc = MPI_Irecv(sink, INT_MAX, MPI_BYTE, src, tag, comm, &mo->req);
     if (rc != MPI_SUCCESS) {
-        log_mpi("MPI_Irecv", rc);
-        sink_put(pc, sink, MPI_SUCCESS, 0);
+        nm_log_err("MPI_Irecv", rc);
+        nm_sink_put(pc, sink, MPI_SUCCESS, 0);
         return false;
     }
     mo->sink = sink;
@@ -316,14 +323,14 @@ static bool sink_irecv(struct mpi_class *pc, struct mpi_op *mo, int src, int tag
     }
     mo->sink = NULL;
     mo->irecv = false;
-    sink_put(pc, sink, rc, 0);
+    nm_sink_put(pc, sink, rc, 0);
     return false;
 }
 
 /* Take mo's sink after its MPI_Irecv completed; *count: bytes received (0 if
  * cancelled or failed), *cancelled. Lock held. */
-static char *sink_take(struct mpi_op *mo, int err, const MPI_Status *st, int *count,
-                       int *cancelled)
+static char *nm_sink_take(struct nm_op *mo, int err, const MPI_Status *st, int *count,
+                          int *cancelled)
 {
     char *sink = mo->sink;
     mo->sink = NULL;
@@ -335,32 +342,32 @@ static char *sink_take(struct mpi_op *mo, int err, const MPI_Status *st, int *co
             MPI_Get_count(st, MPI_BYTE, count);
     } else if (err != MPI_ERR_REQUEST) {
         PC(mo->na_class)->ndropped++;
-        log_mpi("receive", err);
+        nm_log_err("receive", err);
     }
     return sink;
 }
 
-static void unexp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void nm_unexp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     na_op_id_t *op = obj;
-    struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_class *pc = PC(mo->na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(mo->na_class);
     int count, cancelled;
-    char *sink = sink_take(mo, err, st, &count, &cancelled);
+    char *sink = nm_sink_take(mo, err, st, &count, &cancelled);
     pc->upost = NULL;
     if (cancelled)
-        op_done(pc, op, NA_CANCELED);
+        nm_op_done(pc, op, NA_CANCELED);
     else
-        unexp_finish(op, sink, err, st);
-    sink_put(pc, sink, err, (size_t)count);
+        nm_unexp_finish(op, sink, err, st);
+    nm_sink_put(pc, sink, err, (size_t)count);
 }
 #endif
 
 /*
  * Open MPI, mpi+static: the first posted NA unexpected receive is also
  * posted as an MPI_Irecv(MPI_ANY_SOURCE, TAG_UNEXP) into a sink (see
- * sink_get), so a request is matched inside MPI's progress and reported by
+ * nm_sink_get), so a request is matched inside MPI's progress and reported by
  * the request table's MPI_Testsome, instead of an MPI_Improbe hit and an
  * MPI_Mrecv. One at a time and only while no unexpected message is held: MPI
  * gives it the oldest message not claimed yet, so arrival order holds; a
@@ -368,14 +375,14 @@ static void unexp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status 
  * is held until it completed (deliver). MPICH keeps the probed path. Lock
  * held.
  */
-void unexp_arm(struct mpi_class *pc)
+void nm_unexp_arm(struct nm_class *pc)
 {
 #ifdef OPEN_MPI
     if (pc->upost || !pc->uq_head || pc->nheld_unexp || pc->dynamic)
         return;
-    struct mpi_op *mo = uq_pop(pc);
+    struct nm_op *mo = nm_uq_pop(pc);
     pc->upost = mo;
-    if (sink_irecv(pc, mo, MPI_ANY_SOURCE, TAG_UNEXP, pc->comm, unexp_sink_done))
+    if (nm_sink_irecv(pc, mo, MPI_ANY_SOURCE, TAG_UNEXP, pc->comm, nm_unexp_sink_done))
         return;
     pc->upost = NULL; /* back to the head of the list: the probed path serves it */
     mo->in_uq = true;
@@ -388,42 +395,42 @@ void unexp_arm(struct mpi_class *pc)
 #endif
 }
 
-/* An expected receive probed and received with its size known (exp_recv). */
-void recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+/* An expected receive probed and received with its size known (nm_exp_recv). */
+void nm_recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     na_op_id_t *op = obj;
-    struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_class *pc = PC(mo->na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(mo->na_class);
     int count = 0;
     na_return_t ret;
     if (err == MPI_ERR_REQUEST) {
         ret = NA_CANCELED;
     } else if (err != MPI_SUCCESS) {
-        ret = na_from_mpi(err);
-        log_mpi("expected receive", err);
+        ret = nm_na_ret(err);
+        nm_log_err("expected receive", err);
     } else {
         MPI_Get_count(st, MPI_BYTE, &count);
         op->info.info.recv_expected.actual_buf_size = (size_t)count;
         ret = NA_SUCCESS;
     }
-    op_done(pc, op, ret);
+    nm_op_done(pc, op, ret);
 }
 
 #ifdef OPEN_MPI
-static void exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void nm_exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     na_op_id_t *op = obj;
-    struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_class *pc = PC(mo->na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(mo->na_class);
     int count, cancelled;
-    char *sink = sink_take(mo, err, st, &count, &cancelled);
+    char *sink = nm_sink_take(mo, err, st, &count, &cancelled);
     na_return_t ret;
     if (cancelled || err == MPI_ERR_REQUEST) {
         ret = NA_CANCELED;
     } else if (err != MPI_SUCCESS) {
-        ret = na_from_mpi(err);
+        ret = nm_na_ret(err);
     } else if ((size_t)count > mo->buf_size) {
         HGX_LOG_ERROR(MPI,
                       "expected message of %d bytes from rank %d larger than the "
@@ -436,19 +443,19 @@ static void exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status *s
         op->info.info.recv_expected.actual_buf_size = (size_t)count;
         ret = NA_SUCCESS;
     }
-    sink_put(pc, sink, err, (size_t)count);
-    op_done(pc, op, ret);
+    nm_sink_put(pc, sink, err, (size_t)count);
+    nm_op_done(pc, op, ret);
 }
 
 /* Whether a message for mo is held or an earlier posted receive for the same
  * source and tag still waits in the list: mo must then queue behind them. */
-static bool exp_queued(const struct mpi_class *pc, const struct mpi_op *mo)
+static bool nm_exp_queued(const struct nm_class *pc, const struct nm_op *mo)
 {
     for (const struct held_msg *h = pc->held_head; h; h = h->next)
         if (mo->comm == pc->comm && h->st.MPI_SOURCE == mo->src &&
             h->st.MPI_TAG == mo->tag)
             return true;
-    for (const struct mpi_op *e = pc->eq_head; e; e = e->next)
+    for (const struct nm_op *e = pc->eq_head; e; e = e->next)
         if (e->comm == mo->comm && e->src == mo->src && e->tag == mo->tag)
             return true;
     return false;
@@ -466,12 +473,12 @@ static bool exp_queued(const struct mpi_class *pc, const struct mpi_op *mo)
  * earlier receive of the same source and tag (MPI order), which the list
  * below serves. Lock held.
  */
-static bool exp_post_irecv(struct mpi_class *pc, struct mpi_op *mo)
+static bool nm_exp_post_irecv(struct nm_class *pc, struct nm_op *mo)
 {
 #ifdef OPEN_MPI
-    if (mo->buf_size > SINK_COPY_MAX || exp_queued(pc, mo))
+    if (mo->buf_size > SINK_COPY_MAX || nm_exp_queued(pc, mo))
         return false;
-    return sink_irecv(pc, mo, mo->src, mo->tag, mo->comm, exp_sink_done);
+    return nm_sink_irecv(pc, mo, mo->src, mo->tag, mo->comm, nm_exp_sink_done);
 #else
     (void)pc, (void)mo;
     return false;
@@ -479,35 +486,35 @@ static bool exp_post_irecv(struct mpi_class *pc, struct mpi_op *mo)
 }
 
 /*
- * Otherwise (MPICH) expected receives are matched from poll (claim_any, or
+ * Otherwise (MPICH) expected receives are matched from poll (nm_claim_any, or
  * MPI_Improbe per receive) and received with MPI_Mrecv/MPI_Imrecv: the size
  * is checked before receiving, so an oversized message is reported
  * NA_MSGSIZE without MPI raising MPI_ERR_TRUNCATE, which MPICH raises on
  * MPI_COMM_WORLD from MPI_Test/MPI_Testsome/MPI_Mrecv, aborting the job.
  */
-na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                              void *buf, size_t buf_size, void *plugin_data,
-                              na_addr_t *source_addr, uint8_t source_id, na_tag_t tag)
+na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
+                             void *buf, size_t buf_size, void *plugin_data,
+                             na_addr_t *source_addr, uint8_t source_id, na_tag_t tag)
 {
     (void)context, (void)plugin_data, (void)source_id;
-    struct mpi_class *pc = PC(na_class);
-    struct mpi_op *mo = na_op_plugin(op);
+    struct nm_class *pc = PC(na_class);
+    struct nm_op *mo = na_op_plugin(op);
     if (buf_size > INT_MAX)
         return NA_MSGSIZE;
-    mpi_op_start(mo, na_class);
+    nm_op_start(mo, na_class);
     mo->buf = buf;
     mo->buf_size = buf_size;
-    mo->src = ((struct mpi_addr *)source_addr)->rank;
+    mo->src = ((struct nm_addr *)source_addr)->rank;
     mo->tag = TAG_EXP_BASE + (int)tag;
     pthread_mutex_lock(&pc->lock);
-    if (!addr_comm(pc, source_addr, &mo->comm)) {
+    if (!nm_addr_comm(pc, source_addr, &mo->comm)) {
         pthread_mutex_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
-    mark_active(pc, ACT_POST);
-    if (!exp_post_irecv(pc, mo)) {
+    nm_mark_active(pc, ACT_POST);
+    if (!nm_exp_post_irecv(pc, mo)) {
         /* append: posting order is matching order, as for MPI receives */
-        struct mpi_op **pp = &pc->eq_head;
+        struct nm_op **pp = &pc->eq_head;
         while (*pp)
             pp = &(*pp)->next;
         *pp = mo;
@@ -517,8 +524,8 @@ na_return_t mpi_recv_expected(na_class_t *na_class, na_context_t *context, na_op
     return NA_SUCCESS;
 }
 
-/* Whether the last probe_waiting() saw a message waiting on comm. */
-static bool comm_waiting(const struct mpi_class *pc, MPI_Comm comm)
+/* Whether the last nm_probe_waiting() saw a message waiting on comm. */
+static bool nm_comm_waiting(const struct nm_class *pc, MPI_Comm comm)
 {
     if (comm == pc->comm)
         return pc->waiting;
@@ -530,8 +537,8 @@ static bool comm_waiting(const struct mpi_class *pc, MPI_Comm comm)
 
 /* Receive the matched message msg into the posted expected receive mo (already
  * unlinked). Lock held. */
-static void exp_recv(struct mpi_class *pc, struct mpi_op *mo, MPI_Message *msg,
-                     MPI_Status *st)
+static void nm_exp_recv(struct nm_class *pc, struct nm_op *mo, MPI_Message *msg,
+                        MPI_Status *st)
 {
     int count = 0, rc;
     mo->next = NULL;
@@ -541,44 +548,44 @@ static void exp_recv(struct mpi_class *pc, struct mpi_op *mo, MPI_Message *msg,
     if (count < 0 || (size_t)count > mo->buf_size) {
         rc = hgx_mpi_mrecv_drop(msg, st);
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Mrecv (dropping an expected message)", rc);
+            nm_log_err("MPI_Mrecv (dropping an expected message)", rc);
         pc->ndropped++;
         HGX_LOG_ERROR(MPI,
                       "expected message of %d bytes from rank %d larger than the "
                       "%zu-byte buffer: dropped",
                       count, mo->src, mo->buf_size);
-        op_done(pc, op, NA_MSGSIZE);
+        nm_op_done(pc, op, NA_MSGSIZE);
         return;
     }
     if (count <= MRECV_MAX) {
         rc = MPI_Mrecv(mo->buf, count, MPI_BYTE, msg, st);
-        recv_exp_done(op, 0, rc, st);
+        nm_recv_exp_done(op, 0, rc, st);
         return;
     }
     rc = MPI_Imrecv(mo->buf, count, MPI_BYTE, msg, &mo->req);
     if (rc == MPI_SUCCESS &&
-        hgx_mreqtab_add(&pc->tab, mo->req, recv_exp_done, op, 0) != 0) {
+        hgx_mreqtab_add(&pc->tab, mo->req, nm_recv_exp_done, op, 0) != 0) {
         rc = MPI_Wait(&mo->req, st);
-        recv_exp_done(op, 0, rc, st);
+        nm_recv_exp_done(op, 0, rc, st);
         return;
     }
     if (rc != MPI_SUCCESS) {
-        log_mpi("MPI_Imrecv", rc);
-        op_done(pc, op, na_from_mpi(rc));
+        nm_log_err("MPI_Imrecv", rc);
+        nm_op_done(pc, op, nm_na_ret(rc));
     }
 }
 
 /* Per-kind probing of the posted expected receives on the communicators
- * probe_waiting marked. */
-int match_expected(struct mpi_class *pc)
+ * nm_probe_waiting marked. */
+int nm_match_expected(struct nm_class *pc)
 {
-    struct mpi_op **pp = &pc->eq_head;
+    struct nm_op **pp = &pc->eq_head;
     while (*pp) {
-        struct mpi_op *mo = *pp;
+        struct nm_op *mo = *pp;
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
-        int rc = mo->comm == MPI_COMM_NULL || !comm_waiting(pc, mo->comm)
+        int rc = mo->comm == MPI_COMM_NULL || !nm_comm_waiting(pc, mo->comm)
                      ? MPI_SUCCESS
                      : MPI_Improbe(mo->src, mo->tag, mo->comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS)
@@ -588,17 +595,17 @@ int match_expected(struct mpi_class *pc)
             continue;
         }
         *pp = mo->next;
-        exp_recv(pc, mo, &msg, &st);
+        nm_exp_recv(pc, mo, &msg, &st);
     }
     return MPI_SUCCESS;
 }
 
 /* The first posted expected receive on pc->comm for (src, tag), unlinked; NULL
  * if none. Posting order is matching order, as for MPI receives. Lock held. */
-static struct mpi_op *eq_take(struct mpi_class *pc, int src, int tag)
+static struct nm_op *nm_eq_take(struct nm_class *pc, int src, int tag)
 {
-    for (struct mpi_op **pp = &pc->eq_head; *pp; pp = &(*pp)->next) {
-        struct mpi_op *mo = *pp;
+    for (struct nm_op **pp = &pc->eq_head; *pp; pp = &(*pp)->next) {
+        struct nm_op *mo = *pp;
         if (mo->comm == pc->comm && mo->tag == tag && mo->src == src) {
             *pp = mo->next;
             return mo;
@@ -609,31 +616,31 @@ static struct mpi_op *eq_take(struct mpi_class *pc, int src, int tag)
 
 /* Hand a message claimed on pc->comm to its posted NA receive; false if none
  * is posted (the message stays claimed). Lock held. */
-static bool deliver(struct mpi_class *pc, MPI_Message *msg, MPI_Status *st)
+static bool nm_deliver(struct nm_class *pc, MPI_Message *msg, MPI_Status *st)
 {
     if (st->MPI_TAG == TAG_UNEXP) {
         if (!pc->uq_head || pc->upost) /* upost: its message is older than this */
             return false;
-        unexp_recv(pc, msg, st, pc->self_conn);
+        nm_unexp_recv(pc, msg, st, pc->self_conn);
         return true;
     }
-    struct mpi_op *mo = eq_take(pc, st->MPI_SOURCE, st->MPI_TAG);
+    struct nm_op *mo = nm_eq_take(pc, st->MPI_SOURCE, st->MPI_TAG);
     if (!mo)
         return false;
-    exp_recv(pc, mo, msg, st);
+    nm_exp_recv(pc, mo, msg, st);
     return true;
 }
 
 /* Held messages whose NA receive is posted now, oldest first: a message held
  * for (source, tag) is older than any still in MPI, so MPI's order between
  * a pair holds. Returns the number delivered. Lock held. */
-int take_held(struct mpi_class *pc)
+int nm_take_held(struct nm_class *pc)
 {
     int n = 0;
     struct held_msg **pp = &pc->held_head, *prev = NULL;
     while (*pp && (pc->uq_head || pc->eq_head)) {
         struct held_msg *h = *pp;
-        if (!deliver(pc, &h->msg, &h->st)) {
+        if (!nm_deliver(pc, &h->msg, &h->st)) {
             prev = h;
             pp = &h->next;
             continue;
@@ -650,7 +657,7 @@ int take_held(struct mpi_class *pc)
 }
 
 /* Keep a claimed message for a receive posted later; on no memory drop it. */
-void hold(struct mpi_class *pc, MPI_Message *msg, const MPI_Status *st)
+void nm_hold(struct nm_class *pc, MPI_Message *msg, const MPI_Status *st)
 {
     struct held_msg *h = malloc(sizeof(*h));
     if (!h) {
@@ -679,7 +686,7 @@ void hold(struct mpi_class *pc, MPI_Message *msg, const MPI_Status *st)
  * batch in this pass), anything else (no such tag is ever sent there) is read
  * whole and dropped. Returns 1 if a message was claimed. Lock held.
  */
-int claim_any(struct mpi_class *pc, int *rc)
+int nm_claim_any(struct nm_class *pc, int *rc)
 {
     int flag = 0;
     MPI_Message msg;
@@ -689,12 +696,12 @@ int claim_any(struct mpi_class *pc, int *rc)
         return 0;
     int tag = st.MPI_TAG;
     if (tag == TAG_CTRL) {
-        mpi_emul_ctrl_msg(pc->emul, &msg, &st);
+        hgx_emul_ctrl_msg(pc->emul, &msg, &st);
         pc->take_ctrl = true;
     } else if (tag == TAG_UNEXP ||
                (tag >= TAG_EXP_BASE && tag <= TAG_EXP_BASE + (int)pc->max_tag)) {
-        if (!deliver(pc, &msg, &st))
-            hold(pc, &msg, &st);
+        if (!nm_deliver(pc, &msg, &st))
+            nm_hold(pc, &msg, &st);
     } else {
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
@@ -707,14 +714,14 @@ int claim_any(struct mpi_class *pc, int *rc)
     return 1;
 }
 
-void drop_held(struct mpi_class *pc)
+void nm_drop_held(struct nm_class *pc)
 {
     while (pc->held_head) {
         struct held_msg *h = pc->held_head;
         pc->held_head = h->next;
         int rc = hgx_mpi_mrecv_drop(&h->msg, &h->st);
         if (rc != MPI_SUCCESS)
-            log_mpi("MPI_Mrecv (dropping a message at finalize)", rc);
+            nm_log_err("MPI_Mrecv (dropping a message at finalize)", rc);
         free(h);
     }
     if (pc->nheld)

@@ -7,7 +7,7 @@
 /*------------------------------------------------------------ progress */
 
 /*
- * Whether this pass runs claim_any. Under Open MPI (mpi+static) every posted
+ * Whether this pass runs nm_claim_any. Under Open MPI (mpi+static) every posted
  * NA receive can be in MPI as an MPI_Irecv that the request table's
  * MPI_Testsome reports; an MPI_Improbe (~70 ns, 3x an MPI_Testsome) then only
  * finds control packets of peers' puts/gets, and messages no receive waits
@@ -20,7 +20,7 @@
  */
 #define CLAIM_EVERY 4
 
-static bool claim_due(struct mpi_class *pc)
+static bool nm_claim_due(struct nm_class *pc)
 {
 #ifdef OPEN_MPI
     if (pc->tab.n > 0 && !pc->eq_head && (!pc->uq_head || pc->upost) && !pc->nrma &&
@@ -46,7 +46,7 @@ static bool claim_due(struct mpi_class *pc)
  */
 #define CONN_DATA_BATCH 64
 
-static int conn_peek(struct mpi_class *pc, struct dyn_conn *k, int *flag, int *events)
+static int nm_conn_peek(struct nm_class *pc, struct dyn_conn *k, int *flag, int *events)
 {
     for (int n = 0; n < CONN_DATA_BATCH; n++) {
         MPI_Status st;
@@ -63,7 +63,7 @@ static int conn_peek(struct mpi_class *pc, struct dyn_conn *k, int *flag, int *e
         if (rc != MPI_SUCCESS)
             return rc;
         if (got) {
-            mpi_emul_data_msg(k->emul, &msg, &st);
+            hgx_emul_data_msg(k->emul, &msg, &st);
             (*events)++;
         }
     }
@@ -71,7 +71,7 @@ static int conn_peek(struct mpi_class *pc, struct dyn_conn *k, int *flag, int *e
 }
 
 /*
- * pc->comm: held messages first, then claim_any (one MPI call whether or not
+ * pc->comm: held messages first, then nm_claim_any (one MPI call whether or not
  * anything waits). With HELD_MAX messages held, claiming stops: pc->waiting
  * makes the per-kind probes (posted receives, control packets) run instead,
  * so the held messages bound the memory without blocking anything else.
@@ -79,25 +79,25 @@ static int conn_peek(struct mpi_class *pc, struct dyn_conn *k, int *flag, int *e
  * intercommunicator, so a wildcard claim could take data chunks: one
  * MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG) per connection tells whether
  * anything waits there (and hands a data message or stray at the head to the
- * emulation, conn_peek), and only then do its per-kind probes run. Returns
+ * emulation, nm_conn_peek), and only then do its per-kind probes run. Returns
  * an MPI error code; *events counts messages claimed or delivered. Lock held.
  */
-int probe_waiting(struct mpi_class *pc, int *events)
+int nm_probe_waiting(struct nm_class *pc, int *events)
 {
     int rc = MPI_SUCCESS;
-    *events = pc->held_head ? take_held(pc) : 0;
+    *events = pc->held_head ? nm_take_held(pc) : 0;
     if (pc->uq_head && !pc->upost)
-        unexp_arm(pc);
+        nm_unexp_arm(pc);
     pc->take_ctrl = false;
     pc->waiting = pc->nheld >= HELD_MAX;
     if (pc->waiting)
         pc->take_ctrl = true;
-    else if (claim_due(pc))
-        *events += claim_any(pc, &rc);
+    else if (nm_claim_due(pc))
+        *events += nm_claim_any(pc, &rc);
     for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
         int flag = 0;
         if (!k->dead)
-            rc = conn_peek(pc, k, &flag, events);
+            rc = nm_conn_peek(pc, k, &flag, events);
         k->waiting = flag != 0;
     }
     return rc;
@@ -105,19 +105,19 @@ int probe_waiting(struct mpi_class *pc, int *events)
 
 /* Returns the number of progress events (messages matched, MPI requests
  * completed, emulation packets and timers, connections), < 0 on error. */
-static int poll_locked(struct mpi_class *pc)
+static int nm_poll_locked(struct nm_class *pc)
 {
     int events = 0;
     unsigned long before = pc->ncompleted;
     for (int round = 0; round < 16; round++) {
         int claimed = 0;
-        int rc = probe_waiting(pc, &claimed);
+        int rc = nm_probe_waiting(pc, &claimed);
         if (rc == MPI_SUCCESS)
-            rc = match_unexpected(pc);
+            rc = nm_match_unexpected(pc);
         if (rc == MPI_SUCCESS)
-            rc = match_expected(pc);
+            rc = nm_match_expected(pc);
         if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Iprobe/MPI_Improbe", rc);
+            nm_log_err("MPI_Iprobe/MPI_Improbe", rc);
             return -1;
         }
         int ndone = claimed;
@@ -125,18 +125,18 @@ static int poll_locked(struct mpi_class *pc)
         rc = hgx_mreqtab_poll(&pc->tab, &nreq);
         ndone += nreq;
         if (rc != MPI_SUCCESS) {
-            log_mpi("MPI_Test", rc);
+            nm_log_err("MPI_Test", rc);
             return -1;
         }
         /* put/get emulation: control packets (cancels first), cancel timers */
-        ndone += mpi_emul_progress_ex(pc->emul, pc->take_ctrl);
+        ndone += hgx_emul_progress_ex(pc->emul, pc->take_ctrl);
         if (pc->dynamic) {
-            ndone += dyn_take_accepted(pc);
+            ndone += nm_dyn_take_accepted(pc);
             for (struct dyn_conn *k = pc->conns; k; k = k->next)
                 if (!k->dead) {
-                    ndone += mpi_emul_progress_ex(k->emul, k->waiting);
+                    ndone += hgx_emul_progress_ex(k->emul, k->waiting);
                     if (k->waiting)
-                        ndone += dyn_check_bye(pc, k);
+                        ndone += nm_dyn_check_bye(pc, k);
                 }
         }
         events += ndone;
@@ -151,29 +151,29 @@ static int poll_locked(struct mpi_class *pc)
 /* One progress pass; *n = NA operations completed, *inflight = MPI requests
  * still outstanding. Any event (also a bulk chunk or a control packet served
  * for a peer) marks the class active. */
-static na_return_t poll_once(struct mpi_class *pc, unsigned long *n, bool *inflight)
+static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inflight)
 {
     pthread_mutex_lock(&pc->lock);
     unsigned long before = pc->ncompleted;
-    int events = poll_locked(pc);
+    int events = nm_poll_locked(pc);
     *n = pc->ncompleted - before;
-    /* not the unexpected receive waiting in MPI (unexp_arm): a server would
-     * poll MPI_INFLIGHT_SPIN_US after every request instead of sleeping (a
+    /* not the unexpected receive waiting in MPI (nm_unexp_arm): a server would
+     * poll NM_INFLIGHT_SPIN_US after every request instead of sleeping (a
      * request above the eager size it took meanwhile may then finish only at
      * the next wake-up) */
     *inflight = pc->tab.n > (pc->upost ? 1 : 0);
     pthread_mutex_unlock(&pc->lock);
     if (events > 0 || *n > 0)
-        mark_active(pc, ACT_EVENT);
+        nm_mark_active(pc, ACT_EVENT);
     return events < 0 ? NA_PROTOCOL_ERROR : NA_SUCCESS;
 }
 
-na_return_t mpi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+na_return_t nm_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
 {
     (void)context;
     unsigned long n = 0;
     bool inflight;
-    na_return_t ret = poll_once(PC(na_class), &n, &inflight);
+    na_return_t ret = nm_poll_once(PC(na_class), &n, &inflight);
     if (count_p)
         *count_p = (unsigned int)n;
     return ret != NA_SUCCESS ? ret : n ? NA_SUCCESS : NA_TIMEOUT;
@@ -184,60 +184,60 @@ na_return_t mpi_poll(na_class_t *na_class, na_context_t *context, unsigned int *
  * arbitrary requests and probes), so this is NOT a true block. Within the
  * polling window of the last activity of the class (a post, or any progress
  * event: a peer's bulk chunk or control packet served here counts, not only
- * an NA completion; see mark_active), or while MPI requests are in flight and
+ * an NA completion; see nm_mark_active), or while MPI requests are in flight and
  * progressing, it polls (hgx_spin_pause between polls). Past it, it sleeps
  * between polls for half the time idle so far, at most 1 ms while the last
- * activity is under MPI_IDLE_US old, then at most 4 ms: a wake-up costs
+ * activity is under NM_IDLE_US old, then at most 4 ms: a wake-up costs
  * ~25 us of CPU in a VM, so an idle process stays around 1% of a core, and a
  * request after a long idle period waits at most ~4 ms. The sleep depends
  * only on the idle time, so it does not restart short at every call.
  */
-#define MPI_IDLE_US 100000
-#define MPI_SLEEP_BUSY_MAX_NS 1000000L
-#define MPI_SLEEP_IDLE_MAX_NS 4000000L
-#define MPI_POLLS_PER_CLOCK 16
+#define NM_IDLE_US 100000
+#define NM_SLEEP_BUSY_MAX_NS 1000000L
+#define NM_SLEEP_IDLE_MAX_NS 4000000L
+#define NM_POLLS_PER_CLOCK 16
 
-static long idle_sleep_ns(uint64_t idle_us)
+static long nm_idle_sleep_ns(uint64_t idle_us)
 {
-    long cap = idle_us < MPI_IDLE_US ? MPI_SLEEP_BUSY_MAX_NS : MPI_SLEEP_IDLE_MAX_NS;
+    long cap = idle_us < NM_IDLE_US ? NM_SLEEP_BUSY_MAX_NS : NM_SLEEP_IDLE_MAX_NS;
     uint64_t half_ns = idle_us * 500u;
     return half_ns < (uint64_t)cap ? (long)half_ns : cap;
 }
 
-na_return_t mpi_poll_wait(na_class_t *na_class, na_context_t *context,
-                          unsigned int timeout_ms)
+na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
+                         unsigned int timeout_ms)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     uint64_t t = nm_now_us(), deadline = t + (uint64_t)timeout_ms * 1000u;
-    date_activity(pc, t);
+    nm_date_activity(pc, t);
     for (unsigned int polls = 1;; polls++) {
         unsigned long n = 0;
         bool inflight;
-        na_return_t ret = poll_once(pc, &n, &inflight);
+        na_return_t ret = nm_poll_once(pc, &n, &inflight);
         if (ret != NA_SUCCESS)
             return ret;
         if (n > 0 || atomic_load(&context->cq_count) > 0)
             return NA_SUCCESS;
-        /* While spinning, the clock only every MPI_POLLS_PER_CLOCK polls or
+        /* While spinning, the clock only every NM_POLLS_PER_CLOCK polls or
          * when activity waits to be dated: the windows it serves are
          * hundreds of microseconds long, and a read costs ~22 ns. */
-        if (polls % MPI_POLLS_PER_CLOCK == 0 ||
+        if (polls % NM_POLLS_PER_CLOCK == 0 ||
             atomic_load_explicit(&pc->noted, memory_order_relaxed)) {
             t = nm_now_us();
-            date_activity(pc, t);
+            nm_date_activity(pc, t);
         }
         uint64_t last = atomic_load(&pc->last_activity_us);
         if (t >= deadline)
             return NA_TIMEOUT;
         if (t < atomic_load(&pc->spin_until_us) ||
-            (inflight && t < last + MPI_INFLIGHT_SPIN_US)) {
+            (inflight && t < last + NM_INFLIGHT_SPIN_US)) {
             hgx_spin_pause();
             continue;
         }
-        long ns = idle_sleep_ns(t > last ? t - last : 0);
+        long ns = nm_idle_sleep_ns(t > last ? t - last : 0);
         long max_ns = (long)(deadline - t) * 1000;
         struct timespec ts = {0, ns < max_ns ? ns : max_ns};
         nanosleep(&ts, NULL);
-        polls = MPI_POLLS_PER_CLOCK - 1; /* the clock again after the sleep */
+        polls = NM_POLLS_PER_CLOCK - 1; /* the clock again after the sleep */
     }
 }

@@ -6,10 +6,10 @@
 
 /*------------------------------------------------------------ memory */
 
-static na_return_t mem_new(na_class_t *na_class, struct na_segment *segs, size_t n,
-                           unsigned long flags, na_mem_handle_t **mem_handle_p)
+static na_return_t nm_mem_new(na_class_t *na_class, struct na_segment *segs, size_t n,
+                              unsigned long flags, na_mem_handle_t **mem_handle_p)
 {
-    struct mpi_mem *m = calloc(1, sizeof(*m));
+    struct nm_mem *m = calloc(1, sizeof(*m));
     if (!m)
         return NA_NOMEM;
     size_t total = 0;
@@ -36,82 +36,82 @@ static na_return_t mem_new(na_class_t *na_class, struct na_segment *segs, size_t
     return NA_SUCCESS;
 }
 
-na_return_t mpi_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-                                  unsigned long flags, na_mem_handle_t **mem_handle_p)
+na_return_t nm_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
+                                 unsigned long flags, na_mem_handle_t **mem_handle_p)
 {
     struct na_segment s = {buf, buf_size};
-    return mem_new(na_class, &s, 1, flags, mem_handle_p);
+    return nm_mem_new(na_class, &s, 1, flags, mem_handle_p);
 }
 
-na_return_t mpi_mem_handle_create_segments(na_class_t *na_class,
-                                           struct na_segment *segments,
-                                           size_t segment_count, unsigned long flags,
-                                           na_mem_handle_t **mem_handle_p)
+na_return_t nm_mem_handle_create_segments(na_class_t *na_class,
+                                          struct na_segment *segments,
+                                          size_t segment_count, unsigned long flags,
+                                          na_mem_handle_t **mem_handle_p)
 {
     for (size_t i = 0; i < segment_count; i++)
         if (segments[i].len > INT_MAX) {
             HGX_LOG_ERROR(MPI, "segment %zu is larger than INT_MAX bytes", i);
             return NA_INVALID_ARG;
         }
-    return mem_new(na_class, segments, segment_count, flags, mem_handle_p);
+    return nm_mem_new(na_class, segments, segment_count, flags, mem_handle_p);
 }
 
-void mpi_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mh)
+void nm_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mh)
 {
     (void)na_class;
-    struct mpi_mem *m = (struct mpi_mem *)mh;
+    struct nm_mem *m = (struct nm_mem *)mh;
     if (m->em.segs && m->em.segs != &m->one)
         free(m->em.segs);
     free(m);
 }
 
-size_t mpi_mem_max_segments(const na_class_t *na_class)
+size_t nm_mem_max_segments(const na_class_t *na_class)
 {
     (void)na_class;
     return 65536;
 }
 
-na_return_t mpi_mem_register(na_class_t *na_class, na_mem_handle_t *mh)
+na_return_t nm_mem_register(na_class_t *na_class, na_mem_handle_t *mh)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     pthread_mutex_lock(&pc->lock);
-    na_return_t ret = mpi_emul_mem_register(pc->emul, &((struct mpi_mem *)mh)->em);
+    na_return_t ret = hgx_emul_mem_register(pc->emul, &((struct nm_mem *)mh)->em);
     pthread_mutex_unlock(&pc->lock);
     return ret;
 }
 
-na_return_t mpi_mem_deregister(na_class_t *na_class, na_mem_handle_t *mh)
+na_return_t nm_mem_deregister(na_class_t *na_class, na_mem_handle_t *mh)
 {
-    struct mpi_class *pc = PC(na_class);
+    struct nm_class *pc = PC(na_class);
     pthread_mutex_lock(&pc->lock);
-    mpi_emul_mem_deregister(pc->emul, &((struct mpi_mem *)mh)->em);
+    hgx_emul_mem_deregister(pc->emul, &((struct nm_mem *)mh)->em);
     pthread_mutex_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
-size_t mpi_mem_serialize_size(na_class_t *na_class, na_mem_handle_t *mh)
+size_t nm_mem_serialize_size(na_class_t *na_class, na_mem_handle_t *mh)
 {
     (void)na_class, (void)mh;
-    return sizeof(struct mpi_emul_mem_wire);
+    return sizeof(struct hgx_emul_mem_wire);
 }
 
-na_return_t mpi_mem_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                              na_mem_handle_t *mh)
+na_return_t nm_mem_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                             na_mem_handle_t *mh)
 {
     (void)na_class, (void)buf_size;
-    struct mpi_emul_mem_wire w;
-    mpi_emul_mem_serialize(&((struct mpi_mem *)mh)->em, &w);
+    struct hgx_emul_mem_wire w;
+    hgx_emul_mem_serialize(&((struct nm_mem *)mh)->em, &w);
     memcpy(buf, &w, sizeof(w));
     return NA_SUCCESS;
 }
 
-na_return_t mpi_mem_deserialize(na_class_t *na_class, na_mem_handle_t **mh_p,
-                                const void *buf, size_t buf_size)
+na_return_t nm_mem_deserialize(na_class_t *na_class, na_mem_handle_t **mh_p,
+                               const void *buf, size_t buf_size)
 {
-    struct mpi_mem *m = calloc(1, sizeof(*m));
+    struct nm_mem *m = calloc(1, sizeof(*m));
     if (!m)
         return NA_NOMEM;
-    na_return_t ret = mpi_emul_mem_deserialize(
+    na_return_t ret = hgx_emul_mem_deserialize(
         &m->em, buf, buf_size, PC(na_class)->dynamic ? INT_MAX : PC(na_class)->size);
     if (ret != NA_SUCCESS) {
         free(m);
@@ -125,31 +125,30 @@ na_return_t mpi_mem_deserialize(na_class_t *na_class, na_mem_handle_t **mh_p,
 
 /*------------------------------------------------------------ put / get */
 
-static void rma_done(void *arg, na_return_t ret)
+static void nm_rma_done(void *arg, na_return_t ret)
 {
     na_op_id_t *op = arg;
-    struct mpi_op *mo = na_op_plugin(op);
+    struct nm_op *mo = na_op_plugin(op);
     mo->oreq = NULL;
     PC(mo->na_class)->nrma--;
-    op_done(PC(mo->na_class), op, ret);
+    nm_op_done(PC(mo->na_class), op, ret);
 }
 
-na_return_t mpi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
-                    na_mem_handle_t *local, na_offset_t local_offset,
-                    na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                    na_addr_t *remote_addr)
+na_return_t nm_rma(na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle_t *local,
+                   na_offset_t local_offset, na_mem_handle_t *remote,
+                   na_offset_t remote_offset, size_t size, na_addr_t *remote_addr)
 {
-    struct mpi_class *pc = PC(na_class);
-    struct mpi_op *mo = na_op_plugin(op);
-    struct mpi_mem *rm = (struct mpi_mem *)remote;
-    int rank = ((struct mpi_addr *)remote_addr)->rank;
-    mark_active(pc, ACT_POST);
+    struct nm_class *pc = PC(na_class);
+    struct nm_op *mo = na_op_plugin(op);
+    struct nm_mem *rm = (struct nm_mem *)remote;
+    int rank = ((struct nm_addr *)remote_addr)->rank;
+    nm_mark_active(pc, ACT_POST);
     if (pc->dynamic) {
         /* the owner field names a rank in the owner's own job; route by connection */
-        struct dyn_conn *k = ((struct mpi_addr *)remote_addr)->conn;
-        struct mpi_emul_mem rem = rm->em;
+        struct dyn_conn *k = ((struct nm_addr *)remote_addr)->conn;
+        struct hgx_emul_mem rem = rm->em;
         rem.owner = rank;
-        mpi_op_start(mo, na_class);
+        nm_op_start(mo, na_class);
         pthread_mutex_lock(&pc->lock);
         if (k->dead) {
             pthread_mutex_unlock(&pc->lock);
@@ -157,11 +156,11 @@ na_return_t mpi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
                           k->id);
             return NA_ADDRNOTAVAIL;
         }
-        struct mpi_emul_oreq *o = NULL;
-        pc->nrma++; /* before: a 0-byte transfer completes inside mpi_emul_xfer */
+        struct hgx_emul_oreq *o = NULL;
+        pc->nrma++; /* before: a 0-byte transfer completes inside hgx_emul_xfer */
         na_return_t ret =
-            mpi_emul_xfer(k->emul, put, &((struct mpi_mem *)local)->em, local_offset,
-                          &rem, remote_offset, size, rma_done, op, &o);
+            hgx_emul_xfer(k->emul, put, &((struct nm_mem *)local)->em, local_offset, &rem,
+                          remote_offset, size, nm_rma_done, op, &o);
         if (ret == NA_SUCCESS) {
             mo->oreq = o;
             mo->emul = k->emul;
@@ -180,13 +179,13 @@ na_return_t mpi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
                       rm->em.owner, rank);
         return NA_INVALID_ARG;
     }
-    mpi_op_start(mo, na_class);
+    nm_op_start(mo, na_class);
     pthread_mutex_lock(&pc->lock);
-    struct mpi_emul_oreq *o = NULL;
-    pc->nrma++; /* before: a 0-byte transfer completes inside mpi_emul_xfer */
+    struct hgx_emul_oreq *o = NULL;
+    pc->nrma++; /* before: a 0-byte transfer completes inside hgx_emul_xfer */
     na_return_t ret =
-        mpi_emul_xfer(pc->emul, put, &((struct mpi_mem *)local)->em, local_offset,
-                      &rm->em, remote_offset, size, rma_done, op, &o);
+        hgx_emul_xfer(pc->emul, put, &((struct nm_mem *)local)->em, local_offset, &rm->em,
+                      remote_offset, size, nm_rma_done, op, &o);
     if (ret == NA_SUCCESS) {
         mo->oreq = o;
         mo->emul = pc->emul;

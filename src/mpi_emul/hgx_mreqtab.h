@@ -1,5 +1,5 @@
 /*
- * mpi_reqtab.h -- table of outstanding MPI requests driven by MPI_Testsome (private).
+ * hgx_mreqtab.h -- table of outstanding MPI requests driven by MPI_Testsome (private).
  *
  * Every nonblocking MPI call of the MPI plugin and of mpi_emul is recorded here
  * with a handler. hgx_mreqtab_poll() tests them all at once and runs the
@@ -8,8 +8,8 @@
  * (MPI_Cancel does not free it); the request then completes here as usual and
  * the handler reads MPI_Test_cancelled on its status.
  */
-#ifndef HGX_MPI_REQTAB_H
-#define HGX_MPI_REQTAB_H
+#ifndef HGX_MREQTAB_H
+#define HGX_MREQTAB_H
 
 #include <mpi.h>
 #include <stdint.h>

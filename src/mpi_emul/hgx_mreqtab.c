@@ -1,7 +1,7 @@
 /*
- * mpi_reqtab.c -- outstanding MPI requests, tested with MPI_Testsome.
+ * hgx_mreqtab.c -- outstanding MPI requests, tested with MPI_Testsome.
  */
-#include "mpi_reqtab.h"
+#include "hgx_mreqtab.h"
 
 #include <stdlib.h>
 #include <time.h>

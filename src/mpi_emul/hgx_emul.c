@@ -1,18 +1,18 @@
 /*
- * mpi_emul.c -- put/get over two-sided MPI: counters, control receive, progress, life.
- * The emulation as a whole: mpi_emul.h, emul_int.h, docs/mpi-emul-cancel.md.
+ * hgx_emul.c -- put/get over two-sided MPI: counters, control receive, progress, life.
+ * The emulation as a whole: hgx_emul.h, emul_int.h, docs/mpi-emul-cancel.md.
  */
 #include "config.h"
 #include "emul_int.h"
 
 atomic_ulong hgx_emul_ctr[C_N];
 
-void mpi_emul_get_counters(struct mpi_emul_counters *c)
+void hgx_emul_get_counters(struct hgx_emul_counters *c)
 {
     unsigned long v[C_N];
     for (int i = 0; i < C_N; i++)
         v[i] = atomic_load(&hgx_emul_ctr[i]);
-    *c = (struct mpi_emul_counters){.cancel_requested = v[C_REQ],
+    *c = (struct hgx_emul_counters){.cancel_requested = v[C_REQ],
                                     .cancel_yes = v[C_YES],
                                     .cancel_no = v[C_NO],
                                     .cancel_timeout = v[C_TIMEOUT],
@@ -47,7 +47,7 @@ static uint64_t env_ms(const char *name, uint64_t def)
     return (*end || x > 86400000ull) ? def : (uint64_t)x;
 }
 
-void mpi_err_log(const char *what, int rc)
+void emul_err_log(const char *what, int rc)
 {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -56,7 +56,7 @@ void mpi_err_log(const char *what, int rc)
     HGX_LOG_ERROR(MPI_EMUL, "%s failed: %s", what, s);
 }
 
-na_return_t mpi_err_to_na(int rc)
+na_return_t emul_err_to_na(int rc)
 {
     int cls = rc;
     MPI_Error_class(rc, &cls);
@@ -76,25 +76,25 @@ na_return_t mpi_err_to_na(int rc)
 
 /*------------------------------------------------------------ control receive */
 
-static void ctrl_dispatch(struct mpi_emul *e, int src, const struct mpi_emul_ctrl *p)
+static void ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
     switch (p->type) {
-    case MPI_EMUL_CT_PUT:
-    case MPI_EMUL_CT_GET:
-        target_request(e, src, p);
+    case HGX_EMUL_CT_PUT:
+    case HGX_EMUL_CT_GET:
+        emul_target_request(e, src, p);
         break;
-    case MPI_EMUL_CT_CANCEL:
-        target_cancel(e, src, p);
+    case HGX_EMUL_CT_CANCEL:
+        emul_target_cancel(e, src, p);
         break;
-    case MPI_EMUL_CT_ABORT:
-        target_abort(e, src, p);
+    case HGX_EMUL_CT_ABORT:
+        emul_target_abort(e, src, p);
         break;
-    case MPI_EMUL_CT_ACK:
-    case MPI_EMUL_CT_ERR:
-    case MPI_EMUL_CT_CTS:
-    case MPI_EMUL_CT_CANCELYES:
-    case MPI_EMUL_CT_CANCELNO:
-        origin_packet(e, src, p);
+    case HGX_EMUL_CT_ACK:
+    case HGX_EMUL_CT_ERR:
+    case HGX_EMUL_CT_CTS:
+    case HGX_EMUL_CT_CANCELYES:
+    case HGX_EMUL_CT_CANCELNO:
+        emul_origin_packet(e, src, p);
         break;
     default:
         e->stats.bad_packets++;
@@ -107,19 +107,19 @@ static void ctrl_dispatch(struct mpi_emul *e, int src, const struct mpi_emul_ctr
 /* Receive and handle the control packet msg (matched on the control tag;
  * the size is known before receiving, so an oversized packet is read whole
  * and dropped, never truncated: MPICH raises truncation on MPI_COMM_WORLD). */
-static void ctrl_recv(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = 0;
     MPI_Get_count(st, MPI_BYTE, &count);
     if (count == CTRL_WIRE_SIZE) {
         unsigned char b[CTRL_WIRE_SIZE];
-        struct mpi_emul_ctrl p;
+        struct hgx_emul_ctrl p;
         int rc = MPI_Mrecv(b, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-            mpi_err_log("MPI_Mrecv (control)", rc);
+            emul_err_log("MPI_Mrecv (control)", rc);
             return;
         }
-        if (ctrl_decode(b, &p) && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
+        if (emul_ctrl_decode(b, &p) && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
             ctrl_dispatch(e, st->MPI_SOURCE, &p);
             return;
         }
@@ -132,7 +132,7 @@ static void ctrl_recv(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st
                     st->MPI_SOURCE);
 }
 
-void mpi_emul_ctrl_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *st)
+void hgx_emul_ctrl_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     ctrl_recv(e, msg, st);
     e->batch_open = true;
@@ -140,14 +140,14 @@ void mpi_emul_ctrl_msg(struct mpi_emul *e, MPI_Message *msg, const MPI_Status *s
 
 /* Take one control packet with MPI_Improbe. Returns 1 if a packet was taken,
  * 0 if none, -1 on MPI error. */
-static int ctrl_take_one(struct mpi_emul *e)
+static int ctrl_take_one(struct hgx_emul *e)
 {
     int flag = 0;
     MPI_Message msg;
     MPI_Status st;
     int rc = MPI_Improbe(MPI_ANY_SOURCE, e->tag_ctrl, e->comm, &flag, &msg, &st);
     if (rc != MPI_SUCCESS) {
-        mpi_err_log("MPI_Improbe (control)", rc);
+        emul_err_log("MPI_Improbe (control)", rc);
         return -1;
     }
     if (!flag)
@@ -156,12 +156,12 @@ static int ctrl_take_one(struct mpi_emul *e)
     return 1;
 }
 
-int mpi_emul_progress(struct mpi_emul *e)
+int hgx_emul_progress(struct hgx_emul *e)
 {
-    return mpi_emul_progress_ex(e, true);
+    return hgx_emul_progress_ex(e, true);
 }
 
-int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
+int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
 {
     if (e->closing)
         return 0;
@@ -195,24 +195,24 @@ int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
         if (!e->pend_head)
             e->pend_tail = NULL;
         t->pnext = NULL;
-        target_start(e, t);
+        emul_target_start(e, t);
     }
     /* 3. Data chunks that arrived. */
     if (e->dcomm != e->comm)
-        n += data_take_any(e);
+        n += emul_data_take_any(e);
     else if (take_ctrl)
-        n += data_take_tags(e);
+        n += emul_data_take_tags(e);
     /* 4. Timers. */
     if (e->ntimed)
-        n += origin_timers(e);
+        n += emul_origin_timers(e);
     if (e->ntombs)
-        tomb_expire(e, emul_now_us());
+        emul_tomb_expire(e, emul_now_us());
     if (e->aborted)
-        aborted_expire(e, emul_now_us());
+        emul_aborted_expire(e, emul_now_us());
     if (e->ntrec && e->idle_us) {
         uint64_t t = emul_now_us();
         if (t >= e->idle_check_at)
-            n += put_idle_expire(e, t);
+            n += emul_put_idle_expire(e, t);
     }
     return n;
 }
@@ -222,10 +222,10 @@ int mpi_emul_progress_ex(struct mpi_emul *e, bool take_ctrl)
 static uint64_t g_timeout_ms, g_zombie_ms, g_idle_ms;
 static bool g_env_read;
 
-na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
+na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
                             int tag_ctrl, int tag_putdata_base, int tag_getdata_base)
 {
-    struct mpi_emul *e = calloc(1, sizeof(*e));
+    struct hgx_emul *e = calloc(1, sizeof(*e));
     if (!e)
         return NA_NOMEM;
     e->comm = comm;
@@ -257,16 +257,16 @@ na_return_t mpi_emul_create(struct mpi_emul **ep, MPI_Comm comm, struct hgx_mreq
     return NA_SUCCESS;
 }
 
-void mpi_emul_close(struct mpi_emul *e)
+void hgx_emul_close(struct hgx_emul *e)
 {
     e->closing = true;
-    for (uint32_t i = 0; i < MPI_EMUL_NSLOTS; i++)
+    for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++)
         if (e->slots[i] && e->slots[i]->outstanding == 0)
-            oreq_free(e->slots[i]); /* waits for an answer no table entry tracks */
+            emul_oreq_free(e->slots[i]); /* waits for an answer no table entry tracks */
     while (e->pend_head) {
         struct trec *t = e->pend_head;
         e->pend_head = t->pnext;
-        trec_free(e, t);
+        emul_trec_free(e, t);
     }
     e->pend_tail = NULL;
     for (unsigned i = 0; i < TBUCKETS; i++)
@@ -280,16 +280,16 @@ void mpi_emul_close(struct mpi_emul *e)
         }
 }
 
-void mpi_emul_free(struct mpi_emul *e)
+void hgx_emul_free(struct hgx_emul *e)
 {
     if (!e)
         return;
-    for (uint32_t i = 0; i < MPI_EMUL_NSLOTS; i++)
+    for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++)
         if (e->slots[i])
-            oreq_free(e->slots[i]);
+            emul_oreq_free(e->slots[i]);
     for (unsigned i = 0; i < TBUCKETS; i++)
         while (e->index[i])
-            trec_free(e, e->index[i]);
+            emul_trec_free(e, e->index[i]);
     for (unsigned i = 0; i < NTOMB; i++)
         if (e->tombs[i].src >= 0)
             CDEC(G_TOMB);
@@ -299,27 +299,27 @@ void mpi_emul_free(struct mpi_emul *e)
     free(e);
 }
 
-void mpi_emul_set_data_comm(struct mpi_emul *e, MPI_Comm data)
+void hgx_emul_set_data_comm(struct hgx_emul *e, MPI_Comm data)
 {
     e->dcomm = data;
 }
 
-void mpi_emul_set_tag_gens(struct mpi_emul *e, int gen_base, unsigned bits)
+void hgx_emul_set_tag_gens(struct hgx_emul *e, int gen_base, unsigned bits)
 {
     /* every tag stays an int (the caller keeps them within MPI_TAG_UB) */
     while (bits > 0 && (gen_base < 0 || bits > GEN_BITS_MAX ||
-                        gen_base + mpi_emul_gen_span(bits) - 1 > INT_MAX))
+                        gen_base + hgx_emul_gen_span(bits) - 1 > INT_MAX))
         bits--;
     e->tag_gen = gen_base;
     e->gen_bits = bits;
 }
 
-void mpi_emul_share_registry(struct mpi_emul *e, struct mpi_emul *owner)
+void hgx_emul_share_registry(struct hgx_emul *e, struct hgx_emul *owner)
 {
     e->regsrc = owner == e ? NULL : owner;
 }
 
-void mpi_emul_get_stats(const struct mpi_emul *e, struct mpi_emul_stats *s)
+void hgx_emul_get_stats(const struct hgx_emul *e, struct hgx_emul_stats *s)
 {
     *s = e->stats;
 }
