@@ -684,6 +684,10 @@ int main(int argc, char **argv)
     struct na_init_info info = NA_INIT_INFO_INITIALIZER;
     if (rank != 0) /* can send a message larger than the server takes */
         info.max_unexpected_size = CLIENT_MAX_UNEXP;
+    /* "single": the same test on a class that one thread alone uses, which
+     * takes no class lock. */
+    if (argc > 1 && strcmp(argv[1], "single") == 0)
+        info.thread_mode = NA_THREAD_MODE_SINGLE;
     cls = NA_Initialize_opt("mpi+static", rank == 0, &info);
     result("NA_Initialize(\"mpi+static\") on an application-initialized MPI", cls != NULL,
            "");

@@ -276,7 +276,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         goto undo_init;
     }
     pc->we_init_mpi = we_init;
-    pthread_mutex_init(&pc->lock, NULL);
+    nm_lock_init(&pc->lock, na_class->single);
     hgx_mreqtab_init(&pc->tab);
 
     rc = MPI_Comm_dup(base, &pc->comm); /* collective over base */
@@ -386,7 +386,7 @@ free_comm:
     MPI_Comm_free(&pc->comm);
 free_pc:
     free(pc->rank_addrs);
-    pthread_mutex_destroy(&pc->lock);
+    nm_lock_destroy(&pc->lock);
     free(pc);
 undo_init:
     if (port[0])
@@ -403,7 +403,7 @@ undo_init:
 static na_return_t nm_finalize(na_class_t *na_class)
 {
     struct nm_class *pc = PC(na_class);
-    pthread_mutex_lock(&pc->lock);
+    nm_lock(&pc->lock);
     struct hgx_emul_stats st;
     hgx_emul_get_stats(pc->emul, &st);
     if (st.bad_packets || st.refused)
@@ -441,8 +441,8 @@ static na_return_t nm_finalize(na_class_t *na_class)
         rc = MPI_Comm_free(&pc->dcomm);
     if (rc != MPI_SUCCESS)
         nm_log_err("MPI_Comm_free", rc);
-    pthread_mutex_unlock(&pc->lock);
-    pthread_mutex_destroy(&pc->lock);
+    nm_unlock(&pc->lock);
+    nm_lock_destroy(&pc->lock);
     for (int r = 0; r < pc->size; r++)
         free(atomic_load(&pc->rank_addrs[r]));
     free(pc->rank_addrs);
@@ -479,9 +479,9 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     (void)context;
     struct nm_class *pc = PC(na_class);
     struct nm_op *mo = na_op_plugin(op);
-    pthread_mutex_lock(&pc->lock);
+    nm_lock(&pc->lock);
     if (atomic_load(&op->state) != NA_OP_CANCELING) {
-        pthread_mutex_unlock(&pc->lock); /* completed meanwhile */
+        nm_unlock(&pc->lock); /* completed meanwhile */
         return NA_SUCCESS;
     }
     switch (op->info.type) {
@@ -541,7 +541,7 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     default:
         break;
     }
-    pthread_mutex_unlock(&pc->lock);
+    nm_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 

@@ -62,10 +62,10 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
     struct nm_op *mo = na_op_plugin(op);
     nm_op_start(mo, na_class);
     mo->bounce = bounce;
-    pthread_mutex_lock(&pc->lock);
+    nm_lock(&pc->lock);
     MPI_Comm comm;
     if (!nm_addr_comm(pc, dest_addr, &comm)) {
-        pthread_mutex_unlock(&pc->lock);
+        nm_unlock(&pc->lock);
         free(bounce);
         mo->bounce = NULL;
         return NA_ADDRNOTAVAIL;
@@ -79,7 +79,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         rc = MPI_Test(&mo->req, &flag, &st);
         if (rc != MPI_SUCCESS || flag) {
             nm_send_done(op, 0, rc, &st);
-            pthread_mutex_unlock(&pc->lock);
+            nm_unlock(&pc->lock);
             return NA_SUCCESS;
         }
     }
@@ -89,7 +89,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
         rc = MPI_ERR_NO_MEM;
     }
-    pthread_mutex_unlock(&pc->lock);
+    nm_unlock(&pc->lock);
     if (rc != MPI_SUCCESS) {
         nm_log_err("MPI_Isend", rc);
         free(bounce);
@@ -135,13 +135,13 @@ na_return_t nm_recv_unexpected(na_class_t *na_class, na_context_t *context,
     mo->buf = buf;
     mo->buf_size = buf_size;
     mo->in_uq = true;
-    pthread_mutex_lock(&pc->lock);
+    nm_lock(&pc->lock);
     if (pc->uq_tail)
         pc->uq_tail->next = mo;
     else
         pc->uq_head = mo;
     pc->uq_tail = mo;
-    pthread_mutex_unlock(&pc->lock);
+    nm_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
@@ -506,9 +506,9 @@ na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_
     mo->buf_size = buf_size;
     mo->src = ((struct nm_addr *)source_addr)->rank;
     mo->tag = TAG_EXP_BASE + (int)tag;
-    pthread_mutex_lock(&pc->lock);
+    nm_lock(&pc->lock);
     if (!nm_addr_comm(pc, source_addr, &mo->comm)) {
-        pthread_mutex_unlock(&pc->lock);
+        nm_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
     nm_mark_active(pc, ACT_POST);
@@ -520,7 +520,7 @@ na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_
         *pp = mo;
         mo->in_eq = true;
     }
-    pthread_mutex_unlock(&pc->lock);
+    nm_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 

@@ -153,7 +153,7 @@ static int nm_poll_locked(struct nm_class *pc)
  * for a peer) marks the class active. */
 static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inflight)
 {
-    pthread_mutex_lock(&pc->lock);
+    nm_lock(&pc->lock);
     unsigned long before = pc->ncompleted;
     int events = nm_poll_locked(pc);
     *n = pc->ncompleted - before;
@@ -162,7 +162,7 @@ static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inf
      * request above the eager size it took meanwhile may then finish only at
      * the next wake-up) */
     *inflight = pc->tab.n > (pc->upost ? 1 : 0);
-    pthread_mutex_unlock(&pc->lock);
+    nm_unlock(&pc->lock);
     if (events > 0 || *n > 0)
         nm_mark_active(pc, ACT_EVENT);
     return events < 0 ? NA_PROTOCOL_ERROR : NA_SUCCESS;
