@@ -26,7 +26,7 @@
 #define DATA_IDLE_EVERY 16
 /* A matched chunk this small is received with the blocking MPI_Mrecv: below
  * every MPI transport's eager limit, its data came with the match (as
- * MRECV_MAX in na_mpi.c). Larger ones use MPI_Imrecv. */
+ * MRECV_MAX in na_mpi_priv.h). Larger ones use MPI_Imrecv. */
 #define DATA_MRECV_MAX 4096
 #define CTRL_WIRE_SIZE 48 /* control packet on the wire (emul_wire.c) */
 /* Most tag-generation bits (hgx_emul_set_tag_gens): tags stay ints. */
