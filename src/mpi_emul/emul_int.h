@@ -196,7 +196,6 @@ static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
 /* hgx_emul.c */
 uint64_t emul_now_us(void);
 void emul_err_log(const char *what, int rc);
-na_return_t emul_err_to_na(int rc);
 
 /* emul_registry.c */
 int emul_mem_chunk(const struct hgx_emul_mem *m, uint64_t off, size_t len, void **ptr,

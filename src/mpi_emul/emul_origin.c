@@ -100,7 +100,7 @@ static void ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     o->outstanding--;
     if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST && o->result == NA_SUCCESS) {
         emul_err_log("put data send", err);
-        o->result = emul_err_to_na(err);
+        o->result = hgx_mpi_err_to_na(err);
     }
     oreq_step(o);
 }
@@ -114,7 +114,7 @@ static void gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     if (err != MPI_SUCCESS && o->result == NA_SUCCESS) {
         if (err != MPI_ERR_REQUEST)
             emul_err_log("get data receive", err);
-        o->result = emul_err_to_na(err);
+        o->result = hgx_mpi_err_to_na(err);
     }
     oreq_step(o);
 }
@@ -161,7 +161,7 @@ void emul_origin_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
     if (rc != MPI_SUCCESS) {
         emul_err_log("get: describing a chunk", rc);
         emul_data_drop(e, msg, st, count, true, "its chunk could not be described");
-        o->result = emul_err_to_na(rc);
+        o->result = hgx_mpi_err_to_na(rc);
         oreq_step(o);
         return;
     }
@@ -204,7 +204,7 @@ static void put_post_data(struct hgx_emul_oreq *o)
             for (uint32_t k = i; k < o->nchunks; k++)
                 o->cdone[k] = 1;
             if (o->result == NA_SUCCESS)
-                o->result = emul_err_to_na(rc);
+                o->result = hgx_mpi_err_to_na(rc);
             send_abort(o); /* the target stops taking chunks */
             break;
         }
@@ -365,7 +365,7 @@ na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_me
         emul_err_log("sending put/get request", rc);
         o->done = NULL;
         oreq_step(o);
-        return emul_err_to_na(rc);
+        return hgx_mpi_err_to_na(rc);
     }
     *oreq_p = o;
     return NA_SUCCESS;

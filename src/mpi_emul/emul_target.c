@@ -116,7 +116,7 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     if (!cancelled && err != MPI_SUCCESS && err != MPI_ERR_REQUEST &&
         t->result == NA_SUCCESS) {
         emul_err_log(t->put ? "put: receiving data" : "get: sending data", err);
-        t->result = emul_err_to_na(err);
+        t->result = hgx_mpi_err_to_na(err);
     }
     t->outstanding--;
     if (t->put)
@@ -232,7 +232,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
             continue;
         if (rc != MPI_SUCCESS) { /* the origin's cancel or timeout recovers the rest */
             emul_err_log("get: sending data", rc);
-            t->result = emul_err_to_na(rc);
+            t->result = hgx_mpi_err_to_na(rc);
             break;
         }
         t->outstanding++;
@@ -302,7 +302,7 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                             "it applied; it fails",
                             rid, st->MPI_SOURCE);
         emul_data_drop(e, msg, st, count, true, "its put failed");
-        t->result = rc != MPI_SUCCESS ? emul_err_to_na(rc) : ret;
+        t->result = rc != MPI_SUCCESS ? hgx_mpi_err_to_na(rc) : ret;
         trec_check(t);
         return;
     }

@@ -56,24 +56,6 @@ void emul_err_log(const char *what, int rc)
     HGX_LOG_ERROR(MPI_EMUL, "%s failed: %s", what, s);
 }
 
-na_return_t emul_err_to_na(int rc)
-{
-    int cls = rc;
-    MPI_Error_class(rc, &cls);
-    switch (cls) {
-    case MPI_SUCCESS:
-        return NA_SUCCESS;
-    case MPI_ERR_TRUNCATE:
-        return NA_MSGSIZE;
-    case MPI_ERR_NO_MEM:
-        return NA_NOMEM;
-    case MPI_ERR_RANK:
-        return NA_INVALID_ARG;
-    default:
-        return NA_PROTOCOL_ERROR;
-    }
-}
-
 /*------------------------------------------------------------ control receive */
 
 static void ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)

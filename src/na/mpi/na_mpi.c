@@ -60,26 +60,6 @@ static na_return_t nm_intra_base(MPI_Comm intra, MPI_Comm *base)
     return NA_SUCCESS;
 }
 
-na_return_t nm_na_ret(int rc)
-{
-    int cls = rc;
-    if (rc == MPI_SUCCESS)
-        return NA_SUCCESS;
-    MPI_Error_class(rc, &cls);
-    switch (cls) {
-    case MPI_ERR_TRUNCATE:
-        return NA_MSGSIZE;
-    case MPI_ERR_NO_MEM:
-        return NA_NOMEM;
-    case MPI_ERR_RANK:
-    case MPI_ERR_TAG:
-    case MPI_ERR_COUNT:
-        return NA_INVALID_ARG;
-    default:
-        return NA_PROTOCOL_ERROR;
-    }
-}
-
 uint64_t nm_now_us(void)
 {
     struct timespec ts;
@@ -255,7 +235,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         rc = nm_dyn_self_comm();
         if (rc != MPI_SUCCESS) {
             nm_log_err("MPI_Comm_dup(MPI_COMM_SELF)", rc);
-            ret = nm_na_ret(rc);
+            ret = hgx_mpi_err_to_na(rc);
             goto undo_init;
         }
         /* Probe (and, for a listener, keep) a port: fails clearly where the MPI
@@ -474,6 +454,17 @@ static na_return_t nm_context_destroy(na_class_t *na_class, na_context_t *contex
     return NA_SUCCESS;
 }
 
+/* Ask MPI to cancel the receive mo has in MPI, on a copy of its handle (the
+ * request table still holds the request); it completes there as usual, and
+ * its handler reads MPI_Test_cancelled. */
+static void nm_cancel_irecv(struct nm_op *mo)
+{
+    MPI_Request r = mo->req;
+    int rc = MPI_Cancel(&r);
+    if (rc != MPI_SUCCESS)
+        nm_log_err("MPI_Cancel", rc);
+}
+
 static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
 {
     (void)context;
@@ -498,11 +489,7 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
             mo->in_uq = false;
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
-            /* unexp_irecv_done: MPI_Test_cancelled tells cancelled from received */
-            MPI_Request r = mo->req;
-            int rc = MPI_Cancel(&r);
-            if (rc != MPI_SUCCESS)
-                nm_log_err("MPI_Cancel", rc);
+            nm_cancel_irecv(mo); /* its handler tells cancelled from received */
         } /* else: already matched, its local Imrecv completes soon */
         break;
     case NA_CB_RECV_EXPECTED:
@@ -515,12 +502,8 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
             mo->in_eq = false;
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
-            /* as for sends below: MPI_Test_cancelled decides in nm_recv_exp_done */
-            MPI_Request r = mo->req;
-            int rc = MPI_Cancel(&r);
-            if (rc != MPI_SUCCESS)
-                nm_log_err("MPI_Cancel", rc);
-        } /* else: matched, its local Imrecv completes soon */
+            nm_cancel_irecv(mo); /* nm_recv_exp_done tells cancelled from received */
+        }                        /* else: matched, its local Imrecv completes soon */
         break;
     case NA_CB_SEND_EXPECTED:
     case NA_CB_SEND_UNEXPECTED: {

@@ -35,7 +35,8 @@ static void nm_send_done(void *obj, uintptr_t aux, int err, const MPI_Status *st
     if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST)
         nm_log_err("message send", err);
     nm_op_done(pc, op,
-               cancelled || err == MPI_ERR_REQUEST ? NA_CANCELED : nm_na_ret(err));
+               cancelled || err == MPI_ERR_REQUEST ? NA_CANCELED
+                                                   : hgx_mpi_err_to_na(err));
 }
 
 /* Communicator of an address (NULL when its connection is closed). */
@@ -94,7 +95,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         nm_log_err("MPI_Isend", rc);
         free(bounce);
         mo->bounce = NULL;
-        return nm_na_ret(rc);
+        return hgx_mpi_err_to_na(rc);
     }
     return NA_SUCCESS;
 }
@@ -157,7 +158,7 @@ static void nm_unexp_finish(na_op_id_t *op, const char *data, int err,
     uint32_t hdr[2] = {0, 0};
 
     if (err != MPI_SUCCESS) {
-        ret = err == MPI_ERR_REQUEST ? NA_CANCELED : nm_na_ret(err);
+        ret = err == MPI_ERR_REQUEST ? NA_CANCELED : hgx_mpi_err_to_na(err);
     } else {
         MPI_Get_count(st, MPI_BYTE, &count);
         if (count >= UNEXP_HDR_SIZE)
@@ -185,6 +186,19 @@ static void nm_unexp_finish(na_op_id_t *op, const char *data, int err,
         }
     }
     nm_op_done(pc, op, ret);
+}
+
+/* Receive the matched message msg into buf (count bytes) with MPI_Imrecv for
+ * op; fn runs when it landed, from the request table, or at once when the
+ * table has no room. Returns the MPI error of posting it (fn has not run). */
+static int nm_imrecv(struct nm_class *pc, na_op_id_t *op, void *buf, int count,
+                     MPI_Message *msg, MPI_Status *st, hgx_mreq_fn fn)
+{
+    struct nm_op *mo = na_op_plugin(op);
+    int rc = MPI_Imrecv(buf, count, MPI_BYTE, msg, &mo->req);
+    if (rc == MPI_SUCCESS && hgx_mreqtab_add(&pc->tab, mo->req, fn, op, 0) != 0)
+        fn(op, 0, MPI_Wait(&mo->req, st), st);
+    return rc;
 }
 
 static void nm_unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
@@ -247,18 +261,12 @@ static void nm_unexp_recv(struct nm_class *pc, MPI_Message *msg, MPI_Status *st,
         nm_op_done(pc, op, NA_NOMEM);
         return;
     }
-    rc = MPI_Imrecv(mo->bounce, count, MPI_BYTE, msg, &mo->req);
-    if (rc == MPI_SUCCESS &&
-        hgx_mreqtab_add(&pc->tab, mo->req, nm_unexp_done, op, 0) != 0) {
-        rc = MPI_Wait(&mo->req, st);
-        nm_unexp_done(op, 0, rc, st);
-        return;
-    }
+    rc = nm_imrecv(pc, op, mo->bounce, count, msg, st, nm_unexp_done);
     if (rc != MPI_SUCCESS) {
         nm_log_err("MPI_Imrecv", rc);
         free(mo->bounce);
         mo->bounce = NULL;
-        nm_op_done(pc, op, nm_na_ret(rc));
+        nm_op_done(pc, op, hgx_mpi_err_to_na(rc));
     }
 }
 
@@ -407,7 +415,7 @@ void nm_recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     if (err == MPI_ERR_REQUEST) {
         ret = NA_CANCELED;
     } else if (err != MPI_SUCCESS) {
-        ret = nm_na_ret(err);
+        ret = hgx_mpi_err_to_na(err);
         nm_log_err("expected receive", err);
     } else {
         MPI_Get_count(st, MPI_BYTE, &count);
@@ -430,7 +438,7 @@ static void nm_exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status
     if (cancelled || err == MPI_ERR_REQUEST) {
         ret = NA_CANCELED;
     } else if (err != MPI_SUCCESS) {
-        ret = nm_na_ret(err);
+        ret = hgx_mpi_err_to_na(err);
     } else if ((size_t)count > mo->buf_size) {
         HGX_LOG_ERROR(MPI,
                       "expected message of %d bytes from rank %d larger than the "
@@ -562,16 +570,10 @@ static void nm_exp_recv(struct nm_class *pc, struct nm_op *mo, MPI_Message *msg,
         nm_recv_exp_done(op, 0, rc, st);
         return;
     }
-    rc = MPI_Imrecv(mo->buf, count, MPI_BYTE, msg, &mo->req);
-    if (rc == MPI_SUCCESS &&
-        hgx_mreqtab_add(&pc->tab, mo->req, nm_recv_exp_done, op, 0) != 0) {
-        rc = MPI_Wait(&mo->req, st);
-        nm_recv_exp_done(op, 0, rc, st);
-        return;
-    }
+    rc = nm_imrecv(pc, op, mo->buf, count, msg, st, nm_recv_exp_done);
     if (rc != MPI_SUCCESS) {
         nm_log_err("MPI_Imrecv", rc);
-        nm_op_done(pc, op, nm_na_ret(rc));
+        nm_op_done(pc, op, hgx_mpi_err_to_na(rc));
     }
 }
 

@@ -275,7 +275,6 @@ static inline void nm_op_done(struct nm_class *pc, na_op_id_t *op, na_return_t r
 
 /* na_mpi.c */
 void nm_log_err(const char *what, int rc);
-na_return_t nm_na_ret(int rc);
 uint64_t nm_now_us(void);
 void nm_date_activity(struct nm_class *pc, uint64_t t);
 char *nm_sink_get(struct nm_class *pc);
