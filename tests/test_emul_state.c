@@ -2,9 +2,16 @@
  * test_emul_state.c -- the tables of legal moves of the put/get emulation's
  * state machines (src/mpi_emul/emul_state.h), checked against the moves
  * docs/mpi-emul-cancel.md draws: each listed move is accepted, every other
- * pair of states (self-moves and out-of-range states included) is refused.
+ * pair of states (self-moves and out-of-range states included) is refused;
+ * and the check every move goes through: it logs both state names, and
+ * asserts an illegal move (builds without NDEBUG).
  */
 #include "emul_state.h"
+#include "hgx_log.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,6 +106,58 @@ static void test_target(void **state)
     check_names(HGX_EMUL_M_TARGET);
 }
 
+/* Make one move of request 7 (rank 3) in a child whose stderr (the log, at
+ * debug level) goes to a temporary file; its wait status and its log. */
+static int move_in_child(enum hgx_emul_machine m, unsigned from, unsigned to, char *log,
+                         size_t n)
+{
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fileno(tmp), 2);
+        hgx_log_set_level("mpi_emul", "debug");
+        hgx_emul_move(m, from, to, 7, 3);
+        fflush(stderr);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    rewind(tmp);
+    size_t k = fread(log, 1, n - 1, tmp);
+    log[k] = '\0';
+    fclose(tmp);
+    return status;
+}
+
+static void test_move_traced(void **state)
+{
+    (void)state;
+    char log[4096];
+    int st = move_in_child(HGX_EMUL_M_OCANCEL, HGX_EMUL_OC_SENT, HGX_EMUL_OC_ZOMBIE, log,
+                           sizeof(log));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (!strstr(log, "request 7 (rank 3): CANCEL_SENT -> ZOMBIE"))
+        fail_msg("no debug line naming both states: \"%s\"", log);
+}
+
+static void test_illegal_move(void **state)
+{
+    (void)state;
+    char log[4096];
+    int st = move_in_child(HGX_EMUL_M_TARGET, HGX_EMUL_T_DONE, HGX_EMUL_T_APPLYING, log,
+                           sizeof(log));
+#ifndef NDEBUG
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+#else
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+#endif
+    if (!strstr(log, "illegal target move of request 7 (rank 3): DONE -> APPLYING"))
+        fail_msg("no error line naming both states: \"%s\"", log);
+}
+
 static void test_unknown_machine(void **state)
 {
     (void)state;
@@ -110,10 +169,9 @@ static void test_unknown_machine(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_origin_transfer),
-        cmocka_unit_test(test_origin_cancel),
-        cmocka_unit_test(test_target),
-        cmocka_unit_test(test_unknown_machine),
+        cmocka_unit_test(test_origin_transfer), cmocka_unit_test(test_origin_cancel),
+        cmocka_unit_test(test_target),          cmocka_unit_test(test_unknown_machine),
+        cmocka_unit_test(test_move_traced),     cmocka_unit_test(test_illegal_move),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
