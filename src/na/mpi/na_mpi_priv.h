@@ -277,8 +277,10 @@ static inline void nm_op_done(struct nm_class *pc, na_op_id_t *op, na_return_t r
 void nm_log_err(const char *what, int rc);
 uint64_t nm_now_us(void);
 void nm_date_activity(struct nm_class *pc, uint64_t t);
+#ifdef OPEN_MPI
 char *nm_sink_get(struct nm_class *pc);
 void nm_sink_put(struct nm_class *pc, char *s, int err, size_t count);
+#endif
 
 /* na_mpi_dynamic.c */
 int nm_dyn_close_port(const char *port);
