@@ -42,6 +42,7 @@ void hgx_emul_mem_deregister(struct hgx_emul *e, struct hgx_emul_mem *m)
     m->gen = 0;
 }
 
+/* Describe bytes [off, off+len) of a local region for MPI (no copy). */
 int emul_mem_chunk(const struct hgx_emul_mem *m, uint64_t off, size_t len, void **ptr,
                    int *count, MPI_Datatype *dt)
 {

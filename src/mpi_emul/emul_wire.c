@@ -8,40 +8,46 @@
 
 #include "hgx_wire.h"
 
+/* Memory handle on the wire: the fields of struct hgx_emul_mem_wire in their
+ * order, little-endian. */
+_Static_assert(sizeof(struct hgx_emul_mem_wire) == 32,
+               "struct hgx_emul_mem_wire has the size of its wire format");
+
 void hgx_emul_mem_serialize(const struct hgx_emul_mem *m, struct hgx_emul_mem_wire *w)
 {
-    memset(w, 0, sizeof(*w));
-    w->magic = HGX_EMUL_MEM_MAGIC;
-    w->owner = m->owner;
-    w->id = m->id;
-    w->gen = m->gen;
-    w->flags = (uint32_t)m->flags;
-    w->len = m->len;
+    unsigned char *b = (unsigned char *)w;
+    hgx_put_u32(b, HGX_EMUL_MEM_MAGIC);
+    hgx_put_u32(b + 4, (uint32_t)m->owner);
+    hgx_put_u32(b + 8, m->id);
+    hgx_put_u32(b + 12, m->gen);
+    hgx_put_u32(b + 16, (uint32_t)m->flags);
+    hgx_put_u32(b + 20, 0);
+    hgx_put_u64(b + 24, m->len);
 }
 
 na_return_t hgx_emul_mem_deserialize(struct hgx_emul_mem *m, const void *buf, size_t size,
                                      int comm_size)
 {
-    struct hgx_emul_mem_wire w;
-    if (size < sizeof(w))
+    const unsigned char *b = buf;
+    if (size < sizeof(struct hgx_emul_mem_wire))
         return NA_INVALID_ARG;
-    memcpy(&w, buf, sizeof(w));
-    if (w.magic != HGX_EMUL_MEM_MAGIC || w.owner < 0 || w.owner >= comm_size ||
-        w.id == 0 ||
-        (w.flags != NA_MEM_READ_ONLY && w.flags != NA_MEM_WRITE_ONLY &&
-         w.flags != NA_MEM_READWRITE) ||
-        w.len == 0 || w.len > SIZE_MAX)
+    int32_t owner = (int32_t)hgx_get_u32(b + 4);
+    uint32_t flags = hgx_get_u32(b + 16);
+    uint64_t len = hgx_get_u64(b + 24);
+    if (hgx_get_u32(b) != HGX_EMUL_MEM_MAGIC || owner < 0 || owner >= comm_size ||
+        hgx_get_u32(b + 8) == 0 ||
+        (flags != NA_MEM_READ_ONLY && flags != NA_MEM_WRITE_ONLY &&
+         flags != NA_MEM_READWRITE) ||
+        len == 0 || len > SIZE_MAX)
         return NA_INVALID_ARG;
     memset(m, 0, sizeof(*m));
-    m->owner = w.owner;
-    m->id = w.id;
-    m->gen = w.gen;
-    m->flags = w.flags;
-    m->len = (size_t)w.len;
+    m->owner = owner;
+    m->id = hgx_get_u32(b + 8);
+    m->gen = hgx_get_u32(b + 12);
+    m->flags = flags;
+    m->len = (size_t)len;
     return NA_SUCCESS;
 }
-
-/* Describe bytes [off, off+len) of a local region for MPI (no copy). */
 
 /*------------------------------------------------------------ data tags */
 

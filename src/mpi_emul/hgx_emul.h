@@ -62,7 +62,8 @@ struct hgx_emul_mem {
     int owner;               /* rank of the owner */
 };
 
-/* Serialized memory handle (wire format, fixed size). */
+/* Serialized memory handle: these fields in this order, little-endian (the
+ * struct is its storage; on a little-endian host it also reads them). */
 #define HGX_EMUL_MEM_MAGIC 0x48474d48u /* "HMGH" */
 struct hgx_emul_mem_wire {
     uint32_t magic;
@@ -152,7 +153,10 @@ void hgx_emul_free(struct hgx_emul *e);
 
 na_return_t hgx_emul_mem_register(struct hgx_emul *e, struct hgx_emul_mem *m);
 void hgx_emul_mem_deregister(struct hgx_emul *e, struct hgx_emul_mem *m);
+/* Write the wire form of registered region m into w. */
 void hgx_emul_mem_serialize(const struct hgx_emul_mem *m, struct hgx_emul_mem_wire *w);
+/* Read a wire form of size bytes (untrusted): NA_INVALID_ARG unless it is a
+ * well-formed handle of a rank below comm_size. */
 na_return_t hgx_emul_mem_deserialize(struct hgx_emul_mem *m, const void *buf, size_t size,
                                      int comm_size);
 
