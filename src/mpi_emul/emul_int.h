@@ -53,7 +53,9 @@ enum {
     G_TOMB,
     C_N
 };
+#pragma GCC visibility push(hidden)
 extern atomic_ulong hgx_emul_ctr[C_N];
+#pragma GCC visibility pop
 #define CINC(i) atomic_fetch_add_explicit(&hgx_emul_ctr[i], 1, memory_order_relaxed)
 #define CDEC(i) atomic_fetch_sub_explicit(&hgx_emul_ctr[i], 1, memory_order_relaxed)
 
@@ -193,6 +195,10 @@ static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
     return o->cancel == HGX_EMUL_OC_YES || o->cancel == HGX_EMUL_OC_ZOMBIE_YES;
 }
 
+/* The calls between the emulation's files: hidden, so they are not exported
+ * and link-time optimization inlines them as if the emulation were one file. */
+#pragma GCC visibility push(hidden)
+
 /* hgx_emul.c */
 uint64_t emul_now_us(void);
 void emul_err_log(const char *what, int rc);
@@ -246,5 +252,7 @@ void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
 void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p);
 void emul_aborted_expire(struct hgx_emul *e, uint64_t now);
 int emul_put_idle_expire(struct hgx_emul *e, uint64_t now);
+
+#pragma GCC visibility pop
 
 #endif

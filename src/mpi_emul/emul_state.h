@@ -53,6 +53,8 @@ enum hgx_emul_machine {
     HGX_EMUL_M_N
 };
 
+#pragma GCC visibility push(hidden)
+
 /** Number of states of machine m (0 for an unknown machine). */
 unsigned hgx_emul_nstates(enum hgx_emul_machine m);
 
@@ -69,5 +71,7 @@ bool hgx_emul_move_legal(enum hgx_emul_machine m, unsigned from, unsigned to);
  */
 void hgx_emul_move(enum hgx_emul_machine m, unsigned from, unsigned to, uint32_t id,
                    int peer);
+
+#pragma GCC visibility pop
 
 #endif

@@ -273,6 +273,10 @@ static inline void nm_op_done(struct nm_class *pc, na_op_id_t *op, na_return_t r
 
 #endif
 
+/* The calls between the plugin's files: hidden, so they are not exported and
+ * link-time optimization inlines them as if each file were the whole plugin. */
+#pragma GCC visibility push(hidden)
+
 /* na_mpi.c */
 void nm_log_err(const char *what, int rc);
 uint64_t nm_now_us(void);
@@ -364,5 +368,7 @@ int nm_probe_waiting(struct nm_class *pc, int *events);
 na_return_t nm_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
 na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
                          unsigned int timeout_ms);
+
+#pragma GCC visibility pop
 
 #endif
