@@ -88,7 +88,8 @@ build_target() {
         # shellcheck disable=SC2086
         "$CLANG" $CFLAGS -fsanitize=fuzzer -I"$mpich_inc" $INC \
             "$srcdir/fuzz/$t.c" "$srcdir"/src/mpi_emul/*.c \
-            "$srcdir/src/util/hgx_log.c" -o "$out/$t" $LIBS
+            "$srcdir/src/util/hgx_log.c" "$srcdir/src/util/hgx_param.c" \
+            "$srcdir/src/util/hgx_assert.c" -o "$out/$t" $LIBS
         ;;
     fuzz_bulk_transfer)
         # The server and attacks of tests/bulk_forge.c, over ofi+tcp.

@@ -5,7 +5,7 @@
 #include "config.h"
 #include "emul_state.h"
 
-#include "emul_assert.h"
+#include "hgx_assert.h"
 #include "hgx_log.h"
 
 #define TO(s) (1u << (s))
@@ -97,5 +97,5 @@ void hgx_emul_move(enum hgx_emul_machine m, unsigned from, unsigned to, uint32_t
     else
         HGX_LOG_DEBUG(MPI_EMUL, "%s of request %u (rank %d): %s -> %s", machines[m].what,
                       id, peer, hgx_emul_state_name(m, from), hgx_emul_state_name(m, to));
-    HGX_EMUL_ASSERT(legal);
+    HGX_ASSERT(legal);
 }

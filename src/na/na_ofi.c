@@ -3416,6 +3416,8 @@ static na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
 
 const struct na_ops na_ofi_ops = {
     .class_name = "ofi",
+    .protocols = (const char *const[]){"tcp", "sockets", "shm", NULL},
+    .log_subsys = HGX_SUBSYS_OFI,
     /* The plugin cuts operations at the provider's limits itself, and over
      * tcp every piece of a get is one more read request and bounce buffer:
      * 256 KiB pieces held ofi+tcp pulls at ~0.3x the raw fi_read, one piece
