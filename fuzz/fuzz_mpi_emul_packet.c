@@ -1,11 +1,11 @@
 /*
  * fuzz_mpi_emul_packet.c -- libFuzzer target for mpi_emul control packets
- * (src/mpi_emul/mpi_emul.c: mpi_emul_progress -> ctrl_take_one -> ctrl_dispatch).
+ * (src/mpi_emul/hgx_emul.c: hgx_emul_progress -> ctrl_take_one -> ctrl_dispatch).
  *
- * The real mpi_emul.c and mpi_reqtab.c run over a tiny in-process MPI stub
+ * The real hgx_emul.c and hgx_mreqtab.c run over a tiny in-process MPI stub
  * defined here (MPICH header ABI: integer handles; no MPI library is linked),
  * so untrusted packets take the exact path they take in production: they are
- * probed (MPI_Improbe) and received (MPI_Mrecv) by mpi_emul_progress() and
+ * probed (MPI_Improbe) and received (MPI_Mrecv) by hgx_emul_progress() and
  * handled there, then data/ack completions run from hgx_mreqtab_poll().
  *
  * Setup per input: rank 0 of 4 registers four regions (read-write, read-only
@@ -23,7 +23,7 @@
  * not here. At the end every request and datatype was released, and ASan/UBSan/ LSan
  * report nothing.
  */
-#include "mpi_emul.h"
+#include "hgx_emul.h"
 
 #include <mpi.h>
 #include <stdbool.h>
@@ -218,10 +218,10 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
     if (dest < 0 || dest >= FZ_NRANKS)
         return MPI_ERR_RANK;
     if (tag != FZ_TAG_CTRL) {
-        bool in_put = tag >= FZ_TAG_PUT && tag < FZ_TAG_PUT + MPI_EMUL_NSLOTS,
-             in_get = tag >= FZ_TAG_GET && tag < FZ_TAG_GET + MPI_EMUL_NSLOTS,
+        bool in_put = tag >= FZ_TAG_PUT && tag < FZ_TAG_PUT + HGX_EMUL_NSLOTS,
+             in_get = tag >= FZ_TAG_GET && tag < FZ_TAG_GET + HGX_EMUL_NSLOTS,
              in_gen = tag >= FZ_TAG_GEN &&
-                      tag < FZ_TAG_GEN + (int)mpi_emul_gen_span(FZ_GEN_BITS);
+                      tag < FZ_TAG_GEN + (int)hgx_emul_gen_span(FZ_GEN_BITS);
         if (!in_put && !in_get && !in_gen) {
             fprintf(stderr, "mpi_emul sent data on tag %d, outside its data tags\n", tag);
             abort();
@@ -392,12 +392,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct hgx_mreqtab tab;
-    struct mpi_emul *e = NULL;
+    struct hgx_emul *e = NULL;
     static unsigned char a[100], b0[7], b1[50], b2[13], c[30], d[16], l[64];
     struct na_segment bsegs[3] = {{b0, sizeof(b0)}, {b1, sizeof(b1)}, {b2, sizeof(b2)}};
     struct na_segment aseg = {a, sizeof(a)}, cseg = {c, sizeof(c)}, dseg = {d, sizeof(d)},
                       lseg = {l, sizeof(l)};
-    struct mpi_emul_mem
+    struct hgx_emul_mem
         ma = {.flags = NA_MEM_READWRITE, .len = sizeof(a), .nseg = 1, .segs = &aseg},
         mb = {.flags = NA_MEM_READ_ONLY, .len = 70, .nseg = 3, .segs = bsegs},
         mc = {.flags = NA_MEM_WRITE_ONLY, .len = sizeof(c), .nseg = 1, .segs = &cseg},
@@ -414,26 +414,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* d is deregistered: no access at all */
 
     hgx_mreqtab_init(&tab);
-    if (mpi_emul_create(&e, MPI_COMM_WORLD, &tab, FZ_TAG_CTRL, FZ_TAG_PUT, FZ_TAG_GET) !=
+    if (hgx_emul_create(&e, MPI_COMM_WORLD, &tab, FZ_TAG_CTRL, FZ_TAG_PUT, FZ_TAG_GET) !=
         NA_SUCCESS)
         abort();
-    mpi_emul_set_tag_gens(e, FZ_TAG_GEN, FZ_GEN_BITS);
-    if (mpi_emul_mem_register(e, &ma) || mpi_emul_mem_register(e, &mb) ||
-        mpi_emul_mem_register(e, &mc) || mpi_emul_mem_register(e, &md))
+    hgx_emul_set_tag_gens(e, FZ_TAG_GEN, FZ_GEN_BITS);
+    if (hgx_emul_mem_register(e, &ma) || hgx_emul_mem_register(e, &mb) ||
+        hgx_emul_mem_register(e, &mc) || hgx_emul_mem_register(e, &md))
         abort();
-    mpi_emul_mem_deregister(e, &md);
-    if (mpi_emul_mem_register(e, &ml))
+    hgx_emul_mem_deregister(e, &md);
+    if (hgx_emul_mem_register(e, &ml))
         abort();
 
     /* Two origin requests for replies to match (ids 0 and 1). */
-    struct mpi_emul_mem r1 = {
+    struct hgx_emul_mem r1 = {
         .id = 5, .gen = 9, .flags = NA_MEM_READWRITE, .len = 64, .owner = 1};
-    struct mpi_emul_mem r2 = {
+    struct hgx_emul_mem r2 = {
         .id = 6, .gen = 3, .flags = NA_MEM_READWRITE, .len = 64, .owner = 2};
-    struct mpi_emul_oreq *o1, *o2;
+    struct hgx_emul_oreq *o1, *o2;
     int done = 0;
-    if (mpi_emul_xfer(e, true, &ml, 0, &r1, 0, 32, fz_done, &done, &o1) != NA_SUCCESS ||
-        mpi_emul_xfer(e, false, &ml, 32, &r2, 8, 32, fz_done, &done, &o2) != NA_SUCCESS)
+    if (hgx_emul_xfer(e, true, &ml, 0, &r1, 0, 32, fz_done, &done, &o1) != NA_SUCCESS ||
+        hgx_emul_xfer(e, false, &ml, 32, &r2, 8, 32, fz_done, &done, &o2) != NA_SUCCESS)
         abort();
 
     size_t pos = 0;
@@ -449,15 +449,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_deliver(pkt, len, ctl & 3);
         int nd;
         for (int k = 0; k < 3; k++) {
-            mpi_emul_progress(e);
+            hgx_emul_progress(e);
             if (hgx_mreqtab_poll(&tab, &nd) != MPI_SUCCESS)
                 abort();
         }
         fz_msg_pending = false; /* a packet mpi_emul did not take is dropped */
     }
-    mpi_emul_close(e);
+    hgx_emul_close(e);
     hgx_mreqtab_destroy(&tab, 0);
-    mpi_emul_free(e);
+    hgx_emul_free(e);
     for (int i = 0; i < 4096; i++)
         if (fz_reqs[i].used) {
             fprintf(stderr, "request %d (tag %d) never released\n", i + 1,

@@ -45,7 +45,7 @@ have() { grep -q "^#define $1 1" "$builddir/config.h"; }
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $SAN"
-INC="-I$builddir -I$builddir/include -I$builddir/include/util -I$srcdir/include -I$srcdir/include/util -I$srcdir/src/util -I$srcdir/src/na -I$srcdir/src/na/util -I$srcdir/src/hg \
+INC="-I$builddir -I$builddir/include -I$builddir/include/util -I$srcdir/include -I$srcdir/include/util -I$srcdir/src/util -I$srcdir/src/na -I$srcdir/src/na/util -I$srcdir/src/na/mpi -I$srcdir/src/hg \
 -I$srcdir/src/bulk -I$srcdir/src/req -I$srcdir/src/mpi_emul"
 LIBS="-lpthread -lm"
 pc() { pkg-config "$@" 2>/dev/null || true; }
@@ -80,16 +80,16 @@ build_target() {
     t=$1
     case $t in
     fuzz_mpi_emul_packet)
-        # mpi_emul.c and mpi_reqtab.c against the MPI stub in the target (MPICH
+        # The sources of src/mpi_emul against the MPI stub in the target (MPICH
         # ABI: integer handles); no MPI library is linked.
         [ -f "$mpich_inc/mpi.h" ] ||
             die "fuzz_mpi_emul_packet needs MPICH's mpi.h (apt-get install libmpich-dev,
   or set FUZZ_MPICH_INC=/path/to/mpich/include)."
         # shellcheck disable=SC2086
         "$CLANG" $CFLAGS -fsanitize=fuzzer -I"$mpich_inc" $INC \
-            "$srcdir/fuzz/$t.c" "$srcdir/src/mpi_emul/mpi_emul.c" "$srcdir/src/mpi_emul/mpi_reqtab.c" \
-            "$srcdir/src/util/hgx_log.c" "$srcdir/src/util/hgx_param.c" "$srcdir/src/util/hgx_assert.c" \
-            -o "$out/$t" $LIBS
+            "$srcdir/fuzz/$t.c" "$srcdir"/src/mpi_emul/*.c \
+            "$srcdir/src/util/hgx_log.c" "$srcdir/src/util/hgx_param.c" \
+            "$srcdir/src/util/hgx_assert.c" -o "$out/$t" $LIBS
         ;;
     fuzz_bulk_transfer)
         # The server and attacks of tests/bulk_forge.c, over ofi+tcp.

@@ -7,7 +7,7 @@
  *   test_mpi_dynamic unsupported                (MPICH) init and lookup fail clearly
  * Prints cmocka-style result lines; exit 0 when all passed.
  */
-#include "mpi_emul.h"
+#include "hgx_emul.h"
 #include "mpitest_na.h"
 
 #include <mpi.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BUF_SIZE ((size_t)MPI_EMUL_CHUNK + 4321) /* per client, > 1 emulation chunk */
+#define BUF_SIZE ((size_t)HGX_EMUL_CHUNK + 4321) /* per client, > 1 emulation chunk */
 #define MAX_CLIENTS 4
 
 enum { CMD_HELLO = 1, CMD_CHECK, CMD_BYE };

@@ -1,6 +1,6 @@
 /*
  * test_mpi_emul_cancel.c -- IMPI-style remote cancel of put/get emulated over
- * MPI (src/mpi_emul, docs/mpi-emul-cancel.md). Run as
+ * MPI (src/hgx_emul, docs/mpi-emul-cancel.md). Run as
  * `mpirun -np 3 ./test_mpi_emul_cancel [trials] [seed]`: rank 0 is the target,
  * the other ranks are origins.
  *
@@ -24,7 +24,7 @@
  *    dropped after HGX_MPI_TARGET_IDLE_MS (set to 2000 here unless set), its
  *    origin gets an NA_TIMEOUT ACK, a chunk after that is a stray, not written.
  */
-#include "mpi_emul.h"
+#include "hgx_emul.h"
 #include "na.h"
 #include "mpitest_report.h"
 
@@ -144,11 +144,11 @@ static void progress_barrier(void)
     }
 }
 
-static int quiet_counters(struct mpi_emul_counters *c, double timeout_s)
+static int quiet_counters(struct hgx_emul_counters *c, double timeout_s)
 {
     double end = now_s() + timeout_s;
     for (;;) {
-        mpi_emul_get_counters(c);
+        hgx_emul_get_counters(c);
         if (!c->origin_active && !c->target_records)
             return 1;
         if (now_s() > end)
@@ -325,8 +325,8 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
 
     /* stall (rank 1 only) */
     if (rank == 1) {
-        struct mpi_emul_counters c0, c1;
-        mpi_emul_get_counters(&c0);
+        struct hgx_emul_counters c0, c1;
+        hgx_emul_get_counters(&c0);
         int cmd[2] = {CMD_STALL, 1200};
         MPI_Send(cmd, 2, MPI_INT, 0, TAG_CMD, MPI_COMM_WORLD);
         MPI_Recv(cmd, 2, MPI_INT, 0, TAG_CMD, MPI_COMM_WORLD,
@@ -360,7 +360,7 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
                got && dp.ret == NA_CANCELED && dg.ret == NA_CANCELED && tp < 400 &&
                    tg < 400,
                why);
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
         result("stall: both counted as timed out",
                c1.cancel_timeout - c0.cancel_timeout == 2, "");
         unsigned char *chk = malloc(gsz);
@@ -371,7 +371,7 @@ static void origin(unsigned long trials, uint64_t seed, const unsigned char *des
         double until = now_s() + 1.6;
         while (now_s() < until)
             progress_once(1);
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
         snprintf(why, sizeof(why), "late answers %lu, late data %lu, active %lu",
                  c1.late_replies - c0.late_replies,
                  c1.late_data_dropped - c0.late_data_dropped, c1.origin_active);
@@ -455,28 +455,28 @@ static void target(void)
  * communicator (as mpi+dynamic connections). */
 #define B_CTRL 1
 #define B_PUT 2
-#define B_GET (B_PUT + MPI_EMUL_NSLOTS)
-#define B_GEN (B_GET + MPI_EMUL_NSLOTS) /* tag generations >= 1 */
+#define B_GET (B_PUT + HGX_EMUL_NSLOTS)
+#define B_GEN (B_GET + HGX_EMUL_NSLOTS) /* tag generations >= 1 */
 #define B_IDLE_MS "2000"                /* target bound of this test */
 #define B_TAG 90 /* MPI_COMM_WORLD: coordination of this phase, 90..96 */
 #define B_GUARD 4096
-#define B_REGION ((size_t)MPI_EMUL_CHUNK + 4200) /* 2 chunks, the 2nd one 4200 B */
+#define B_REGION ((size_t)HGX_EMUL_CHUNK + 4200) /* 2 chunks, the 2nd one 4200 B */
 #define B_SMALL ((size_t)65536 + 100)            /* 1 chunk, above usual eager limits */
 #define B_HUGE_BLOCKS 32769                      /* x 64 KiB: above INT_MAX bytes */
 
 static MPI_Comm b_comm, b_data;
-static struct mpi_emul *b_emul;
+static struct hgx_emul *b_emul;
 static struct hgx_mreqtab b_tab;
 static unsigned b_bits; /* tag-generation bits of both instances */
 static bool b_sep;
 
-/* The data tag of generation g of request id (mpi_emul_set_tag_gens). */
+/* The data tag of generation g of request id (hgx_emul_set_tag_gens). */
 static int b_tag_gen(bool put, uint32_t id, uint64_t g)
 {
     if (g == 0)
         return (put ? B_PUT : B_GET) + (int)id;
-    return (int)(B_GEN + (long long)(g - 1) * 2 * MPI_EMUL_NSLOTS +
-                 (put ? 0 : MPI_EMUL_NSLOTS) + id);
+    return (int)(B_GEN + (long long)(g - 1) * 2 * HGX_EMUL_NSLOTS +
+                 (put ? 0 : HGX_EMUL_NSLOTS) + id);
 }
 
 /* The data tag of request id with sequence number seq announcing bits. */
@@ -486,7 +486,7 @@ static int b_tag_seq(bool put, uint32_t id, uint64_t seq, int bits)
 }
 
 /* The data tag of request p (PUT/GET packet), from the bits it announces. */
-static int b_tag(const struct mpi_emul_ctrl *p, bool put)
+static int b_tag(const struct hgx_emul_ctrl *p, bool put)
 {
     return b_tag_seq(put, p->req_id, p->seq, p->status);
 }
@@ -505,10 +505,10 @@ static void b_progress(void)
             MPI_Message msg;
             MPI_Improbe(st.MPI_SOURCE, st.MPI_TAG, b_comm, &flag, &msg, &st);
             if (flag)
-                mpi_emul_data_msg(b_emul, &msg, &st);
+                hgx_emul_data_msg(b_emul, &msg, &st);
         }
     }
-    mpi_emul_progress(b_emul);
+    hgx_emul_progress(b_emul);
     hgx_mreqtab_poll(&b_tab, &nd);
 }
 
@@ -548,10 +548,10 @@ static int b_wait(struct done *d)
 /* V: progress until n more data messages were dropped as bad (or 10 s). */
 static unsigned long b_bad_since(unsigned long base, unsigned long n)
 {
-    struct mpi_emul_counters c;
+    struct hgx_emul_counters c;
     double end = now_s() + 10;
     for (;;) {
-        mpi_emul_get_counters(&c);
+        hgx_emul_get_counters(&c);
         if (c.bad_data - base >= n || now_s() > end)
             return c.bad_data - base;
         b_progress();
@@ -561,16 +561,16 @@ static unsigned long b_bad_since(unsigned long base, unsigned long n)
 /* V: a get of size bytes from remote into lm's region lb (reset to 0x5a
  * first, guard included) that one bad data message accompanies: *ok when the
  * get completed; returns the data messages dropped as bad meanwhile. */
-static unsigned long b_get_one_bad(const struct mpi_emul_mem *lm, unsigned char *lb,
-                                   const struct mpi_emul_mem *remote, size_t size,
+static unsigned long b_get_one_bad(const struct hgx_emul_mem *lm, unsigned char *lb,
+                                   const struct hgx_emul_mem *remote, size_t size,
                                    struct done *d, int *ok)
 {
-    struct mpi_emul_counters c0;
-    struct mpi_emul_oreq *o;
+    struct hgx_emul_counters c0;
+    struct hgx_emul_oreq *o;
     memset(lb, 0x5a, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     memset(d, 0, sizeof(*d));
-    mpi_emul_xfer(b_emul, false, lm, 0, remote, 0, size, b_done, d, &o);
+    hgx_emul_xfer(b_emul, false, lm, 0, remote, 0, size, b_done, d, &o);
     *ok = b_wait(d);
     return b_bad_since(c0.bad_data, 1);
 }
@@ -584,21 +584,21 @@ static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
 }
 
 /* A: a control packet from V, of the expected type. */
-static struct mpi_emul_ctrl a_ctrl(uint32_t type)
+static struct hgx_emul_ctrl a_ctrl(uint32_t type)
 {
-    struct mpi_emul_ctrl p;
+    struct hgx_emul_ctrl p;
     memset(&p, 0, sizeof(p));
     MPI_Recv(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm, MPI_STATUS_IGNORE);
-    if (p.magic != MPI_EMUL_CTRL_MAGIC || p.type != type)
+    if (p.magic != HGX_EMUL_CTRL_MAGIC || p.type != type)
         result("attacker: expected control packet", 0, "wrong type");
     return p;
 }
 
-static void a_put_request_bits(uint32_t id, const struct mpi_emul_mem_wire *w,
+static void a_put_request_bits(uint32_t id, const struct hgx_emul_mem_wire *w,
                                uint64_t off, uint64_t size, uint64_t seq, unsigned bits)
 {
-    struct mpi_emul_ctrl p = {.magic = MPI_EMUL_CTRL_MAGIC,
-                              .type = MPI_EMUL_CT_PUT,
+    struct hgx_emul_ctrl p = {.magic = HGX_EMUL_CTRL_MAGIC,
+                              .type = HGX_EMUL_CT_PUT,
                               .req_id = id,
                               .handle_id = w->id,
                               .gen = w->gen,
@@ -609,7 +609,7 @@ static void a_put_request_bits(uint32_t id, const struct mpi_emul_mem_wire *w,
     MPI_Send(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm);
 }
 
-static void a_put_request(uint32_t id, const struct mpi_emul_mem_wire *w, uint64_t off,
+static void a_put_request(uint32_t id, const struct hgx_emul_mem_wire *w, uint64_t off,
                           uint64_t size, uint64_t seq)
 {
     a_put_request_bits(id, w, off, size, seq, 0); /* one generation: tag base + id */
@@ -659,19 +659,19 @@ static void bad_victim(bool sep)
 {
     const char *mode = sep ? "separate data comm" : "data on the control comm";
     char nm[200], why[200];
-    struct mpi_emul_counters c0, c1;
+    struct hgx_emul_counters c0, c1;
     unsigned char *lb = malloc(B_REGION + B_GUARD), *tb = malloc(B_REGION + B_GUARD);
     struct na_segment lseg = {lb, B_REGION}, tseg = {tb, B_REGION};
-    struct mpi_emul_mem
+    struct hgx_emul_mem
         lm = {.flags = NA_MEM_READWRITE, .len = B_REGION, .nseg = 1, .segs = &lseg},
         tm = {.flags = NA_MEM_READWRITE, .len = B_REGION, .nseg = 1, .segs = &tseg},
         fake = {
             .id = 1, .gen = 1, .flags = NA_MEM_READWRITE, .len = B_REGION, .owner = 1};
-    struct mpi_emul_mem_wire w;
-    mpi_emul_mem_register(b_emul, &tm);
-    mpi_emul_mem_serialize(&tm, &w);
+    struct hgx_emul_mem_wire w;
+    hgx_emul_mem_register(b_emul, &tm);
+    hgx_emul_mem_serialize(&tm, &w);
     MPI_Send(&w, (int)sizeof(w), MPI_BYTE, 1, B_TAG, MPI_COMM_WORLD);
-    struct mpi_emul_oreq *o;
+    struct hgx_emul_oreq *o;
 
     /* get, 2nd chunk oversized: 5000 B where its chunk is 4200 B */
     struct done d;
@@ -685,7 +685,7 @@ static void bad_victim(bool sep)
     result(
         nm,
         ok && d.ret != NA_SUCCESS && d.ret != NA_CANCELED &&
-            all_bytes(lb + MPI_EMUL_CHUNK, B_REGION - MPI_EMUL_CHUNK + B_GUARD, 0x5a) &&
+            all_bytes(lb + HGX_EMUL_CHUNK, B_REGION - HGX_EMUL_CHUNK + B_GUARD, 0x5a) &&
             bad == 1,
         why);
 
@@ -716,11 +716,11 @@ static void bad_victim(bool sep)
     /* put, 2nd chunk oversized: the put fails (ACK with an error), the chunk is
      * not written, nothing past the region */
     memset(tb, 0x33, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     int32_t st = -1;
     ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3);
     bad = b_bad_since(c0.bad_data, 1);
-    mpi_emul_get_counters(&c1);
+    hgx_emul_get_counters(&c1);
     snprintf(why, sizeof(why), "ACK status %d, bad data %lu, target records %lu", st, bad,
              c1.target_records);
     snprintf(nm, sizeof(nm),
@@ -730,14 +730,14 @@ static void bad_victim(bool sep)
     result(
         nm,
         ok && st != NA_SUCCESS && st >= 0 &&
-            all_bytes(tb + MPI_EMUL_CHUNK, B_REGION - MPI_EMUL_CHUNK + B_GUARD, 0x33) &&
+            all_bytes(tb + HGX_EMUL_CHUNK, B_REGION - HGX_EMUL_CHUNK + B_GUARD, 0x33) &&
             bad == 1 && c1.target_records == 0,
         why);
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 6, MPI_COMM_WORLD); /* A goes on */
 
     /* put: a chunk of the right size from another rank is dropped, the real one lands */
     memset(tb, 0x33, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     st = -1;
     ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3);
     bad = b_bad_since(c0.bad_data, 1);
@@ -757,23 +757,23 @@ static void bad_victim(bool sep)
      * they came, they are dropped as late data, nothing is written */
     memset(lb, 0x5a, B_REGION + B_GUARD);
     memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, false, &lm, 0, &fake, 0, B_REGION, b_done, &d, &o);
-    mpi_emul_cancel(b_emul, o);
+    hgx_emul_xfer(b_emul, false, &lm, 0, &fake, 0, B_REGION, b_done, &d, &o);
+    hgx_emul_cancel(b_emul, o);
     ok = b_wait(&d) && d.ret == NA_CANCELED && all_bytes(lb, B_REGION + B_GUARD, 0x5a);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 4, MPI_COMM_WORLD); /* answer now */
     ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 4) && ok;
     double until = now_s() + 5;
     do {
         b_progress();
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
     } while (c1.late_replies == c0.late_replies && now_s() < until);
     int held = c1.origin_active == 1 && c1.late_replies == c0.late_replies + 1;
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 4, MPI_COMM_WORLD); /* chunks now */
     until = now_s() + 10;
     do {
         b_progress();
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
     } while ((c1.late_data_dropped - c0.late_data_dropped < 2 || c1.origin_active) &&
              now_s() < until);
     snprintf(why, sizeof(why), "held %d, late data %lu, bad data %lu, active %lu", held,
@@ -793,12 +793,12 @@ static void bad_victim(bool sep)
      * takes the chunk that still comes (its sender waits for that) as late
      * data, not written; then the record is freed */
     memset(tb, 0x33, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 5); /* ABORT sent */
     until = now_s() + 5;
     do { /* ABORT and data use two communicators: wait until it was handled */
         b_progress();
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
     } while (c1.aborts == c0.aborts && now_s() < until);
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 5, MPI_COMM_WORLD); /* the next chunk now */
     st = -1;
@@ -806,7 +806,7 @@ static void bad_victim(bool sep)
     until = now_s() + 5;
     do {
         b_progress();
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
     } while (c1.target_records && now_s() < until);
     snprintf(why, sizeof(why),
              "no ACK %d, aborts %lu, late data %lu, bad data %lu, target records %lu", st,
@@ -820,7 +820,7 @@ static void bad_victim(bool sep)
            ok && st == 1 && c1.aborts == c0.aborts + 1 &&
                c1.late_data_dropped == c0.late_data_dropped + 1 &&
                c1.bad_data == c0.bad_data && !c1.target_records &&
-               all_bytes(tb + MPI_EMUL_CHUNK, B_REGION - MPI_EMUL_CHUNK + B_GUARD, 0x33),
+               all_bytes(tb + HGX_EMUL_CHUNK, B_REGION - HGX_EMUL_CHUNK + B_GUARD, 0x33),
            why);
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 6, MPI_COMM_WORLD); /* A goes on */
 
@@ -830,13 +830,13 @@ static void bad_victim(bool sep)
      * the aborted record, or a stray; the new put applies its own chunk */
     for (int k = 0; k < 2; k++) {
         memset(tb, 0x33, B_REGION + B_GUARD);
-        mpi_emul_get_counters(&c0);
+        hgx_emul_get_counters(&c0);
         if (k == 0) { /* old put aborted: wait until the ABORT was handled */
             ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 5);
             until = now_s() + 5;
             do {
                 b_progress();
-                mpi_emul_get_counters(&c1);
+                hgx_emul_get_counters(&c1);
             } while (c1.aborts == c0.aborts && now_s() < until);
             MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 5, MPI_COMM_WORLD);
         }
@@ -847,7 +847,7 @@ static void bad_victim(bool sep)
         until = now_s() + 5;
         do {
             b_progress();
-            mpi_emul_get_counters(&c1);
+            hgx_emul_get_counters(&c1);
         } while (c1.target_records && now_s() < until);
         unsigned long late = c1.late_data_dropped - c0.late_data_dropped;
         bad = c1.bad_data - c0.bad_data;
@@ -885,20 +885,20 @@ static void bad_victim(bool sep)
 
     /* target bound: PUT, CTS, then the origin sends nothing */
     memset(tb, 0x33, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     until = now_s() + atoi(getenv("HGX_MPI_TARGET_IDLE_MS")) / 1000.0 + 10;
     double t0 = now_s();
     int seen = 0;
     do {
         b_progress();
-        mpi_emul_get_counters(&c1);
+        hgx_emul_get_counters(&c1);
         seen |= c1.target_records > 0;
     } while ((!seen || c1.target_records) && now_s() < until);
     double waited = now_s() - t0;
     st = -1;
     ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3); /* its ACK, then a late chunk */
     bad = b_bad_since(c0.bad_data, 1);
-    mpi_emul_get_counters(&c1);
+    hgx_emul_get_counters(&c1);
     snprintf(why, sizeof(why),
              "record seen %d, gone after %.1f s, expired %lu, ACK status %d, bad data "
              "%lu, region %s",
@@ -918,7 +918,7 @@ static void bad_victim(bool sep)
      * one, the caller hands the emulation what heads its queue */
     memset(lb, 0x5a, B_REGION + B_GUARD);
     memset(tb, 0x33, B_REGION + B_GUARD);
-    mpi_emul_get_counters(&c0);
+    hgx_emul_get_counters(&c0);
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG + 4, MPI_COMM_WORLD); /* send them now */
     ok = b_recv(&st, (int)sizeof(st), 1, B_TAG + 3);
     bad = b_bad_since(c0.bad_data, 5);
@@ -934,79 +934,79 @@ static void bad_victim(bool sep)
 
     /* afterwards, normal transfers with a well-behaved peer (A's own instance) */
     MPI_Recv(&w, (int)sizeof(w), MPI_BYTE, 1, B_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    struct mpi_emul_mem rem;
-    mpi_emul_mem_deserialize(&rem, &w, sizeof(w), nprocs);
+    struct hgx_emul_mem rem;
+    hgx_emul_mem_deserialize(&rem, &w, sizeof(w), nprocs);
     memset(lb, 0x5a, B_REGION + B_GUARD);
     memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, false, &lm, 0, &rem, 0, B_REGION, b_done, &d, &o);
+    hgx_emul_xfer(b_emul, false, &lm, 0, &rem, 0, B_REGION, b_done, &d, &o);
     ok = b_wait(&d) && d.ret == NA_SUCCESS && all_bytes(lb, B_REGION, 0x77) &&
          all_bytes(lb + B_REGION, B_GUARD, 0x5a);
     memset(lb, 0x99, B_SMALL);
     memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, true, &lm, 0, &rem, 100, B_SMALL, b_done, &d, &o);
+    hgx_emul_xfer(b_emul, true, &lm, 0, &rem, 100, B_SMALL, b_done, &d, &o);
     ok = ok && b_wait(&d) && d.ret == NA_SUCCESS;
     memset(lb, 0, B_REGION);
     memset(&d, 0, sizeof(d));
-    mpi_emul_xfer(b_emul, false, &lm, 0, &rem, 0, B_REGION, b_done, &d, &o);
+    hgx_emul_xfer(b_emul, false, &lm, 0, &rem, 0, B_REGION, b_done, &d, &o);
     ok = ok && b_wait(&d) && d.ret == NA_SUCCESS && all_bytes(lb, 100, 0x77) &&
          all_bytes(lb + 100, B_SMALL, 0x99) &&
          all_bytes(lb + 100 + B_SMALL, B_REGION - 100 - B_SMALL, 0x77);
     snprintf(nm, sizeof(nm), "%s: afterwards a normal get, put and get back work", mode);
     result(nm, ok, "");
     MPI_Send(&ok, 1, MPI_INT, 1, B_TAG, MPI_COMM_WORLD);
-    mpi_emul_mem_deregister(b_emul, &tm);
+    hgx_emul_mem_deregister(b_emul, &tm);
     free(lb), free(tb);
 }
 
 static void bad_attacker(bool sep)
 {
-    struct mpi_emul_mem_wire w;
+    struct hgx_emul_mem_wire w;
     MPI_Recv(&w, (int)sizeof(w), MPI_BYTE, 0, B_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
-    struct mpi_emul_ctrl p = a_ctrl(MPI_EMUL_CT_GET); /* 2 chunks, 2nd oversized */
-    a_data(0x44, MPI_EMUL_CHUNK, b_tag(&p, false));
+    struct hgx_emul_ctrl p = a_ctrl(HGX_EMUL_CT_GET); /* 2 chunks, 2nd oversized */
+    a_data(0x44, HGX_EMUL_CHUNK, b_tag(&p, false));
     a_data(0x44, 5000, b_tag(&p, false));
-    p = a_ctrl(MPI_EMUL_CT_GET); /* 4200 B, answered with over 2 GiB */
+    p = a_ctrl(HGX_EMUL_CT_GET); /* 4200 B, answered with over 2 GiB */
     a_huge(b_tag(&p, false));
-    p = a_ctrl(MPI_EMUL_CT_GET); /* W first, then the real chunk */
+    p = a_ctrl(HGX_EMUL_CT_GET); /* W first, then the real chunk */
     a_via_w(b_tag(&p, false));
     a_data(0x44, B_SMALL, b_tag(&p, false));
 
     a_put_request(5, &w, 0, B_REGION, 1); /* 2 chunks, 2nd oversized */
-    p = a_ctrl(MPI_EMUL_CT_CTS);
-    a_data(0x44, MPI_EMUL_CHUNK, B_PUT + 5);
+    p = a_ctrl(HGX_EMUL_CT_CTS);
+    a_data(0x44, HGX_EMUL_CHUNK, B_PUT + 5);
     a_data(0x44, 5000, B_PUT + 5);
-    p = a_ctrl(MPI_EMUL_CT_ACK);
+    p = a_ctrl(HGX_EMUL_CT_ACK);
     MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3, MPI_COMM_WORLD);
     int go;
     MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
     /* W first, then the real chunk */
     a_put_request(6, &w, B_REGION - B_SMALL, B_SMALL, 2);
-    p = a_ctrl(MPI_EMUL_CT_CTS);
+    p = a_ctrl(HGX_EMUL_CT_CTS);
     a_via_w(B_PUT + 6);
     a_data(0x44, B_SMALL, B_PUT + 6);
-    p = a_ctrl(MPI_EMUL_CT_ACK);
+    p = a_ctrl(HGX_EMUL_CT_ACK);
     MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3, MPI_COMM_WORLD);
 
-    p = a_ctrl(MPI_EMUL_CT_GET); /* cancelled, answered late with CANCELNO */
-    struct mpi_emul_ctrl cp = a_ctrl(MPI_EMUL_CT_CANCEL);
+    p = a_ctrl(HGX_EMUL_CT_GET); /* cancelled, answered late with CANCELNO */
+    struct hgx_emul_ctrl cp = a_ctrl(HGX_EMUL_CT_CANCEL);
     MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    cp.type = MPI_EMUL_CT_CANCELNO;
+    cp.type = HGX_EMUL_CT_CANCELNO;
     MPI_Send(&cp, (int)sizeof(cp), MPI_BYTE, 0, B_CTRL, b_comm);
     MPI_Send(&cp.status, (int)sizeof(cp.status), MPI_BYTE, 0, B_TAG + 4, MPI_COMM_WORLD);
     MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    a_data(0x44, MPI_EMUL_CHUNK, b_tag(&p, false));
-    a_data(0x44, B_REGION - MPI_EMUL_CHUNK, b_tag(&p, false));
+    a_data(0x44, HGX_EMUL_CHUNK, b_tag(&p, false));
+    a_data(0x44, B_REGION - HGX_EMUL_CHUNK, b_tag(&p, false));
 
     a_put_request(7, &w, 0, B_REGION, 3); /* aborted after the first chunk */
-    p = a_ctrl(MPI_EMUL_CT_CTS);
-    a_data(0x44, MPI_EMUL_CHUNK, B_PUT + 7);
-    p.type = MPI_EMUL_CT_ABORT;
+    p = a_ctrl(HGX_EMUL_CT_CTS);
+    a_data(0x44, HGX_EMUL_CHUNK, B_PUT + 7);
+    p.type = HGX_EMUL_CT_ABORT;
     MPI_Send(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm);
     MPI_Send(&go, 1, MPI_INT, 0, B_TAG + 5, MPI_COMM_WORLD);
     MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    a_data(0x44, B_REGION - MPI_EMUL_CHUNK, B_PUT + 7);
+    a_data(0x44, B_REGION - HGX_EMUL_CHUNK, B_PUT + 7);
     double until = now_s() + 0.2; /* no ACK may come */
     int noack = 1;
     while (now_s() < until && noack) {
@@ -1021,28 +1021,28 @@ static void bad_attacker(bool sep)
     for (int k = 0; k < 2; k++) {
         uint64_t seq0 = (uint64_t)(k + 1) << b_bits;
         a_put_request_bits(8, &w, 0, 4000, seq0, b_bits);
-        p = a_ctrl(MPI_EMUL_CT_CTS);
+        p = a_ctrl(HGX_EMUL_CT_CTS);
         if (k == 0) { /* aborted before its chunk left */
-            p.type = MPI_EMUL_CT_ABORT;
+            p.type = HGX_EMUL_CT_ABORT;
             MPI_Send(&p, (int)sizeof(p), MPI_BYTE, 0, B_CTRL, b_comm);
             MPI_Send(&go, 1, MPI_INT, 0, B_TAG + 5, MPI_COMM_WORLD);
             MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else { /* completed */
             a_data(0x55, 4000, b_tag_gen(true, 8, 0));
-            a_ctrl(MPI_EMUL_CT_ACK);
+            a_ctrl(HGX_EMUL_CT_ACK);
         }
         a_put_request_bits(8, &w, 0, 4000, seq0 + 1, b_bits);
-        p = a_ctrl(MPI_EMUL_CT_CTS);
+        p = a_ctrl(HGX_EMUL_CT_CTS);
         a_data(0xee, 4000, b_tag_gen(true, 8, 0)); /* the old put's late chunk */
         a_data(0x44, 4000, b_tag_seq(true, 8, seq0 + 1, (int)b_bits));
-        p = a_ctrl(MPI_EMUL_CT_ACK);
+        p = a_ctrl(HGX_EMUL_CT_ACK);
         MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3,
                  MPI_COMM_WORLD);
         MPI_Recv(&go, 1, MPI_INT, 0, B_TAG + 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
 
     /* get: a chunk on its id's generation-0 tag, then its own (generation >= 1) */
-    p = a_ctrl(MPI_EMUL_CT_GET);
+    p = a_ctrl(HGX_EMUL_CT_GET);
     if (b_tag(&p, false) == b_tag_gen(false, p.req_id, 0))
         result("attacker: the get's tag generation is not 0", 0, "");
     a_data(0xee, 4000, b_tag_gen(false, p.req_id, 0));
@@ -1050,7 +1050,7 @@ static void bad_attacker(bool sep)
 
     /* target bound: PUT, CTS, nothing; then the ACK (NA_TIMEOUT) and a late chunk */
     a_put_request(12, &w, 0, 4000, 5);
-    p = a_ctrl(MPI_EMUL_CT_CTS);
+    p = a_ctrl(HGX_EMUL_CT_CTS);
     {
         MPI_Request r;
         int flag = 0;
@@ -1064,7 +1064,7 @@ static void bad_attacker(bool sep)
             MPI_Cancel(&r);
             MPI_Wait(&r, MPI_STATUS_IGNORE);
         }
-        if (p.type != MPI_EMUL_CT_ACK)
+        if (p.type != HGX_EMUL_CT_ACK)
             p.status = -1;
         MPI_Send(&p.status, (int)sizeof(p.status), MPI_BYTE, 0, B_TAG + 3,
                  MPI_COMM_WORLD);
@@ -1081,33 +1081,33 @@ static void bad_attacker(bool sep)
 
     /* a well-behaved instance for the normal transfers */
     struct hgx_mreqtab tab;
-    struct mpi_emul *e;
+    struct hgx_emul *e;
     hgx_mreqtab_init(&tab);
-    mpi_emul_create(&e, b_comm, &tab, B_CTRL, B_PUT, B_GET);
+    hgx_emul_create(&e, b_comm, &tab, B_CTRL, B_PUT, B_GET);
     if (sep)
-        mpi_emul_set_data_comm(e, b_data);
-    mpi_emul_set_tag_gens(e, B_GEN, b_bits);
+        hgx_emul_set_data_comm(e, b_data);
+    hgx_emul_set_tag_gens(e, B_GEN, b_bits);
     unsigned char *ab = malloc(B_REGION);
     memset(ab, 0x77, B_REGION);
     struct na_segment seg = {ab, B_REGION};
-    struct mpi_emul_mem m = {
+    struct hgx_emul_mem m = {
         .flags = NA_MEM_READWRITE, .len = B_REGION, .nseg = 1, .segs = &seg};
-    mpi_emul_mem_register(e, &m);
-    mpi_emul_mem_serialize(&m, &w);
+    hgx_emul_mem_register(e, &m);
+    hgx_emul_mem_serialize(&m, &w);
     MPI_Send(&w, (int)sizeof(w), MPI_BYTE, 0, B_TAG, MPI_COMM_WORLD);
     MPI_Request r;
     int flag = 0, ok;
     MPI_Irecv(&ok, 1, MPI_INT, 0, B_TAG, MPI_COMM_WORLD, &r);
     while (!flag) {
         int nd;
-        mpi_emul_progress(e);
+        hgx_emul_progress(e);
         hgx_mreqtab_poll(&tab, &nd);
         MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
     }
-    mpi_emul_mem_deregister(e, &m);
-    mpi_emul_close(e);
+    hgx_emul_mem_deregister(e, &m);
+    hgx_emul_close(e);
     hgx_mreqtab_destroy(&tab, 1000);
-    mpi_emul_free(e);
+    hgx_emul_free(e);
     free(ab);
 }
 
@@ -1121,21 +1121,21 @@ static void bad_peer_phase(bool sep)
         MPI_Comm_dup(b_comm, &b_data);
     int *tag_ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-    b_bits = mpi_emul_gen_bits(flag ? (long long)*tag_ub - B_GEN + 1 : 0);
+    b_bits = hgx_emul_gen_bits(flag ? (long long)*tag_ub - B_GEN + 1 : 0);
     if (b_bits < 2 && rank == 0)
         result("MPI_TAG_UB leaves room for tag generations", 0, "");
     if (rank == 0) {
         hgx_mreqtab_init(&b_tab);
-        mpi_emul_create(&b_emul, b_comm, &b_tab, B_CTRL, B_PUT, B_GET);
+        hgx_emul_create(&b_emul, b_comm, &b_tab, B_CTRL, B_PUT, B_GET);
         if (sep)
-            mpi_emul_set_data_comm(b_emul, b_data);
-        mpi_emul_set_tag_gens(b_emul, B_GEN, b_bits);
+            hgx_emul_set_data_comm(b_emul, b_data);
+        hgx_emul_set_tag_gens(b_emul, B_GEN, b_bits);
         bad_victim(sep);
-        struct mpi_emul_counters c;
+        struct hgx_emul_counters c;
         double end = now_s() + 5;
         do {
             b_progress();
-            mpi_emul_get_counters(&c);
+            hgx_emul_get_counters(&c);
         } while ((c.origin_active || c.target_records) && now_s() < end);
         char why[100];
         snprintf(why, sizeof(why), "origin requests %lu, target records %lu",
@@ -1143,9 +1143,9 @@ static void bad_peer_phase(bool sep)
         result(sep ? "separate data comm: nothing left on the victim"
                    : "data on the control comm: nothing left on the victim",
                !c.origin_active && !c.target_records, why);
-        mpi_emul_close(b_emul);
+        hgx_emul_close(b_emul);
         hgx_mreqtab_destroy(&b_tab, 1000);
-        mpi_emul_free(b_emul);
+        hgx_emul_free(b_emul);
     } else if (rank == 1) {
         bad_attacker(sep);
     } else if (rank == 2) {
@@ -1216,7 +1216,7 @@ int main(int argc, char **argv)
         origin(per, seed, desc, dlen);
     }
     /* leaks: everything released on every rank */
-    struct mpi_emul_counters c;
+    struct hgx_emul_counters c;
     int q = quiet_counters(&c, 5);
     char why[160];
     snprintf(why, sizeof(why), "origin requests %lu, target records %lu, tombstones %lu",

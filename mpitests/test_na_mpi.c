@@ -4,7 +4,7 @@
  * calls MPI_Init_thread) and does its own MPI_COMM_WORLD traffic between NA
  * operations. Prints cmocka-style result lines and a summary on rank 0.
  */
-#include "mpi_emul.h"
+#include "hgx_emul.h"
 #include "mpitest_na.h"
 
 #include <mpi.h>
@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BIG ((size_t)2 * MPI_EMUL_CHUNK + 123) /* > 2 emulation chunks */
+#define BIG ((size_t)2 * HGX_EMUL_CHUNK + 123) /* > 2 emulation chunks */
 #define RO_SIZE 4096
 #define SEG0 1000
 #define SEG1 5000
-#define SEG2 ((size_t)MPI_EMUL_CHUNK + 77) /* crosses a chunk boundary */
+#define SEG2 ((size_t)HGX_EMUL_CHUNK + 77) /* crosses a chunk boundary */
 #define SEG_SIZE (SEG0 + SEG1 + SEG2)
 #define PINGS 2000
 #define NSEQ 64                /* unexpected messages a client sends back to back */
@@ -684,6 +684,10 @@ int main(int argc, char **argv)
     struct na_init_info info = NA_INIT_INFO_INITIALIZER;
     if (rank != 0) /* can send a message larger than the server takes */
         info.max_unexpected_size = CLIENT_MAX_UNEXP;
+    /* "single": the same test on a class that one thread alone uses, which
+     * takes no class lock. */
+    if (argc > 1 && strcmp(argv[1], "single") == 0)
+        info.thread_mode = NA_THREAD_MODE_SINGLE;
     cls = NA_Initialize_opt("mpi+static", rank == 0, &info);
     result("NA_Initialize(\"mpi+static\") on an application-initialized MPI", cls != NULL,
            "");

@@ -1,5 +1,5 @@
 /*
- * mpi_reqtab.h -- table of outstanding MPI requests driven by MPI_Testsome (private).
+ * hgx_mreqtab.h -- table of outstanding MPI requests driven by MPI_Testsome (private).
  *
  * Every nonblocking MPI call of the MPI plugin and of mpi_emul is recorded here
  * with a handler. hgx_mreqtab_poll() tests them all at once and runs the
@@ -8,8 +8,10 @@
  * (MPI_Cancel does not free it); the request then completes here as usual and
  * the handler reads MPI_Test_cancelled on its status.
  */
-#ifndef HGX_MPI_REQTAB_H
-#define HGX_MPI_REQTAB_H
+#ifndef HGX_MREQTAB_H
+#define HGX_MREQTAB_H
+
+#include "na_types.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -46,5 +48,10 @@ int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone);
  * MPI_COMM_WORLD, whatever the handler of the message's communicator). MPI
  * error code. */
 int hgx_mpi_mrecv_drop(MPI_Message *msg, const MPI_Status *st);
+
+/* The NA return code of MPI error code rc, the same for the plugin and the
+ * emulation: a truncation is NA_MSGSIZE, no memory NA_NOMEM, a bad rank,
+ * tag or count NA_INVALID_ARG, anything else NA_PROTOCOL_ERROR. */
+na_return_t hgx_mpi_err_to_na(int rc);
 
 #endif

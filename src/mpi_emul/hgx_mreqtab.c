@@ -1,7 +1,7 @@
 /*
- * mpi_reqtab.c -- outstanding MPI requests, tested with MPI_Testsome.
+ * hgx_mreqtab.c -- outstanding MPI requests, tested with MPI_Testsome.
  */
-#include "mpi_reqtab.h"
+#include "hgx_mreqtab.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -227,4 +227,24 @@ int hgx_mpi_mrecv_drop(MPI_Message *msg, const MPI_Status *st)
     if (rc != MPI_SUCCESS)
         return rc;
     return mrecv_drop_bytes(msg, bytes > 0 ? bytes : 0);
+}
+
+na_return_t hgx_mpi_err_to_na(int rc)
+{
+    int cls = rc;
+    if (rc == MPI_SUCCESS)
+        return NA_SUCCESS;
+    MPI_Error_class(rc, &cls);
+    switch (cls) {
+    case MPI_ERR_TRUNCATE:
+        return NA_MSGSIZE;
+    case MPI_ERR_NO_MEM:
+        return NA_NOMEM;
+    case MPI_ERR_RANK:
+    case MPI_ERR_TAG:
+    case MPI_ERR_COUNT:
+        return NA_INVALID_ARG;
+    default:
+        return NA_PROTOCOL_ERROR;
+    }
 }
