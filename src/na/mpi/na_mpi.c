@@ -203,6 +203,11 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         }
         we_init = true;
         na_mpi_init_refs++;
+    } else if (na_mpi_init_refs > 0) {
+        /* MPI is ours, started for another class: this class holds it too, or
+         * finalizing that class first would end MPI under this one. */
+        we_init = true;
+        na_mpi_init_refs++;
     } else {
         MPI_Query_thread(&provided);
         if (provided < MPI_THREAD_SERIALIZED)
