@@ -45,7 +45,8 @@
  * before it is received (see docs/mpi-emul-cancel.md), and MPI pipelines a
  * large message internally: fewer, larger chunks cost fewer probes and
  * rendezvous. Open MPI 16 MiB pushes ran at 0.88-0.91x raw with 1 MiB
- * chunks, 1.00-1.06x with 16 MiB ones (docs/performance.md, session 9). */
+ * chunks, 1.00-1.06x with 16 MiB ones (docs/performance.md, "Design choices,
+ * measured"). */
 #define HGX_EMUL_CHUNK (16u << 20)
 #define HGX_EMUL_NSLOTS                                                                  \
     1024 /* max active requests per origin = data tags per direction */
