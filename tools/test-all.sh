@@ -44,7 +44,7 @@ status=$history_status
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
 mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
 mpitests/test_na_mpi_compat.sh mpitests/test_na_conformance_mpi.sh \
-tests/multihost/mpi-static.sh"
+mpitests/test_na_mpi_single.sh tests/test_emul_state tests/multihost/mpi-static.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
@@ -54,7 +54,8 @@ tests/test_hg tests/test_hgx tests/test_na_ucx_pending tests/test_na_ucx_am exam
 examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge tests/quickstart.sh \
 tests/util/test_hgx_list tests/util/test_hgx_lock tests/util/test_hgx_param tests/util/test_hgx_assert \
 tests/util/test_na_seg_cursor tests/util/test_na_peer_map tests/util/test_na_progress_util \
-tests/test_na_plugins tests/compat/util_prog"
+tests/test_na_plugins tests/compat/util_prog tests/tput-smoke.sh tests/test_na_ucx_lazy \
+tests/test_na_ucx_conn tests/test_na_ucx_rma"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the part that runs threads: the MPI progress thread behind
