@@ -126,6 +126,12 @@
  * every get (~1000 page faults per 4 MiB, and a registration with
  * FI_MR_LOCAL). */
 #define OFI_BOUNCE_CACHE_MAX 8
+/* tcp gets of at least OFI_GET_GATED_MIN bytes read a head of OFI_GET_HEAD
+ * bytes into a bounce buffer first and the rest straight into the caller's
+ * memory once the head is in (OFI_CANCEL_FORCE_GETS). Smaller gets bounce
+ * whole: one round trip, and their copy costs less than a second one. */
+#define OFI_GET_HEAD 4096
+#define OFI_GET_GATED_MIN ((size_t)64 << 10)
 #define OFI_BOUNCE_CACHE_BYTES ((size_t)64 << 20)
 
 #define OFI_PEER_BUCKETS_INIT 64
@@ -142,15 +148,18 @@ enum ofi_cancel_policy {
      * pending and the op can be completed without it (fi_av_remove would
      * unmap the peer under that acknowledgment and crash). */
     OFI_CANCEL_FORCE,
-    /* tcp: gets land in a plugin bounce buffer, copied to the caller's memory
-     * only on success, so a stuck get is completed without the provider; its
-     * late data can only reach the bounce buffer, freed with the last context.
+    /* tcp: a get starts with a head read into a plugin bounce buffer; only
+     * once the target has answered it is the rest read straight into the
+     * caller's memory (the gate opens). A get whose gate is still closed
+     * (the target has not served it) is completed without the provider
+     * after the escalation bound: its late data can only reach the bounce
+     * buffer, freed with the last context, and the rest was never asked
+     * for. Once the gate is open the get waits for the provider, as sends
+     * and puts do: its data may still land, and nothing local can stop it.
      * Dropping the connection instead is unsafe in 1.17: closing a tcp
      * endpoint while a read response is partly received reports that read
      * twice, the second time with a NULL context, and rxm dereferences it
-     * (and the partial data would already be in the caller's buffer). Sends
-     * and puts wait: their data may still reach the peer, and nothing local
-     * can recall it. */
+     * (and the partial data would already be in the caller's buffer). */
     OFI_CANCEL_FORCE_GETS,
 };
 
@@ -302,10 +311,17 @@ struct ofi_op {
     void *desc;
     uint64_t tag;              /* NA tag in bits 0..31, sent as CQ data if unexpected */
     struct fid_mr *tmp_mr;     /* buffer registered for this op (FI_MR_LOCAL) */
-    struct ofi_bounce *bounce; /* a bounced get's landing area */
+    struct ofi_bounce *bounce; /* a bounced get's (or head's) landing area */
     const struct ofi_mem_handle *user_mh; /* where a bounced get is copied */
     uint64_t user_off;
     struct ofi_mem_handle bounce_mh; /* bounce buffer as a one-segment handle */
+    /* Gated get (OFI_CANCEL_FORCE_GETS): parts past post_limit wait for the
+     * head; whoever ends the head decides, under the class lock, whether the
+     * gate opens (body posted from body_cur) or the body is abandoned. */
+    bool gated;
+    atomic_bool gate_open;
+    size_t post_limit; /* parts that may be posted now */
+    struct ofi_rma_cursor body_cur;
 
     /* Messages have one part; put/get one per provider operation. */
     struct ofi_rma_cursor cur; /* first byte of the next part to post */
@@ -1977,9 +1993,12 @@ static struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind,
     oop->desc = NULL;
     oop->tmp_mr = NULL;
     oop->bounce = NULL;
+    oop->gated = false;
+    atomic_store(&oop->gate_open, false);
     oop->one_part = NULL;
     oop->parts = &oop->one_part;
     oop->nparts = 1;
+    oop->post_limit = 1;
     oop->posted = 0;
     oop->retry_queued = false;
     oop->cancel_listed = false;
@@ -2153,10 +2172,12 @@ static uint64_t ofi_put_flags(const struct ofi_class *cls, uint64_t len)
 static ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop,
                                  struct ofi_ctx *ctx)
 {
-    struct ofi_rma_cursor next = oop->cur;
+    struct ofi_rma_cursor prev = oop->cur;
     struct ofi_rma_part part;
 
-    ofi_rma_next_part(cls, &next, &part);
+    /* Moved before posting: once posted, the part may complete on another
+     * thread, which for the head of a gated get sets the body's cursor. */
+    ofi_rma_next_part(cls, &oop->cur, &part);
     struct fi_msg_rma msg = {
         .msg_iov = part.iov,
         .desc = part.desc,
@@ -2169,8 +2190,8 @@ static ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop,
     ssize_t rc = oop->kind == OFI_OP_PUT
                      ? fi_writemsg(cls->ep, &msg, ofi_put_flags(cls, part.len))
                      : fi_readmsg(cls->ep, &msg, FI_COMPLETION);
-    if (rc == 0)
-        oop->cur = next;
+    if (rc != 0)
+        oop->cur = prev;
     return rc;
 }
 
@@ -2222,7 +2243,7 @@ static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
  * (put/get are kept alive by their posting guard). */
 static ssize_t ofi_post(struct ofi_class *cls, struct ofi_op *oop)
 {
-    size_t nparts = oop->nparts;
+    size_t nparts = oop->post_limit;
 
     for (size_t i = oop->posted; i < nparts; i++) {
         struct ofi_ctx *ctx = ofi_ctx_get(cls, oop);
@@ -2241,8 +2262,23 @@ static ssize_t ofi_post(struct ofi_class *cls, struct ofi_op *oop)
     return 0;
 }
 
-/* Every part is with the provider now; rma was read before posting. */
-static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool rma)
+/* Whether posting the parts allowed now ends the posting guard of a
+ * put/get (a gated get keeps it until its body is posted). */
+static inline bool ofi_post_ends_guard(const struct ofi_op *oop)
+{
+    return ofi_op_is_rma(oop) && oop->post_limit == oop->nparts;
+}
+
+/* A gated get whose body may be reading into the caller's memory: a cancel
+ * can no longer stop it, only wait for it. */
+static inline bool ofi_op_unstoppable(const struct ofi_op *oop)
+{
+    return oop->gated && atomic_load(&oop->gate_open);
+}
+
+/* Every part allowed is with the provider now; guard (ofi_post_ends_guard)
+ * was read before posting. */
+static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool guard)
 {
     /* A cancel that came while we were posting found nothing to cancel. The
      * op may be complete already: only a listed op is known to be alive. */
@@ -2252,7 +2288,7 @@ static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool rma)
             ofi_cancel_contexts_locked(cls, oop);
         ofi_mutex_unlock(cls, &cls->lock);
     }
-    if (rma)
+    if (guard)
         ofi_part_done(cls, oop, NA_SUCCESS); /* drop the posting guard */
 }
 
@@ -2303,14 +2339,14 @@ static void ofi_retry_unlink_locked(struct ofi_class *cls, struct ofi_op *oop)
  * spinning here would deadlock a thread that also serves the peer. */
 static na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
 {
-    bool rma = ofi_op_is_rma(oop);
+    bool guard = ofi_post_ends_guard(oop);
 
     ofi_activity_mark(cls);
     /* Behind ops already waiting for the same peer, to keep its order. */
     if (atomic_load(ofi_queued_count(cls, oop)) == 0) {
         ssize_t rc = ofi_post(cls, oop);
         if (rc == 0) {
-            ofi_post_done(cls, oop, rma);
+            ofi_post_done(cls, oop, guard);
             return NA_SUCCESS;
         }
         if (rc != -FI_EAGAIN) {
@@ -2382,8 +2418,9 @@ static void ofi_retry_progress(struct ofi_class *cls)
     for (struct ofi_link *link = cls->retry.head, *next; link; link = next) {
         struct ofi_op *oop = OFI_OP_OF(link, retry_link);
         ssize_t rc;
+        bool guard = ofi_post_ends_guard(oop);
         next = link->next;
-        if (na_op_cancel_requested(na_op_from_plugin(oop)))
+        if (na_op_cancel_requested(na_op_from_plugin(oop)) && !ofi_op_unstoppable(oop))
             rc = -FI_ECANCELED;
         else if (now >= oop->retry_deadline_ms)
             rc = -FI_ETIMEDOUT;
@@ -2400,7 +2437,7 @@ static void ofi_retry_progress(struct ofi_class *cls)
             continue;
         }
         ofi_retry_unlink_locked(cls, oop);
-        if (rc == 0 && !ofi_op_is_rma(oop))
+        if (rc == 0 && !guard)
             continue;
         oop->retry_rc = rc;
         link->next = out;
@@ -2412,6 +2449,37 @@ static void ofi_retry_progress(struct ofi_class *cls)
         out = out->next;
         ofi_retry_end(cls, oop, oop->retry_rc);
     }
+}
+
+/* The head of a gated get ended (its completion, or a forced cancel that
+ * claimed it). The gate opens only for a head that arrived with no cancel
+ * requested; otherwise the body is never asked for and the op ends with the
+ * head's error or NA_CANCELED, the caller's memory untouched. The decision
+ * is taken under the class lock, where ofi_cancel_may_force reads it. */
+static void ofi_get_head_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+{
+    ofi_mutex_lock(cls, &cls->lock);
+    bool open = ret == NA_SUCCESS && !na_op_cancel_requested(na_op_from_plugin(oop));
+    if (open) {
+        oop->cur = oop->body_cur;
+        oop->post_limit = oop->nparts;
+        atomic_store(&oop->gate_open, true);
+    }
+    ofi_mutex_unlock(cls, &cls->lock);
+    ofi_part_done(cls, oop, ret); /* the posting guard keeps the op alive */
+    if (open)
+        ofi_submit(cls, oop, true);
+    else
+        ofi_parts_abandon(cls, oop, ret != NA_SUCCESS ? ret : NA_CANCELED);
+}
+
+/* One provider operation of a put/get ended. */
+static void ofi_rma_part_end(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+{
+    if (oop->gated && !atomic_load(&oop->gate_open))
+        ofi_get_head_done(cls, oop, ret);
+    else
+        ofi_part_done(cls, oop, ret);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2489,7 +2557,7 @@ static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t
     }
     na_op_id_t *op = na_op_from_plugin(oop);
     if (ofi_op_is_rma(oop))
-        ofi_part_done(cls, oop, ret);
+        ofi_rma_part_end(cls, oop, ret);
     else if (op->info.type == NA_CB_RECV_UNEXPECTED && ret == NA_SUCCESS)
         ofi_complete_recv_unexpected(cls, oop, len, data);
     else {
@@ -3085,8 +3153,49 @@ static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *s
     *off = offset;
 }
 
+/* Point a tcp get (cursor set up with the user's local handle, the remote
+ * one positioned) at a bounce buffer: the whole get below
+ * OFI_GET_GATED_MIN, else its head, whatever one part carries of the first
+ * OFI_GET_HEAD bytes, with the rest as the body read directly later. */
+static na_return_t ofi_get_bounce_setup(struct ofi_class *cls, struct ofi_op *oop,
+                                        na_offset_t local_offset,
+                                        na_offset_t remote_offset)
+{
+    const struct ofi_mem_handle *user = oop->cur.local;
+    uint64_t size = oop->cur.left;
+    na_return_t ret = NA_SUCCESS;
+
+    oop->gated = size >= OFI_GET_GATED_MIN;
+    oop->cur.left = oop->gated ? OFI_GET_HEAD : size;
+    oop->bounce = ofi_bounce_new(cls, oop->peer, oop->cur.left, &ret);
+    if (!oop->bounce)
+        return ret;
+    oop->user_mh = user;
+    oop->user_off = local_offset;
+    oop->bounce_mh.nseg = 1;
+    oop->bounce_mh.segs = &oop->bounce_mh.one_seg;
+    oop->bounce_mh.one_seg =
+        (struct ofi_seg){.addr = (uint64_t)(uintptr_t)oop->bounce->data,
+                         .len = oop->cur.left,
+                         .desc = oop->bounce->mr ? fi_mr_desc(oop->bounce->mr) : NULL};
+    oop->cur.local = &oop->bounce_mh;
+    if (oop->gated) {
+        struct ofi_rma_cursor probe = oop->cur;
+        struct ofi_rma_part part;
+        ofi_rma_next_part(cls, &probe, &part);
+        oop->cur.left = oop->bounce->len = oop->bounce_mh.one_seg.len = part.len;
+        oop->body_cur = (struct ofi_rma_cursor){
+            .local = user, .remote = oop->cur.remote, .left = size - part.len};
+        ofi_seek(user, local_offset + part.len, &oop->body_cur.lseg, &oop->body_cur.loff);
+        ofi_seek(oop->cur.remote, remote_offset + part.len, &oop->body_cur.rseg,
+                 &oop->body_cur.roff);
+    }
+    return NA_SUCCESS;
+}
+
 /* Split the transfer into parts and submit them. parts_left holds one extra
- * count (the posting guard) until every part is posted. */
+ * count (the posting guard) until every part is posted (for a gated get,
+ * until its body is). */
 static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
                            na_mem_handle_t *local, na_offset_t local_offset,
                            na_mem_handle_t *remote, na_offset_t remote_offset,
@@ -3108,24 +3217,18 @@ static na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
     }
     oop->cur = (struct ofi_rma_cursor){
         .local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
+    ofi_seek(oop->cur.remote, remote_offset, &oop->cur.rseg, &oop->cur.roff);
     if (kind == OFI_OP_GET && cls->proto->cancel_policy == OFI_CANCEL_FORCE_GETS) {
-        oop->bounce = ofi_bounce_new(cls, oop->peer, size, &ret);
-        if (!oop->bounce)
+        ret = ofi_get_bounce_setup(cls, oop, local_offset, remote_offset);
+        if (ret != NA_SUCCESS)
             goto error;
-        oop->user_mh = ofi_mh(local);
-        oop->user_off = local_offset;
-        oop->bounce_mh.nseg = 1;
-        oop->bounce_mh.segs = &oop->bounce_mh.one_seg;
-        oop->bounce_mh.one_seg = (struct ofi_seg){
-            .addr = (uint64_t)(uintptr_t)oop->bounce->data,
-            .len = size,
-            .desc = oop->bounce->mr ? fi_mr_desc(oop->bounce->mr) : NULL};
-        oop->cur.local = &oop->bounce_mh;
     } else {
         ofi_seek(oop->cur.local, local_offset, &oop->cur.lseg, &oop->cur.loff);
     }
-    ofi_seek(oop->cur.remote, remote_offset, &oop->cur.rseg, &oop->cur.roff);
-    oop->nparts = ofi_rma_count_parts(cls, oop->cur);
+    oop->post_limit = ofi_rma_count_parts(cls, oop->cur);
+    oop->nparts = oop->post_limit;
+    if (oop->gated)
+        oop->nparts += ofi_rma_count_parts(cls, oop->body_cur);
     if (oop->nparts > 1) {
         oop->parts = calloc(oop->nparts, sizeof(*oop->parts));
         HGX_CHECK(OFI, !oop->parts, error, ret, NA_NOMEM,
@@ -3169,7 +3272,7 @@ static na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op
         ofi_mutex_unlock(cls, &cls->lock);
         return NA_SUCCESS;
     }
-    bool dequeued = oop->retry_queued;
+    bool dequeued = oop->retry_queued && !ofi_op_unstoppable(oop);
     if (dequeued)
         ofi_retry_unlink_locked(cls, oop);
     if (!dequeued || oop->posted > 0) {
@@ -3199,7 +3302,8 @@ static bool ofi_cancel_may_force(const struct ofi_class *cls, const struct ofi_o
     case OFI_CANCEL_FORCE:
         return true;
     case OFI_CANCEL_FORCE_GETS:
-        return oop->bounce != NULL;
+        /* only what lands in the bounce buffer: a whole small get, a head */
+        return oop->bounce != NULL && !atomic_load(&oop->gate_open);
     default:
         return false;
     }
@@ -3251,7 +3355,7 @@ static void ofi_cancel_check(struct ofi_class *cls)
         /* The claimed parts keep the op alive until we end them here. */
         for (size_t i = 0; i < claimed; i++) {
             if (ofi_op_is_rma(forced))
-                ofi_part_done(cls, forced, NA_CANCELED);
+                ofi_rma_part_end(cls, forced, NA_CANCELED);
             else
                 ofi_op_finish(cls, forced, NA_CANCELED);
         }
