@@ -1,6 +1,6 @@
 /*
  * fuzz_bulk_transfer.c -- libFuzzer target: a fuzzed bulk descriptor used for
- * real transfers (pull, then push) against a live server (issue 31).
+ * real transfers (pull, then push) against a live server.
  *
  * One process holds two ofi+tcp classes on 127.0.0.1: the server of
  * tests/bulk_forge.h (regions inside secret bytes) and a client; while the

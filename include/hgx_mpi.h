@@ -34,7 +34,8 @@ extern "C" {
 #endif
 
 /**
- * Initialize an HG class over MPI that the application owns.
+ * Initialize an HG class over MPI that the application owns (HG_Init() for an
+ * MPI program; no MPI analogue).
  *
  * MPI must already be initialized by the application (MPI_Init or
  * MPI_Init_thread) and not finalized; hgx then neither initializes nor
@@ -48,19 +49,20 @@ extern "C" {
  * application's own traffic on @p comm never matches hgx messages);
  * addresses are ranks in @p comm, e.g. "mpi+static://0".
  *
- * @param comm   communicator the HG class runs on (e.g. MPI_COMM_WORLD);
+ * @param[in] comm   communicator the HG class runs on (e.g. MPI_COMM_WORLD);
  *               not MPI_COMM_NULL. Collective over @p comm for mpi+static.
- * @param info   "mpi+static" or "mpi+dynamic"; any other info string is
+ * @param[in] info   "mpi+static" or "mpi+dynamic"; any other info string is
  *               refused (NULL and an error log line): use HG_Init for
  *               ofi+ and ucx+ plugins.
- * @param listen HG_TRUE for a server (listener), HG_FALSE for a client.
+ * @param[in] listen HG_TRUE for a server (listener), HG_FALSE for a client.
  * @return the class, to be released with HG_Finalize() (which leaves MPI
  *         initialized), or NULL on error.
  */
 HG_PUBLIC hg_class_t *hgx_init_mpi(MPI_Comm comm, const char *info, hg_bool_t listen);
 
 /**
- * Turn an active hgx request into an MPI generalized request.
+ * Turn an active hgx request into an MPI generalized request
+ * (MPI_Grequest_start, with hgx supplying the query, free and cancel functions).
  *
  * The returned @p mpi_req completes (MPI_Grequest_complete, called from the
  * hgx request's completion) when the hgx operation completes, and can be
@@ -96,10 +98,10 @@ HG_PUBLIC hg_class_t *hgx_init_mpi(MPI_Comm comm, const char *info, hg_bool_t li
  * the top of this file; it stops and is joined when no generalized request
  * of that context is outstanding, or by hgx_mpi_progress_stop().
  *
- * @param req     an active, non-persistent hgx request (hgx_iforward,
+ * @param[in] req     an active, non-persistent hgx request (hgx_iforward,
  *                hgx_irespond, hgx_ibulk_transfer); HGX_REQUEST_NULL gives
  *                MPI_REQUEST_NULL.
- * @param mpi_req receives the generalized request.
+ * @param[out] mpi_req receives the generalized request.
  * @return HG_SUCCESS; HG_INVALID_ARG for a NULL @p mpi_req, a persistent or
  *         inactive request; HG_OPNOTSUPPORTED when MPI is not initialized or
  *         the thread level is below MPI_THREAD_MULTIPLE (with a log line);
@@ -110,7 +112,8 @@ HG_PUBLIC hg_class_t *hgx_init_mpi(MPI_Comm comm, const char *info, hg_bool_t li
 HG_PUBLIC hg_return_t hgx_request_to_mpi(hgx_request_t req, MPI_Request *mpi_req);
 
 /**
- * Stop and join the progress thread(s) started by hgx_request_to_mpi().
+ * Stop and join the progress thread(s) started by hgx_request_to_mpi() (no
+ * MPI analogue).
  *
  * The finalize hook: call it before HG_Context_destroy() of that context
  * (and before HG_Finalize()). Call it after every generalized request of the
@@ -118,7 +121,7 @@ HG_PUBLIC hg_return_t hgx_request_to_mpi(hgx_request_t req, MPI_Request *mpi_req
  * warning is logged and the thread is stopped anyway: those requests then
  * no longer progress and their hgx requests are leaked.
  *
- * @param ctx the context, or NULL for every context.
+ * @param[in] ctx the context, or NULL for every context.
  * @return HG_SUCCESS (also when no thread was running).
  */
 HG_PUBLIC hg_return_t hgx_mpi_progress_stop(hg_context_t *ctx);

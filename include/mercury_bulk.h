@@ -1,5 +1,6 @@
-/*
- * mercury_bulk.h -- bulk descriptors and one-sided transfers (HG bulk layer).
+/**
+ * \file mercury_bulk.h
+ * Bulk descriptors and one-sided transfers (HG bulk layer).
  *
  * A bulk handle describes local memory (one or more segments) with the access
  * a remote peer is granted. Serialized and sent inside an RPC, it lets the
@@ -17,8 +18,9 @@
 #define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
 #endif
 
-/* Serialization flags (accepted, no effect in hgx). */
+/** Serialization flag: the peer is reached through shared memory (no effect in hgx). */
 #define HG_BULK_SM (1 << 0)
+/** Serialization flag: carry the data inside the descriptor (no effect in hgx). */
 #define HG_BULK_EAGER (1 << 1)
 
 #ifdef __cplusplus
@@ -28,13 +30,13 @@ extern "C" {
 /**
  * Create a bulk handle over count segments. With buf_ptrs NULL (or a NULL
  * entry) the memory is allocated, zeroed, and freed with the handle.
- * \param hg_class [IN] class
- * \param count [IN] number of segments (> 0)
- * \param buf_ptrs [IN] segment addresses, or NULL
- * \param buf_sizes [IN] segment sizes
- * \param flags [IN] HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE:
+ * \param[in] hg_class class
+ * \param[in] count number of segments (> 0)
+ * \param[in] buf_ptrs segment addresses, or NULL
+ * \param[in] buf_sizes segment sizes
+ * \param[in] flags HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE:
  *        what a remote peer may do to the memory
- * \param handle [OUT] bulk handle, freed with HG_Bulk_free()
+ * \param[out] handle bulk handle, freed with HG_Bulk_free()
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM, or the NA registration error
  */
 HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count,
@@ -43,7 +45,14 @@ HG_PUBLIC hg_return_t HG_Bulk_create(hg_class_t *hg_class, uint32_t count,
 
 /**
  * HG_Bulk_create() with memory attributes (host memory only in hgx).
- * \param attrs [IN] attributes (not NULL)
+ * \param[in] hg_class HG class
+ * \param[in] count number of segments (> 0)
+ * \param[in] buf_ptrs segment addresses, or NULL to have the memory allocated
+ * \param[in] buf_sizes segment sizes
+ * \param[in] flags HG_BULK_READ_ONLY, HG_BULK_WRITE_ONLY or HG_BULK_READWRITE: what a
+ *        remote peer may do to the memory
+ * \param[in] attrs attributes (not NULL)
+ * \param[out] handle bulk handle, freed with HG_Bulk_free()
  * \return as HG_Bulk_create(); HG_OPNOTSUPPORTED for device memory
  */
 HG_PUBLIC hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count,
@@ -54,22 +63,28 @@ HG_PUBLIC hg_return_t HG_Bulk_create_attr(hg_class_t *hg_class, uint32_t count,
 /**
  * Drop a reference; at 0 the memory is deregistered (remote peers are refused
  * from then on) and internally allocated memory is freed. HG_BULK_NULL is ignored.
- * \return HG_SUCCESS
+ * \param[in] handle bulk handle
+ * \return HG_SUCCESS (always)
  */
 HG_PUBLIC hg_return_t HG_Bulk_free(hg_bulk_t handle);
 
 /**
  * Take another reference to a bulk handle.
+ * \param[in] handle bulk handle
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle);
 
 /**
  * Get the local segments covering [offset, offset + size) of a local handle.
- * \param flags [IN] access wanted (must be allowed by the handle)
- * \param max_count [IN] room in buf_ptrs / buf_sizes
- * \param buf_ptrs [OUT] segment pointers  \param buf_sizes [OUT] segment sizes
- * \param actual_count [OUT] segments returned (optional)
+ * \param[in] handle local bulk handle
+ * \param[in] offset offset of the range in the handle
+ * \param[in] size size of the range
+ * \param[in] flags access wanted (must be allowed by the handle)
+ * \param[in] max_count room in buf_ptrs / buf_sizes
+ * \param[out] buf_ptrs segment pointers
+ * \param[out] buf_sizes segment sizes
+ * \param[out] actual_count segments returned (optional)
  * \return HG_SUCCESS, HG_INVALID_ARG (remote handle, out of bounds), HG_PERMISSION
  */
 HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
@@ -81,35 +96,53 @@ HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size
  * serialized descriptor carries them: a process that receives it (directly
  * or passed on by another) can transfer with HG_Bulk_bind_transfer() without
  * knowing the owner. Binding adds the address to the descriptor.
- * \param handle [IN] local bulk handle  \param context [IN] context
- * \return HG_SUCCESS, HG_INVALID_ARG (NULL, or a deserialized handle), HG_NOMEM
+ * \param[in] handle local bulk handle
+ * \param[in] context context
+ * \return HG_SUCCESS; HG_INVALID_ARG (NULL, or a deserialized handle); HG_NOMEM or
+ *         another error of HG_Addr_self()
  */
 HG_PUBLIC hg_return_t HG_Bulk_bind(hg_bulk_t handle, hg_context_t *context);
 
 /**
- * \param handle [IN] bulk handle
+ * Get the address a bulk handle is bound to.
+ * \param[in] handle bulk handle
  * \return the address it is bound to (local: this process; deserialized: the
  *         owner's), valid while the handle lives; HG_ADDR_NULL if not bound
  */
 HG_PUBLIC hg_addr_t HG_Bulk_get_addr(hg_bulk_t handle);
 
 /**
- * \param handle [IN] bulk handle
+ * Get the context id a bulk handle is bound to.
+ * \param[in] handle bulk handle
  * \return the context id it is bound to, 0 if not bound
  */
 HG_PUBLIC uint8_t HG_Bulk_get_context_id(hg_bulk_t handle);
 
-/** \return total bytes described by the handle, 0 for HG_BULK_NULL */
+/**
+ * Get the total size of the memory a bulk handle describes.
+ * \param[in] handle bulk handle
+ * \return total bytes described by the handle, 0 for HG_BULK_NULL
+ */
 HG_PUBLIC hg_size_t HG_Bulk_get_size(hg_bulk_t handle);
 
-/** \return number of segments of the handle, 0 for HG_BULK_NULL */
+/**
+ * Get the number of segments of a bulk handle.
+ * \param[in] handle bulk handle
+ * \return number of segments of the handle, 0 for HG_BULK_NULL
+ */
 HG_PUBLIC uint32_t HG_Bulk_get_segment_count(hg_bulk_t handle);
 
-/** \return the permission flags of the handle, 0 for HG_BULK_NULL */
+/**
+ * Get the permission flags of a bulk handle.
+ * \param[in] handle bulk handle
+ * \return the permission flags of the handle, 0 for HG_BULK_NULL
+ */
 HG_PUBLIC uint8_t HG_Bulk_get_flags(hg_bulk_t handle);
 
 /**
- * \param flags [IN] HG_BULK_SM / HG_BULK_EAGER (ignored)
+ * Get the size of the descriptor HG_Bulk_serialize() writes.
+ * \param[in] handle bulk handle
+ * \param[in] flags HG_BULK_SM / HG_BULK_EAGER (ignored)
  * \return bytes HG_Bulk_serialize() writes, 0 for HG_BULK_NULL
  */
 HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags);
@@ -119,16 +152,22 @@ HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long f
  * deserialized (remote) handle it is the descriptor the handle was made from,
  * so the handle can be passed on to a third process (as in Mercury); access
  * is still checked by the owner of the memory.
- * \param buf [OUT] destination  \param buf_size [IN] its size
- * \param flags [IN] HG_BULK_SM / HG_BULK_EAGER (ignored)
- * \return HG_SUCCESS, HG_OVERFLOW (buf too small), HG_INVALID_ARG
+ * \param[out] buf destination
+ * \param[in] buf_size its size
+ * \param[in] flags HG_BULK_SM / HG_BULK_EAGER (ignored)
+ * \param[in] handle bulk handle, local or deserialized
+ * \return HG_SUCCESS; HG_OVERFLOW (buf too small); HG_INVALID_ARG; or the NA error
+ *         of serializing the memory handle
  */
 HG_PUBLIC hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size,
                                         unsigned long flags, hg_bulk_t handle);
 
 /**
  * Rebuild a handle from untrusted bytes (every field is validated).
- * \param handle [OUT] remote bulk handle, freed with HG_Bulk_free()
+ * \param[in] hg_class HG class
+ * \param[out] handle remote bulk handle, freed with HG_Bulk_free()
+ * \param[in] buf bytes received (untrusted)
+ * \param[in] buf_size their number
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTOCOL_ERROR (malformed), HG_NOMEM
  */
 HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle,
@@ -140,9 +179,25 @@ HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handl
  * local_offset, HG_BULK_PUSH writes the other way. Large transfers are split
  * into several NA operations. When origin_addr is this class's own address
  * the transfer is a copy. callback runs once from HG_Trigger().
- * \param op_id [OUT] id for HG_Bulk_cancel(), valid until the callback ran
+ * \param[in] context context whose progress runs the transfer and its callback
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
+ *        NULL
+ * \param[in] arg argument passed to the callback
+ * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
+ * \param[in] origin_addr address of the process that owns origin_handle
+ * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when
+ *        origin_addr is this class's own address
+ * \param[in] origin_offset offset in origin_handle
+ * \param[in] local_handle local bulk handle
+ * \param[in] local_offset offset in local_handle
+ * \param[in] size bytes to move
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran
  *        (may be NULL or HG_OP_ID_IGNORE)
- * \return HG_SUCCESS, HG_INVALID_ARG (bounds), HG_PERMISSION, HG_NOMEM, NA errors
+ * \return HG_SUCCESS (an error of the network operations, such as a
+ *         permission refused by the owner, is reported to the callback);
+ *         HG_INVALID_ARG (NULL argument, out of bounds, a local origin_handle
+ *         with a remote origin_addr); HG_NOMEM; for a transfer to self
+ *         HG_PERMISSION (access not granted) or HG_NOENTRY (origin handle freed)
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
                                        hg_bulk_op_t op, hg_addr_t origin_addr,
@@ -152,7 +207,22 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, 
 
 /**
  * HG_Bulk_transfer() towards a given context id of the origin.
- * \param origin_id [IN] context id at the origin
+ * \param[in] context context whose progress runs the transfer and its callback
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
+ *        NULL
+ * \param[in] arg argument passed to the callback
+ * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
+ * \param[in] origin_addr address of the process that owns origin_handle
+ * \param[in] origin_id context id at the origin
+ * \param[in] origin_handle bulk handle of the origin (deserialized), or a local one when
+ *        origin_addr is this class's own address
+ * \param[in] origin_offset offset in origin_handle
+ * \param[in] local_handle local bulk handle
+ * \param[in] local_offset offset in local_handle
+ * \param[in] size bytes to move
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or
+ *        HG_OP_ID_IGNORE)
+ * \return as HG_Bulk_transfer()
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callback,
                                           void *arg, hg_bulk_op_t op,
@@ -165,6 +235,18 @@ HG_PUBLIC hg_return_t HG_Bulk_transfer_id(hg_context_t *context, hg_cb_t callbac
 /**
  * HG_Bulk_transfer_id() towards the owner origin_handle is bound to
  * (HG_Bulk_bind()): its address and context id come from the handle.
+ * \param[in] context context whose progress runs the transfer and its callback
+ * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
+ *        NULL
+ * \param[in] arg argument passed to the callback
+ * \param[in] op HG_BULK_PULL or HG_BULK_PUSH
+ * \param[in] origin_handle bulk handle bound by its owner with HG_Bulk_bind()
+ * \param[in] origin_offset offset in origin_handle
+ * \param[in] local_handle local bulk handle
+ * \param[in] local_offset offset in local_handle
+ * \param[in] size bytes to move
+ * \param[out] op_id id for HG_Bulk_cancel(), valid until the callback ran (may be NULL or
+ *        HG_OP_ID_IGNORE)
  * \return as HG_Bulk_transfer(); HG_INVALID_ARG if origin_handle is not bound
  */
 HG_PUBLIC hg_return_t HG_Bulk_bind_transfer(
@@ -175,6 +257,7 @@ HG_PUBLIC hg_return_t HG_Bulk_bind_transfer(
 /**
  * Cancel a transfer: all its NA operations are cancelled; the callback runs
  * once with HG_CANCELED (or the real result if it completed first).
+ * \param[in] op_id id set by the transfer call
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t HG_Bulk_cancel(hg_op_id_t op_id);

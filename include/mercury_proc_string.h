@@ -1,5 +1,6 @@
-/*
- * mercury_proc_string.h -- proc routines for C strings.
+/**
+ * \file mercury_proc_string.h
+ * Proc routines for C strings.
  *
  * Wire format (hgx): a uint64 length counting the terminating NUL (0 for a
  * NULL pointer), then the characters and the NUL. Mercury appends the
@@ -36,8 +37,8 @@ typedef struct hg_string_object {
  * Proc routine for an hg_const_string_t (data points to the pointer). The
  * decoded string is allocated even though the type is const; HG_FREE frees it.
  *
- * \param proc [IN/OUT]  processor
- * \param data [IN/OUT]  pointer to the string pointer
+ * \param[in,out] proc processor
+ * \param[in,out] data pointer to the string pointer
  *
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
@@ -46,8 +47,8 @@ HG_PUBLIC hg_return_t hg_proc_hg_const_string_t(hg_proc_t proc, void *data);
 /**
  * Proc routine for an hg_string_t (data points to the pointer).
  *
- * \param proc [IN/OUT]  processor
- * \param data [IN/OUT]  pointer to the string pointer
+ * \param[in,out] proc processor
+ * \param[in,out] data pointer to the string pointer
  *
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
@@ -58,8 +59,8 @@ HG_PUBLIC hg_return_t hg_proc_hg_string_t(hg_proc_t proc, void *data);
  * (the flags do not travel). A decoded object owns its string and is not
  * const; HG_FREE releases it with hg_string_object_free().
  *
- * \param proc [IN/OUT]    processor
- * \param string [IN/OUT]  pointer to the object
+ * \param[in,out] proc processor
+ * \param[in,out] string pointer to the object
  *
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
@@ -67,12 +68,16 @@ HG_PUBLIC hg_return_t hg_proc_hg_string_object_t(hg_proc_t proc, void *string);
 
 /**
  * Empty object (NULL string, not owned).
+ * \param[in,out] string the string object
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_init(hg_string_object_t *string);
 
 /**
  * Object over s; with is_owned, hg_string_object_free() frees s.
+ * \param[in,out] string the string object
+ * \param[in] s the string
+ * \param[in] is_owned HG_TRUE if hg_string_object_free() frees s
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_init_char(hg_string_object_t *string, char *s,
@@ -80,6 +85,9 @@ HG_PUBLIC hg_return_t hg_string_object_init_char(hg_string_object_t *string, cha
 
 /**
  * Object over a const string (is_const set); with is_owned it is freed too.
+ * \param[in,out] string the string object
+ * \param[in] s the string
+ * \param[in] is_owned HG_TRUE if hg_string_object_free() frees s
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_init_const_char(hg_string_object_t *string,
@@ -87,13 +95,15 @@ HG_PUBLIC hg_return_t hg_string_object_init_const_char(hg_string_object_t *strin
 
 /**
  * Free the string if the object owns it; the object becomes empty.
+ * \param[in,out] string the string object
  * \return HG_SUCCESS, HG_INVALID_ARG
  */
 HG_PUBLIC hg_return_t hg_string_object_free(hg_string_object_t *string);
 
 /**
  * Copy of string that owns a strdup() of its string.
- * \param new_string [OUT] the copy
+ * \param[in] string object to copy
+ * \param[out] new_string the copy
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
  */
 HG_PUBLIC hg_return_t hg_string_object_dup(hg_string_object_t string,
@@ -101,6 +111,8 @@ HG_PUBLIC hg_return_t hg_string_object_dup(hg_string_object_t string,
 
 /**
  * Put s in the object and return the string it held (flags unchanged).
+ * \param[in,out] string the string object
+ * \param[in] s new string
  * \return the previous string, or NULL
  */
 HG_PUBLIC char *hg_string_object_swap(hg_string_object_t *string, char *s);

@@ -1,8 +1,14 @@
-/*
- * mercury_request.h -- request emulation: wait on a callback-based operation
+/**
+ * \file mercury_request.h
+ * Request emulation: wait on a callback-based operation
  * with a timeout, driven by user-supplied progress and trigger functions.
  * Names, signatures and semantics follow Mercury 2.4.1. As there, a request
  * cannot be waited on from inside a callback that HG_Trigger() runs.
+ *
+ * Threads: the completed flag is atomic, so a request may be completed on one
+ * thread (a callback) while another waits on it; the progress and trigger
+ * functions given to hg_request_init() must be safe to call from every
+ * thread that waits.
  */
 #ifndef MERCURY_REQUEST_H
 #define MERCURY_REQUEST_H
@@ -10,8 +16,8 @@
 #include "mercury_config.h"
 
 #ifndef HG_UTIL_SUCCESS
-#define HG_UTIL_SUCCESS 0
-#define HG_UTIL_FAIL -1
+#define HG_UTIL_SUCCESS 0 /**< success of the hg_request_* calls (mercury_util's) */
+#define HG_UTIL_FAIL -1   /**< failure of the hg_request_* calls (mercury_util's) */
 #endif
 
 typedef struct hg_request_class hg_request_class_t; /**< opaque request class */
@@ -36,8 +42,9 @@ extern "C" {
 
 /**
  * Create a request class whose hg_request_wait() calls progress and trigger.
- * \param progress [IN] progress function  \param trigger [IN] trigger function
- * \param arg [IN] passed to both
+ * \param[in] progress progress function
+ * \param[in] trigger trigger function
+ * \param[in] arg passed to both
  * \return the class, or NULL (no memory, or a NULL function)
  */
 HG_PUBLIC hg_request_class_t *hg_request_init(hg_request_progress_func_t progress,
@@ -46,31 +53,42 @@ HG_PUBLIC hg_request_class_t *hg_request_init(hg_request_progress_func_t progres
 
 /**
  * Free a request class (NULL is ignored).
- * \param request_class [IN] class
- * \param arg [OUT] optional: receives the arg given to hg_request_init()
+ * \param[in] request_class class
+ * \param[out] arg optional: receives the arg given to hg_request_init()
  */
 HG_PUBLIC void hg_request_finalize(hg_request_class_t *request_class, void **arg);
 
 /**
  * Create a request (not completed).
+ * \param[in] request_class request class
  * \return the request, or NULL
  */
 HG_PUBLIC hg_request_t *hg_request_create(hg_request_class_t *request_class);
 
-/** Free a request. */
+/**
+ * Free a request.
+ * \param[in] request request
+ */
 HG_PUBLIC void hg_request_destroy(hg_request_t *request);
 
-/** Mark a request completed (usually from an operation's callback). */
+/**
+ * Mark a request completed (usually from an operation's callback).
+ * \param[in] request request
+ */
 HG_PUBLIC void hg_request_complete(hg_request_t *request);
 
-/** Mark a request not completed so it can be reused. */
+/**
+ * Mark a request not completed so it can be reused.
+ * \param[in] request request
+ */
 HG_PUBLIC void hg_request_reset(hg_request_t *request);
 
 /**
  * Trigger, then progress and trigger, until the request completes or timeout
  * ms passed; a timeout of 0 still progresses once without blocking.
- * \param timeout [IN] milliseconds
- * \param flag [OUT] 1 if completed, 0 if not (optional)
+ * \param[in] request request
+ * \param[in] timeout milliseconds
+ * \param[out] flag 1 if completed, 0 if not (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL (NULL request)
  */
 HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout,
@@ -78,16 +96,27 @@ HG_PUBLIC int hg_request_wait(hg_request_t *request, unsigned int timeout,
 
 /**
  * hg_request_wait() on each of count requests, sharing one timeout.
- * \param flag [OUT] 1 if all completed (optional)
+ * \param[in] count number of requests
+ * \param[in] request the requests
+ * \param[in] timeout milliseconds, shared by all the waits
+ * \param[out] flag 1 if all completed (optional)
  * \return HG_UTIL_SUCCESS, HG_UTIL_FAIL
  */
 HG_PUBLIC int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout,
                                  unsigned int *flag);
 
-/** Attach user data to a request. */
+/**
+ * Attach user data to a request.
+ * \param[in] request request
+ * \param[in] data user data
+ */
 HG_PUBLIC void hg_request_set_data(hg_request_t *request, void *data);
 
-/** \return data attached with hg_request_set_data(), or NULL */
+/**
+ * Get the user data of a request.
+ * \param[in] request request
+ * \return data attached with hg_request_set_data(), or NULL
+ */
 HG_PUBLIC void *hg_request_get_data(hg_request_t *request);
 
 #ifdef __cplusplus

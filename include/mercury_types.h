@@ -1,5 +1,6 @@
-/*
- * mercury_types.h -- public types of the HG (RPC) layer.
+/**
+ * \file mercury_types.h
+ * Public types of the HG (RPC) layer.
  *
  * Names, members and values follow Mercury 2.4 (its mercury_core_types.h and
  * mercury_types.h together) so that Mercury programs build against hgx unchanged.
@@ -43,7 +44,7 @@ struct hg_init_info {
     unsigned int multi_recv_copy_threshold; /**< copy when this few buffers remain */
 };
 
-/** Return codes (0 is success); HG_Error_to_string() names them. */
+/** The return codes, as X(name) entries in order, for X-macro tables. */
 #define HG_RETURN_VALUES                                                                 \
     X(HG_SUCCESS)                                                                        \
     X(HG_PERMISSION)                                                                     \
@@ -73,14 +74,50 @@ struct hg_init_info {
     X(HG_OTHER_ERROR)                                                                    \
     X(HG_RETURN_MAX)
 
+/** \cond HGX_INTERNAL */
 #define X(a) a,
+/** \endcond */
+/**
+ * Return codes of the HG calls (0 is success); HG_Error_to_string() names
+ * them. The values, in order (HG_RETURN_VALUES):
+ * - HG_SUCCESS: the call succeeded
+ * - HG_PERMISSION: access not granted (bulk handle permissions)
+ * - HG_NOENTRY: no such entry (RPC id not registered, nothing to decode)
+ * - HG_INTERRUPT: interrupted
+ * - HG_AGAIN: resource temporarily unavailable, try again
+ * - HG_NOMEM: out of memory
+ * - HG_ACCESS: access denied by the transport
+ * - HG_FAULT: bad address
+ * - HG_BUSY: in use (objects still alive, an operation pending)
+ * - HG_EXIST: already exists
+ * - HG_NODEV: no such device
+ * - HG_INVALID_ARG: invalid argument
+ * - HG_PROTOCOL_ERROR: malformed message or descriptor from a peer
+ * - HG_OVERFLOW: buffer too small, or a decode past the end of its data
+ * - HG_MSGSIZE: message too long for the transport
+ * - HG_PROTONOSUPPORT: protocol or plugin not supported
+ * - HG_OPNOTSUPPORTED: operation not supported
+ * - HG_ADDRINUSE: address already in use
+ * - HG_ADDRNOTAVAIL: address cannot be resolved or assigned
+ * - HG_HOSTUNREACH: peer unreachable
+ * - HG_TIMEOUT: timed out (also: nothing to do within the timeout)
+ * - HG_CANCELED: operation cancelled
+ * - HG_IO_ERROR: input/output error of the transport
+ * - HG_CHECKSUM_ERROR: an RPC checksum did not match
+ * - HG_NA_ERROR: an NA error with no HG counterpart
+ * - HG_OTHER_ERROR: any other error
+ * - HG_RETURN_MAX: number of codes, not a code
+ */
 typedef enum hg_return { HG_RETURN_VALUES } hg_return_t;
 #undef X
 
-/* Older names of some return codes. */
+/** Older name of HG_INVALID_ARG. */
 #define HG_INVALID_PARAM HG_INVALID_ARG
+/** Older name of HG_MSGSIZE. */
 #define HG_SIZE_ERROR HG_MSGSIZE
+/** Older name of HG_NOMEM. */
 #define HG_NOMEM_ERROR HG_NOMEM
+/** Older name of HG_NOENTRY. */
 #define HG_NO_MATCH HG_NOENTRY
 
 /** Kind of operation a completion callback reports on. */
@@ -156,18 +193,22 @@ typedef enum hg_bulk_op {
     HG_BULK_PULL  /**< read the origin's region into local memory */
 } hg_bulk_op_t;
 
+/** Result of HG_Addr_lookup1(). */
 struct hg_cb_info_lookup {
     hg_addr_t addr; /**< address found */
 };
 
+/** Result of HG_Forward(). */
 struct hg_cb_info_forward {
     hg_handle_t handle; /**< handle forwarded */
 };
 
+/** Result of HG_Respond(). */
 struct hg_cb_info_respond {
     hg_handle_t handle; /**< handle responded on */
 };
 
+/** Result of HG_Bulk_transfer(). */
 struct hg_cb_info_bulk {
     hg_bulk_t origin_handle; /**< origin descriptor */
     hg_bulk_t local_handle;  /**< local descriptor */
@@ -177,11 +218,12 @@ struct hg_cb_info_bulk {
 
 /** What a completion callback is given; `type` says which union member is valid. */
 struct hg_cb_info {
+    /** Per-operation result: the member named after the type. */
     union {
-        struct hg_cb_info_lookup lookup;
-        struct hg_cb_info_forward forward;
-        struct hg_cb_info_respond respond;
-        struct hg_cb_info_bulk bulk;
+        struct hg_cb_info_lookup lookup;   /**< HG_CB_LOOKUP */
+        struct hg_cb_info_forward forward; /**< HG_CB_FORWARD */
+        struct hg_cb_info_respond respond; /**< HG_CB_RESPOND */
+        struct hg_cb_info_bulk bulk;       /**< HG_CB_BULK */
     } info;
     void *arg;         /**< the arg passed when posting */
     hg_cb_type_t type; /**< which operation completed */
@@ -195,27 +237,34 @@ typedef hg_return_t (*hg_cb_t)(const struct hg_cb_info *callback_info);
 /** Proc routine: encodes, decodes or frees the struct at data. */
 typedef hg_return_t (*hg_proc_cb_t)(hg_proc_t proc, void *data);
 
+/** Version number of the API as one integer, for HG_Init_opt2(). */
 #define HG_VERSION(major, minor) (((major) << 16) | (minor))
+/** Major part of an HG_VERSION() number. */
 #define HG_MAJOR(version) ((version) >> 16)
+/** Minor part of an HG_VERSION() number. */
 #define HG_MINOR(version) ((version)&0xffff)
+/** True if version v1 is v2 or later. */
 #define HG_VERSION_GE(v1, v2) ((v1) >= (v2))
+/** True if version v1 is older than v2. */
 #define HG_VERSION_LT(v1, v2) ((v1) < (v2))
 
 #define HG_MAX_IDLE_TIME (3600 * 1000) /**< longest timeout in ms */
-#define HG_SIZE_MAX (UINT64_MAX)
+#define HG_SIZE_MAX (UINT64_MAX)       /**< largest hg_size_t */
 
-#define HG_ADDR_NULL ((hg_addr_t)0)
-#define HG_HANDLE_NULL ((hg_handle_t)0)
-#define HG_BULK_NULL ((hg_bulk_t)0)
-#define HG_PROC_NULL ((hg_proc_t)0)
-#define HG_OP_ID_NULL ((hg_op_id_t)0)
-#define HG_OP_ID_IGNORE ((hg_op_id_t *)1)
+#define HG_ADDR_NULL ((hg_addr_t)0)       /**< no address */
+#define HG_HANDLE_NULL ((hg_handle_t)0)   /**< no RPC handle */
+#define HG_BULK_NULL ((hg_bulk_t)0)       /**< no bulk handle */
+#define HG_PROC_NULL ((hg_proc_t)0)       /**< no processor */
+#define HG_OP_ID_NULL ((hg_op_id_t)0)     /**< no operation id */
+#define HG_OP_ID_IGNORE ((hg_op_id_t *)1) /**< pass as op_id when none is wanted */
 
 /* Bulk region permissions (Mercury declares these in mercury_bulk.h). */
-#define HG_BULK_READ_ONLY (1 << 0)
-#define HG_BULK_WRITE_ONLY (1 << 1)
+#define HG_BULK_READ_ONLY (1 << 0)  /**< remote peers may read (pull) the region */
+#define HG_BULK_WRITE_ONLY (1 << 1) /**< remote peers may write (push) the region */
+/** Remote peers may read and write the region. */
 #define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
 
+/** Default options for HG_Init_opt(): every member 0, NULL or the NA default. */
 #define HG_INIT_INFO_INITIALIZER                                                         \
     ((struct hg_init_info){.na_init_info = NA_INIT_INFO_INITIALIZER,                     \
                            .na_class = NULL,                                             \

@@ -35,7 +35,7 @@ extern "C" {
  * - mpi+dynamic: each process connects and accepts on its own, so the
  *   communicator changes nothing.
  *
- * @param intra_comm communicator, or MPI_COMM_NULL for the default.
+ * @param[in] intra_comm communicator, or MPI_COMM_NULL for the default.
  * @return NA_SUCCESS (always, as Mercury: the communicator is checked, with
  *         a log line, when NA_Initialize uses it).
  */
@@ -53,7 +53,7 @@ NA_PUBLIC na_return_t NA_MPI_Set_init_intra_comm(MPI_Comm intra_comm);
  * create an mpi+dynamic class at all: NA_Initialize fails there with a log
  * line naming MPI_Open_port.
  *
- * @param na_class an NA class of the MPI plugin.
+ * @param[in] na_class an NA class of the MPI plugin.
  * @return a string owned by @p na_class, valid until NA_Finalize; NULL with
  *         a log line when @p na_class is NULL, of another plugin, or an
  *         mpi+dynamic class that does not listen (it has no port).

@@ -1,5 +1,6 @@
-/*
- * na_types.h -- public types of the NA (network abstraction) layer.
+/**
+ * \file na_types.h
+ * Public types of the NA (network abstraction) layer.
  *
  * Names, members and values follow Mercury 2.4 so that Mercury programs build
  * against hgx unchanged.
@@ -50,6 +51,7 @@ struct na_init_info {
     size_t max_unexpected_size; /**< hint for the unexpected message size */
     size_t max_expected_size;   /**< hint for the expected message size */
     uint8_t progress_mode;      /**< NA_NO_BLOCK to busy-poll instead of waiting */
+    /** Preferred address format (a hint). */
     enum na_addr_format addr_format;
     uint8_t max_contexts; /**< number of contexts the class will serve */
     /** 0 (default): any thread may post, progress and trigger, under locks.
@@ -60,6 +62,7 @@ struct na_init_info {
      *  is accepted and changes nothing; any other bit is refused. */
     uint8_t thread_mode;
     bool request_mem_device; /**< device memory requested (unsupported) */
+    /** Preferred traffic class (a hint). */
     enum na_traffic_class traffic_class;
 };
 
@@ -71,13 +74,13 @@ struct na_segment {
 
 /** Linked list returned by NA_Get_protocol_info(). */
 struct na_protocol_info {
-    struct na_protocol_info *next;
-    char *class_name;
-    char *protocol_name;
-    char *device_name;
+    struct na_protocol_info *next; /**< next entry, NULL at the end */
+    char *class_name;              /**< plugin ("ofi", "ucx", "mpi") */
+    char *protocol_name;           /**< protocol ("tcp", "shm", "static", ...) */
+    char *device_name;             /**< device or interface, when known */
 };
 
-/** Return codes (0 is success). */
+/** The return codes, as X(name) entries in order, for X-macro tables. */
 #define NA_RETURN_VALUES                                                                 \
     X(NA_SUCCESS)                                                                        \
     X(NA_PERMISSION)                                                                     \
@@ -104,11 +107,19 @@ struct na_protocol_info {
     X(NA_IO_ERROR)                                                                       \
     X(NA_RETURN_MAX)
 
+/** \cond HGX_INTERNAL */
 #define X(a) a,
+/** \endcond */
+/**
+ * Return codes of the NA calls (0 is success); NA_Error_to_string() names
+ * them. They are those of hg_return_t with the NA_ prefix, in the same order,
+ * from NA_SUCCESS to NA_IO_ERROR (NA has no CHECKSUM_ERROR, NA_ERROR or
+ * OTHER_ERROR), then NA_RETURN_MAX, the number of codes.
+ */
 typedef enum na_return { NA_RETURN_VALUES } na_return_t;
 #undef X
 
-/** Kinds of operation a callback reports on. */
+/** The callback types, as X(name) entries in order, for X-macro tables. */
 #define NA_CB_TYPES                                                                      \
     X(NA_CB_SEND_UNEXPECTED)                                                             \
     X(NA_CB_RECV_UNEXPECTED)                                                             \
@@ -119,33 +130,47 @@ typedef enum na_return { NA_RETURN_VALUES } na_return_t;
     X(NA_CB_GET)                                                                         \
     X(NA_CB_MAX)
 
+/** \cond HGX_INTERNAL */
 #define X(a) a,
+/** \endcond */
+/**
+ * Kind of operation a callback reports on (NA_CB_TYPES): NA_CB_SEND_UNEXPECTED,
+ * NA_CB_RECV_UNEXPECTED, NA_CB_MULTI_RECV_UNEXPECTED, NA_CB_SEND_EXPECTED,
+ * NA_CB_RECV_EXPECTED, NA_CB_PUT, NA_CB_GET, then NA_CB_MAX (the count).
+ */
 typedef enum na_cb_type { NA_CB_TYPES } na_cb_type_t;
 #undef X
 
+/** Result of NA_Msg_recv_unexpected(). */
 struct na_cb_info_recv_unexpected {
     size_t actual_buf_size; /**< bytes received, header included */
     na_addr_t *source;      /**< sender; the callback owns it (NA_Addr_free) */
     na_tag_t tag;           /**< tag the sender used */
 };
 
+/** Result of NA_Msg_multi_recv_unexpected() (which no hgx plugin supports). */
 struct na_cb_info_multi_recv_unexpected {
-    size_t actual_buf_size;
-    na_addr_t *source;
-    na_tag_t tag;
-    void *actual_buf;
-    bool last;
+    size_t actual_buf_size; /**< bytes received */
+    na_addr_t *source;      /**< sender; the callback owns it (NA_Addr_free) */
+    na_tag_t tag;           /**< tag the sender used */
+    void *actual_buf;       /**< where in the buffer the message is */
+    bool last;              /**< the buffer is consumed */
 };
 
+/** Result of NA_Msg_recv_expected(). */
 struct na_cb_info_recv_expected {
     size_t actual_buf_size; /**< bytes received */
 };
 
 /** What a completion callback is given. */
 struct na_cb_info {
+    /** Per-operation result, for the receive types (sends, put and get have none). */
     union {
+        /** NA_CB_RECV_UNEXPECTED */
         struct na_cb_info_recv_unexpected recv_unexpected;
+        /** NA_CB_MULTI_RECV_UNEXPECTED */
         struct na_cb_info_multi_recv_unexpected multi_recv_unexpected;
+        /** NA_CB_RECV_EXPECTED */
         struct na_cb_info_recv_expected recv_expected;
     } info;
     void *arg;         /**< the arg passed when posting */
@@ -153,45 +178,61 @@ struct na_cb_info {
     na_return_t ret;   /**< NA_SUCCESS, NA_CANCELED or an error */
 };
 
+/**
+ * Completion callback of a non-blocking NA call, run by NA_Trigger().
+ * \param[in] callback_info the outcome; valid during the call only
+ */
 typedef void (*na_cb_t)(const struct na_cb_info *callback_info);
 
+/** Version number as one integer, for NA_Initialize_opt2(). */
 #define NA_VERSION(major, minor) (((major) << 16) | (minor))
+/** Major part of an NA_VERSION() number. */
 #define NA_MAJOR(version) ((version) >> 16)
+/** Minor part of an NA_VERSION() number. */
 #define NA_MINOR(version) ((version)&0xffff)
+/** True if version v1 is v2 or later. */
 #define NA_VERSION_GE(v1, v2) ((v1) >= (v2))
+/** True if version v1 is older than v2. */
 #define NA_VERSION_LT(v1, v2) ((v1) < (v2))
 
+/** Optional feature: multi-receive buffers (NA_Has_opt_feature()). */
 #define NA_OPT_MULTI_RECV (1 << 0)
 
-#define NA_MAX_IDLE_TIME (3600 * 1000)
-#define NA_CONTEXT_ID_MAX UINT8_MAX
+#define NA_MAX_IDLE_TIME (3600 * 1000) /**< longest timeout in ms */
+#define NA_CONTEXT_ID_MAX UINT8_MAX    /**< largest context id */
 
 /* Message buffer allocation flags */
-#define NA_SEND (1 << 0)
-#define NA_RECV (1 << 1)
-#define NA_MULTI_RECV (1 << 2)
-#define NA_ALLOC_MAX (1 << 3)
+#define NA_SEND (1 << 0)       /**< NA_Msg_buf_alloc(): buffer used to send */
+#define NA_RECV (1 << 1)       /**< NA_Msg_buf_alloc(): buffer used to receive */
+#define NA_MULTI_RECV (1 << 2) /**< NA_Msg_buf_alloc(): multi-receive buffer */
+#define NA_ALLOC_MAX (1 << 3)  /**< first value above the allocation flags */
 
 /* NA_Op_create() flags */
-#define NA_OP_SINGLE 0x00
-#define NA_OP_MULTI 0x01
+#define NA_OP_SINGLE 0x00 /**< the id serves one operation at a time */
+#define NA_OP_MULTI 0x01  /**< the id serves a multi-receive (unsupported) */
 
-#define NA_TAG_MAX UINT_MAX
+#define NA_TAG_MAX UINT_MAX /**< largest tag a plugin can offer */
 
 /* Memory handle access */
-#define NA_MEM_READ_ONLY 0x01
-#define NA_MEM_WRITE_ONLY 0x02
-#define NA_MEM_READWRITE 0x03
+#define NA_MEM_READ_ONLY 0x01  /**< remote peers may read (get) the region */
+#define NA_MEM_WRITE_ONLY 0x02 /**< remote peers may write (put) the region */
+#define NA_MEM_READWRITE 0x03  /**< remote peers may read and write the region */
 
 /* Progress modes */
+/** progress_mode: busy-poll, never block in the transport. */
 #define NA_NO_BLOCK 0x01
+/** progress_mode: Mercury's no-retry bit (no effect in hgx). */
 #define NA_NO_RETRY 0x02
 
 /* Thread modes */
+/** thread_mode bit: one thread uses the class. */
 #define NA_THREAD_MODE_SINGLE_CLS (0x01)
+/** thread_mode bit: one thread uses each context. */
 #define NA_THREAD_MODE_SINGLE_CTX (0x02)
+/** thread_mode: one thread at a time uses the class and its contexts (no locks). */
 #define NA_THREAD_MODE_SINGLE (NA_THREAD_MODE_SINGLE_CLS | NA_THREAD_MODE_SINGLE_CTX)
 
+/** Default options for NA_Initialize_opt(): one context, every other member 0. */
 #define NA_INIT_INFO_INITIALIZER                                                         \
     ((struct na_init_info){.ip_subnet = NULL,                                            \
                            .auth_key = NULL,                                             \

@@ -1,5 +1,5 @@
 /*
- * test_bulk_forge_mpi.c -- forged bulk descriptors over mpi+static (issue 31),
+ * test_bulk_forge_mpi.c -- forged bulk descriptors over mpi+static,
  * run as `mpirun -np 2 ./test_bulk_forge_mpi`: rank 0 is the server of
  * tests/bulk_forge.h, rank 1 the attacker. The attacker requires zero
  * violations, hangs and crashes and that the legitimate transfers work; a

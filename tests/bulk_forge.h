@@ -1,5 +1,5 @@
 /*
- * bulk_forge.h -- forged bulk descriptors against a live server (issue 31).
+ * bulk_forge.h -- forged bulk descriptors against a live server.
  *
  * The server exposes three 4 KiB regions (read-only, write-only, read-write)
  * inside a 64 KiB buffer whose other bytes are a "secret" pattern, the
@@ -89,7 +89,7 @@ bool forge_transfer(struct forge_client *c, hg_bulk_t remote, hg_bulk_op_t op,
 /* Forget the server's address (tcp drops a connection on a refused RMA) and
  * look it up again. */
 void forge_reconnect(struct forge_client *c);
-/* Every attack of issue 31 (see the file comment). */
+/* Every attack listed in the file comment. */
 void forge_attack_all(struct forge_client *c);
 /* Ask the server to stop. */
 void forge_client_stop(struct forge_client *c);

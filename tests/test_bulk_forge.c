@@ -1,6 +1,6 @@
 /*
  * test_bulk_forge.c -- forged bulk descriptors must not read, write or crash
- * a server (issue 31), on every transport built: the attacks of bulk_forge.h
+ * a server, on every transport built: the attacks of bulk_forge.h
  * against a server in a forked child, counted per transport; zero
  * violations, hangs and crashes are required. Transports: $HGX_TEST_TRANSPORTS
  * or every one built, tcp ones pinned to loopback.

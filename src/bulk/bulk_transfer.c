@@ -3,6 +3,7 @@
  * chunks, a memcpy when the origin is this process, and cancellation.
  */
 #include "bulk_internal.h"
+#include "hgx_assert.h"
 #include "na_rma.h"
 
 #include <stdlib.h>
@@ -110,7 +111,9 @@ static bool op_settle(struct hg_op_id *op)
 /* One piece finished (or the poster let go): at zero, report. */
 static void op_piece_done(struct hg_op_id *op)
 {
-    if (atomic_fetch_sub(&op->pending, 1) != 1)
+    int before = atomic_fetch_sub(&op->pending, 1);
+    HGX_ASSERT(before > 0);
+    if (before != 1)
         return;
     if (!op_settle(op))
         return;

@@ -30,9 +30,7 @@ hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr)
     atomic_init(&addr->refcount, 1);
     hgx_long_add(&hg_class->n_addrs, 1, hg_class->single);
     hgx_lock(&hg_class->addr_lock);
-    if ((addr->next = hg_class->addr_head))
-        addr->next->prev = addr;
-    hg_class->addr_head = addr;
+    hgx_list_push_front(&hg_class->addrs, &addr->link);
     hgx_unlock(&hg_class->addr_lock);
     return addr;
 }
@@ -41,12 +39,7 @@ static void addr_destroy(hg_addr_t addr, bool single)
 {
     hg_class_t *hg_class = addr->hg_class;
     hgx_lock(&hg_class->addr_lock);
-    if (addr->prev)
-        addr->prev->next = addr->next;
-    else
-        hg_class->addr_head = addr->next;
-    if (addr->next)
-        addr->next->prev = addr->prev;
+    hgx_list_remove(&addr->link);
     hgx_unlock(&hg_class->addr_lock);
     NA_Addr_free(hg_class->na_class, addr->na_addr);
     hgx_long_add(&hg_class->n_addrs, -1, single);
@@ -56,8 +49,9 @@ static void addr_destroy(hg_addr_t addr, bool single)
 long hg_addr_free_all(hg_class_t *hg_class)
 {
     long n = 0;
-    for (; hg_class->addr_head; n++)
-        addr_destroy(hg_class->addr_head, hg_class->single);
+    for (; !hgx_list_empty(&hg_class->addrs); n++)
+        addr_destroy(hgx_list_entry(hg_class->addrs.next, struct hg_addr, link),
+                     hg_class->single);
     return n;
 }
 

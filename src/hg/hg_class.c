@@ -183,6 +183,7 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
     }
     pthread_mutex_init(&hg_class->lock, NULL);
     hgx_lock_init_mode(&hg_class->addr_lock, hg_class->single);
+    hgx_list_init(&hg_class->addrs);
     atomic_init(&hg_class->cookie_next, 1);
     atomic_init(&hg_class->bulk_id_next, 1);
     hg_diag_register(hg_class);

@@ -3,6 +3,7 @@
  * pre-posted unexpected receives of a listening class, progress and trigger.
  */
 #include "hg_handle.h"
+#include "hgx_clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,14 +19,6 @@ struct hg_post {
     na_op_id_t *op;
     struct hg_post *repost_next; /* in context->repost */
 };
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
 {
@@ -84,7 +77,7 @@ static struct hg_completion *completion_wait(hg_context_t *context, uint64_t dea
     if (!c) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t now = now_ms(), left = deadline > now ? deadline - now : 0;
+        uint64_t now = hgx_clock_now_ms(), left = deadline > now ? deadline - now : 0;
         ts.tv_sec += (time_t)(left / 1000);
         ts.tv_nsec += (long)(left % 1000) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
@@ -209,14 +202,14 @@ static hg_return_t posts_create(hg_context_t *context)
 static void posts_destroy(hg_context_t *context)
 {
     hg_class_t *hg_class = context->hg_class;
-    uint64_t deadline = now_ms() + HG_UNPOST_WAIT_MS;
+    uint64_t deadline = hgx_clock_now_ms() + HG_UNPOST_WAIT_MS;
 
     context->unposting = true;
     atomic_store(&context->repost, NULL);
     for (unsigned int i = 0; i < context->n_posts; i++)
         if (context->posts[i].op)
             NA_Cancel(hg_class->na_class, context->na_context, context->posts[i].op);
-    while (atomic_load(&context->n_posted) > 0 && now_ms() < deadline) {
+    while (atomic_load(&context->n_posted) > 0 && hgx_clock_now_ms() < deadline) {
         NA_Trigger(context->na_context, UINT32_MAX, NULL);
         if (atomic_load(&context->n_posted) > 0)
             NA_Poll_wait(hg_class->na_class, context->na_context, 10, NULL);
@@ -252,6 +245,7 @@ hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id)
     context->hg_class = hg_class;
     context->id = id;
     hgx_lock_init_mode(&context->cq_lock, hg_class->single);
+    hgx_list_init(&context->live);
     pthread_mutex_init(&context->wait_lock, NULL);
     pthread_cond_init(&context->cq_cond, NULL);
     context->na_context = NA_Context_create_id(hg_class->na_class, id);
@@ -357,9 +351,9 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
          * the whole timeout. */
         unsigned int left = timeout;
         if (!deadline)
-            deadline = now_ms() + timeout;
+            deadline = hgx_clock_now_ms() + timeout;
         else {
-            uint64_t now = now_ms();
+            uint64_t now = hgx_clock_now_ms();
             left = now < deadline ? (unsigned int)(deadline - now) : 0;
         }
         na_return_t na_ret = NA_Poll_wait(na_class, context->na_context, left, NULL);
@@ -382,7 +376,7 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
 
     if (!context)
         return HG_INVALID_ARG;
-    uint64_t deadline = timeout ? now_ms() + timeout : 0;
+    uint64_t deadline = timeout ? hgx_clock_now_ms() + timeout : 0;
     while (count < max_count) {
         if (timeout == 0 && completion_count(context) == 0)
             break;

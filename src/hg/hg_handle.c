@@ -6,6 +6,7 @@
 #include "hg_header.h"
 
 #include "hg_proc_private.h"
+#include "hgx_assert.h"
 #include "mercury_proc.h"
 
 #include <stddef.h>
@@ -113,9 +114,16 @@ long hg_handle_release_forgotten(hg_context_t *context)
     long n = 0;
     for (;;) {
         hgx_lock(&context->cq_lock);
-        hg_handle_t handle = context->live_head;
-        while (handle && atomic_load(&handle->pending) > 0)
-            handle = handle->live_next;
+        hg_handle_t handle = NULL;
+        struct hgx_list *it;
+        hgx_list_for_each(it, &context->live)
+        {
+            hg_handle_t h = hgx_list_entry(it, struct hg_handle, live_link);
+            if (atomic_load(&h->pending) == 0) {
+                handle = h;
+                break;
+            }
+        }
         hgx_unlock(&context->cq_lock);
         if (!handle)
             return n;
@@ -150,13 +158,11 @@ hg_handle_t hg_handle_alloc(hg_context_t *context, hg_addr_t addr,
     handle->rpc = *rpc;
     handle->target = target;
     /* The other counts and flags are zero: calloc or hg_handle_reset. */
+    HGX_ASSERT(atomic_load(&handle->pending) == 0);
     atomic_init(&handle->refcount, 1);
     hgx_long_add(&context->n_handles, 1, context->hg_class->single);
     hgx_lock(&context->cq_lock);
-    handle->live_prev = NULL;
-    if ((handle->live_next = context->live_head))
-        handle->live_next->live_prev = handle;
-    context->live_head = handle;
+    hgx_list_push_front(&context->live, &handle->live_link);
     hgx_unlock(&context->cq_lock);
     hg_class_t *hg_class = context->hg_class;
     if (hg_class->handle_create) {
@@ -197,12 +203,7 @@ void hg_handle_release(hg_handle_t handle)
         return;
     na_class_t *na_class = context->hg_class->na_class;
     hgx_lock(&context->cq_lock);
-    if (handle->live_prev)
-        handle->live_prev->live_next = handle->live_next;
-    else
-        context->live_head = handle->live_next;
-    if (handle->live_next)
-        handle->live_next->live_prev = handle->live_prev;
+    hgx_list_remove(&handle->live_link);
     hgx_unlock(&context->cq_lock);
 
     if (handle->data_free)
@@ -428,7 +429,10 @@ void hg_handle_op_error(hg_handle_t handle, hg_return_t ret)
 
 void hg_handle_op_done(hg_handle_t handle)
 {
-    if (hgx_int_add(&handle->pending, -1, handle->info.hg_class->single) != 1)
+    int before = hgx_int_add(&handle->pending, -1, handle->info.hg_class->single);
+    /* Each sub-operation ends once: more ends than starts is a double completion. */
+    HGX_ASSERT(before > 0);
+    if (before != 1)
         return;
     if (!handle->callback) {
         /* Nothing for HG_Trigger to run (a response sent without a

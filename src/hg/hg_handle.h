@@ -59,7 +59,7 @@ struct hg_handle {
     struct hg_completion completion;
     struct hg_handle *self_peer;  /* other end of a forward to self */
     struct hg_handle *cache_next; /* in the context's cache of released handles */
-    struct hg_handle *live_prev, *live_next; /* in context->live_head until released */
+    struct hgx_list live_link;    /* in context->live until released */
 
     /* Kept when a target handle is cached for reuse: from send_buf to the end
      * (hg_handle_reset clears every field before: keep it in step). NA message

@@ -10,6 +10,7 @@
 
 #include "hg_rpc_map.h"
 #include "hgx_atomic.h"
+#include "hgx_list.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
 #include "mercury.h"
@@ -71,7 +72,7 @@ struct hg_class {
      * forgot; handles forgotten at HG_Context_destroy are counted for its
      * warning. */
     hgx_lock_t addr_lock;
-    struct hg_addr *addr_head;
+    struct hgx_list addrs; /* every hg_addr of the class (under addr_lock) */
     atomic_long n_forgotten_handles;
     atomic_long n_dropped;   /* malformed / corrupted requests dropped */
     atomic_int corrupt_next; /* test hook: corrupt the next message header sent */
@@ -101,7 +102,7 @@ struct hg_context {
     _Atomic(struct hg_post *) repost; /* received posts to post again (a stack) */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
-    struct hg_handle *live_head;    /* handles not released yet (under cq_lock) */
+    struct hgx_list live;           /* handles not released yet (under cq_lock) */
     /* sources of recent requests, direct-mapped by NA address (one reference each) */
     _Atomic(hg_addr_t) sources[HG_SOURCE_CACHE];
     unsigned int handle_cache_n;
@@ -119,7 +120,7 @@ struct hg_addr {
     na_addr_t *na_addr;
     atomic_int refcount;
     bool is_self;
-    struct hg_addr *prev, *next; /* in hg_class->addr_head */
+    struct hgx_list link; /* in hg_class->addrs */
 };
 
 /* Context completion queue (hg_context.c). */

@@ -3,6 +3,7 @@
  * set by a callback, and a wait loop that calls the class's trigger and
  * progress functions until the flag is set or the timeout passed.
  */
+#include "hgx_clock.h"
 #include "mercury_request.h"
 
 #include <stdatomic.h>
@@ -20,14 +21,6 @@ struct hg_request {
     atomic_int completed;
     void *data;
 };
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 hg_request_class_t *hg_request_init(hg_request_progress_func_t progress,
                                     hg_request_trigger_func_t trigger, void *arg)
@@ -98,14 +91,14 @@ int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *f
         return HG_UTIL_FAIL;
 
     const hg_request_class_t *rc = request->request_class;
-    uint64_t deadline = now_ms() + timeout;
+    uint64_t deadline = hgx_clock_now_ms() + timeout;
     bool done = drain_triggers(request);
 
     while (!done) {
-        uint64_t now = now_ms();
+        uint64_t now = hgx_clock_now_ms();
         rc->progress(now < deadline ? (unsigned int)(deadline - now) : 0, rc->arg);
         done = drain_triggers(request);
-        if (now_ms() >= deadline)
+        if (hgx_clock_now_ms() >= deadline)
             break;
     }
     if (flag)
@@ -116,13 +109,13 @@ int hg_request_wait(hg_request_t *request, unsigned int timeout, unsigned int *f
 int hg_request_waitall(int count, hg_request_t *request[], unsigned int timeout,
                        unsigned int *flag)
 {
-    uint64_t deadline = now_ms() + timeout;
+    uint64_t deadline = hgx_clock_now_ms() + timeout;
     unsigned int all = 1;
 
     if (count < 0 || (count > 0 && !request))
         return HG_UTIL_FAIL;
     for (int i = 0; i < count; i++) {
-        uint64_t now = now_ms();
+        uint64_t now = hgx_clock_now_ms();
         unsigned int one = 0;
         if (hg_request_wait(request[i],
                             now < deadline ? (unsigned int)(deadline - now) : 0,

@@ -20,16 +20,10 @@
     } while (0)
 
 const struct na_ops *const na_plugin_table[] = {
-#ifdef HGX_HAVE_OFI
-    &na_ofi_ops,
-#endif
-#ifdef HGX_HAVE_UCX
-    &na_ucx_ops,
-#endif
-#ifdef HGX_HAVE_MPI
-    &na_mpi_ops,
-#endif
-    NULL,
+#define X(ops) &ops,
+    HGX_NA_PLUGIN_LIST
+#undef X
+        NULL,
 };
 
 static const char *const na_return_names[] = {
@@ -66,11 +60,21 @@ void NA_Set_log_level(const char *level)
     hgx_log_set_level("na", level); /* and the plugins below it */
 }
 
+bool na_plugin_has_protocol(const struct na_ops *ops, const char *protocol_name)
+{
+    if (ops->check_protocol)
+        return ops->check_protocol(protocol_name);
+    for (const char *const *p = ops->protocols; p && *p; p++)
+        if (strcmp(*p, protocol_name) == 0)
+            return true;
+    return false;
+}
+
 static const struct na_ops *na_plugin_find(const char *plugin, const char *protocol)
 {
     for (const struct na_ops *const *p = na_plugin_table; *p; p++)
         if (strcmp((*p)->class_name, plugin) == 0 &&
-            (!protocol || (*p)->check_protocol(protocol)))
+            (!protocol || na_plugin_has_protocol(*p, protocol)))
             return *p;
     return NULL;
 }
@@ -78,8 +82,6 @@ static const struct na_ops *na_plugin_find(const char *plugin, const char *proto
 na_return_t NA_Get_protocol_info(const char *info_string,
                                  struct na_protocol_info **info_p)
 {
-    static const char *const protocols[] = {"tcp", "sockets", "shm",
-                                            "all", "static",  "dynamic"};
     char *filter_plugin = NULL, *filter_proto = NULL;
     struct na_protocol_info *head = NULL;
 
@@ -96,18 +98,15 @@ na_return_t NA_Get_protocol_info(const char *info_string,
         }
     }
     for (const struct na_ops *const *p = na_plugin_table; *p; p++)
-        for (size_t i = 0; i < sizeof(protocols) / sizeof(*protocols); i++) {
-            if (!(*p)->check_protocol(protocols[i]))
-                continue;
+        for (const char *const *proto = (*p)->protocols; proto && *proto; proto++) {
             if (filter_plugin && strcmp(filter_plugin, (*p)->class_name) != 0 &&
-                strcmp(filter_plugin, protocols[i]) != 0)
+                strcmp(filter_plugin, *proto) != 0)
                 continue;
-            if (filter_proto && strcmp(filter_proto, protocols[i]) != 0)
+            if (filter_proto && strcmp(filter_proto, *proto) != 0)
                 continue;
             struct na_protocol_info *e = calloc(1, sizeof(*e));
             if (!e || !(e->class_name = strdup((*p)->class_name)) ||
-                !(e->protocol_name = strdup(protocols[i])) ||
-                !(e->device_name = strdup(""))) {
+                !(e->protocol_name = strdup(*proto)) || !(e->device_name = strdup(""))) {
                 if (e)
                     e->next = head;
                 NA_Free_protocol_info(e ? e : head);
@@ -200,7 +199,7 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
                       info.plugin_name, info_string);
         goto error;
     }
-    if (!ops->check_protocol(info.protocol_name)) {
+    if (!na_plugin_has_protocol(ops, info.protocol_name)) {
         HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"",
                       info.plugin_name, info.protocol_name);
         goto error;
@@ -220,7 +219,8 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
 
     ret = ops->initialize(na_class, &info, listen);
     if (ret != NA_SUCCESS) {
-        HGX_LOG_ERROR(NA, "could not initialize %s+%s: %s", info.plugin_name,
+        hgx_log_write(ops->log_subsys, HGX_LOG_ERROR, __FILE__, __LINE__, __func__,
+                      "could not initialize %s+%s: %s", info.plugin_name,
                       info.protocol_name, NA_Error_to_string(ret));
         goto error;
     }
@@ -399,6 +399,19 @@ na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name, na_addr_t **a
             return NA_PROTONOSUPPORT;
         }
         bare = plus + 1;
+        /* The same protocol check as at initialization, so a name for a
+         * protocol this plugin lacks gets the same code on every plugin. */
+        char proto[64];
+        size_t plen = sep ? (size_t)(sep - bare) : strlen(bare);
+        if (plen > 0 && plen < sizeof(proto)) {
+            memcpy(proto, bare, plen);
+            proto[plen] = '\0';
+            if (!na_plugin_has_protocol(na_class->ops, proto)) {
+                HGX_LOG_ERROR(NA, "address \"%s\": plugin \"%s\" has no protocol \"%s\"",
+                              name, na_class->ops->class_name, proto);
+                return NA_PROTONOSUPPORT;
+            }
+        }
     }
     na_return_t ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
     if (ret != NA_SUCCESS)
@@ -449,6 +462,8 @@ bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
 {
     if (!na_class || !addr1 || !addr2)
         return addr1 == addr2;
+    if (addr1->na_class != na_class || addr2->na_class != na_class)
+        return false;
     if (addr1 == addr2)
         return true;
     return na_class->ops->addr_cmp(na_class, addr1, addr2);
@@ -456,7 +471,7 @@ bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
 
 bool NA_Addr_is_self(na_class_t *na_class, na_addr_t *addr)
 {
-    if (!na_class || !addr)
+    if (!na_class || !addr || addr->na_class != na_class)
         return false;
     return na_class->ops->addr_is_self(na_class, addr);
 }
@@ -517,7 +532,10 @@ na_return_t NA_Addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const 
         HGX_LOG_ERROR(NA, "NULL or empty buffer");
         return NA_INVALID_ARG;
     }
-    return na_class->ops->addr_deserialize(na_class, addr_p, buf, buf_size);
+    /* The arguments were checked above: a plugin's refusal now can only be
+     * about the bytes, which is a protocol error on every plugin. */
+    na_return_t ret = na_class->ops->addr_deserialize(na_class, addr_p, buf, buf_size);
+    return ret == NA_INVALID_ARG ? NA_PROTOCOL_ERROR : ret;
 }
 
 /*---------------------------------------------------------------- messages */
@@ -887,6 +905,8 @@ na_return_t NA_Mem_handle_deserialize(na_class_t *na_class,
         return NA_INVALID_ARG;
     na_return_t ret =
         na_class->ops->mem_handle_deserialize(na_class, mem_handle_p, buf, buf_size);
+    if (ret == NA_INVALID_ARG) /* arguments checked above: the bytes are bad */
+        ret = NA_PROTOCOL_ERROR;
     if (ret == NA_SUCCESS) {
         (*mem_handle_p)->remote = true;
         (*mem_handle_p)->registered = false;
@@ -954,6 +974,13 @@ static na_return_t na_rma_post(na_class_t *na_class, na_context_t *context, bool
                                    put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY);
     if (ret != NA_SUCCESS)
         return ret;
+    if (data_size == 0) { /* nothing to move: complete without the plugin */
+        ret = na_op_post_begin(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET,
+                               callback, arg);
+        if (ret == NA_SUCCESS)
+            na_op_complete(op_id, NA_SUCCESS);
+        return ret;
+    }
     NA_POST(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET, callback, arg,
             na_class->ops->rma(na_class, op_id, put, local, local_offset, remote,
                                remote_offset, data_size, remote_addr));

@@ -2674,6 +2674,8 @@ static na_return_t mpi_cancel(na_class_t *na_class, na_context_t *context, na_op
 
 const struct na_ops na_mpi_ops = {
     .class_name = "mpi",
+    .protocols = (const char *const[]){"static", "dynamic", NULL},
+    .log_subsys = HGX_SUBSYS_MPI,
     /* Every piece is one emulated transfer with its own request and CTS
      * round trip; the emulation moves a transfer in MPI_EMUL_CHUNK (16 MiB)
      * messages itself. With 256 KiB pieces Open MPI bulk ran at 0.77-0.90x raw at

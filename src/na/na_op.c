@@ -2,13 +2,15 @@
  * na_op.c -- op ids, completion queues, progress, trigger and cancel of the NA core.
  */
 #include "na_op.h"
+#include "hgx_assert.h"
 #include "hgx_atomic.h"
+#include "hgx_clock.h"
 #include "hgx_spin.h"
+#include "na_backoff.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Monotonic time of the last post or completion in this process: a reply or
  * a next request is likely to be imminent only shortly after one. Posts and
@@ -21,13 +23,6 @@ atomic_bool na_active;
  * about as much as a shared-memory poll in a VM, and the deadlines it serves
  * are milliseconds apart. */
 #define NA_POLLS_PER_CLOCK 16
-
-static uint64_t na_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Date a noted activity with a clock value read anyway. */
 static void na_activity_date(uint64_t now)
@@ -100,6 +95,9 @@ void na_op_complete(na_op_id_t *op, na_return_t ret)
 {
     na_context_t *context = op->context;
 
+    /* Exactly once per post: a second completion would queue the op twice. */
+    HGX_ASSERT(atomic_load_explicit(&op->state, memory_order_relaxed) == NA_OP_POSTED ||
+               atomic_load_explicit(&op->state, memory_order_relaxed) == NA_OP_CANCELING);
     op->info.ret = ret;
     op->cq_next = NULL;
     atomic_store_explicit(&op->state, NA_OP_QUEUED, memory_order_release);
@@ -161,6 +159,8 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
         na_op_id_t *op = na_cq_pop(context);
         if (!op)
             break;
+        HGX_ASSERT(atomic_load_explicit(&op->state, memory_order_acquire) ==
+                   NA_OP_QUEUED);
         /* Copy out and release the op first: the callback may post it again. */
         struct na_cb_info info = op->info;
         na_cb_t callback = op->callback;
@@ -175,24 +175,6 @@ na_return_t NA_Trigger(na_context_t *context, unsigned int max_count,
         *actual_count = count;
     /* As Mercury 2.4.1 (NA 6.0): nothing queued is not an error. */
     return NA_SUCCESS;
-}
-
-/* How long after the last post or completion NA_Poll_wait keeps polling
- * (yielding the CPU between polls) before it sleeps in the transport's wait
- * object. A busy exchange then never pays for a sleep and a wake-up, while an
- * idle process blocks at once: the window is anchored on activity, not on the
- * call. HGX_NA_SPIN_US sets it (default 50 us, 0 = always sleep, max 100 ms). */
-static uint64_t na_spin_ns(void)
-{
-    static atomic_llong spin_ns = -1;
-    long long v = atomic_load(&spin_ns);
-    if (v < 0) {
-        const char *env = getenv("HGX_NA_SPIN_US");
-        long us = env ? strtol(env, NULL, 10) : 50;
-        v = us < 0 ? 0 : (us > 100000 ? 100000 : us) * 1000LL;
-        atomic_store(&spin_ns, v);
-    }
-    return (uint64_t)v;
 }
 
 static na_return_t na_progress_check(na_class_t *na_class, na_context_t *context)
@@ -243,15 +225,18 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
         if (timeout_ms == 0)
             break;
         if (!dated || polls % NA_POLLS_PER_CLOCK == 0) {
-            now = na_now_ns();
+            now = hgx_clock_now_ns();
             if (!dated) {
                 dated = true;
-                deadline = now + (uint64_t)timeout_ms * 1000000u;
+                deadline = hgx_clock_after_ms(now, timeout_ms);
             }
             na_activity_date(now);
+            /* Poll while activity is recent: a busy exchange then never pays
+             * for a sleep and a wake-up, while an idle process blocks at once
+             * (the window is anchored on activity, not on the call). */
             spin_end = atomic_load_explicit(&na_last_activity_ns, memory_order_relaxed) +
-                       na_spin_ns();
-            if (now >= deadline)
+                       na_backoff_spin_ns();
+            if (hgx_clock_passed(now, deadline))
                 break;
         }
         if (na_class->progress_mode & NA_NO_BLOCK)
@@ -263,8 +248,8 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
             continue;
         }
         /* Idle: sleep in the transport's wait object rather than spin. */
-        ret = na_class->ops->poll_wait(
-            na_class, context, (unsigned int)((deadline - now + 999999u) / 1000000u));
+        ret = na_class->ops->poll_wait(na_class, context,
+                                       (unsigned int)hgx_clock_left_ms(now, deadline));
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
             return ret;
         polls = UINT_MAX; /* read the clock after the sleep */

@@ -1,8 +1,11 @@
 /*
  * na_plugin.h -- the contract between the NA core (na.c) and its plugins (private).
  *
- * A plugin is one `struct na_ops` table. The core validates every argument a
- * user passes, owns op ids, contexts, completion queues and reference counts,
+ * A plugin is one `struct na_ops` table, which also brings the plugin's name,
+ * the protocols it serves and its log subsystem: the core knows no plugin by
+ * name. configure lists the built plugins' tables (HGX_NA_PLUGIN_LIST, see
+ * m4/hgx_na_plugin.m4) and na.c makes na_plugin_table of them. The core validates every
+ * argument a user passes, owns op ids, contexts, completion queues and reference counts,
  * and calls the plugin only with checked input. A plugin reports the end of
  * an operation with na_op_complete(); the core queues the callback and
  * NA_Trigger() runs it.
@@ -14,6 +17,7 @@
 #include "hgx_atomic.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
+#include "hgx_param.h"
 #include "na.h"
 
 #include <pthread.h>
@@ -93,13 +97,20 @@ struct na_info {
 };
 
 struct na_ops {
-    const char *class_name;
+    const char *class_name; /* "plugin" of "plugin+protocol" */
+    /* Protocols served, NULL-terminated: NA_Get_protocol_info lists them, and
+     * an info string naming another is refused unless check_protocol accepts it. */
+    const char *const *protocols;
+    enum hgx_log_subsys log_subsys; /* where the core logs about this plugin */
+    /* The plugin's environment parameters (hgx_param.h), NULL-terminated, or
+     * NULL: with hgx_core_params, every parameter the library reads. */
+    const struct hgx_param *const *params;
     /* Largest piece the bulk layer hands to one put/get (na_rma.h); 0 for
      * NA_RMA_PIECE_MAX_DEFAULT. */
     size_t rma_piece_max;
     size_t op_size; /* plugin bytes in each op id (na_op_plugin) */
 
-    bool (*check_protocol)(const char *protocol_name);
+    bool (*check_protocol)(const char *protocol_name); /* optional: protocols */
     na_return_t (*initialize)(na_class_t *na_class, const struct na_info *info,
                               bool listen);
     na_return_t (*finalize)(na_class_t *na_class);
@@ -234,14 +245,12 @@ static inline na_addr_t *na_addr_ref(na_addr_t *addr)
 /* Plugin tables built into this library (NULL-terminated). */
 extern const struct na_ops *const na_plugin_table[];
 
-#ifdef HGX_HAVE_OFI
-extern const struct na_ops na_ofi_ops;
-#endif
-#ifdef HGX_HAVE_UCX
-extern const struct na_ops na_ucx_ops;
-#endif
-#ifdef HGX_HAVE_MPI
-extern const struct na_ops na_mpi_ops;
-#endif
+/* Each built plugin's table, for the plugin's own files (configure's list). */
+#define X(ops) extern const struct na_ops ops;
+HGX_NA_PLUGIN_LIST
+#undef X
+
+/* True if the plugin of ops serves protocol_name. */
+bool na_plugin_has_protocol(const struct na_ops *ops, const char *protocol_name);
 
 #endif /* NA_PLUGIN_H */

@@ -2,6 +2,7 @@
  * hgx_request.c -- creating, starting, cancelling and freeing hgx requests,
  * their HG completion callbacks, their deadlines and per-context progress.
  */
+#include "hgx_clock.h"
 #include "hgx_request_private.h"
 
 #include <stdatomic.h>
@@ -292,7 +293,7 @@ hg_return_t hgx_request_set_timeout(hgx_request_t req, unsigned int timeout_ms)
         hgx_timer_cancel(&cs->deadlines, &req->timer);
     else
         rc = hgx_timer_set(&cs->deadlines, &req->timer,
-                           hgx_now_ns() + (uint64_t)timeout_ms * 1000000u);
+                           hgx_clock_after_ms(hgx_clock_now_ns(), timeout_ms));
     hgx_deadlines_note(cs);
     pthread_mutex_unlock(&cs->timer_mu);
     if (rc == -2)
@@ -306,7 +307,7 @@ static unsigned int hgx_deadlines_fire(struct hgx_ctx_state *cs, unsigned int ca
 {
     if (!atomic_load(&cs->any_deadline))
         return cap_ms;
-    uint64_t now = hgx_now_ns();
+    uint64_t now = hgx_clock_now_ns();
     for (;;) {
         pthread_mutex_lock(&cs->timer_mu);
         struct hgx_timer *t = hgx_timer_first(&cs->deadlines);
@@ -340,6 +341,7 @@ static struct hgx_ctx_state *hgx_ctx_state_new(hg_context_t *ctx)
     pthread_mutex_init(&cs->mu, &attr);
     pthread_mutexattr_destroy(&attr);
     pthread_mutex_init(&cs->timer_mu, NULL);
+    hgx_timer_heap_init(&cs->deadlines);
     cs->ctx = ctx;
     const char *name = HG_Class_get_name(HG_Context_get_class(ctx));
     cs->over_mpi = name && strcmp(name, "mpi") == 0;

@@ -3,16 +3,10 @@
  * expiry order, a min-heap for the others.
  */
 #include "hgx_timer.h"
+#include "hgx_assert.h"
 
 #include <stdlib.h>
 #include <time.h>
-
-uint64_t hgx_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void heap_place(struct hgx_timer_heap *h, size_t i, struct hgx_timer_entry e)
 {
@@ -78,37 +72,27 @@ static void heap_remove(struct hgx_timer_heap *h, size_t i)
         heap_down(h, i);
 }
 
-static void list_append(struct hgx_timer_heap *h, struct hgx_timer *t)
+/* The timer at the tail (latest) or head (earliest) of the list, or NULL. */
+static struct hgx_timer *list_timer(const struct hgx_timer_heap *h, struct hgx_list *link)
 {
-    t->slot = HGX_TIMER_LIST;
-    t->next = NULL;
-    t->prev = h->tail;
-    if (h->tail)
-        h->tail->next = t;
-    else
-        h->head = t;
-    h->tail = t;
+    return link == &h->list ? NULL : hgx_list_entry(link, struct hgx_timer, link);
 }
 
-static void list_remove(struct hgx_timer_heap *h, struct hgx_timer *t)
+void hgx_timer_heap_init(struct hgx_timer_heap *h)
 {
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        h->head = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    else
-        h->tail = t->prev;
-    t->prev = t->next = NULL;
+    h->entries = NULL;
+    h->count = h->capacity = 0;
+    hgx_list_init(&h->list);
 }
 
 int hgx_timer_set(struct hgx_timer_heap *h, struct hgx_timer *t, uint64_t deadline_ns)
 {
     hgx_timer_cancel(h, t);
     t->deadline_ns = deadline_ns;
-    if (!h->tail || h->tail->deadline_ns <= deadline_ns) {
-        list_append(h, t);
+    struct hgx_timer *tail = list_timer(h, h->list.prev);
+    if (!tail || tail->deadline_ns <= deadline_ns) {
+        t->slot = HGX_TIMER_LIST;
+        hgx_list_push_back(&h->list, &t->link);
         return 0;
     }
     return heap_insert(h, t);
@@ -119,9 +103,11 @@ void hgx_timer_cancel(struct hgx_timer_heap *h, struct hgx_timer *t)
     size_t i = t->slot;
     if (i == HGX_TIMER_NONE)
         return;
+    /* A timer's slot names where it is: the list, or its own heap entry. */
+    HGX_ASSERT(i == HGX_TIMER_LIST || (i < h->count && h->entries[i].timer == t));
     t->slot = HGX_TIMER_NONE;
     if (i == HGX_TIMER_LIST)
-        list_remove(h, t);
+        hgx_list_remove(&t->link);
     else
         heap_remove(h, i);
 }
@@ -129,15 +115,14 @@ void hgx_timer_cancel(struct hgx_timer_heap *h, struct hgx_timer *t)
 struct hgx_timer *hgx_timer_first(const struct hgx_timer_heap *h)
 {
     struct hgx_timer *t = h->count ? h->entries[0].timer : NULL;
-    if (h->head && (!t || h->head->deadline_ns < t->deadline_ns))
-        t = h->head;
+    struct hgx_timer *head = list_timer(h, h->list.next);
+    if (head && (!t || head->deadline_ns < t->deadline_ns))
+        t = head;
     return t;
 }
 
 void hgx_timer_heap_fini(struct hgx_timer_heap *h)
 {
     free(h->entries);
-    h->entries = NULL;
-    h->count = h->capacity = 0;
-    h->head = h->tail = NULL;
+    hgx_timer_heap_init(h);
 }

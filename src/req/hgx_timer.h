@@ -10,13 +10,15 @@
 #ifndef HGX_TIMER_H
 #define HGX_TIMER_H
 
+#include "hgx_list.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 struct hgx_timer {
-    uint64_t deadline_ns;          /* CLOCK_MONOTONIC */
-    size_t slot;                   /* heap index, HGX_TIMER_LIST or HGX_TIMER_NONE */
-    struct hgx_timer *prev, *next; /* on the sorted list */
+    uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+    size_t slot;          /* heap index, HGX_TIMER_LIST or HGX_TIMER_NONE */
+    struct hgx_list link; /* on the sorted list */
 };
 
 #define HGX_TIMER_NONE ((size_t)-1)
@@ -32,10 +34,11 @@ struct hgx_timer_entry {
 struct hgx_timer_heap {
     struct hgx_timer_entry *entries;
     size_t count, capacity;
-    struct hgx_timer *head, *tail; /* sorted list, earliest first */
+    struct hgx_list list; /* sorted list, earliest first */
 };
 
-uint64_t hgx_now_ns(void);
+/* An empty heap and list. */
+void hgx_timer_heap_init(struct hgx_timer_heap *heap);
 /* Arm or re-arm a timer; 0 on success, -1 when out of memory (t unarmed). */
 int hgx_timer_set(struct hgx_timer_heap *heap, struct hgx_timer *t, uint64_t deadline_ns);
 void hgx_timer_cancel(struct hgx_timer_heap *heap, struct hgx_timer *t);

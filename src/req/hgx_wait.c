@@ -5,6 +5,7 @@
  * waitset; HG callbacks then move completed requests to the waitset's done
  * list, so each wake-up checks two list heads instead of the n requests.
  */
+#include "hgx_clock.h"
 #include "hgx_request_private.h"
 
 #include <limits.h>
@@ -35,9 +36,9 @@ hg_return_t hgx_wait_timeout(hgx_request_t *req, unsigned int timeout_ms,
         hgx_status_empty(status);
         return HG_SUCCESS;
     }
-    uint64_t deadline = hgx_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = hgx_clock_after_ms(hgx_clock_now_ns(), timeout_ms);
     while (!hgx_done(*req)) {
-        uint64_t now = hgx_now_ns();
+        uint64_t now = hgx_clock_now_ns();
         if (timeout_ms != UINT_MAX && now >= deadline)
             return HG_TIMEOUT;
         unsigned int slice = HGX_WAIT_SLICE_MS;

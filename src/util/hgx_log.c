@@ -2,6 +2,7 @@
  * hgx_log.c -- level/subsystem filtering and output for HGX_LOG.
  */
 #include "hgx_log.h"
+#include "hgx_param.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,20 +11,17 @@
 #include <string.h>
 
 static const char *const hgx_log_subsys_names[HGX_SUBSYS_MAX] = {
-    "na", "ofi", "ucx", "mpi", "mpi_emul", "hg", "bulk", "proc", "req"};
+#define X(id, name, parent) [HGX_SUBSYS_##id] = name,
+    HGX_LOG_CORE_SUBSYS HGX_LOG_PLUGIN_SUBSYS
+#undef X
+};
 /* The subsystem tree, as Mercury's: "na" covers the plugins (and the MPI
  * plugin its one-sided emulation), "hg" covers rpc, bulk and proc (and hgx's
  * requests). Naming a subsystem names its descendants too. */
 static const int hgx_log_subsys_parent[HGX_SUBSYS_MAX] = {
-    [HGX_SUBSYS_NA] = -1,
-    [HGX_SUBSYS_OFI] = HGX_SUBSYS_NA,
-    [HGX_SUBSYS_UCX] = HGX_SUBSYS_NA,
-    [HGX_SUBSYS_MPI] = HGX_SUBSYS_NA,
-    [HGX_SUBSYS_MPI_EMUL] = HGX_SUBSYS_MPI,
-    [HGX_SUBSYS_HG] = -1,
-    [HGX_SUBSYS_BULK] = HGX_SUBSYS_HG,
-    [HGX_SUBSYS_PROC] = HGX_SUBSYS_HG,
-    [HGX_SUBSYS_REQ] = HGX_SUBSYS_HG,
+#define X(id, name, parent) [HGX_SUBSYS_##id] = HGX_SUBSYS_##parent,
+    HGX_LOG_CORE_SUBSYS HGX_LOG_PLUGIN_SUBSYS
+#undef X
 };
 static const char *const hgx_log_level_names[] = {"none", "error", "warning", "min_debug",
                                                   "debug"};
@@ -84,12 +82,9 @@ static void hgx_log_apply_subsys(const char *list)
 
 static void hgx_log_init(void)
 {
-    const char *level = getenv("HG_LOG_LEVEL");
-    int l = level ? hgx_log_level_parse(level) : -1;
+    int l = hgx_log_level_parse(hgx_param_get_string(&hgx_param_log_level));
     hgx_log_apply_level("", l >= 0 ? (enum hgx_log_level)l : HGX_LOG_ERROR);
-    const char *subsys = getenv("HG_LOG_SUBSYS");
-    if (subsys)
-        hgx_log_apply_subsys(subsys);
+    hgx_log_apply_subsys(hgx_param_get_string(&hgx_param_log_subsys));
 }
 
 bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level)

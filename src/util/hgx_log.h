@@ -5,11 +5,15 @@
  *   HG_LOG_LEVEL  = none | error | warning | min_debug | debug   (default: error)
  *   HG_LOG_SUBSYS = comma list of subsystems, "all" (default), and "~name" to mute one,
  *                   e.g. "all,~ofi" or "na,hg"; applied left to right.
- * Subsystems form Mercury's tree: na > ofi, ucx, mpi > mpi_emul; hg > bulk, proc,
- * req. A name stands for its subtree ("hg" is rpc, bulk and proc).
+ * Subsystems form Mercury's tree: na > each plugin's (ofi, ucx, mpi > mpi_emul);
+ * hg > bulk, proc, req. A name stands for its subtree ("hg" is rpc, bulk and proc).
+ * The plugins' subsystems come from configure (HGX_LOG_PLUGIN_SUBSYS, declared by
+ * each plugin's section with HGX_NA_PLUGIN_LOG), so adding one edits no source.
  */
 #ifndef HGX_LOG_H
 #define HGX_LOG_H
+
+#include "config.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,18 +26,17 @@ enum hgx_log_level {
     HGX_LOG_DEBUG,
 };
 
-/* Subsystems; keep hgx_log_subsys_names in hgx_log.c in the same order. */
+/* The core's subsystems as X(ID, "name", PARENT); a root's parent is NONE. */
+#define HGX_LOG_CORE_SUBSYS                                                              \
+    X(NA, "na", NONE)                                                                    \
+    X(HG, "hg", NONE) X(BULK, "bulk", HG) X(PROC, "proc", HG) X(REQ, "req", HG)
+
 enum hgx_log_subsys {
-    HGX_SUBSYS_NA,
-    HGX_SUBSYS_OFI,
-    HGX_SUBSYS_UCX,
-    HGX_SUBSYS_MPI,
-    HGX_SUBSYS_MPI_EMUL,
-    HGX_SUBSYS_HG,
-    HGX_SUBSYS_BULK,
-    HGX_SUBSYS_PROC,
-    HGX_SUBSYS_REQ,
-    HGX_SUBSYS_MAX
+    HGX_SUBSYS_NONE = -1,
+#define X(id, name, parent) HGX_SUBSYS_##id,
+    HGX_LOG_CORE_SUBSYS HGX_LOG_PLUGIN_SUBSYS
+#undef X
+        HGX_SUBSYS_MAX
 };
 
 bool hgx_log_enabled(enum hgx_log_subsys subsys, enum hgx_log_level level);

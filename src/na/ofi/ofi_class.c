@@ -476,6 +476,8 @@ static na_return_t ofi_context_destroy(na_class_t *na_class, na_context_t *conte
 
 const struct na_ops na_ofi_ops = {
     .class_name = "ofi",
+    .protocols = (const char *const[]){"tcp", "sockets", "shm", NULL},
+    .log_subsys = HGX_SUBSYS_OFI,
     /* The plugin cuts operations at the provider's limits itself, and over
      * tcp every piece of a get is one more read request (and head round
      * trip): 256 KiB pieces held ofi+tcp pulls at ~0.3x the raw fi_read

@@ -1,0 +1,443 @@
+/*
+ * ucx_class.c -- the UCX plugin's class: UCP context and worker, listener,
+ * initialization and finalization, and the ops table.
+ */
+#include "ucx_int.h"
+#include "na_netif.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool ucx_check_protocol(const char *protocol_name)
+{
+    return strcmp(protocol_name, "tcp") == 0 || strcmp(protocol_name, "shm") == 0 ||
+           strcmp(protocol_name, "all") == 0;
+}
+
+/* Transports per protocol; sockaddr wire-up uses the tcp connection manager,
+ * which UCX_TLS does not filter. */
+static const char *ucx_tls(const char *proto)
+{
+    if (strcmp(proto, "tcp") == 0)
+        return "tcp,self";
+    if (strcmp(proto, "shm") == 0)
+        return "posix,sysv,cma,self,tcp";
+    return NULL;
+}
+
+/* Our endpoints ask for peer-failure handling, and UCX 1.13's shared-memory
+ * transports only offer it when told to: without this, shm traffic silently
+ * goes over TCP loopback. The user's own UCX setting wins. */
+static bool ucx_mm_error_handling(const char *proto)
+{
+    return strcmp(proto, "tcp") != 0 && !getenv("UCX_MM_ERROR_HANDLING") &&
+           !getenv("UCX_POSIX_ERROR_HANDLING") && !getenv("UCX_SYSV_ERROR_HANDLING");
+}
+
+/* shm keeps tcp in UCX_TLS only for the listener's wire-up, but UCX then
+ * picks tcp as the high-bandwidth RMA lanes of every shm endpoint (cma offers
+ * no peer-failure handling), and an endpoint's lanes keep their interfaces
+ * polled: an epoll_wait per TCP device in every worker progress. Without
+ * rendezvous lanes the endpoint is shared memory only; messages (<= 8 KiB) are
+ * eager and put/get data goes by rendezvous over shared-memory active
+ * messages. The CM connection
+ * still reports a dead peer. The user's own UCX setting wins. */
+static bool ucx_no_rndv_lanes(const char *proto)
+{
+    return strcmp(proto, "shm") == 0 && !getenv("UCX_MAX_RNDV_RAILS");
+}
+
+static na_return_t ucx_config_set(ucp_config_t *config, const char *name,
+                                  const char *value)
+{
+    ucs_status_t st = ucp_config_modify(config, name, value);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot set UCX_%s=%s: %s", name, value,
+                      ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    return NA_SUCCESS;
+}
+
+/* ifname: the interface the class names ("" for any); UCX's network
+ * devices are kept to it, so that a class on loopback never sends over
+ * another interface. The user's UCX_NET_DEVICES wins. */
+static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
+                                    const char *ifname)
+{
+    ucp_config_t *config = NULL;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "ucp_config_read failed: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    const char *tls = ucx_tls(proto);
+    na_return_t ret = NA_SUCCESS;
+    if (tls)
+        ret = ucx_config_set(config, "TLS", tls);
+    if (ret == NA_SUCCESS && *ifname && !getenv("UCX_NET_DEVICES"))
+        ret = ucx_config_set(config, "NET_DEVICES", ifname);
+    if (ret == NA_SUCCESS && ucx_mm_error_handling(proto))
+        ret = ucx_config_set(config, "MM_ERROR_HANDLING", "y");
+    if (ret == NA_SUCCESS && ucx_no_rndv_lanes(proto))
+        ret = ucx_config_set(config, "MAX_RNDV_RAILS", "0");
+    /* Messages (at most UCX_MSG_SIZE_MAX) stay eager: a rendezvous message
+     * holds its sender until the receiver fetches it, so a slow or dropped
+     * peer would keep sends (and their window slots) in flight. */
+    if (ret == NA_SUCCESS && !getenv("UCX_RNDV_THRESH"))
+        ret = ucx_config_set(config, "RNDV_THRESH", UCX_RNDV_THRESH);
+    if (ret != NA_SUCCESS) {
+        ucp_config_release(config);
+        return ret;
+    }
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                           .features =
+                               UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP};
+    st = ucp_init(&params, config, &cls->context);
+    ucp_config_release(config);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "ucp_init (%s) failed: %s", proto, ucs_status_string(st));
+        return NA_NODEV;
+    }
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_worker_open(struct ucx_class *cls)
+{
+    ucp_worker_params_t params = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
+                                                UCP_WORKER_PARAM_FIELD_CLIENT_ID,
+                                  .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+                                  .client_id = cls->id};
+    ucs_status_t st = ucp_worker_create(cls->context, &params, &cls->worker);
+    if (st == UCS_OK)
+        st = ucp_worker_get_efd(cls->worker, &cls->efd);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot create the worker: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    return ucx_am_handler_set(cls);
+}
+
+/* A free port for port 0: the listener's id is derived from its address,
+ * and the id must be in the worker (client id) before the listener exists. */
+static int ucx_free_port(const struct sockaddr_in *sin)
+{
+    struct sockaddr_in bound = *sin;
+    socklen_t len = sizeof(bound);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&bound, &len) == 0)
+        port = ntohs(bound.sin_port);
+    close(fd);
+    return port;
+}
+
+/* A port in use is told apart (NA_ADDRINUSE) and, when the caller will try
+ * another (busy_quiet), not logged as an error. */
+static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *sin,
+                              char *str, size_t size, bool busy_quiet)
+{
+    ucp_listener_params_t params = {
+        .field_mask =
+            UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+        .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)},
+        .conn_handler = {.cb = ucx_conn_cb, .arg = cls}};
+    ucs_status_t st = ucp_listener_create(cls->worker, &params, &cls->listener);
+    if (st == UCS_ERR_BUSY && busy_quiet) {
+        HGX_LOG_DEBUG(UCX, "port of %s taken before the listener bound it", str);
+        return NA_ADDRINUSE;
+    }
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot listen on %s: %s", str, ucs_status_string(st));
+        return st == UCS_ERR_BUSY ? NA_ADDRINUSE : NA_ADDRNOTAVAIL;
+    }
+    ucp_listener_attr_t attr = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+    if ((st = ucp_listener_query(cls->listener, &attr)) != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot query the listener: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    ucx_sockaddr_string((const struct sockaddr *)&attr.sockaddr, cls->proto, str, size);
+    return NA_SUCCESS;
+}
+
+/* The listening address (IPv4: the id derives from it; port 0 for any) and
+ * its interface, for a listener or a client that names one. shm peers share
+ * our host: its listener stays on loopback unless told otherwise. */
+static na_return_t ucx_netif(const char *proto, const struct na_info *info,
+                             struct sockaddr_in *sin, char *ifname)
+{
+    bool shm = strcmp(proto, "shm") == 0;
+    const struct na_netif_spec spec = {.host =
+                                           info->host || !shm ? info->host : "127.0.0.1",
+                                       .port = info->port,
+                                       .subnet = info->init_info->ip_subnet,
+                                       .env_name = "UCX_NET_DEVICES",
+                                       .family = AF_INET};
+    struct sockaddr_storage ss;
+    socklen_t len;
+    na_return_t ret = na_netif_select(&spec, &ss, &len, ifname);
+    if (ret == NA_SUCCESS)
+        memcpy(sin, &ss, sizeof(*sin));
+    return ret;
+}
+
+/* Listening address with its port and the id, known before the worker is
+ * created. */
+static na_return_t ucx_listen_addr(struct ucx_class *cls, struct sockaddr_in *sin,
+                                   char *str, size_t size)
+{
+    if (sin->sin_port == 0) {
+        int port = ucx_free_port(sin);
+        if (port <= 0) {
+            char ip[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", ip, strerror(errno));
+            return NA_ADDRNOTAVAIL;
+        }
+        sin->sin_port = htons((uint16_t)port);
+    }
+    ucx_sockaddr_string((const struct sockaddr *)sin, cls->proto, str, size);
+    cls->id = ucx_hash_id(strstr(str, "://") + 3);
+    return NA_SUCCESS;
+}
+
+/* Listen on info's address, the worker created with the id derived from it.
+ * For port 0 the port is picked first (the id needs it before the worker
+ * exists), and another socket can take it before the listener binds it:
+ * outgoing connections draw from the same ephemeral range. Then a new port
+ * is picked, with a new worker for its id. */
+static na_return_t ucx_open_listening(struct ucx_class *cls, const struct sockaddr_in *at,
+                                      char *str, size_t size)
+{
+    for (int tries = 1;; tries++) {
+        struct sockaddr_in sin = *at;
+        bool retry = at->sin_port == 0 && tries < UCX_LISTEN_TRIES;
+        na_return_t ret = ucx_listen_addr(cls, &sin, str, size);
+        if (ret == NA_SUCCESS)
+            ret = ucx_worker_open(cls);
+        if (ret == NA_SUCCESS)
+            ret = ucx_listen(cls, &sin, str, size, retry);
+        if (ret != NA_ADDRINUSE || !retry)
+            return ret;
+        ucp_worker_destroy(cls->worker);
+        cls->worker = NULL;
+        cls->efd = -1;
+    }
+}
+
+/* Our own peer: an ep on our own worker (the "self" transport). */
+static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
+{
+    ucp_address_t *wa = NULL;
+    size_t wa_len = 0;
+    ucs_status_t st = ucp_worker_get_address(cls->worker, &wa, &wa_len);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot get the worker address: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    cls->self = ucx_peer_new(cls, cls->id, str);
+    if (!cls->self) {
+        ucp_worker_release_address(cls->worker, wa);
+        return NA_NOMEM;
+    }
+    cls->self->self = true;
+    ucx_peer_move(cls->self, UCX_CONN_UP);
+    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                              .address = wa};
+    st = ucp_ep_create(cls->worker, &params, &cls->self->ep);
+    ucp_worker_release_address(cls->worker, wa);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot create the self endpoint: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    return NA_SUCCESS;
+}
+
+static void ucx_class_free(struct ucx_class *cls)
+{
+    /* Forced closes from cancel escalations: let them finish (bounded). */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (cls->closing > 0 && ucx_ms_since(&t0) < UCX_CLOSE_MS)
+        ucp_worker_progress(cls->worker);
+    while (cls->peers) {
+        struct ucx_peer *p = cls->peers;
+        cls->peers = p->next;
+        ucx_pending_fail(p, NA_CANCELED);
+        if (p->ep)
+            ucx_close_ep(cls, p->ep);
+        free(p);
+    }
+    /* Peers' transfers the closes did not end: UCX is done with them. */
+    while (cls->tx_head)
+        ucx_tx_end(cls->tx_head);
+    na_slots_fini(&cls->regions);
+    na_slots_fini(&cls->rma_ops);
+    while (cls->held_head) {
+        struct ucx_held *m = cls->held_head;
+        cls->held_head = m->next;
+        ucx_held_add(cls, -1);
+        free(m);
+    }
+    if (cls->listener)
+        ucp_listener_destroy(cls->listener);
+    if (cls->worker)
+        ucp_worker_destroy(cls->worker);
+    if (cls->context)
+        ucp_cleanup(cls->context);
+    free(cls);
+}
+
+/* HGX_UCX_SEND_WINDOW: a positive integer up to UCX_SEND_WINDOW_MAX. */
+static unsigned ucx_env_send_window(void)
+{
+    const char *env = getenv("HGX_UCX_SEND_WINDOW");
+    if (!env || !*env)
+        return UCX_SEND_WINDOW;
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(env, &end, 10);
+    if (*env < '0' || *env > '9' || *end != '\0' || errno || v == 0 ||
+        v > UCX_SEND_WINDOW_MAX) {
+        HGX_LOG_ERROR(UCX,
+                      "HGX_UCX_SEND_WINDOW=\"%s\" is not an integer in 1..%d; using %d",
+                      env, UCX_SEND_WINDOW_MAX, UCX_SEND_WINDOW);
+        return UCX_SEND_WINDOW;
+    }
+    return (unsigned)v;
+}
+
+static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info,
+                                  bool listen)
+{
+    struct ucx_class *cls = calloc(1, sizeof(*cls));
+    char str[UCX_ADDR_STR_MAX];
+    na_return_t ret;
+
+    if (!cls)
+        return NA_NOMEM;
+    hgx_lock_init_mode(&cls->lock, na_class->single);
+    cls->na_class = na_class;
+    cls->efd = -1;
+    cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
+    cls->send_window = ucx_env_send_window();
+    const char *env = getenv("HGX_UCX_CANCEL_ESCALATE_MS");
+    if (env && *env) {
+        char *end = NULL;
+        unsigned long v = strtoul(env, &end, 10);
+        if (*end == '\0' && v <= 3600000)
+            cls->escalate_ms = (unsigned)v;
+        else
+            HGX_LOG_WARNING(UCX, "ignoring HGX_UCX_CANCEL_ESCALATE_MS=\"%s\"", env);
+    }
+    snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
+    struct sockaddr_in sin;
+    char ifname[IF_NAMESIZE] = "";
+    if (listen || info->host) {
+        ret = ucx_netif(cls->proto, info, &sin, ifname);
+        if (ret != NA_SUCCESS)
+            goto error;
+    }
+    ret = ucx_context_open(cls, cls->proto, ifname);
+    if (ret != NA_SUCCESS)
+        goto error;
+    if (listen) {
+        ret = ucx_open_listening(cls, &sin, str, sizeof(str));
+    } else {
+        cls->id = ucx_random_id();
+        snprintf(str, sizeof(str), "ucx+%s://id-%08x", cls->proto, cls->id);
+        ret = ucx_worker_open(cls);
+    }
+    if (ret != NA_SUCCESS)
+        goto error;
+    ret = ucx_self_open(cls, str);
+    if (ret != NA_SUCCESS)
+        goto error;
+    na_class->plugin_class = cls;
+    HGX_LOG_DEBUG(UCX, "class %s ready (id %08x)", str, cls->id);
+    return NA_SUCCESS;
+
+error:
+    ucx_class_free(cls);
+    return ret;
+}
+
+static na_return_t ucx_finalize(na_class_t *na_class)
+{
+    ucx_class_free(ucx_cls(na_class));
+    na_class->plugin_class = NULL;
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context,
+                                      uint8_t id)
+{
+    (void)na_class;
+    (void)id;
+    context->plugin_context = NULL;
+    return NA_SUCCESS;
+}
+
+static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *context)
+{
+    (void)na_class;
+    (void)context;
+    return NA_SUCCESS;
+}
+
+const struct na_ops na_ucx_ops = {
+    .class_name = "ucx",
+    .protocols = (const char *const[]){"tcp", "shm", "all", NULL},
+    .log_subsys = HGX_SUBSYS_UCX,
+    /* One put is one put_nbx plus a flush: with 256 KiB pieces a 1 MiB push
+     * paid four flushes and ran at ~0.5x the raw put+flush over shm; one piece
+     * per transfer up to 16 MiB runs at 0.95-1.0x (docs/performance.md). */
+    .rma_piece_max = (size_t)16 << 20,
+    .op_size = sizeof(struct ucx_op),
+    .check_protocol = ucx_check_protocol,
+    .initialize = ucx_initialize,
+    .finalize = ucx_finalize,
+    .context_create = ucx_context_create,
+    .context_destroy = ucx_context_destroy,
+    .addr_lookup = ucx_addr_lookup,
+    .addr_destroy = ucx_addr_destroy,
+    .addr_set_remove = ucx_addr_set_remove,
+    .addr_self = ucx_addr_self,
+    .addr_cmp = ucx_addr_cmp,
+    .addr_is_self = ucx_addr_is_self,
+    .addr_to_string = ucx_addr_to_string,
+    .addr_get_serialize_size = ucx_addr_get_serialize_size,
+    .addr_serialize = ucx_addr_serialize,
+    .addr_deserialize = ucx_addr_deserialize,
+    .msg_get_max_unexpected_size = ucx_msg_get_max_size,
+    .msg_get_max_expected_size = ucx_msg_get_max_size,
+    .msg_get_max_tag = ucx_msg_get_max_tag,
+    .msg_send_unexpected = ucx_msg_send_unexpected,
+    .msg_recv_unexpected = ucx_msg_recv_unexpected,
+    .msg_send_expected = ucx_msg_send_expected,
+    .msg_recv_expected = ucx_msg_recv_expected,
+    .mem_handle_create = ucx_mem_handle_create,
+    .mem_handle_create_segments = ucx_mem_handle_create_segments,
+    .mem_handle_free = ucx_mem_handle_free,
+    .mem_handle_get_max_segments = ucx_mem_handle_get_max_segments,
+    .mem_register = ucx_mem_register,
+    .mem_deregister = ucx_mem_deregister,
+    .mem_handle_get_serialize_size = ucx_mem_handle_get_serialize_size,
+    .mem_handle_serialize = ucx_mem_handle_serialize,
+    .mem_handle_deserialize = ucx_mem_handle_deserialize,
+    .rma = ucx_rma_op,
+    .poll_get_fd = ucx_poll_get_fd,
+    .poll_try_wait = ucx_poll_try_wait,
+    .poll = ucx_poll,
+    .poll_wait = ucx_poll_wait,
+    .cancel = ucx_cancel,
+};

@@ -1,0 +1,398 @@
+/*
+ * ucx_ep.c -- peers and their endpoints: the connection state machine,
+ * lazy connection at the first operation, accepted clients, failures.
+ */
+#include "ucx_int.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+na_return_t ucx_status_to_na(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return NA_SUCCESS;
+    case UCS_ERR_CANCELED:
+        return NA_CANCELED;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return NA_MSGSIZE;
+    case UCS_ERR_NO_MEMORY:
+        return NA_NOMEM;
+    case UCS_ERR_INVALID_PARAM:
+        return NA_INVALID_ARG;
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+        return NA_TIMEOUT;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_REJECTED:
+        return NA_HOSTUNREACH;
+    default:
+        return NA_PROTOCOL_ERROR;
+    }
+}
+
+/* FNV-1a: a listener's id must be computable from its address string alone. */
+uint32_t ucx_hash_id(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h & UCX_ID_MASK;
+}
+
+uint32_t ucx_random_id(void)
+{
+    uint32_t id = 0;
+    if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+        id = (uint32_t)getpid() ^ (uint32_t)time(NULL) * 2654435761u;
+    return id & UCX_ID_MASK;
+}
+
+struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
+{
+    for (struct ucx_peer *p = cls->peers; p; p = p->next)
+        if (p->id == id && p->state != UCX_CONN_FAILED)
+            return p;
+    return NULL;
+}
+
+/* The sender of a received message: its live peer, else the failed one. UCX
+ * may report the peer's disconnection before the last messages it sent. */
+struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = ucx_peer_find(cls, id);
+    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
+        if (q->id == id)
+            p = q;
+    return p;
+}
+
+struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str)
+{
+    struct ucx_peer *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->cls = cls;
+    p->id = id;
+    p->state = UCX_CONN_IDLE;
+    na_addr_init_owned(cls->na_class, &p->addr);
+    snprintf(p->str, sizeof(p->str), "%s", str);
+    /* Appended: an id seen twice resolves to the first (our own outgoing) ep. */
+    struct ucx_peer **tail = &cls->peers;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = p;
+    return p;
+}
+
+static const char *const ucx_conn_name[UCX_CONN_STATES] = {"IDLE", "CONNECTING", "UP",
+                                                           "FAILED"};
+
+/* Legal moves [from][to]. UP to UP is an accepted peer whose client
+ * connected again before its old ep reported a failure. */
+static const bool ucx_conn_legal[UCX_CONN_STATES][UCX_CONN_STATES] = {
+    [UCX_CONN_IDLE] = {[UCX_CONN_CONNECTING] = true,
+                       [UCX_CONN_UP] = true, /* accepted, or our own peer */
+                       [UCX_CONN_FAILED] = true /* accepting failed */},
+    [UCX_CONN_CONNECTING] = {[UCX_CONN_IDLE] = true, [UCX_CONN_UP] = true},
+    [UCX_CONN_UP] =
+        {[UCX_CONN_IDLE] = true, [UCX_CONN_UP] = true, [UCX_CONN_FAILED] = true},
+    [UCX_CONN_FAILED] = {[UCX_CONN_UP] = true},
+};
+
+/* Whether a peer may move from one state to another (tests check the table
+ * against docs/na-ucx.md). */
+bool na_ucx_conn_legal(int from, int to);
+bool na_ucx_conn_legal(int from, int to)
+{
+    return from >= 0 && from < UCX_CONN_STATES && to >= 0 && to < UCX_CONN_STATES &&
+           ucx_conn_legal[from][to];
+}
+
+/* The one place a peer's state changes. Lock held. */
+void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
+{
+    enum ucx_conn from = p->state;
+    assert(na_ucx_conn_legal((int)from, (int)to));
+    HGX_LOG_DEBUG(UCX, "%s: %s -> %s", p->str, ucx_conn_name[from], ucx_conn_name[to]);
+    if (from == UCX_CONN_CONNECTING)
+        p->cls->connecting--;
+    if (to == UCX_CONN_CONNECTING)
+        p->cls->connecting++;
+    p->state = to;
+}
+
+/* p's ep is being dropped or replaced. Its sends in flight end with it and
+ * hold no slot of the window of the next ep. */
+static void ucx_peer_new_gen(struct ucx_peer *p)
+{
+    p->gen++;
+    p->inflight = 0;
+}
+
+/* Fail what waits for p: queued sends and put/get requests, and put/get ops
+ * awaiting a reply. A queued put/get ends its send piece here and its reply
+ * piece in ucx_rma_fail_peer. */
+void ucx_pending_fail(struct ucx_peer *p, na_return_t ret)
+{
+    struct ucx_op *uop;
+    while ((uop = ucx_queue_pop(&p->pend))) {
+        ucx_queued_add(p->cls, -1);
+        if (uop->kind == UCX_OP_RMA)
+            ucx_rma_piece_done(uop, ret);
+        else
+            na_op_complete(na_op_from_plugin(uop), ret);
+    }
+    ucx_rma_fail_peer(p->cls, p, ret);
+}
+
+static void ucx_close_cb(void *request, ucs_status_t status, void *user_data)
+{
+    struct ucx_class *cls = user_data;
+    (void)status;
+    cls->closing--;
+    ucp_request_free(request);
+}
+
+/* Force-close an ep without waiting: UCX completes its outstanding requests
+ * with an error (their callbacks may run in here). Lock held. */
+static void ucx_ep_close_force(struct ucx_class *cls, ucp_ep_h ep)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                                                 UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE,
+                                 .cb.send = ucx_close_cb,
+                                 .user_data = cls};
+    cls->closing++; /* before the call: the callback may run inside it */
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    if (sp == NULL || UCS_PTR_IS_ERR(sp))
+        cls->closing--; /* done at once, no callback */
+}
+
+/* p's connection is gone (failed, timed out, dropped or forgotten): an
+ * outgoing peer goes back to IDLE and reconnects at its next operation, an
+ * accepted one is FAILED until its client connects again. What waits for it
+ * fails with NA_HOSTUNREACH. close: close the ep now; inside a UCX callback
+ * it stays in p->ep, closed when replaced or at finalize. Lock held. */
+void ucx_peer_down(struct ucx_class *cls, struct ucx_peer *p, bool close)
+{
+    if (p->state == UCX_CONN_UP || p->state == UCX_CONN_CONNECTING) {
+        ucx_peer_move(p, p->outgoing ? UCX_CONN_IDLE : UCX_CONN_FAILED);
+        p->connect_req = NULL; /* its flush, if pending, ends unheeded */
+        ucx_peer_new_gen(p);   /* before the close: its completions see the new gen */
+        ucx_pending_fail(p, NA_HOSTUNREACH);
+    }
+    if (close && p->ep) {
+        ucp_ep_h ep = p->ep;
+        p->ep = NULL;
+        ucx_ep_close_force(cls, ep);
+    }
+}
+
+/* The peer died: UCX fails the requests on its ep; we fail what we queued. */
+static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    struct ucx_peer *p = arg;
+    if (ep != p->ep || (p->state != UCX_CONN_UP && p->state != UCX_CONN_CONNECTING)) {
+        /* An ep we dropped or replaced already: its requests are UCX's to end. */
+        HGX_LOG_DEBUG(UCX, "old connection to %s failed: %s", p->str,
+                      ucs_status_string(status));
+        return;
+    }
+    HGX_LOG_ERROR(UCX, "connection to %s failed: %s", p->str, ucs_status_string(status));
+    ucx_peer_down(p->cls, p, false);
+}
+
+static void ucx_ep_params_err(ucp_ep_params_t *params, struct ucx_peer *p)
+{
+    params->field_mask |=
+        UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params->err_handler.cb = ucx_ep_error_cb;
+    params->err_handler.arg = p;
+}
+
+/* The wire-up flush of an ep ended. A flush of an ep that was dropped or
+ * replaced since is ignored: only the current one moves the peer. */
+static void ucx_connect_cb(void *request, ucs_status_t status, void *user_data)
+{
+    struct ucx_peer *p = user_data;
+    bool current = request == p->connect_req;
+    ucp_request_free(request);
+    if (!current) {
+        HGX_LOG_DEBUG(UCX, "wire-up of an old connection to %s ended: %s", p->str,
+                      ucs_status_string(status));
+        return;
+    }
+    p->connect_req = NULL;
+    if (status == UCS_OK) {
+        ucx_peer_move(p, UCX_CONN_UP); /* the progress call posts what queued */
+        return;
+    }
+    HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", p->str, ucs_status_string(status));
+    ucx_peer_down(p->cls, p, false);
+}
+
+/* Open an ep to an outgoing peer's listener without waiting: the wire-up
+ * goes on in the background, and operations posted meanwhile queue in
+ * p->pend until its flush ends (ucx_connect_cb) or its deadline passes
+ * (ucx_connect_check). Lock held. */
+static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
+{
+    ucx_peer_down(cls, p, true); /* closes a failed ep left behind */
+    ucp_ep_params_t params = {
+        .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
+        .sockaddr = {.addr = (const struct sockaddr *)&p->sin,
+                     .addrlen = sizeof(p->sin)}};
+    ucx_ep_params_err(&params, p);
+    ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
+    if (st != UCS_OK) {
+        p->ep = NULL;
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", p->str, ucs_status_string(st));
+        return NA_HOSTUNREACH;
+    }
+    HGX_LOG_DEBUG(UCX, "connecting to %s", p->str);
+    ucx_peer_move(p, UCX_CONN_CONNECTING);
+    p->connect_deadline_ms = ucx_now_ms() + UCX_CONNECT_MS;
+    ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                              UCP_OP_ATTR_FIELD_USER_DATA,
+                              .cb.send = ucx_connect_cb,
+                              .user_data = p};
+    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p->ep, &fp);
+    if (UCS_PTR_IS_ERR(sp)) {
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: %s", p->str,
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
+        ucx_peer_down(cls, p, true);
+        return NA_HOSTUNREACH;
+    }
+    if (sp)
+        p->connect_req = sp;
+    else
+        ucx_peer_move(p, UCX_CONN_UP);
+    return NA_SUCCESS;
+}
+
+/* Connections whose wire-up outlived UCX_CONNECT_MS (a peer that never
+ * answers, e.g. a host that drops the handshake) fail. Lock held. */
+void ucx_connect_check(struct ucx_class *cls)
+{
+    uint64_t now = ucx_now_ms();
+    for (struct ucx_peer *p = cls->peers; p && cls->connecting; p = p->next) {
+        if (p->state != UCX_CONN_CONNECTING || now < p->connect_deadline_ms)
+            continue;
+        HGX_LOG_ERROR(UCX, "cannot connect to %s: no answer within %d ms", p->str,
+                      UCX_CONNECT_MS);
+        ucx_peer_down(cls, p, true);
+    }
+}
+
+/* The slow half of ucx_peer_ready: a failed accepted peer, or an outgoing
+ * one to connect. */
+na_return_t ucx_peer_wake(struct ucx_class *cls, struct ucx_peer *p, const char *what)
+{
+    switch (p->state) {
+    case UCX_CONN_FAILED:
+        HGX_LOG_ERROR(UCX, "%s to %s: connection failed", what, p->str);
+        return NA_HOSTUNREACH;
+    case UCX_CONN_IDLE:
+        return ucx_peer_connect(cls, p);
+    default:
+        return NA_SUCCESS;
+    }
+}
+
+void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
+                         size_t size)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, size, "ucx+%s://%s:%u", proto, ip, port);
+}
+
+/* A client connected to our listener: accept it under the id it sent. */
+void ucx_conn_cb(ucp_conn_request_h req, void *arg)
+{
+    struct ucx_class *cls = arg;
+    ucp_conn_request_attr_t attr = {.field_mask =
+                                        UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR |
+                                        UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID};
+    char str[UCX_ADDR_STR_MAX];
+
+    if (ucp_conn_request_query(req, &attr) != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot query a connection request: rejected");
+        ucp_listener_reject(cls->listener, req);
+        return;
+    }
+    ucx_sockaddr_string((const struct sockaddr *)&attr.client_address, cls->proto, str,
+                        sizeof(str));
+    uint32_t id = (uint32_t)attr.client_id & UCX_ID_MASK;
+    /* A client connects again (its ep was dropped, e.g. by a cancel
+     * escalation): the new connection takes over the peer it had, so the
+     * addresses held for it work again. A client has one ep to us, so the old
+     * accepted ep is dead or about to be. */
+    struct ucx_peer *p = NULL;
+    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
+        if (q->id == id && !q->self && !q->outgoing)
+            p = q;
+    bool reused = p != NULL;
+    if (!p && !(p = ucx_peer_new(cls, id, str))) {
+        ucp_listener_reject(cls->listener, req);
+        return;
+    }
+    ucp_ep_params_t params = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
+                              .conn_request = req};
+    ucx_ep_params_err(&params, p);
+    ucp_ep_h ep = NULL;
+    ucs_status_t st = ucp_ep_create(cls->worker, &params, &ep);
+    if (st != UCS_OK) {
+        HGX_LOG_ERROR(UCX, "cannot accept %s: %s", str, ucs_status_string(st));
+        if (!reused)
+            ucx_peer_move(p, UCX_CONN_FAILED);
+        return;
+    }
+    ucp_ep_h old = p->ep;
+    p->ep = ep;
+    if (reused) {
+        ucx_peer_new_gen(p);
+        snprintf(p->str, sizeof(p->str), "%s", str);
+        ucx_pending_fail(p, NA_HOSTUNREACH); /* queued for the old connection */
+        if (old)
+            ucx_ep_close_force(cls, old);
+    }
+    ucx_peer_move(p, UCX_CONN_UP);
+    HGX_LOG_DEBUG(UCX, "%s %s (id %08x)", reused ? "reaccepted" : "accepted", str, p->id);
+}
+
+void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    if (sp == NULL || UCS_PTR_IS_ERR(sp))
+        return;
+    /* A forced close never waits for the peer; a few progress calls finish it. */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
+           ucx_ms_since(&t0) < UCX_CLOSE_MS)
+        ucp_worker_progress(cls->worker);
+    ucp_request_free(sp);
+}

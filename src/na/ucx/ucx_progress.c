@@ -1,0 +1,270 @@
+/*
+ * ucx_progress.c -- driving the worker (progress, waiting on its fd), the
+ * plugin's counters, and cancel with its escalation.
+ */
+#include "ucx_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+
+static void ucx_cancel_check(struct ucx_class *cls);
+
+/* Sends queued for resources across all classes (tests check it drains). */
+static atomic_long ucx_pending_total;
+
+long na_ucx_pending_count(void);
+long na_ucx_pending_count(void)
+{
+    return atomic_load(&ucx_pending_total);
+}
+
+/* Unexpected messages kept with no receive posted, across all classes, and
+ * the most ever kept at once (tests check the path ran and drains). */
+static atomic_long ucx_held_total, ucx_held_peak;
+
+long na_ucx_held_count(long *peak);
+long na_ucx_held_count(long *peak)
+{
+    if (peak)
+        *peak = atomic_load(&ucx_held_peak);
+    return atomic_load(&ucx_held_total);
+}
+
+void ucx_held_add(struct ucx_class *cls, long n)
+{
+    cls->held += (unsigned)n;
+    long now = atomic_fetch_add(&ucx_held_total, n) + n;
+    if (now > atomic_load(&ucx_held_peak))
+        atomic_store(&ucx_held_peak, now);
+}
+
+/* Count sends entering (n > 0) or leaving a peer's resource queue. */
+void ucx_queued_add(struct ucx_class *cls, long n)
+{
+    cls->queued += n;
+    atomic_fetch_add(&ucx_pending_total, n);
+}
+
+uint64_t ucx_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Take an op off the escalation list (no-op if not listed). Lock held. */
+void ucx_cancel_unlist(struct ucx_op *uop)
+{
+    if (!uop->cancel_listed)
+        return;
+    if (uop->cancel_prev)
+        uop->cancel_prev->cancel_next = uop->cancel_next;
+    else
+        uop->cls->cancel_head = uop->cancel_next;
+    if (uop->cancel_next)
+        uop->cancel_next->cancel_prev = uop->cancel_prev;
+    uop->cancel_prev = uop->cancel_next = NULL;
+    uop->cancel_listed = false;
+}
+
+/* Drive the worker until it has nothing left to do (bounded), or until the
+ * context has a completion to hand up: every extra pass costs a system call
+ * per TCP interface (UCX polls its sockets), and the caller polls again.
+ * Send completions free window slots here: refill them from the queues. */
+static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
+{
+    unsigned total = 0, n;
+    do {
+        n = ucp_worker_progress(cls->worker);
+        total += n;
+    } while (n && total < UCX_PROGRESS_MAX &&
+             !(context && atomic_load(&context->cq_count)));
+    if (cls->queued)
+        ucx_pending_resume(cls);
+    return total;
+}
+
+na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    hgx_lock(&cls->lock);
+    unsigned n = ucx_progress(cls, context);
+    if (cls->cancel_head)
+        ucx_cancel_check(cls);
+    if (cls->connecting)
+        ucx_connect_check(cls);
+    hgx_unlock(&cls->lock);
+    if (count_p)
+        *count_p = n;
+    return n ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
+                          unsigned int timeout_ms)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    (void)context;
+
+    hgx_lock(&cls->lock);
+    ucs_status_t st = ucp_worker_arm(cls->worker);
+    /* Cancels waiting for escalation, connections for their deadline: wake
+     * up in time to act on them. */
+    if ((cls->cancel_head || cls->connecting) && timeout_ms > UCX_CANCEL_POLL_MS)
+        timeout_ms = UCX_CANCEL_POLL_MS;
+    hgx_unlock(&cls->lock);
+    if (st == UCS_OK) {
+        /* Armed: the fd fires on the next event, so sleeping cannot miss one. */
+        struct pollfd pfd = {.fd = cls->efd, .events = POLLIN};
+        int rc = poll(&pfd, 1, timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
+        if (rc < 0 && errno != EINTR) {
+            HGX_LOG_ERROR(UCX, "poll on the worker fd failed: %s", strerror(errno));
+            return NA_IO_ERROR;
+        }
+        if (rc == 0)
+            return NA_TIMEOUT;
+    } else if (st != UCS_ERR_BUSY) {
+        HGX_LOG_ERROR(UCX, "ucp_worker_arm failed: %s", ucs_status_string(st));
+        return NA_PROTOCOL_ERROR;
+    }
+    /* Busy (events already pending) or woken up: process them. */
+    return ucx_poll(na_class, context, NULL) == NA_SUCCESS ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context)
+{
+    (void)context;
+    return ucx_cls(na_class)->efd;
+}
+
+bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    (void)context;
+    hgx_lock(&cls->lock);
+    /* No sleeping on the fd while cancels wait for escalation or connections
+     * for their deadline (timers, not events). */
+    ucs_status_t st =
+        cls->cancel_head || cls->connecting ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
+    hgx_unlock(&cls->lock);
+    return st == UCS_OK;
+}
+
+long ucx_ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Take a send out of its peer's resource queue; false if it was not queued. */
+static bool ucx_pending_remove(struct ucx_op *uop)
+{
+    if (!ucx_queue_remove(&uop->peer->pend, uop))
+        return false;
+    ucx_queued_add(uop->peer->cls, -1);
+    return true;
+}
+
+/* List a cancelled send/RMA still on the wire for escalation. Lock held. */
+static void ucx_cancel_list(struct ucx_class *cls, struct ucx_op *uop)
+{
+    if (uop->cancel_listed)
+        return; /* cancelled twice: keep the first deadline */
+    uop->cancel_listed = true;
+    uop->cancel_deadline_ms = ucx_now_ms() + cls->escalate_ms;
+    uop->cancel_prev = NULL;
+    uop->cancel_next = cls->cancel_head;
+    if (cls->cancel_head)
+        cls->cancel_head->cancel_prev = uop;
+    cls->cancel_head = uop;
+}
+
+/* Escalate listed cancels past their deadline: force-close their peer's ep.
+ * The close completes the ep's requests (now or in a later progress), which
+ * unlists their ops; the list may change under us, so rescan after each drop.
+ * Lock held. */
+static void ucx_cancel_check(struct ucx_class *cls)
+{
+    uint64_t now = ucx_now_ms();
+    struct ucx_op *uop = cls->cancel_head;
+    while (uop) {
+        struct ucx_op *next = uop->cancel_next;
+        if (now < uop->cancel_deadline_ms) {
+            uop = next;
+            continue;
+        }
+        struct ucx_peer *p = uop->peer;
+        ucx_cancel_unlist(uop);
+        if (p->self || p->state != UCX_CONN_UP || uop->gen != p->gen) {
+            /* Self ops end on their own; an op of a dropped ep ends with it. */
+            uop = next;
+            continue;
+        }
+        HGX_LOG_WARNING(UCX,
+                        "cancelled operation to %s still pending after %u ms; dropping "
+                        "the connection",
+                        p->str, cls->escalate_ms);
+        ucx_peer_down(cls, p, true);
+        uop = cls->cancel_head;
+    }
+}
+
+/* Receives are cancelled in UCX (callback with UCS_ERR_CANCELED); queued sends
+ * are dropped. Sends and RMA already on the wire cannot be recalled: they
+ * report their real outcome if they end by themselves (NA_SUCCESS if the data
+ * moved); still pending after the escalation delay, their ep is dropped
+ * (ucx_cancel_check) and they end NA_CANCELED. */
+na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op)
+{
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_op *uop = ucx_op(op);
+    (void)context;
+
+    hgx_lock(&cls->lock);
+    switch (uop->kind) {
+    case UCX_OP_RECV_UNEXP:
+        if (ucx_queue_remove(&cls->unexp, uop))
+            na_op_complete(op, NA_CANCELED);
+        break;
+    case UCX_OP_RECV_EXP:
+        if (uop->req)
+            ucp_request_cancel(cls->worker, uop->req);
+        break;
+    case UCX_OP_SEND:
+        /* Completions run under the lock: a cancel request still standing
+         * here means the op has not ended. */
+        if (!na_op_cancel_requested(op))
+            break;
+        if (ucx_pending_remove(uop))
+            na_op_complete(op, NA_CANCELED);
+        else if (uop->inflight)
+            ucx_cancel_list(cls, uop);
+        break;
+    case UCX_OP_RMA:
+        if (!na_op_cancel_requested(op) || uop->pieces == 0)
+            break;
+        if (ucx_pending_remove(uop)) {
+            /* Queued behind the wire-up: never sent, so no reply comes. */
+            ucx_rma_unname(cls, uop);
+            uop->pieces = 1;
+            ucx_rma_piece_done(uop, NA_CANCELED);
+            break;
+        }
+        /* A get whose reply has not started landing stops here and now; its
+         * late reply matches nothing. */
+        if (!uop->put && !uop->landing && ucx_rma_awaiting(cls, uop)) {
+            bool sending = uop->pieces > 1;
+            ucx_rma_unname(cls, uop);
+            ucx_rma_piece_done(uop, NA_CANCELED);
+            if (sending) /* the request itself is stuck: escalate that */
+                ucx_cancel_list(cls, uop);
+        } else {
+            ucx_cancel_list(cls, uop);
+        }
+        break;
+    }
+    hgx_unlock(&cls->lock);
+    return NA_SUCCESS;
+}

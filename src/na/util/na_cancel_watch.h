@@ -1,0 +1,57 @@
+/*
+ * na_cancel_watch.h -- deadlines for cancels a transport does not confirm
+ * (private).
+ *
+ * NA_Cancel must complete locally and never depend on the peer, yet some
+ * transports leave a canceled send or RMA pending until the peer answers.
+ * Every plugin applies the same rule: a cancel the transport has not
+ * confirmed within HGX_NA_CANCEL_TIMEOUT_MS is escalated by the plugin (it
+ * drops the operation's resources, or closes the path to the peer) and the
+ * operation completes with NA_CANCELED. The plugin embeds a struct
+ * na_cancel_watch in its op and keeps one watcher per class; every watch has
+ * the same timeout, so the list stays in deadline order by appending.
+ */
+#ifndef NA_CANCEL_WATCH_H
+#define NA_CANCEL_WATCH_H
+
+#include "hgx_list.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct na_cancel_watch {
+    struct hgx_list link;
+    uint64_t deadline_ns;
+};
+
+struct na_cancel_watcher {
+    struct hgx_list pending; /* watches, earliest deadline first */
+    uint64_t timeout_ns;
+};
+
+/* Empty watcher with the configured timeout (HGX_NA_CANCEL_TIMEOUT_MS). */
+void na_cancel_watcher_init(struct na_cancel_watcher *w);
+
+/* Make an op's watch ready (unwatched). */
+void na_cancel_watch_init(struct na_cancel_watch *watch);
+
+/* Start the clock on a cancel at now_ns; a watch already running keeps its
+ * first deadline (cancelling twice does not postpone the escalation). */
+void na_cancel_watch_start(struct na_cancel_watcher *w, struct na_cancel_watch *watch,
+                           uint64_t now_ns);
+
+/* The transport confirmed the cancel, or the op completed: stop watching. */
+void na_cancel_watch_stop(struct na_cancel_watch *watch);
+
+/* True while watch is running. */
+bool na_cancel_watch_running(const struct na_cancel_watch *watch);
+
+/* Take off and return one watch whose deadline has passed at now_ns, or NULL. */
+struct na_cancel_watch *na_cancel_watcher_expired(struct na_cancel_watcher *w,
+                                                  uint64_t now_ns);
+
+/* Milliseconds until the earliest deadline (rounded up), or UINT64_MAX when
+ * nothing is watched: how long progress may sleep before escalating. */
+uint64_t na_cancel_watcher_next_ms(const struct na_cancel_watcher *w, uint64_t now_ns);
+
+#endif /* NA_CANCEL_WATCH_H */
