@@ -8,7 +8,7 @@
  * Target and origin are two classes of this process, progressed in turn by
  * this thread, so the cancel lands at a chosen point: before the target saw
  * the get, between its first and last answer, or after the end. Over ofi+tcp
- * a get of 64 KiB or more reads its head into a plugin buffer and its body
+ * a get of 256 KiB or more reads its head into a plugin buffer and its body
  * straight into the caller's memory (docs/na-cancel.md): both outcomes must
  * occur there.
  */

@@ -134,7 +134,7 @@
  * memory once the head is in (OFI_CANCEL_FORCE_GETS). Smaller gets bounce
  * whole: one round trip, and their copy costs less than a second one. */
 #define OFI_GET_HEAD 4096
-#define OFI_GET_GATED_MIN ((size_t)64 << 10)
+#define OFI_GET_GATED_MIN ((size_t)256 << 10)
 #define OFI_BOUNCE_CACHE_BYTES ((size_t)64 << 20)
 
 #define OFI_PEER_BUCKETS_INIT 64
