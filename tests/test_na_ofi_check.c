@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-/* Protocol facts of na_ofi.c: the control tag and the address header. */
+/* Protocol facts of the OFI plugin (ofi_int.h): control tag, address header. */
 #define CTRL_TAG (UINT64_C(1) << 62)
 #define SENDER_HDR 64
 #define MSG_MAX (HGX_OFI_CTRL_HDR_SIZE + SENDER_HDR + 2 * HGX_OFI_CHECK_RANGE_SIZE)

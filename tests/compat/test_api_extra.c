@@ -64,7 +64,7 @@ static void event_loop(struct env *env, const int *done)
             if (HG_Event_ready(ctx[i]))
                 ready = true;
             int fd = HG_Event_get_wait_fd(ctx[i]);
-            /* libfabric's shm provider has no wait object (na_ofi.c). */
+            /* libfabric's shm provider has no wait object (src/na/ofi). */
             assert_true(fd >= 0 || strncmp(env->info, "ofi+shm", 7) == 0);
             if (fd >= 0)
                 fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};

@@ -7,10 +7,10 @@
  * hgx instead: before moving data the origin sends CHECK naming each remote
  * range (key, address, length) and the access it wants; the target looks the
  * keys up among its own live registrations and answers OK or the refusal
- * code. This file holds what needs no libfabric: the target's key table, the
- * and the message encoding (the origin names its waiting ops with na_slots). na_ofi.c
- * sends and receives the messages. Every function here is called under the owner's lock;
- * none takes one.
+ * code. This file holds what needs no libfabric: the target's key table
+ * and the message encoding (the origin names its waiting ops with na_slots).
+ * ofi_ctrl.c sends and receives the messages. Every function here is called under the
+ * owner's lock; none takes one.
  */
 #ifndef NA_OFI_CHECK_H
 #define NA_OFI_CHECK_H
@@ -88,7 +88,7 @@ bool hgx_ofi_ctrl_decode(const unsigned char *buf, size_t len, size_t sender_len
 void hgx_ofi_ctrl_range(const struct hgx_ofi_ctrl *msg, size_t i,
                         struct hgx_ofi_range *r);
 
-/* Counters of an ofi class's RMA check, for the tests (defined in na_ofi.c;
+/* Counters of an ofi class's RMA check, for the tests (defined in ofi_class.c;
  * zeros for classes of other plugins). */
 struct hgx_ofi_ctrl_counts {
     unsigned long bad;     /* malformed control messages dropped */

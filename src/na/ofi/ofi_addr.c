@@ -1,0 +1,489 @@
+/*
+ * ofi_addr.c -- raw addresses, the peer table (raw address to address vector
+ * entry) and the NA address calls.
+ */
+#include "ofi_int.h"
+
+#include "hgx_wire.h"
+
+/* Check untrusted raw address bytes and put them in canonical form, so that
+ * equal peers have equal bytes. */
+bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, size_t *len)
+{
+    const char *prefix = cls->proto->str_prefix;
+
+    if (prefix) {
+        size_t n = strnlen((const char *)raw, *len);
+        size_t plen = strlen(prefix);
+        if (n <= plen || memcmp(raw, prefix, plen) != 0)
+            return false;
+        for (size_t i = plen; i < n; i++)
+            if (!isgraph(raw[i]))
+                return false;
+        *len = n; /* drop the NUL libfabric may count */
+        return true;
+    }
+
+    sa_family_t family;
+    if (*len < sizeof(family))
+        return false;
+    memcpy(&family, raw, sizeof(family));
+    if (family == AF_INET && *len == sizeof(struct sockaddr_in)) {
+        struct sockaddr_in sin;
+        memcpy(&sin, raw, sizeof(sin));
+        if (sin.sin_port == 0)
+            return false;
+        memset(sin.sin_zero, 0, sizeof(sin.sin_zero));
+        memcpy(raw, &sin, sizeof(sin));
+        return true;
+    }
+    if (family == AF_INET6 && *len == sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 sin6;
+        memcpy(&sin6, raw, sizeof(sin6));
+        if (sin6.sin6_port == 0)
+            return false;
+        sin6.sin6_flowinfo = 0;
+        memcpy(raw, &sin6, sizeof(sin6));
+        return true;
+    }
+    return false;
+}
+
+/* "tcp://1.2.3.4:5", "tcp://[::1]:5" or "shm://name" into buf (NUL included). */
+size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw,
+                           size_t len, char *buf, size_t buf_size)
+{
+    const char *proto = cls->proto->name;
+
+    if (cls->proto->str_prefix) {
+        size_t plen = strlen(cls->proto->str_prefix);
+        return (size_t)snprintf(buf, buf_size, "ofi+%s://%.*s", proto, (int)(len - plen),
+                                (const char *)raw + plen) +
+               1;
+    }
+    char host[INET6_ADDRSTRLEN] = "?";
+    sa_family_t family;
+    memcpy(&family, raw, sizeof(family));
+    if (family == AF_INET) {
+        struct sockaddr_in sin;
+        memcpy(&sin, raw, sizeof(sin));
+        inet_ntop(AF_INET, &sin.sin_addr, host, sizeof(host));
+        return (size_t)snprintf(buf, buf_size, "ofi+%s://%s:%u", proto, host,
+                                ntohs(sin.sin_port)) +
+               1;
+    }
+    struct sockaddr_in6 sin6;
+    memcpy(&sin6, raw, sizeof(sin6));
+    inet_ntop(AF_INET6, &sin6.sin6_addr, host, sizeof(host));
+    return (size_t)snprintf(buf, buf_size, "ofi+%s://[%s]:%u", proto, host,
+                            ntohs(sin6.sin6_port)) +
+           1;
+}
+
+/* Resolve host (name or literal) to a socket address of the given family
+ * (AF_UNSPEC: IPv4 preferred). */
+static na_return_t ofi_resolve_host(const char *host, int family, unsigned int port,
+                                    struct sockaddr_storage *ss, size_t *len)
+{
+    struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res, *pick = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+
+    if (rc != 0) {
+        HGX_LOG_ERROR(OFI, "cannot resolve host \"%s\": %s", host, gai_strerror(rc));
+        return NA_ADDRNOTAVAIL;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+        if (ai->ai_family == AF_INET6 && !pick)
+            pick = ai;
+    }
+    if (!pick) {
+        freeaddrinfo(res);
+        HGX_LOG_ERROR(OFI, "host \"%s\" has no IPv4/IPv6 address", host);
+        return NA_ADDRNOTAVAIL;
+    }
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+    *len = pick->ai_addrlen;
+    if (pick->ai_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    freeaddrinfo(res);
+    return NA_SUCCESS;
+}
+
+/* "host:port" or "[v6]:port" of a peer into its raw address. */
+static na_return_t ofi_parse_ip_addr(const struct ofi_class *cls, const char *hp,
+                                     unsigned char *raw, size_t *len)
+{
+    char host[256];
+    const char *colon;
+
+    if (hp[0] == '[') {
+        const char *end = strchr(hp, ']');
+        if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof(host))
+            return NA_INVALID_ARG;
+        memcpy(host, hp + 1, (size_t)(end - hp - 1));
+        host[end - hp - 1] = '\0';
+        colon = end + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof(host))
+            return NA_INVALID_ARG;
+        memcpy(host, hp, (size_t)(colon - hp));
+        host[colon - hp] = '\0';
+    }
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || errno != 0 || port <= 0 || port > 65535)
+        return NA_INVALID_ARG;
+
+    sa_family_t family;
+    memcpy(&family, cls->self_raw, sizeof(family));
+    struct sockaddr_storage ss;
+    size_t sslen;
+    na_return_t ret = ofi_resolve_host(host, family, (unsigned int)port, &ss, &sslen);
+    if (ret != NA_SUCCESS)
+        return ret;
+    memcpy(raw, &ss, sslen);
+    *len = sslen;
+    return ofi_raw_addr_normalize(cls, raw, len) ? NA_SUCCESS : NA_INVALID_ARG;
+}
+
+static uint64_t ofi_hash(const unsigned char *raw, size_t len)
+{
+    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ raw[i]) * UINT64_C(1099511628211);
+    return h;
+}
+
+static struct ofi_peer *ofi_peer_find_locked(struct ofi_class *cls,
+                                             const unsigned char *raw, size_t len,
+                                             uint64_t hash)
+{
+    for (struct ofi_peer *p = cls->buckets[hash % cls->nbuckets]; p; p = p->next)
+        if (p->hash == hash && p->len == len && memcmp(p->raw, raw, len) == 0)
+            return p;
+    return NULL;
+}
+
+static void ofi_peer_table_grow_locked(struct ofi_class *cls)
+{
+    size_t n = cls->nbuckets * 2;
+    struct ofi_peer **buckets = calloc(n, sizeof(*buckets));
+    if (!buckets)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < cls->nbuckets; i++)
+        for (struct ofi_peer *p = cls->buckets[i], *next; p; p = next) {
+            next = p->next;
+            p->next = buckets[p->hash % n];
+            buckets[p->hash % n] = p;
+        }
+    free(cls->buckets);
+    cls->buckets = buckets;
+    cls->nbuckets = n;
+}
+
+static void ofi_peer_unlink_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    struct ofi_peer **pp = &cls->buckets[peer->hash % cls->nbuckets];
+    while (*pp != peer)
+        pp = &(*pp)->next;
+    *pp = peer->next;
+    cls->npeers--;
+}
+
+static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    char addr[OFI_RAW_ADDR_MAX + 1]; /* string addresses need their NUL */
+    fi_addr_t fi_addr = FI_ADDR_NOTAVAIL;
+
+    memcpy(addr, peer->raw, peer->len);
+    addr[peer->len] = '\0';
+    int rc = fi_av_insert(cls->av, addr, 1, &fi_addr, 0, NULL);
+    if (rc != 1) {
+        char str[128];
+        ofi_raw_addr_format(cls, peer->raw, peer->len, str, sizeof(str));
+        HGX_LOG_ERROR(OFI, "fi_av_insert(%s) failed: %s", str,
+                      rc < 0 ? fi_strerror(-rc) : "address rejected");
+        return rc < 0 ? ofi_na_error(-rc) : NA_ADDRNOTAVAIL;
+    }
+    atomic_store(&peer->fi_addr, fi_addr);
+    return NA_SUCCESS;
+}
+
+/* Find or create the peer of a normalized raw address, referenced. */
+na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t len,
+                         struct ofi_peer **peer_p)
+{
+    uint64_t hash = ofi_hash(raw, len);
+    na_return_t ret = NA_SUCCESS;
+
+    ofi_mutex_lock(cls, &cls->lock);
+    struct ofi_peer *peer = ofi_peer_find_locked(cls, raw, len, hash);
+    if (!peer) {
+        peer = calloc(1, sizeof(*peer) + len);
+        HGX_CHECK(OFI, !peer, out, ret, NA_NOMEM, "out of memory for a peer");
+        peer->hash = hash;
+        peer->len = len;
+        memcpy(peer->raw, raw, len);
+        atomic_init(&peer->fi_addr, FI_ADDR_NOTAVAIL);
+        ret = ofi_av_insert_locked(cls, peer);
+        if (ret != NA_SUCCESS) {
+            free(peer);
+            goto out;
+        }
+        if (cls->npeers >= cls->nbuckets)
+            ofi_peer_table_grow_locked(cls);
+        peer->next = cls->buckets[hash % cls->nbuckets];
+        cls->buckets[hash % cls->nbuckets] = peer;
+        cls->npeers++;
+    }
+    peer->removed = false;
+    atomic_fetch_add(&peer->refs, 1);
+    *peer_p = peer;
+out:
+    ofi_mutex_unlock(cls, &cls->lock);
+    return ret;
+}
+
+void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    fi_addr_t fi_addr = atomic_exchange(&peer->fi_addr, FI_ADDR_NOTAVAIL);
+    if (fi_addr == FI_ADDR_NOTAVAIL)
+        return;
+    int rc = fi_av_remove(cls->av, &fi_addr, 1, 0);
+    if (rc != 0)
+        HGX_LOG_ERROR(OFI, "fi_av_remove failed: %s", fi_strerror(-rc));
+}
+
+void ofi_peer_ref(struct ofi_peer *peer)
+{
+    atomic_fetch_add(&peer->refs, 1);
+}
+
+/* Unreferenced peers stay cached for the next message, unless removed. */
+void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    if (atomic_fetch_sub(&peer->refs, 1) != 1)
+        return;
+    ofi_mutex_lock(cls, &cls->lock);
+    /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */
+    bool drop = atomic_load(&peer->refs) == 0 && peer->removed;
+    if (drop) {
+        ofi_av_remove_locked(cls, peer); /* in case an op re-inserted it */
+        ofi_peer_unlink_locked(cls, peer);
+    }
+    ofi_mutex_unlock(cls, &cls->lock);
+    if (drop)
+        free(peer);
+}
+
+/* Address vector entry of a peer, re-inserted after NA_Addr_set_remove or a
+ * cancel escalation dropped it. */
+na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer,
+                                    fi_addr_t *fi_addr)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    if (atomic_load(&peer->fi_addr) == FI_ADDR_NOTAVAIL)
+        ret = ofi_av_insert_locked(cls, peer);
+    *fi_addr = atomic_load(&peer->fi_addr);
+    return ret;
+}
+
+na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer,
+                             fi_addr_t *fi_addr)
+{
+    *fi_addr = atomic_load(&peer->fi_addr);
+    if (*fi_addr != FI_ADDR_NOTAVAIL)
+        return NA_SUCCESS;
+    ofi_mutex_lock(cls, &cls->lock);
+    na_return_t ret = ofi_peer_fi_addr_locked(cls, peer, fi_addr);
+    ofi_mutex_unlock(cls, &cls->lock);
+    return ret;
+}
+
+na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_addr_t **addr_p)
+{
+    struct ofi_addr *addr = malloc(sizeof(*addr));
+    if (!addr) {
+        HGX_LOG_ERROR(OFI, "out of memory for an address");
+        ofi_peer_put(ofi_class(na_class), peer);
+        return NA_NOMEM;
+    }
+    na_addr_init(na_class, &addr->head);
+    addr->peer = peer;
+    *addr_p = &addr->head;
+    return NA_SUCCESS;
+}
+
+/* Address of normalized raw bytes, with refcount 1. */
+static na_return_t ofi_addr_from_raw(na_class_t *na_class, const unsigned char *raw,
+                                     size_t len, na_addr_t **addr_p)
+{
+    struct ofi_peer *peer;
+    na_return_t ret = ofi_peer_get(ofi_class(na_class), raw, len, &peer);
+    if (ret != NA_SUCCESS)
+        return ret;
+    return ofi_addr_new(na_class, peer, addr_p);
+}
+
+na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t len;
+
+    if (strncmp(name, "ofi+", 4) == 0)
+        name += 4;
+    const char *sep = strstr(name, "://");
+    if (!sep || sep == name || sep[3] == '\0') {
+        HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://...)", name,
+                      cls->proto->name);
+        return NA_INVALID_ARG;
+    }
+    if (ofi_proto_find(name, (size_t)(sep - name)) != cls->proto) {
+        HGX_LOG_ERROR(OFI, "address \"%s\" is not for protocol %s", name,
+                      cls->proto->name);
+        return NA_PROTONOSUPPORT;
+    }
+    const char *rest = sep + 3;
+    if (cls->proto->str_prefix) {
+        size_t plen = strlen(cls->proto->str_prefix);
+        len = plen + strlen(rest);
+        if (len > OFI_RAW_ADDR_MAX) {
+            HGX_LOG_ERROR(OFI, "address \"%s\" is too long", name);
+            return NA_INVALID_ARG;
+        }
+        memcpy(raw, cls->proto->str_prefix, plen);
+        memcpy(raw + plen, rest, len - plen);
+        if (!ofi_raw_addr_normalize(cls, raw, &len)) {
+            HGX_LOG_ERROR(OFI, "malformed address \"%s\"", name);
+            return NA_INVALID_ARG;
+        }
+    } else {
+        na_return_t ret = ofi_parse_ip_addr(cls, rest, raw, &len);
+        if (ret != NA_SUCCESS) {
+            if (ret == NA_INVALID_ARG)
+                HGX_LOG_ERROR(OFI, "malformed address \"%s\" (want %s://HOST:PORT)", name,
+                              cls->proto->name);
+            return ret;
+        }
+    }
+    return ofi_addr_from_raw(na_class, raw, len, addr_p);
+}
+
+void ofi_addr_destroy(na_class_t *na_class, na_addr_t *addr)
+{
+    ofi_peer_put(ofi_class(na_class), ofi_addr_peer(addr));
+    free(addr);
+}
+
+/* Drop the address vector entry (and rxm's connection); a later use
+ * re-inserts it, and the cache entry goes once nothing references it.
+ * While a bounced get may still be served the drop waits for it (see
+ * OFI_CANCEL_FORCE_GETS). */
+na_return_t ofi_addr_set_remove(na_class_t *na_class, na_addr_t *addr)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+
+    ofi_mutex_lock(cls, &cls->lock);
+    if (atomic_load(&peer->bounces) == 0)
+        ofi_av_remove_locked(cls, peer);
+    peer->removed = true;
+    ofi_mutex_unlock(cls, &cls->lock);
+    return NA_SUCCESS;
+}
+
+na_return_t ofi_addr_self(na_class_t *na_class, na_addr_t **addr_p)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    return ofi_addr_from_raw(na_class, cls->self_raw, cls->self_len, addr_p);
+}
+
+bool ofi_addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
+{
+    struct ofi_peer *p1 = ofi_addr_peer(addr1), *p2 = ofi_addr_peer(addr2);
+    (void)na_class;
+    return p1 == p2 || (p1->len == p2->len && memcmp(p1->raw, p2->raw, p1->len) == 0);
+}
+
+bool ofi_addr_is_self(na_class_t *na_class, na_addr_t *addr)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    return peer->len == cls->self_len && memcmp(peer->raw, cls->self_raw, peer->len) == 0;
+}
+
+na_return_t ofi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                               na_addr_t *addr)
+{
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    char str[128];
+    size_t need =
+        ofi_raw_addr_format(ofi_class(na_class), peer->raw, peer->len, str, sizeof(str));
+
+    if (buf && *buf_size >= need)
+        memcpy(buf, str, need);
+    bool fits = !buf || *buf_size >= need;
+    *buf_size = need;
+    return fits ? NA_SUCCESS : NA_OVERFLOW;
+}
+
+/* Serialized address: u16 length (little endian) then the raw bytes. */
+size_t ofi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
+{
+    (void)na_class;
+    return 2 + ofi_addr_peer(addr)->len;
+}
+
+na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                               na_addr_t *addr)
+{
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    unsigned char *p = buf;
+
+    (void)na_class;
+    if (buf_size < 2 + peer->len) {
+        HGX_LOG_ERROR(OFI, "buffer of %zu bytes too small for an address of %zu",
+                      buf_size, 2 + peer->len);
+        return NA_OVERFLOW;
+    }
+    hgx_put_u16(p, (uint16_t)peer->len);
+    memcpy(p + 2, peer->raw, peer->len);
+    return NA_SUCCESS;
+}
+
+na_return_t ofi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
+                                 const void *buf, size_t buf_size)
+{
+    const unsigned char *p = buf;
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+
+    if (buf_size < 2) {
+        HGX_LOG_ERROR(OFI, "serialized address too short (%zu bytes)", buf_size);
+        return NA_PROTOCOL_ERROR;
+    }
+    size_t len = hgx_get_u16(p);
+    if (len == 0 || len > OFI_RAW_ADDR_MAX || buf_size < 2 + len) {
+        HGX_LOG_ERROR(OFI, "serialized address has a bad length (%zu in %zu bytes)", len,
+                      buf_size);
+        return NA_PROTOCOL_ERROR;
+    }
+    memcpy(raw, p + 2, len);
+    if (!ofi_raw_addr_normalize(ofi_class(na_class), raw, &len)) {
+        HGX_LOG_ERROR(OFI, "serialized address is not a valid %s address",
+                      ofi_class(na_class)->proto->name);
+        return NA_PROTOCOL_ERROR;
+    }
+    return ofi_addr_from_raw(na_class, raw, len, addr_p);
+}

@@ -1,0 +1,296 @@
+/*
+ * ofi_cq.c -- completions and progress (polling, sleeping, waiting).
+ */
+#include "ofi_int.h"
+
+#include "hgx_wire.h"
+
+/* Parse the sender's header; false if it is malformed. */
+bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
+                   unsigned char *raw, size_t *raw_len)
+{
+    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
+        return false;
+    size_t n = hgx_get_u16(buf + 2);
+    if (n == 0 || n > OFI_RAW_ADDR_MAX)
+        return false;
+    memcpy(raw, buf + 4, n);
+    *raw_len = n;
+    return ofi_raw_addr_normalize(cls, raw, raw_len);
+}
+
+/* An unexpected message arrived: find its sender from the header. A bad
+ * header (or an address we cannot insert) drops the message and reposts. */
+static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *oop,
+                                         size_t len, uint64_t data)
+{
+    na_op_id_t *op = na_op_from_plugin(oop);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t raw_len;
+    na_addr_t *source = NULL;
+
+    if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
+        struct ofi_peer *peer;
+        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS &&
+            ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+            op->info.info.recv_unexpected.actual_buf_size = len;
+            op->info.info.recv_unexpected.source = source;
+            op->info.info.recv_unexpected.tag = (na_tag_t)(data & OFI_TAG_NA_MASK);
+            ofi_op_finish(cls, oop, NA_SUCCESS);
+            return;
+        }
+    } else {
+        atomic_fetch_add(&cls->n_bad_headers, 1);
+        HGX_LOG_ERROR(OFI,
+                      "dropped an unexpected message of %zu bytes with a malformed "
+                      "header (%lu so far)",
+                      len, atomic_load(&cls->n_bad_headers));
+    }
+    if (na_op_cancel_requested(op)) {
+        ofi_op_finish(cls, oop, NA_CANCELED);
+        return;
+    }
+    ofi_ctx_put(cls, oop->one_part);
+    oop->one_part = NULL;
+    oop->posted = 0;
+    ofi_submit(cls, oop, true);
+}
+
+static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret,
+                         size_t len, uint64_t data)
+{
+    if (ctx->ctrl) {
+        ofi_ctrl_received(cls, ofi_ctrl_rx_of(ctx), ret, len);
+        return;
+    }
+    struct ofi_op *oop = atomic_exchange(&ctx->op, NULL);
+
+    if (!oop) {
+        /* Its op was completed by a forced cancel; the context is free now. */
+        ofi_ctx_put(cls, ctx);
+        return;
+    }
+    na_op_id_t *op = na_op_from_plugin(oop);
+    if (ofi_op_is_rma(oop))
+        ofi_rma_part_end(cls, oop, ret);
+    else if (op->info.type == NA_CB_RECV_UNEXPECTED && ret == NA_SUCCESS)
+        ofi_complete_recv_unexpected(cls, oop, len, data);
+    else {
+        if (op->info.type == NA_CB_RECV_EXPECTED)
+            op->info.info.recv_expected.actual_buf_size = ret == NA_SUCCESS ? len : 0;
+        ofi_op_finish(cls, oop, ret);
+    }
+}
+
+static void ofi_cq_read_error(struct ofi_class *cls)
+{
+    struct fi_cq_err_entry err = {0};
+    ssize_t rc = fi_cq_readerr(cls->cq, &err, 0);
+
+    if (rc != 1) {
+        if (rc != -FI_EAGAIN)
+            HGX_LOG_ERROR(OFI, "fi_cq_readerr failed: %s", fi_strerror((int)-rc));
+        return;
+    }
+    if (!err.op_context) {
+        HGX_LOG_ERROR(OFI, "completion error without context: %s", fi_strerror(err.err));
+        return;
+    }
+    if (err.err < 0)
+        err.err = -err.err; /* shm reports negative codes */
+    na_return_t ret = ofi_na_error(err.err);
+    if (err.err == FI_ECANCELED) {
+        /* Ours, or flushed by the provider: tcp drops the connection when the
+         * target refuses an RMA access. ofi_op_finish turns either into
+         * NA_CANCELED if a cancel was requested. */
+        HGX_LOG_DEBUG(OFI, "operation canceled or flushed");
+        ret = NA_HOSTUNREACH;
+    } else if (err.err == FI_ETRUNC) {
+        HGX_LOG_ERROR(OFI, "message larger than its receive buffer (%zu bytes dropped)",
+                      err.olen);
+    } else {
+        HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
+                      fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
+    }
+    ofi_complete(cls, err.op_context, ret, err.len, err.data);
+}
+
+/* Process what the CQ holds, in bounded batches; returns completions seen. */
+static unsigned int ofi_cq_drain(struct ofi_class *cls)
+{
+    struct fi_cq_tagged_entry entries[OFI_CQ_BATCH];
+    unsigned int count = 0;
+
+    for (int round = 0; round < OFI_CQ_MAX_ROUNDS; round++) {
+        ssize_t n = fi_cq_read(cls->cq, entries, OFI_CQ_BATCH);
+        if (n == -FI_EAGAIN)
+            break;
+        if (n == -FI_EAVAIL) {
+            ofi_cq_read_error(cls);
+            count++;
+            continue;
+        }
+        if (n < 0) {
+            HGX_LOG_ERROR(OFI, "fi_cq_read failed: %s", fi_strerror((int)-n));
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++)
+            ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len,
+                         entries[i].data);
+        count += (unsigned int)n;
+        if (n < OFI_CQ_BATCH)
+            break;
+    }
+    return count;
+}
+
+int ofi_poll_get_fd(na_class_t *na_class, na_context_t *context)
+{
+    (void)context;
+    return ofi_class(na_class)->wait_fd;
+}
+
+bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct fid *fid = &cls->cq->fid;
+
+    (void)context;
+    return cls->wait_fd >= 0 && atomic_load(&cls->retry.count) == 0 &&
+           atomic_load(&cls->outbox_count) == 0 &&
+           atomic_load(&cls->ctrl_unposted) == 0 &&
+           fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
+}
+
+/* Retry refused posts, process completions, move the RMA check on, escalate
+ * stuck cancels. */
+static unsigned int ofi_progress(struct ofi_class *cls)
+{
+    ofi_retry_progress(cls);
+    unsigned int count = ofi_cq_drain(cls);
+    ofi_ctrl_progress(cls);
+    ofi_cancel_check(cls);
+    if (count > 0)
+        ofi_activity_mark(cls);
+    return count;
+}
+
+na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p)
+{
+    (void)context;
+    unsigned int count = ofi_progress(ofi_class(na_class));
+    if (count_p)
+        *count_p = count;
+    return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+/*
+ * Without a wait fd: poll, and sleep in between for a step proportional to
+ * how long the class has been idle (no post, no completion). Each wake-up
+ * costs 17-33 us of CPU in this VM (timer, context switch, a progress pass),
+ * so the former fixed 1 ms step kept an idle server at 1.7-3.3% of a CPU; the
+ * step now grows to OFI_SLEEP_MAX_NS (4 ms: 250 wake-ups a second). The price is latency
+ * after a quiet period: a message arriving after an idle gap t waits up to
+ * min(t / OFI_SLEEP_IDLE_DIV, 4 ms) for the receiver to notice it, so at
+ * most 1/8 of the gap, and while traffic flows the steps stay short. Our own
+ * posts reset the idle clock, so a reply is polled for promptly.
+ */
+static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_ms)
+{
+    uint64_t deadline = ofi_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+    for (;;) {
+        unsigned int count = ofi_progress(cls);
+        uint64_t now = ofi_now_ns();
+        if (count > 0 || now >= deadline)
+            return count;
+        if (atomic_exchange_explicit(&cls->active, false, memory_order_relaxed))
+            atomic_store_explicit(&cls->idle_since_ns, now, memory_order_relaxed);
+        uint64_t since = atomic_load_explicit(&cls->idle_since_ns, memory_order_relaxed);
+        uint64_t step = now > since ? (now - since) / OFI_SLEEP_IDLE_DIV : 0;
+        if (step < OFI_SLEEP_MIN_NS)
+            step = OFI_SLEEP_MIN_NS;
+        if (step > OFI_SLEEP_MAX_NS)
+            step = OFI_SLEEP_MAX_NS;
+        if (step > deadline - now)
+            step = deadline - now;
+        /* An answer to our CHECK is due: a sleep would only delay it. */
+        if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
+            now - atomic_load_explicit(&cls->check_sent_ns, memory_order_relaxed) <
+                OFI_CHECK_SPIN_NS) {
+            hgx_spin_pause();
+            continue;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)step};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The fd woke us but progress completed nothing: traffic for which this side
+ * gets no completion (the target of a put or get, the start of a large
+ * message). Its next step (the acknowledgment of a put, the rest of a read
+ * response) needs our progress again soon; blocking in between would cost a
+ * wake-up each time. So poll for a while first. A transfer that outlasts the
+ * poll wakes us again shortly after: each such wake-up doubles the poll, so
+ * a stream of transfers (a 1 MiB read takes ~400 us over loopback tcp) is
+ * served without sleeping, while a lone wake-up costs only the short poll.
+ * 1 MiB ofi+tcp pulls ran at 0.55x raw with a fixed 100 us poll, 0.79x with
+ * this one (docs/performance.md, session 9). */
+static unsigned int ofi_traffic_poll(struct ofi_class *cls, uint64_t deadline_ns)
+{
+    uint64_t now = ofi_now_ns();
+    uint64_t spin = atomic_load_explicit(&cls->traffic_spin_ns, memory_order_relaxed);
+    uint64_t last = atomic_load_explicit(&cls->traffic_end_ns, memory_order_relaxed);
+    if (spin && now - last < OFI_TRAFFIC_GAP_MUL * spin)
+        spin = spin * 2 < OFI_TRAFFIC_SPIN_MAX_NS ? spin * 2 : OFI_TRAFFIC_SPIN_MAX_NS;
+    else
+        spin = OFI_TRAFFIC_SPIN_MIN_NS;
+    atomic_store_explicit(&cls->traffic_spin_ns, spin, memory_order_relaxed);
+
+    uint64_t end = now + spin;
+    unsigned int count = 0;
+    if (end > deadline_ns)
+        end = deadline_ns;
+    while (count == 0 && (now = ofi_now_ns()) < end) {
+        hgx_spin_pause();
+        count = ofi_progress(cls);
+    }
+    atomic_store_explicit(&cls->traffic_end_ns, now, memory_order_relaxed);
+    return count;
+}
+
+na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
+                          unsigned int timeout_ms)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    unsigned int count;
+
+    (void)context;
+    /* Retries and deadlines need progress the fd does not announce. */
+    bool retrying = atomic_load(&cls->retry.count) > 0 ||
+                    atomic_load(&cls->outbox_count) > 0 ||
+                    atomic_load(&cls->ctrl_unposted) > 0;
+    if (retrying && timeout_ms > OFI_RETRY_POLL_MS)
+        timeout_ms = OFI_RETRY_POLL_MS;
+    bool deadlines =
+        atomic_load(&cls->canceled.count) > 0 || atomic_load(&cls->checking.count) > 0;
+    if (deadlines && timeout_ms > OFI_CANCEL_POLL_MS)
+        timeout_ms = OFI_CANCEL_POLL_MS;
+    if (cls->wait_fd < 0) {
+        count = ofi_sleep_poll(cls, timeout_ms);
+    } else {
+        struct fid *fid = &cls->cq->fid;
+        uint64_t deadline_ns = ofi_now_ns() + (uint64_t)timeout_ms * 1000000u;
+        int woke = 0;
+        if (fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS) {
+            struct pollfd pfd = {.fd = cls->wait_fd, .events = POLLIN};
+            woke = poll(&pfd, 1, (int)timeout_ms);
+            if (woke < 0 && errno != EINTR)
+                HGX_LOG_ERROR(OFI, "poll on the CQ fd failed: %s", strerror(errno));
+        }
+        count = ofi_progress(cls);
+        if (count == 0 && woke > 0)
+            count = ofi_traffic_poll(cls, deadline_ns);
+    }
+    return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
+}

@@ -1,0 +1,373 @@
+/*
+ * ofi_ctrl.c -- the RMA check of providers that do not check RMA at the target:
+ * control messages, target and origin sides.
+ */
+#include "ofi_int.h"
+
+static void ofi_ctrl_post_locked(struct ofi_class *cls, struct ofi_ctrl_rx *rx)
+{
+    void *desc = cls->ctrl_rx_mr ? fi_mr_desc(cls->ctrl_rx_mr) : NULL;
+    ssize_t rc = fi_trecv(cls->ep, rx->buf, sizeof(rx->buf), desc, FI_ADDR_UNSPEC,
+                          OFI_TAG_CTRL, 0, &rx->ctx.fi);
+
+    if (rc == 0 && !rx->posted) {
+        rx->posted = true;
+        atomic_fetch_sub(&cls->ctrl_unposted, 1);
+    } else if (rc != 0 && rx->posted) {
+        rx->posted = false;
+        atomic_fetch_add(&cls->ctrl_unposted, 1);
+    }
+    if (rc != 0 && rc != -FI_EAGAIN && rc != -FI_ENOMEM)
+        HGX_LOG_ERROR(OFI, "posting a control receive failed: %s", fi_strerror((int)-rc));
+}
+
+/* Post the receives the provider refused before (full queues). */
+static void ofi_ctrl_repost(struct ofi_class *cls)
+{
+    if (atomic_load(&cls->ctrl_unposted) == 0)
+        return;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    for (size_t i = 0; i < OFI_CTRL_RECVS && atomic_load(&cls->ctrl_unposted) > 0; i++)
+        if (!cls->ctrl_rx[i].posted)
+            ofi_ctrl_post_locked(cls, &cls->ctrl_rx[i]);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+}
+
+na_return_t ofi_ctrl_init(struct ofi_class *cls)
+{
+    na_return_t ret = NA_SUCCESS;
+
+    /* Control messages are injected: no completion, no buffer to keep. */
+    HGX_CHECK(OFI, cls->info->tx_attr->inject_size < sizeof(cls->ctrl_rx->buf), out, ret,
+              NA_PROTOCOL_ERROR,
+              "ofi+%s injects %zu bytes, the RMA check needs %zu: RMA would be unchecked",
+              cls->proto->name, cls->info->tx_attr->inject_size,
+              sizeof(cls->ctrl_rx->buf));
+    cls->ctrl_rx = calloc(OFI_CTRL_RECVS, sizeof(*cls->ctrl_rx));
+    HGX_CHECK(OFI, !cls->ctrl_rx, out, ret, NA_NOMEM,
+              "out of memory for control receives");
+    if (cls->mr_mode & FI_MR_LOCAL) {
+        cls->ctrl_rx_mr = ofi_mr_open(
+            cls, cls->ctrl_rx, OFI_CTRL_RECVS * sizeof(*cls->ctrl_rx), FI_RECV, &ret);
+        if (!cls->ctrl_rx_mr)
+            goto out;
+    }
+    atomic_store(&cls->ctrl_unposted, OFI_CTRL_RECVS);
+    for (size_t i = 0; i < OFI_CTRL_RECVS; i++)
+        cls->ctrl_rx[i].ctx.ctrl = true;
+    ofi_ctrl_repost(cls);
+out:
+    return ret;
+}
+
+static ssize_t ofi_ctrl_inject(struct ofi_class *cls, struct ofi_peer *peer,
+                               const unsigned char *buf, size_t len)
+{
+    fi_addr_t fi_addr;
+    if (ofi_peer_fi_addr(cls, peer, &fi_addr) != NA_SUCCESS)
+        return -FI_EADDRNOTAVAIL;
+    ofi_activity_mark(cls); /* an answer or the RMA follows: poll for it promptly */
+    return fi_tinject(cls->ep, buf, len, fi_addr, OFI_TAG_CTRL);
+}
+
+/* Send a control message now, or from progress while the provider refuses
+ * it (EAGAIN); 0, or the error that will not go away. */
+static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer,
+                             const unsigned char *buf, size_t len)
+{
+    ssize_t rc = ofi_ctrl_inject(cls, peer, buf, len);
+    if (rc != -FI_EAGAIN)
+        return rc;
+    struct ofi_ctrl_out *o = malloc(sizeof(*o) + len);
+    if (!o)
+        return -FI_ENOMEM;
+    ofi_peer_ref(peer);
+    o->peer = peer;
+    o->deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    o->len = len;
+    memcpy(o->buf, buf, len);
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    o->next = cls->outbox;
+    cls->outbox = o;
+    atomic_fetch_add(&cls->outbox_count, 1);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return 0;
+}
+
+/* Send what the provider refused before; order does not matter (each
+ * message stands alone). */
+static void ofi_ctrl_flush(struct ofi_class *cls)
+{
+    struct ofi_ctrl_out *list, *keep = NULL;
+    size_t kept = 0;
+
+    if (atomic_load(&cls->outbox_count) == 0)
+        return;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    list = cls->outbox;
+    cls->outbox = NULL;
+    atomic_store(&cls->outbox_count, 0);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    uint64_t now = ofi_now_ms();
+    for (struct ofi_ctrl_out *o = list, *next; o; o = next) {
+        next = o->next;
+        ssize_t rc = ofi_ctrl_inject(cls, o->peer, o->buf, o->len);
+        if (rc == -FI_EAGAIN && now < o->deadline_ms) {
+            o->next = keep;
+            keep = o;
+            kept++;
+            continue;
+        }
+        if (rc != 0)
+            HGX_LOG_ERROR(OFI, "dropped a control message: %s",
+                          rc == -FI_EAGAIN ? "refused for too long"
+                                           : fi_strerror((int)-rc));
+        ofi_peer_put(cls, o->peer);
+        free(o);
+    }
+    if (!keep)
+        return;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    struct ofi_ctrl_out **tail = &keep;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = cls->outbox;
+    cls->outbox = keep;
+    atomic_fetch_add(&cls->outbox_count, kept);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+}
+
+static const char *ofi_check_refusal(na_return_t ret)
+{
+    return ret == NA_ACCESS        ? "unknown or freed region"
+           : ret == NA_INVALID_ARG ? "outside the region"
+           : ret == NA_PERMISSION  ? "access not granted"
+                                   : NA_Error_to_string(ret);
+}
+
+/* Target: judge every range of a CHECK against our live registrations and
+ * answer its sender. */
+static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg)
+{
+    unsigned char raw[OFI_RAW_ADDR_MAX], answer[HGX_OFI_CTRL_HDR_SIZE];
+    size_t raw_len;
+    struct ofi_peer *peer;
+    struct hgx_ofi_range r = {0};
+    na_return_t status = NA_SUCCESS;
+
+    if (!ofi_hdr_parse(cls, msg->sender, OFI_HDR_SIZE, raw, &raw_len) ||
+        ofi_peer_get(cls, raw, raw_len, &peer) != NA_SUCCESS) {
+        atomic_fetch_add(&cls->n_bad_ctrl, 1);
+        HGX_LOG_ERROR(OFI, "dropped an RMA check with a bad sender address (%lu so far)",
+                      atomic_load(&cls->n_bad_ctrl));
+        return;
+    }
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    for (size_t i = 0; i < msg->nranges && status == NA_SUCCESS; i++) {
+        hgx_ofi_ctrl_range(msg, i, &r);
+        status = hgx_ofi_keytab_check(&cls->keys, r.key, r.addr, r.len, msg->access);
+    }
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (status != NA_SUCCESS) {
+        char who[128];
+        atomic_fetch_add(&cls->n_check_refused, 1);
+        ofi_raw_addr_format(cls, raw, raw_len, who, sizeof(who));
+        HGX_LOG_WARNING(OFI,
+                        "refused a %s of %llu bytes at 0x%llx from %s: %s (%lu refused)",
+                        msg->access & HGX_OFI_CHECK_WRITE ? "put" : "get",
+                        (unsigned long long)r.len, (unsigned long long)r.addr, who,
+                        ofi_check_refusal(status), atomic_load(&cls->n_check_refused));
+    }
+    ssize_t rc = ofi_ctrl_send(cls, peer, answer,
+                               hgx_ofi_answer_encode(answer, msg->cookie, status));
+    if (rc != 0)
+        HGX_LOG_ERROR(OFI, "answering an RMA check failed: %s", fi_strerror((int)-rc));
+    ofi_peer_put(cls, peer);
+}
+
+/* Origin: the op stops waiting; the caller now owns its next step. */
+static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    na_slots_remove(&cls->cookies, (uint32_t)oop->cookie);
+    ofi_list_remove(&cls->checking, &oop->check_link);
+    oop->checking = false;
+}
+
+/* Claim the op of a cookie if it is still waiting. */
+static bool ofi_check_claim(struct ofi_class *cls, struct ofi_op *oop, uint64_t cookie)
+{
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    bool mine = na_slots_get_cookie(&cls->cookies, cookie) == oop;
+    if (mine)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return mine;
+}
+
+/* A claimed op: post it if the target agreed, else end it. */
+static void ofi_check_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
+{
+    if (ret == NA_SUCCESS && !na_op_cancel_requested(na_op_from_plugin(oop))) {
+        ofi_submit(cls, oop, true);
+        return;
+    }
+    if (ret != NA_SUCCESS && ret != NA_CANCELED) {
+        char why[96];
+        snprintf(why, sizeof(why), "refused by the target: %s", ofi_check_refusal(ret));
+        ofi_log_post_error(cls, oop, why);
+    }
+    ofi_op_finish(cls, oop, ret == NA_SUCCESS ? NA_CANCELED : ret);
+}
+
+static void ofi_ctrl_answer(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg)
+{
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    struct ofi_op *oop = na_slots_get_cookie(&cls->cookies, msg->cookie);
+    bool claimed = oop && (msg->status != NA_SUCCESS || --oop->checks_left == 0);
+    if (claimed)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (!oop) {
+        atomic_fetch_add(&cls->n_stale_answers, 1);
+        HGX_LOG_DEBUG(OFI, "dropped an RMA check answer for no waiting operation");
+    } else if (claimed) {
+        ofi_check_done(cls, oop, msg->status);
+    }
+}
+
+/* A control receive completed: handle the message, then post it again. */
+void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_t ret,
+                       size_t len)
+{
+    struct hgx_ofi_ctrl msg;
+
+    if (ret != NA_SUCCESS || !hgx_ofi_ctrl_decode(rx->buf, len, OFI_HDR_SIZE, &msg)) {
+        atomic_fetch_add(&cls->n_bad_ctrl, 1);
+        HGX_LOG_ERROR(OFI,
+                      "dropped a malformed control message of %zu bytes (%lu so far)",
+                      len, atomic_load(&cls->n_bad_ctrl));
+    } else if (msg.type == HGX_OFI_CTRL_CHECK) {
+        ofi_ctrl_check(cls, &msg);
+    } else {
+        ofi_ctrl_answer(cls, &msg);
+    }
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    ofi_ctrl_post_locked(cls, rx);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+}
+
+/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES. */
+static size_t ofi_check_ranges(struct ofi_rma_cursor *cur, struct hgx_ofi_range *ranges)
+{
+    size_t n = 0;
+
+    for (; n < HGX_OFI_CHECK_MAX_RANGES && cur->left > 0; cur->rseg++, cur->roff = 0) {
+        const struct ofi_seg *rs = &cur->remote->segs[cur->rseg];
+        uint64_t len = rs->len - cur->roff < cur->left ? rs->len - cur->roff : cur->left;
+        if (len > 0) {
+            ranges[n++] = (struct hgx_ofi_range){rs->key, rs->addr + cur->roff, len};
+            cur->left -= len;
+        }
+    }
+    return n;
+}
+
+/* Origin: ask the target to judge every remote range of a put/get (at most
+ * HGX_OFI_CHECK_MAX_RANGES per CHECK); ofi_ctrl_answer posts it once all
+ * answers agreed. Once the first CHECK is out an answer may end the op on
+ * another thread, so the op is read only through its cookie after that. */
+void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
+{
+    unsigned char buf[sizeof(cls->ctrl_rx->buf)];
+    struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
+    struct ofi_rma_cursor cur = oop->cur;
+    struct ofi_peer *peer = oop->peer;
+    unsigned int access =
+        oop->kind == OFI_OP_PUT ? HGX_OFI_CHECK_WRITE : HGX_OFI_CHECK_READ;
+    ssize_t rc = 0;
+
+    oop->checks_left = 0;
+    for (struct ofi_rma_cursor c = cur; c.left > 0; oop->checks_left++)
+        ofi_check_ranges(&c, ranges);
+    oop->check_deadline_ms = ofi_now_ms() + OFI_CHECK_TIMEOUT_MS;
+    atomic_store_explicit(&cls->check_sent_ns, ofi_now_ns(), memory_order_relaxed);
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    uint32_t index, gen;
+    bool ok = na_slots_add(&cls->cookies, oop, &index, &gen);
+    if (ok) {
+        oop->cookie = na_slots_cookie(index, gen);
+        oop->checking = true;
+        ofi_list_push(&cls->checking, &oop->check_link, false);
+    }
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    if (!ok) {
+        ofi_log_post_error(cls, oop, "out of memory for its RMA check");
+        ofi_op_finish(cls, oop, NA_NOMEM);
+        return;
+    }
+    uint64_t cookie = oop->cookie;
+    ofi_peer_ref(peer); /* the op may end before we are done */
+    while (rc == 0 && cur.left > 0) {
+        size_t n = ofi_check_ranges(&cur, ranges);
+        rc = ofi_ctrl_send(
+            cls, peer, buf,
+            hgx_ofi_check_encode(buf, cookie, access, cls->hdr, OFI_HDR_SIZE, ranges, n));
+    }
+    if (rc != 0 && ofi_check_claim(cls, oop, cookie)) {
+        ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
+        ofi_op_finish(cls, oop, ofi_na_error((int)-rc));
+    }
+    ofi_peer_put(cls, peer);
+}
+
+/* Origin: an op still waiting cancels at once; its late answer matches no
+ * cookie then. */
+bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (!cls->proto->rma_unchecked || !ofi_op_is_rma(oop))
+        return false;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    bool claimed = oop->checking;
+    if (claimed)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return claimed;
+}
+
+/* Origin: ops whose target did not answer in time end as unreachable. */
+static void ofi_check_expire(struct ofi_class *cls)
+{
+    struct ofi_link *out = NULL;
+
+    if (atomic_load(&cls->checking.count) == 0)
+        return;
+    uint64_t now = ofi_now_ms();
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    while (cls->checking.head &&
+           OFI_OP_OF(cls->checking.head, check_link)->check_deadline_ms <= now) {
+        struct ofi_link *link = cls->checking.head;
+        ofi_check_claim_locked(cls, OFI_OP_OF(link, check_link));
+        link->next = out;
+        out = link;
+    }
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    while (out) {
+        struct ofi_op *oop = OFI_OP_OF(out, check_link);
+        out = out->next;
+        char why[64];
+        snprintf(why, sizeof(why), "no answer to its RMA check in %d ms",
+                 OFI_CHECK_TIMEOUT_MS);
+        ofi_log_post_error(cls, oop, why);
+        ofi_op_finish(cls, oop, NA_HOSTUNREACH);
+    }
+}
+
+/* Progress of the check: receives to post again, refused sends, deadlines. */
+void ofi_ctrl_progress(struct ofi_class *cls)
+{
+    if (!cls->proto->rma_unchecked)
+        return;
+    ofi_ctrl_repost(cls);
+    ofi_ctrl_flush(cls);
+    ofi_check_expire(cls);
+}

@@ -1,0 +1,665 @@
+/*
+ * ofi_int.h -- NA plugin over libfabric RDM endpoints ("ofi+tcp", "ofi+sockets",
+ * "ofi+shm").
+ *
+ * One endpoint, one address vector and one completion queue per class; every
+ * context of the class shares them and an op completes on the context it was
+ * posted on. Messages are tagged:
+ *
+ *   bit 63      unexpected message
+ *   bit 62      plugin control message (RMA check), never an NA message
+ *   bits 32..39 id of the receiving context
+ *   bits 0..31  the NA tag of an expected message (0 in unexpected ones)
+ *
+ * An unexpected message carries its NA tag as remote CQ data instead, so
+ * every receive matches its tag exactly (ignore mask 0): unexpected receives
+ * take any unexpected message for their context, expected receives are
+ * directed at their source. shm 1.17 matches a new receive against its queued
+ * unmatched messages with the ignore mask left in each queued entry's slot by
+ * the receive that last used it, not with the new receive's mask; with
+ * wildcard receives those messages were never matched (lost) as soon as more
+ * arrived than receives were posted. With every mask 0 the match is exact.
+ *
+ * An unexpected message starts with a fixed-size header carrying the
+ * sender's raw address, so a receiver can answer a peer it has never seen.
+ * Raw addresses are cached (peer table) so each peer uses one address vector
+ * entry.
+ *
+ * Memory handles register each segment separately (tcp allows one iov per
+ * registration), so a handle has one key per segment. Put/get walk both
+ * segment lists and are split into several provider operations when the iov
+ * limits or the maximum message size require it.
+ *
+ * Where the provider does not check RMA at the target (shm), the origin
+ * asks the target first: a CHECK over the control tag, answered from the
+ * target's table of live registrations (na_ofi_check.h), and only an OK
+ * answer lets the put/get be posted.
+ *
+ * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
+ * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
+ * op still pending a second later depends on the provider (see
+ * ofi_cancel_policy): it may be completed without the provider, whose
+ * contexts therefore live in a class pool rather than in the op id.
+ */
+#ifndef HGX_OFI_INT_H
+#define HGX_OFI_INT_H
+
+#include "hgx_spin.h"
+#include "na_netif.h"
+#include "na_ofi_check.h"
+#include "na_slots.h"
+#include "na_plugin.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OFI_API_VERSION FI_VERSION(1, 17)
+
+#define OFI_TAG_UNEXPECTED (UINT64_C(1) << 63)
+#define OFI_TAG_CTRL (UINT64_C(1) << 62)
+#define OFI_TAG_CTX_SHIFT 32
+#define OFI_TAG_NA_MASK UINT64_C(0xffffffff)
+
+/* 8 KiB: a 4 KiB RPC payload and its headers fit one message (capped to
+ * what the provider allows, see ofi_set_limits). */
+#define OFI_MSG_SIZE_DEFAULT 8192
+/* msg_max_inject providers: smallest inject size still worth capping to. */
+#define OFI_MSG_SIZE_MIN_INJECT 4096
+#define OFI_RAW_ADDR_MAX 60 /* sockaddr_in6 and shm names fit */
+#define OFI_HDR_SIZE 64     /* magic, version, u16 length, raw address */
+#define OFI_HDR_MAGIC 0xa7
+#define OFI_HDR_VERSION 2 /* 2: the NA tag of unexpected messages in CQ data */
+
+#define OFI_MAX_SEGMENTS 1024 /* per memory handle */
+#define OFI_IOV_MAX 16 /* iovs per provider RMA operation (also capped by provider) */
+
+#define OFI_MH_MAGIC 0x4f46 /* "OF" */
+#define OFI_MH_VERSION 1
+#define OFI_MH_HDR_SIZE 16 /* magic u16, version u8, flags u8, count u32, total u64 */
+#define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
+
+#define OFI_CQ_BATCH 16
+#define OFI_CQ_MAX_ROUNDS 16        /* bound the work of one poll */
+#define OFI_RETRY_POLL_MS 1         /* progress often while posts wait to be retried */
+#define OFI_RETRY_TIMEOUT_MS 5000   /* then a refused post fails (peer unreachable) */
+#define OFI_RETRY_BLOCKED_MAX 16    /* refused peers tracked in one retry pass */
+#define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: cancel again */
+#define OFI_CANCEL_FORCE_MS 500     /* then complete it without the provider */
+#define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
+/* RMA check: receives kept posted for control messages, and how long an op
+ * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
+#define OFI_CTRL_RECVS 2
+#define OFI_CHECK_TIMEOUT_MS OFI_RETRY_TIMEOUT_MS
+/* Without a wait fd, poll without sleeping this long after a CHECK left: its
+ * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
+#define OFI_CHECK_SPIN_NS 200000
+/* Idle back-off without a wait fd (shm): sleep 1/OFI_SLEEP_IDLE_DIV of the
+ * time since the last post or completion, within these bounds. */
+#define OFI_SLEEP_MIN_NS 1000
+#define OFI_SLEEP_MAX_NS 4000000
+#define OFI_SLEEP_IDLE_DIV 8
+/* Polling after traffic without completions: OFI_TRAFFIC_SPIN_MIN_NS after a
+ * lone wake-up, doubling up to OFI_TRAFFIC_SPIN_MAX_NS while such wake-ups
+ * follow each other within OFI_TRAFFIC_GAP_MUL spins (see ofi_traffic_poll). */
+#define OFI_TRAFFIC_SPIN_MIN_NS 100000
+#define OFI_TRAFFIC_SPIN_MAX_NS 2000000
+#define OFI_TRAFFIC_GAP_MUL 4
+/* Bounce buffers kept for reuse: a fresh one is faulted in page by page on
+ * every get (~1000 page faults per 4 MiB, and a registration with
+ * FI_MR_LOCAL). */
+#define OFI_BOUNCE_CACHE_MAX 8
+/* tcp gets of at least OFI_GET_GATED_MIN bytes read a head of OFI_GET_HEAD
+ * bytes into a bounce buffer first and the rest straight into the caller's
+ * memory once the head is in (OFI_CANCEL_FORCE_GETS). Smaller gets bounce
+ * whole: one round trip, and their copy costs less than a second one. */
+#define OFI_GET_HEAD 4096
+#define OFI_GET_GATED_MIN ((size_t)256 << 10)
+#define OFI_BOUNCE_CACHE_BYTES ((size_t)64 << 20)
+
+#define OFI_PEER_BUCKETS_INIT 64
+#define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
+
+/* What to do with a canceled op the provider has not completed after
+ * OFI_CANCEL_ESCALATE_MS (fi_cancel only stops receives). NA_CANCELED is
+ * reported only when the op's data cannot land afterwards. */
+enum ofi_cancel_policy {
+    /* sockets: fi_av_remove stops nothing and the provider keeps reading and
+     * writing the op's buffers, so only its own completion is safe. */
+    OFI_CANCEL_WAIT,
+    /* shm: the initiator moves RMA data itself, so only an acknowledgment is
+     * pending and the op can be completed without it (fi_av_remove would
+     * unmap the peer under that acknowledgment and crash). */
+    OFI_CANCEL_FORCE,
+    /* tcp: a get starts with a head read into a plugin bounce buffer; only
+     * once the target has answered it is the rest read straight into the
+     * caller's memory (the gate opens). A get whose gate is still closed
+     * (the target has not served it) is completed without the provider
+     * after the escalation bound: its late data can only reach the bounce
+     * buffer, freed with the last context, and the rest was never asked
+     * for. Once the gate is open the get waits for the provider, as sends
+     * and puts do: its data may still land, and nothing local can stop it.
+     * Dropping the connection instead is unsafe in 1.17: closing a tcp
+     * endpoint while a read response is partly received reports that read
+     * twice, the second time with a NULL context, and rxm dereferences it
+     * (and the partial data would already be in the caller's buffer). */
+    OFI_CANCEL_FORCE_GETS,
+};
+
+/* Protocols offered and the provider behind each. */
+struct ofi_proto {
+    const char *name;       /* NA protocol */
+    const char *prov_name;  /* libfabric provider */
+    const char *str_prefix; /* prefix of string addresses, NULL for sockaddr ones */
+    const char *iface_env;  /* the provider's own interface variable, or NULL */
+    /* shm 1.17 deadlocks in fi_trecv directed at a peer whose message above
+     * the inject size waits in the unexpected queue: stay at or below it. */
+    bool msg_max_inject;
+    /* shm 1.17 refuses a receive with ENOMEM, not EAGAIN, while all its rx_size
+     * (1024) receive entries are taken: posted receives and the unexpected
+     * messages it holds share them and free them when matched. Past that
+     * bound nothing is lost: new messages wait in the receiver's command queue,
+     * senders are refused (EAGAIN) once it holds rx_size, and refused posts
+     * wait in our retry queue (OFI_RETRY_TIMEOUT_MS each). */
+    bool recv_full_nomem;
+    /* shm: a put above the inject size completes only once its data is in
+     * the target's memory (the initiator writes it by CMA itself when the
+     * part has one remote iov and no FI_DELIVERY_COMPLETE; otherwise the
+     * target copies it and then acknowledges). Asking for
+     * FI_DELIVERY_COMPLETE there only rules out the initiator's CMA path:
+     * each put then waits for the target to progress, and an idle target
+     * only polls between sleeps (push 1 MiB: 0.1x raw).
+     * Parts get one remote iov so that every such put takes that path. */
+    bool put_delivered_above_inject;
+    /* shm: the provider does not check RMA at the target. A put/get with one
+     * remote iov is done by the initiator alone with process_vm_readv/writev
+     * at the descriptor's address, the key unchecked; on the other path the
+     * target checks but drops a refused command unanswered, so the initiator
+     * waits forever. hgx checks each put/get with the target first. */
+    bool rma_unchecked;
+    enum ofi_cancel_policy cancel_policy;
+};
+
+/* One remote endpoint; shared by every na_addr that names it. */
+struct ofi_peer {
+    struct ofi_peer *next; /* hash chain */
+    uint64_t hash;
+    _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
+    atomic_int refs;          /* addresses and pending ops using it */
+    atomic_int queued;        /* its ops in the retry queue */
+    atomic_int bounces;       /* bounced gets the provider may still serve */
+    bool removed;             /* NA_Addr_set_remove: free once unreferenced */
+    size_t len;
+    unsigned char raw[];
+};
+
+struct ofi_addr {
+    struct na_addr head;
+    struct ofi_peer *peer;
+};
+
+struct ofi_seg {
+    uint64_t addr; /* local virtual address, or the owner's for remote handles */
+    uint64_t len;
+    uint64_t key;      /* valid once registered (or from the descriptor) */
+    struct fid_mr *mr; /* local registration */
+    void *desc;        /* local descriptor, for FI_MR_LOCAL providers */
+};
+
+struct ofi_mem_handle {
+    struct na_mem_handle head;
+    size_t nseg;
+    struct ofi_seg *segs; /* &one_seg for contiguous handles */
+    struct ofi_seg one_seg;
+};
+
+struct ofi_op;
+struct ofi_class;
+
+/* Provider-side buffer of a get (OFI_CANCEL_FORCE_GETS), shared by the op
+ * and the contexts of its parts; the last reference returns it to the class
+ * cache (or frees it). */
+struct ofi_bounce {
+    atomic_int refs;
+    struct ofi_class *cls;
+    struct ofi_peer *peer; /* referenced; its connection is kept meanwhile */
+    struct fid_mr *mr;     /* FI_MR_LOCAL providers, covers cap bytes */
+    size_t len;            /* bytes of the current get */
+    size_t cap;            /* bytes allocated */
+    struct ofi_bounce *next_free;
+    unsigned char data[];
+};
+
+/* Context handed to libfabric with each provider operation. It lives in a
+ * class pool, not in the op id: after a forced cancel the provider may still
+ * hold it, and the op id may already be reused. Whoever swaps op to NULL
+ * (the completion or the forced cancel) owns the outcome. */
+struct ofi_ctx {
+    struct fi_context2 fi;
+    _Atomic(struct ofi_op *) op;
+    struct ofi_bounce *bounce; /* referenced while the provider may write it */
+    struct ofi_ctx *next_free;
+    bool ctrl; /* the context of a control receive (struct ofi_ctrl_rx), not an op's */
+};
+
+struct ofi_ctx_chunk {
+    struct ofi_ctx_chunk *next;
+    struct ofi_ctx ctx[OFI_CTX_CHUNK];
+};
+
+/* Intrusive list of ops (retry queue, cancel list), under the class lock. */
+struct ofi_link {
+    struct ofi_link *prev, *next;
+};
+
+struct ofi_list {
+    struct ofi_link *head, *tail;
+    atomic_size_t count; /* read without the lock to skip empty lists */
+};
+
+#define OFI_OP_OF(link, member)                                                          \
+    ((struct ofi_op *)((char *)(link)-offsetof(struct ofi_op, member)))
+
+enum ofi_op_kind {
+    OFI_OP_SEND,
+    OFI_OP_SEND_UNEXPECTED,
+    OFI_OP_RECV,
+    OFI_OP_PUT,
+    OFI_OP_GET
+};
+
+/* Position in the local and remote segment lists of a put/get. */
+struct ofi_rma_cursor {
+    const struct ofi_mem_handle *local, *remote;
+    size_t lseg, rseg;   /* current segments */
+    uint64_t loff, roff; /* offsets inside them */
+    uint64_t left;       /* bytes still to describe */
+};
+
+/* Per-op state living in the op id (na_op_plugin). */
+struct ofi_op {
+    enum ofi_op_kind kind;
+    struct ofi_peer *peer; /* target or expected source, referenced */
+    fi_addr_t fi_addr;
+    void *buf; /* message buffer, kept for retries, headers and reposts */
+    size_t buf_size;
+    void *desc;
+    uint64_t tag;              /* NA tag in bits 0..31, sent as CQ data if unexpected */
+    struct fid_mr *tmp_mr;     /* buffer registered for this op (FI_MR_LOCAL) */
+    struct ofi_bounce *bounce; /* a bounced get's (or head's) landing area */
+    const struct ofi_mem_handle *user_mh; /* where a bounced get is copied */
+    uint64_t user_off;
+    struct ofi_mem_handle bounce_mh; /* bounce buffer as a one-segment handle */
+    /* Gated get (OFI_CANCEL_FORCE_GETS): parts past post_limit wait for the
+     * head; whoever ends the head decides, under the class lock, whether the
+     * gate opens (body posted from body_cur) or the body is abandoned. */
+    bool gated;
+    atomic_bool gate_open;
+    size_t post_limit; /* parts that may be posted now */
+    struct ofi_rma_cursor body_cur;
+
+    /* Messages have one part; put/get one per provider operation. */
+    struct ofi_rma_cursor cur; /* first byte of the next part to post */
+    struct ofi_ctx **parts;    /* contexts of posted parts (&one_part for one) */
+    struct ofi_ctx *one_part;
+    size_t nparts, posted;
+    atomic_size_t parts_left; /* parts in flight or unposted, + 1 while posting */
+    atomic_int part_ret;      /* first error of a put/get part */
+
+    atomic_bool done; /* provider completion handled */
+    bool retry_queued;
+    uint64_t retry_deadline_ms; /* give up refused posts then */
+    ssize_t retry_rc;           /* outcome of the last retry */
+    struct ofi_link retry_link;
+    bool cancel_listed, escalated;
+    uint64_t cancel_deadline_ms; /* escalate, then force OFI_CANCEL_FORCE_MS later */
+    struct ofi_link cancel_link;
+    /* RMA check (proto->rma_unchecked): while checking, the op waits for
+     * checks_left answers to its cookie, listed in cls->checking. Whoever
+     * clears checking under ctrl_lock owns the op's next step. */
+    bool checking;
+    size_t checks_left;
+    uint64_t cookie;
+    uint64_t check_deadline_ms;
+    struct ofi_link check_link;
+};
+
+/* A receive kept posted for control messages. */
+struct ofi_ctrl_rx {
+    struct ofi_ctx ctx; /* ctx.ctrl set */
+    bool posted;        /* under ctrl_lock */
+    unsigned char buf[HGX_OFI_CTRL_HDR_SIZE + OFI_HDR_SIZE +
+                      HGX_OFI_CHECK_MAX_RANGES * HGX_OFI_CHECK_RANGE_SIZE];
+};
+
+/* A control message the provider refused (EAGAIN), sent again by progress. */
+struct ofi_ctrl_out {
+    struct ofi_ctrl_out *next;
+    struct ofi_peer *peer; /* referenced */
+    uint64_t deadline_ms;  /* dropped then: the op waiting for it times out */
+    size_t len;
+    unsigned char buf[];
+};
+
+struct ofi_class {
+    const struct ofi_proto *proto;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    int wait_fd;         /* -1 when the CQ has no fd (shm, NA_NO_BLOCK) */
+    bool no_block;       /* NA_NO_BLOCK: never wait, so no CQ wait object */
+    bool single;         /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
+    char bind_desc[300]; /* " on HOST:PORT" for setup errors, "" for shm */
+    uint64_t mr_mode;
+    size_t iov_limit, rma_iov_limit, max_msg_size;
+    size_t max_unexpected_size, max_expected_size;
+
+    unsigned char self_raw[OFI_RAW_ADDR_MAX];
+    size_t self_len;
+    unsigned char hdr[OFI_HDR_SIZE]; /* our unexpected header, sent with each message */
+    struct fid_mr *hdr_mr;
+    void *hdr_desc;
+
+    pthread_mutex_t lock; /* peer table, retry queue and cancel list */
+    struct ofi_peer **buckets;
+    size_t nbuckets, npeers;
+    struct ofi_list retry;      /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued;     /* queued ops without a peer (unexpected receives) */
+    struct ofi_list canceled;   /* canceled ops still with the provider */
+    atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
+
+    pthread_mutex_t ctx_lock; /* context pool and bounce cache */
+    struct ofi_ctx *ctx_free;
+    struct ofi_ctx_chunk *ctx_chunks;
+    struct ofi_bounce *bounce_free;
+    size_t bounce_free_count, bounce_free_bytes;
+
+    /* Sleep back-off without a wait fd: posts and completions raise the flag,
+     * the sleeper turns it into the time the idle period started. */
+    atomic_bool active;
+    _Atomic uint64_t idle_since_ns;
+
+    /* Polling after wake-ups without completions (ofi_traffic_poll). */
+    _Atomic uint64_t traffic_spin_ns, traffic_end_ns;
+
+    /* RMA check (proto->rma_unchecked). ctrl_lock is taken before the class
+     * lock, never after it. */
+    pthread_mutex_t ctrl_lock;
+    struct hgx_ofi_keytab keys;     /* our registrations, judged for peers */
+    struct na_slots cookies;        /* our ops waiting for answers */
+    struct ofi_list checking;       /* those ops, first deadline first */
+    _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
+    struct ofi_ctrl_rx *ctrl_rx;    /* OFI_CTRL_RECVS receives */
+    struct fid_mr *ctrl_rx_mr;      /* FI_MR_LOCAL providers */
+    atomic_int ctrl_unposted;       /* receives to post again */
+    struct ofi_ctrl_out *outbox;
+    atomic_size_t outbox_count;
+    atomic_ulong n_bad_ctrl;      /* malformed control messages dropped */
+    atomic_ulong n_check_refused; /* CHECKs we refused */
+    atomic_ulong n_stale_answers; /* answers for no waiting op (late, forged) */
+};
+
+static inline struct ofi_class *ofi_class(const na_class_t *na_class)
+{
+    return na_class->plugin_class;
+}
+
+static inline uint64_t ofi_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ofi_now_ms(void)
+{
+    return ofi_now_ns() / 1000000u;
+}
+
+/* For the sleep back-off of classes without a wait fd; no clock read on
+ * the fast path. */
+static inline void ofi_activity_mark(struct ofi_class *cls)
+{
+    if (cls->wait_fd < 0 && !atomic_load_explicit(&cls->active, memory_order_relaxed))
+        atomic_store_explicit(&cls->active, true, memory_order_relaxed);
+}
+
+/* One thread alone uses a class in NA_THREAD_MODE_SINGLE: no mutex then. */
+static inline void ofi_mutex_lock(const struct ofi_class *cls, pthread_mutex_t *m)
+{
+    if (!cls->single)
+        pthread_mutex_lock(m);
+}
+
+static inline void ofi_mutex_unlock(const struct ofi_class *cls, pthread_mutex_t *m)
+{
+    if (!cls->single)
+        pthread_mutex_unlock(m);
+}
+
+static inline struct ofi_peer *ofi_addr_peer(na_addr_t *addr)
+{
+    return ((struct ofi_addr *)addr)->peer;
+}
+
+static inline struct ofi_mem_handle *ofi_mh(na_mem_handle_t *mh)
+{
+    return (struct ofi_mem_handle *)mh;
+}
+
+static inline struct ofi_op *ofi_op(na_op_id_t *op)
+{
+    return na_op_plugin(op);
+}
+
+static inline void ofi_list_push(struct ofi_list *list, struct ofi_link *link, bool front)
+{
+    link->prev = front ? NULL : list->tail;
+    link->next = front ? list->head : NULL;
+    if (link->prev)
+        link->prev->next = link;
+    else
+        list->head = link;
+    if (link->next)
+        link->next->prev = link;
+    else
+        list->tail = link;
+    atomic_fetch_add(&list->count, 1);
+}
+
+static inline void ofi_list_remove(struct ofi_list *list, struct ofi_link *link)
+{
+    if (link->prev)
+        link->prev->next = link->next;
+    else
+        list->head = link->next;
+    if (link->next)
+        link->next->prev = link->prev;
+    else
+        list->tail = link->prev;
+    atomic_fetch_sub(&list->count, 1);
+}
+
+static inline bool ofi_op_is_rma(const struct ofi_op *oop)
+{
+    return oop->kind == OFI_OP_PUT || oop->kind == OFI_OP_GET;
+}
+
+/* Whether posting the parts allowed now ends the posting guard of a
+ * put/get (a gated get keeps it until its body is posted). */
+static inline bool ofi_post_ends_guard(const struct ofi_op *oop)
+{
+    return ofi_op_is_rma(oop) && oop->post_limit == oop->nparts;
+}
+
+/* A gated get whose body may be reading into the caller's memory: a cancel
+ * can no longer stop it, only wait for it. */
+static inline bool ofi_op_unstoppable(const struct ofi_op *oop)
+{
+    return oop->gated && atomic_load(&oop->gate_open);
+}
+
+static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
+{
+    return (uint64_t)context_id << OFI_TAG_CTX_SHIFT | tag;
+}
+
+static inline struct ofi_ctrl_rx *ofi_ctrl_rx_of(struct ofi_ctx *ctx)
+{
+    return (struct ofi_ctrl_rx *)((char *)ctx - offsetof(struct ofi_ctrl_rx, ctx));
+}
+
+/* Shared between the plugin's files, invisible outside the library. */
+#pragma GCC visibility push(hidden)
+
+/* ofi_class.c */
+na_return_t ofi_na_error(int err);
+const struct ofi_proto *ofi_proto_find(const char *name, size_t len);
+
+/* ofi_addr.c */
+bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, size_t *len);
+size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw,
+                           size_t len, char *buf, size_t buf_size);
+na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t len,
+                         struct ofi_peer **peer_p);
+void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer);
+void ofi_peer_ref(struct ofi_peer *peer);
+void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer);
+na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer,
+                                    fi_addr_t *fi_addr);
+na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer,
+                             fi_addr_t *fi_addr);
+na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_addr_t **addr_p);
+na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p);
+void ofi_addr_destroy(na_class_t *na_class, na_addr_t *addr);
+na_return_t ofi_addr_set_remove(na_class_t *na_class, na_addr_t *addr);
+na_return_t ofi_addr_self(na_class_t *na_class, na_addr_t **addr_p);
+bool ofi_addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2);
+bool ofi_addr_is_self(na_class_t *na_class, na_addr_t *addr);
+na_return_t ofi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
+                               na_addr_t *addr);
+size_t ofi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr);
+na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                               na_addr_t *addr);
+na_return_t ofi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
+                                 const void *buf, size_t buf_size);
+
+/* ofi_mem.c */
+struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
+                           uint64_t access, na_return_t *ret);
+void ofi_mr_close(struct fid_mr *mr);
+void *ofi_msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
+                        void **plugin_data_p);
+void ofi_msg_buf_free(na_class_t *na_class, void *buf, void *plugin_data);
+na_return_t ofi_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
+                                  unsigned long flags, na_mem_handle_t **mem_handle_p);
+na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
+                                           struct na_segment *segments,
+                                           size_t segment_count, unsigned long flags,
+                                           na_mem_handle_t **mem_handle_p);
+void ofi_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle);
+size_t ofi_mem_handle_get_max_segments(const na_class_t *na_class);
+na_return_t ofi_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle);
+na_return_t ofi_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle);
+size_t ofi_mem_handle_get_serialize_size(na_class_t *na_class,
+                                         na_mem_handle_t *mem_handle);
+na_return_t ofi_mem_handle_serialize(na_class_t *na_class, void *buf, size_t buf_size,
+                                     na_mem_handle_t *mem_handle);
+na_return_t ofi_mem_handle_deserialize(na_class_t *na_class,
+                                       na_mem_handle_t **mem_handle_p, const void *buf,
+                                       size_t buf_size);
+
+/* ofi_op.c */
+void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx);
+struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_peer *peer);
+void ofi_op_release(struct ofi_class *cls, struct ofi_op *oop);
+void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
+void ofi_part_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
+void ofi_parts_abandon(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
+void ofi_cancel_contexts_locked(struct ofi_class *cls, struct ofi_op *oop);
+void ofi_log_post_error(struct ofi_class *cls, const struct ofi_op *oop, const char *why);
+void ofi_retry_unlink_locked(struct ofi_class *cls, struct ofi_op *oop);
+na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async);
+void ofi_abandon_canceled(struct ofi_class *cls, struct ofi_op *oop);
+void ofi_retry_progress(struct ofi_class *cls);
+
+/* ofi_rma.c */
+void ofi_bounce_free(struct ofi_bounce *b);
+void ofi_bounce_put(struct ofi_bounce *b);
+void ofi_bounce_copy_out(const struct ofi_op *oop);
+ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx);
+void ofi_rma_part_end(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
+na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
+                    na_mem_handle_t *local, na_offset_t local_offset,
+                    na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
+                    na_addr_t *remote_addr);
+
+/* ofi_cq.c */
+bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
+                   unsigned char *raw, size_t *raw_len);
+int ofi_poll_get_fd(na_class_t *na_class, na_context_t *context);
+bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context);
+na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
+na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
+                          unsigned int timeout_ms);
+
+/* ofi_msg.c */
+size_t ofi_msg_get_max_unexpected_size(const na_class_t *na_class);
+size_t ofi_msg_get_max_expected_size(const na_class_t *na_class);
+size_t ofi_msg_get_unexpected_header_size(const na_class_t *na_class);
+na_tag_t ofi_msg_get_max_tag(const na_class_t *na_class);
+na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size);
+na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
+                                    na_op_id_t *op, const void *buf, size_t buf_size,
+                                    void *plugin_data, na_addr_t *dest_addr,
+                                    uint8_t dest_id, na_tag_t tag);
+na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
+                                  na_op_id_t *op, const void *buf, size_t buf_size,
+                                  void *plugin_data, na_addr_t *dest_addr,
+                                  uint8_t dest_id, na_tag_t tag);
+na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
+                                    na_op_id_t *op, void *buf, size_t buf_size,
+                                    void *plugin_data);
+na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
+                                  na_op_id_t *op, void *buf, size_t buf_size,
+                                  void *plugin_data, na_addr_t *source_addr,
+                                  uint8_t source_id, na_tag_t tag);
+
+/* ofi_ctrl.c */
+na_return_t ofi_ctrl_init(struct ofi_class *cls);
+void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_t ret,
+                       size_t len);
+void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop);
+bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop);
+void ofi_ctrl_progress(struct ofi_class *cls);
+
+/* ofi_cancel.c */
+na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
+void ofi_cancel_check(struct ofi_class *cls);
+
+#pragma GCC visibility pop
+
+#endif /* HGX_OFI_INT_H */
