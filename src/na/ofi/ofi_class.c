@@ -526,6 +526,7 @@ const struct na_ops na_ofi_ops = {
     .poll_try_wait = ofi_poll_try_wait,
     .poll = ofi_poll,
     .poll_wait = ofi_poll_wait,
+    .wakes_contexts = true,
     .cancel = ofi_cancel,
 };
 

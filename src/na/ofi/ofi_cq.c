@@ -195,13 +195,17 @@ na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *
  * most 1/8 of the gap, and while traffic flows the steps stay short. Our own
  * posts reset the idle clock, so a reply is polled for promptly.
  */
-static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_ms)
+static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
+                                   unsigned int timeout_ms)
 {
     uint64_t deadline = ofi_now_ns() + (uint64_t)timeout_ms * 1000000u;
 
     for (;;) {
         unsigned int count = ofi_progress(cls);
         uint64_t now = ofi_now_ns();
+        /* Another context's thread may have completed this one's ops. */
+        if (count == 0)
+            count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
         if (count > 0 || now >= deadline)
             return count;
         if (atomic_exchange_explicit(&cls->active, false, memory_order_relaxed))
@@ -222,7 +226,13 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_m
             continue;
         }
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)step};
-        nanosleep(&ts, NULL);
+        if (context->wake_fd < 0) {
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        struct pollfd pfd = {.fd = context->wake_fd, .events = POLLIN};
+        if (ppoll(&pfd, 1, &ts, NULL) > 0)
+            na_context_wake_drain(context);
     }
 }
 
@@ -235,7 +245,7 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, unsigned int timeout_m
  * a stream of transfers (a 1 MiB read takes ~400 us over loopback tcp) is
  * served without sleeping, while a lone wake-up costs only the short poll.
  * 1 MiB ofi+tcp pulls ran at 0.55x raw with a fixed 100 us poll, 0.79x with
- * this one (docs/performance.md, session 9). */
+ * this one (docs/performance.md, "Design choices, measured"). */
 static unsigned int ofi_traffic_poll(struct ofi_class *cls, uint64_t deadline_ns)
 {
     uint64_t now = ofi_now_ns();
@@ -265,7 +275,6 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
     struct ofi_class *cls = ofi_class(na_class);
     unsigned int count;
 
-    (void)context;
     /* Retries and deadlines need progress the fd does not announce. */
     bool retrying = atomic_load(&cls->retry.count) > 0 ||
                     atomic_load(&cls->outbox_count) > 0 ||
@@ -277,16 +286,24 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
     if (deadlines && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
     if (cls->wait_fd < 0) {
-        count = ofi_sleep_poll(cls, timeout_ms);
+        count = ofi_sleep_poll(cls, context, timeout_ms);
     } else {
         struct fid *fid = &cls->cq->fid;
         uint64_t deadline_ns = ofi_now_ns() + (uint64_t)timeout_ms * 1000000u;
         int woke = 0;
         if (fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS) {
-            struct pollfd pfd = {.fd = cls->wait_fd, .events = POLLIN};
-            woke = poll(&pfd, 1, (int)timeout_ms);
+            /* The context's wake fd fires when another context's thread
+             * took the event and queued a completion here. */
+            struct pollfd pfd[2] = {{.fd = cls->wait_fd, .events = POLLIN},
+                                    {.fd = context->wake_fd, .events = POLLIN}};
+            woke = poll(pfd, context->wake_fd >= 0 ? 2 : 1, (int)timeout_ms);
             if (woke < 0 && errno != EINTR)
                 HGX_LOG_ERROR(OFI, "poll on the CQ fd failed: %s", strerror(errno));
+            if (woke > 0 && context->wake_fd >= 0 && (pfd[1].revents & POLLIN)) {
+                na_context_wake_drain(context);
+                if (!(pfd[0].revents & POLLIN))
+                    woke = 0; /* no traffic of ours: no traffic poll */
+            }
         }
         count = ofi_progress(cls);
         if (count == 0 && woke > 0)
