@@ -151,10 +151,16 @@ static void cases_deregistered(const struct conf *c, const struct xfer *x,
     region_open(c, &gone, NA_MEM_READWRITE);
     NA_Mem_deregister(c->cls, gone.local);
     test_fill(mine->buf, REGION, 24);
+    /* The one transport difference left: libfabric 1.17's tcp provider answers
+     * an unknown key by closing the connection, so the origin learns only that
+     * the peer went away. The refusal itself (nothing read or written) is
+     * checked below on every transport. */
+    na_return_t refused =
+        strncmp(c->info, "ofi+tcp", 7) == 0 ? NA_HOSTUNREACH : NA_ACCESS;
     conf_code(c, "put.deregistered_target",
-              rma(c, x, true, mine->local, 0, gone.remote, 0, 64), NA_ACCESS);
+              rma(c, x, true, mine->local, 0, gone.remote, 0, 64), refused);
     conf_code(c, "get.deregistered_target",
-              rma(c, x, false, mine->local, 0, gone.remote, 0, 64), NA_ACCESS);
+              rma(c, x, false, mine->local, 0, gone.remote, 0, 64), refused);
     char zero[64] = {0};
     conf_true(c, "put.deregistered_untouched", memcmp(gone.buf, zero, 64) == 0,
               "target untouched");

@@ -17,8 +17,10 @@ bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, siz
         size_t plen = strlen(prefix);
         if (n <= plen || memcmp(raw, prefix, plen) != 0)
             return false;
+        /* Provider names are made of these; anything else (a '#' fragment,
+         * spaces, controls) is a malformed address, not another peer. */
         for (size_t i = plen; i < n; i++)
-            if (!isgraph(raw[i]))
+            if (!isalnum(raw[i]) && !strchr(":._-/", raw[i]))
                 return false;
         *len = n; /* drop the NUL libfabric may count */
         return true;
