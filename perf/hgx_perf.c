@@ -331,7 +331,7 @@ static void usage(FILE *f)
         "usage: hgx-perf [--transport ofi+tcp|ofi+shm|ucx+tcp|ucx+shm|mpi+static]\n"
         "                [--mode lat|rate|bw|cancel|scale] [--raw | --no-raw]\n"
         "                [--sizes A-B] [--iters N] [--repeat N] [--csv FILE] [--quiet]\n"
-        "                [--no-bind] [--no-block] [--raw-wait] [--thread-safe]\n"
+        "                [--no-bind] [--no-block] [--raw-wait] [--tuned]\n"
         "                [--clients N] [--runs FILE] [--na] [--server-cmd PREFIX]\n"
         "  lat: RPC round trip, payload A..B bytes (x4 steps; default 0-65536)\n"
         "  rate: RPCs/s with 1..64 in flight from each of --clients N (1-8)\n"
@@ -352,9 +352,10 @@ static void usage(FILE *f)
         "  object (an idle server then uses a whole CPU).\n"
         "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
         "  its default (blocking) mode; the raw loop still busy-polls.\n"
-        "  hgx runs with NA_THREAD_MODE_SINGLE (one thread per process, no locks);\n"
-        "  --thread-safe measures the default mode, whose locks let any thread\n"
-        "  post and progress.\n"
+        "  hgx runs in the library's default mode, as HG_Init gives it (thread-safe:\n"
+        "  any thread may post and progress); --tuned runs it with\n"
+        "  NA_THREAD_MODE_SINGLE (one thread per process, no locks), as the raw\n"
+        "  loops have. --thread-safe names the default explicitly.\n"
         "  --server-cmd PREFIX (ofi+tcp, ucx+tcp): start the server on another\n"
         "  host with `PREFIX /path/to/hgx-perf --serve-stdio OPTIONS` (e.g.\n"
         "  \"ssh node1\"; the same path there), bootstrap over its stdin/stdout;\n"
@@ -417,6 +418,7 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
     const char *sizes = NULL;
     cfg->transport = "ofi+tcp";
     cfg->mode = PERF_LAT;
+    cfg->thread_safe = 1; /* the library default; --tuned for NA_THREAD_MODE_SINGLE */
     cfg->iters = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -434,6 +436,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->raw_wait = 1;
         else if (!strcmp(o, "--thread-safe"))
             cfg->thread_safe = 1;
+        else if (!strcmp(o, "--tuned"))
+            cfg->thread_safe = 0;
         else if (!strcmp(o, "--na"))
             cfg->na_layer = 1;
         else if (!strcmp(o, "--serve-stdio"))
@@ -578,7 +582,8 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
            "point), values in %s",
            cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
            cfg->na_layer ? " (hgx column: NA alone, --na)" : "",
-           cfg->thread_safe ? " (hgx thread-safe)" : "",
+           cfg->thread_safe ? " (hgx default mode, thread-safe)"
+                            : " (hgx tuned: NA_THREAD_MODE_SINGLE)",
            cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
            cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
     if (cfg->clients > 1)

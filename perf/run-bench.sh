@@ -58,6 +58,7 @@ run() { # label launcher... ; appends one table row
 for t in ofi+tcp ofi+shm ucx+tcp ucx+shm; do
     echo "bench: $t" >&2
     run "$t" "$perf" --transport "$t"
+    run "$t (tuned: NA_THREAD_MODE_SINGLE)" "$perf" --transport "$t" --tuned
 done
 # Busy polling like the raw loop: no CQ wait fd (tcp's costs ~2 us a round trip).
 echo "bench: ofi+tcp (NA_NO_BLOCK)" >&2

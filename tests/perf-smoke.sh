@@ -57,6 +57,7 @@ for t in $transports; do
     np=0 np3=0
     case $t in mpi+*) np=2 np3=4 ;; esac
     check "$t lat" $np --transport "$t" --mode lat --sizes 0-1K --iters 200
+    check "$t lat, tuned" $np --transport "$t" --mode lat --sizes 0-1K --iters 200 --tuned
     check "$t lat, NA alone" $np --transport "$t" --mode lat --sizes 0-1K --iters 200 --na
     check "$t rate, 3 clients" $np3 --transport "$t" --mode rate --iters 50 --clients 3
     check "$t bw" $np --transport "$t" --mode bw --sizes 4K-1M --iters 5
