@@ -4,7 +4,7 @@ set -e
 PKGS="build-essential autoconf automake libtool pkg-config libcmocka-dev \
 libfabric-dev libfabric-bin libucx-dev ucx-utils \
 libopenmpi-dev openmpi-bin libmpich-dev mpich libisal-dev libboost-dev valgrind cmake clang libclang-rt-14-dev iproute2 bc \
-doxygen"
+doxygen clang-format"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
