@@ -7,7 +7,8 @@
  * context. Each must complete on its own context, with its tag and data. A
  * message for an id the server does not have (the client's class allows
  * more contexts) must reach no context, be counted as dropped and not be
- * kept. Runs over ucx+tcp and ucx+shm, client and server in one process.
+ * kept. Cancelling a receive on one context leaves the other's posted.
+ * Runs over ucx+tcp and ucx+shm, client and server in one process.
  */
 #include "na_test_proto.h"
 
@@ -209,12 +210,35 @@ static void check_posted(struct pair *p)
     }
 }
 
+/* A receive cancelled on context 1 leaves context 0's posted: the next
+ * message for id 1 is kept, not handed to context 0. */
+static void check_cancel(struct pair *p)
+{
+    post_on(p, 0);
+    post_on(p, 1);
+    assert_int_equal(NA_Cancel(p->srv, p->sctx[1], p->rop[1]), NA_SUCCESS);
+    assert_true(pump_until(p, &p->got[1].count, 1));
+    assert_int_equal(p->got[1].ret, NA_CANCELED);
+    send_to(p, 1, 400);
+    double deadline = test_now() + CTX_TIMEOUT_S;
+    while (na_ucx_held_count(NULL) < 1 && test_now() < deadline)
+        pump(p);
+    assert_int_equal(na_ucx_held_count(NULL), 1);
+    assert_int_equal(p->got[0].count, 0);
+    post_on(p, 1);
+    expect_on(p, 1, 400);
+    assert_int_equal(NA_Cancel(p->srv, p->sctx[0], p->rop[0]), NA_SUCCESS);
+    assert_true(pump_until(p, &p->got[0].count, 1));
+    assert_int_equal(p->got[0].ret, NA_CANCELED);
+}
+
 static void run(const char *proto)
 {
     struct pair p = {0};
     pair_open(&p, proto);
     check_kept(&p);
     check_posted(&p);
+    check_cancel(&p);
     pair_close(&p);
 }
 

@@ -383,12 +383,12 @@ static na_return_t ucx_finalize(na_class_t *na_class)
     return NA_SUCCESS;
 }
 
+/* A context's plugin data is its id's unexpected receives and kept messages
+ * (NA checked id against max_contexts): one load finds them. */
 static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context,
                                       uint8_t id)
 {
-    (void)na_class;
-    (void)id;
-    context->plugin_context = NULL;
+    context->plugin_context = &ucx_cls(na_class)->unexp[id];
     return NA_SUCCESS;
 }
 

@@ -15,8 +15,9 @@
  * the NA tag and the id of the context it is for (little-endian): the plugin
  * matches it itself, to the newest receive posted on that context, or keeps
  * it (in arrival order, per context) until one is posted there. Every context
- * id has its own receives and kept messages, found by indexing an array
- * sized by the class's max_contexts, so one context costs no search. Expected
+ * id has its own receives and kept messages, an entry of an array sized by
+ * the class's max_contexts: the handler indexes it by the header's id, a
+ * context's plugin data points at its entry, so nothing is searched. Expected
  * messages need no context id: their NA tag names the operation (HG's
  * cookie, unique in the origin's class), and each is posted once.
  * The header leads the data rather than riding as the active message's own

@@ -414,6 +414,21 @@ na_return_t ucx_am_handler_set(struct ucx_class *cls)
     return NA_SUCCESS;
 }
 
+/* Hand box's oldest kept message to uop. Out of line: a receive posted
+ * before its message arrives, the common case, then needs no registers for
+ * this path. Lock held. */
+static __attribute__((noinline)) void
+ucx_unexp_take_held(struct ucx_class *cls, struct ucx_unexp_box *box, struct ucx_op *uop)
+{
+    struct ucx_held *m = box->held_head;
+    box->held_head = m->next;
+    if (!box->held_head)
+        box->held_tail = NULL;
+    ucx_held_add(cls, -1);
+    ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
+    free(m);
+}
+
 /* A posted receive takes the oldest message kept for its context, or waits
  * first in that context's line for the next (ucx_int.h says why). */
 na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
@@ -422,24 +437,17 @@ na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
-    struct ucx_unexp_box *box = &cls->unexp[context->id];
     (void)plugin_data;
 
     ucx_op_start(uop, UCX_OP_RECV_UNEXP, cls);
     uop->rbuf = buf;
     uop->rsize = buf_size;
     hgx_lock(&cls->lock);
-    struct ucx_held *m = box->held_head;
-    if (m) {
-        box->held_head = m->next;
-        if (!box->held_head)
-            box->held_tail = NULL;
-        ucx_held_add(cls, -1);
-        ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
-        free(m);
-    } else {
+    struct ucx_unexp_box *box = context->plugin_context;
+    if (box->held_head)
+        ucx_unexp_take_held(cls, box, uop);
+    else
         ucx_queue_push_front(&box->posted, uop);
-    }
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }
