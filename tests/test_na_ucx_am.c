@@ -27,15 +27,17 @@
 #define RAW_CLIENT_ID 0x1234u
 #define GOOD_TAG 77u
 
-#define HDR 8 /* the plugin's header: sender id, tag */
+#define HDR 12 /* the plugin's header: sender id, tag, target context id */
 
 long na_ucx_held_count(long *peak);
 
+/* The header of a message for context 0. */
 static void put_hdr(unsigned char *p, uint32_t sender, uint32_t tag)
 {
     for (int i = 0; i < 4; i++) {
         p[i] = (unsigned char)(sender >> (8 * i));
         p[4 + i] = (unsigned char)(tag >> (8 * i));
+        p[8 + i] = 0;
     }
 }
 
@@ -151,7 +153,8 @@ static void test_malformed(void **state)
     raw_connect(&rc, addr);
     progress_both(cls, ctx, &rc, 200, NULL); /* wire-up */
 
-    /* Messages start with the plugin's header: sender id, tag (little-endian). */
+    /* Messages start with the plugin's header: sender id, tag, context id
+     * (little-endian). */
     size_t big = size + 1024;
     unsigned char *good = malloc(HDR + big), *stranger = malloc(HDR + 16);
     assert_non_null(good);

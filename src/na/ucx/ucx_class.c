@@ -282,11 +282,13 @@ static void ucx_class_free(struct ucx_class *cls)
         ucx_tx_end(cls->tx_head);
     na_slots_fini(&cls->regions);
     na_slots_fini(&cls->rma_ops);
-    while (cls->held_head) {
-        struct ucx_held *m = cls->held_head;
-        cls->held_head = m->next;
-        ucx_held_add(cls, -1);
-        free(m);
+    for (unsigned i = 0; i < cls->n_unexp; i++) {
+        while (cls->unexp[i].held_head) {
+            struct ucx_held *m = cls->unexp[i].held_head;
+            cls->unexp[i].held_head = m->next;
+            ucx_held_add(cls, -1);
+            free(m);
+        }
     }
     if (cls->listener)
         ucp_listener_destroy(cls->listener);
@@ -319,12 +321,15 @@ static unsigned ucx_env_send_window(void)
 static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info,
                                   bool listen)
 {
-    struct ucx_class *cls = calloc(1, sizeof(*cls));
+    unsigned n_unexp = na_class->max_contexts;
+    struct ucx_class *cls =
+        calloc(1, sizeof(*cls) + n_unexp * sizeof(struct ucx_unexp_box));
     char str[UCX_ADDR_STR_MAX];
     na_return_t ret;
 
     if (!cls)
         return NA_NOMEM;
+    cls->n_unexp = n_unexp;
     hgx_lock_init_mode(&cls->lock, na_class->single);
     cls->na_class = na_class;
     cls->efd = -1;
@@ -378,12 +383,12 @@ static na_return_t ucx_finalize(na_class_t *na_class)
     return NA_SUCCESS;
 }
 
+/* A context's plugin data is its id's unexpected receives and kept messages
+ * (NA checked id against max_contexts): one load finds them. */
 static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context,
                                       uint8_t id)
 {
-    (void)na_class;
-    (void)id;
-    context->plugin_context = NULL;
+    context->plugin_context = &ucx_cls(na_class)->unexp[id];
     return NA_SUCCESS;
 }
 

@@ -11,9 +11,15 @@
  * endpoint to an id. An expected message's 64-bit tag is
  *   bits 32..62: sender id | bits 0..31: NA tag,
  * matched by UCX against the posted receive. An unexpected message is an
- * eager active message whose data leads with an 8-byte header, the sender id
- * and the NA tag (little-endian): the plugin matches it itself, to the newest
- * posted receive, or keeps it (in arrival order) until a receive is posted.
+ * eager active message whose data leads with a 12-byte header, the sender id,
+ * the NA tag and the id of the context it is for (little-endian): the plugin
+ * matches it itself, to the newest receive posted on that context, or keeps
+ * it (in arrival order, per context) until one is posted there. Every context
+ * id has its own receives and kept messages, an entry of an array sized by
+ * the class's max_contexts: the handler indexes it by the header's id, a
+ * context's plugin data points at its entry, so nothing is searched. Expected
+ * messages need no context id: their NA tag names the operation (HG's
+ * cookie, unique in the origin's class), and each is posted once.
  * The header leads the data rather than riding as the active message's own
  * header: UCP sends an active message with a header through the transport's
  * gather path, which cost about 350 cycles more per send over shm than one
@@ -110,9 +116,10 @@ struct ucx_queue {
 };
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
- * (4 bytes), little-endian. Untrusted: the message must hold it and the
- * sender must be a known peer. */
-#define UCX_UNEXP_HDR 8
+ * (4 bytes), target context id (4 bytes), little-endian. Untrusted: the
+ * message must hold it, the sender must be a known peer and the context id
+ * below the receiving class's max_contexts. */
+#define UCX_UNEXP_HDR 12
 /* Unexpected messages of up to this many bytes, header included, are sent
  * from a copy in the op (one contiguous buffer: the inline path). */
 #define UCX_STAGE_MAX 128
@@ -124,6 +131,14 @@ struct ucx_held {
     uint32_t tag;
     size_t len;
     char data[];
+};
+
+/* Unexpected messages for one context id: the receives posted on it (newest
+ * first) and the messages that arrived for it while none was (arrival
+ * order). */
+struct ucx_unexp_box {
+    struct ucx_queue posted;
+    struct ucx_held *held_head, *held_tail;
 };
 
 /* Connection state of a peer; every change goes through ucx_peer_move,
@@ -178,11 +193,7 @@ struct ucx_class {
     struct ucx_peer *peers;
     struct ucx_peer *self;
     struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
-    /* Unexpected messages are active messages, matched here: posted receives
-     * and messages that found none, both in arrival order. */
-    struct ucx_queue unexp;
-    struct ucx_held *held_head, *held_tail;
-    unsigned held;
+    unsigned held;              /* unexpected messages kept, over every context id */
     unsigned escalate_ms;
     long closing;            /* forced ep closes not finished yet */
     long queued;             /* ops in the peers' queues (resources, wire-up) */
@@ -191,6 +202,10 @@ struct ucx_class {
     struct na_slots regions; /* registered handles, named by peers' requests */
     struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
     struct ucx_tx *tx_head;  /* peers' transfers of our regions in flight */
+    /* Unexpected messages are active messages, matched here per target
+     * context id: n_unexp (max_contexts) entries, indexed by the id. */
+    unsigned n_unexp;
+    struct ucx_unexp_box unexp[];
 };
 
 /* A segment of a handle. Remote handles know only the lengths (base 0): the

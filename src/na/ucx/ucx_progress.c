@@ -225,12 +225,13 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
-    (void)context;
 
     hgx_lock(&cls->lock);
     switch (uop->kind) {
     case UCX_OP_RECV_UNEXP:
-        if (ucx_queue_remove(&cls->unexp, uop))
+        /* NA passes the context the receive was posted on: its box. */
+        if (ucx_queue_remove(&((struct ucx_unexp_box *)context->plugin_context)->posted,
+                             uop))
             na_op_complete(op, NA_CANCELED);
         break;
     case UCX_OP_RECV_EXP:
