@@ -296,6 +296,7 @@ static void ucx_class_free(struct ucx_class *cls)
         ucp_worker_destroy(cls->worker);
     if (cls->context)
         ucp_cleanup(cls->context);
+    hgx_lock_fini(&cls->lock);
     free(cls);
 }
 
@@ -330,7 +331,9 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     if (!cls)
         return NA_NOMEM;
     cls->n_unexp = n_unexp;
-    hgx_lock_init_mode(&cls->lock, na_class->single);
+    /* Held across ucp_worker_progress, which may run long: a mutex, never a
+     * spin lock (hgx_lock.h); no lock at all for a single-thread class. */
+    hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     cls->na_class = na_class;
     cls->efd = -1;
     cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
