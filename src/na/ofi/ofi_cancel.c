@@ -29,7 +29,7 @@ na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
         ofi_retry_unlink_locked(cls, oop);
     if (!dequeued || oop->posted > 0) {
         oop->cancel_listed = true;
-        oop->cancel_deadline_ms = ofi_now_ms() + OFI_CANCEL_ESCALATE_MS;
+        oop->cancel_deadline_ms = hgx_clock_now_ms() + OFI_CANCEL_ESCALATE_MS;
         ofi_list_push(&cls->canceled, &oop->cancel_link, false);
         ofi_cancel_contexts_locked(cls, oop);
     }
@@ -85,7 +85,7 @@ static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
 void ofi_cancel_check(struct ofi_class *cls)
 {
     while (atomic_load(&cls->canceled.count) > 0) {
-        uint64_t now = ofi_now_ms();
+        uint64_t now = hgx_clock_now_ms();
         struct ofi_op *forced = NULL;
         size_t claimed = 0;
 

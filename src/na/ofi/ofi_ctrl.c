@@ -83,7 +83,7 @@ static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer,
         return -FI_ENOMEM;
     ofi_peer_ref(peer);
     o->peer = peer;
-    o->deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    o->deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
     o->len = len;
     memcpy(o->buf, buf, len);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
@@ -108,7 +108,7 @@ static void ofi_ctrl_flush(struct ofi_class *cls)
     cls->outbox = NULL;
     atomic_store(&cls->outbox_count, 0);
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    uint64_t now = ofi_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     for (struct ofi_ctrl_out *o = list, *next; o; o = next) {
         next = o->next;
         ssize_t rc = ofi_ctrl_inject(cls, o->peer, o->buf, o->len);
@@ -289,8 +289,8 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     oop->checks_left = 0;
     for (struct ofi_rma_cursor c = cur; c.left > 0; oop->checks_left++)
         ofi_check_ranges(&c, ranges);
-    oop->check_deadline_ms = ofi_now_ms() + OFI_CHECK_TIMEOUT_MS;
-    atomic_store_explicit(&cls->check_sent_ns, ofi_now_ns(), memory_order_relaxed);
+    oop->check_deadline_ms = hgx_clock_now_ms() + OFI_CHECK_TIMEOUT_MS;
+    atomic_store_explicit(&cls->check_sent_ns, hgx_clock_now_ns(), memory_order_relaxed);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     uint32_t index, gen;
     bool ok = na_slots_add(&cls->cookies, oop, &index, &gen);
@@ -341,7 +341,7 @@ static void ofi_check_expire(struct ofi_class *cls)
 
     if (atomic_load(&cls->checking.count) == 0)
         return;
-    uint64_t now = ofi_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     while (cls->checking.head &&
            OFI_OP_OF(cls->checking.head, check_link)->check_deadline_ms <= now) {

@@ -44,6 +44,7 @@
 #ifndef HGX_OFI_INT_H
 #define HGX_OFI_INT_H
 
+#include "hgx_clock.h"
 #include "hgx_spin.h"
 #include "na_netif.h"
 #include "na_ofi_check.h"
@@ -114,11 +115,6 @@
 /* Without a wait fd, poll without sleeping this long after a CHECK left: its
  * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
 #define OFI_CHECK_SPIN_NS 200000
-/* Idle back-off without a wait fd (shm): sleep 1/OFI_SLEEP_IDLE_DIV of the
- * time since the last post or completion, within these bounds. */
-#define OFI_SLEEP_MIN_NS 1000
-#define OFI_SLEEP_MAX_NS 4000000
-#define OFI_SLEEP_IDLE_DIV 8
 /* Polling after traffic without completions: OFI_TRAFFIC_SPIN_MIN_NS after a
  * lone wake-up, doubling up to OFI_TRAFFIC_SPIN_MAX_NS while such wake-ups
  * follow each other within OFI_TRAFFIC_GAP_MUL spins (see ofi_traffic_poll). */
@@ -425,18 +421,6 @@ struct ofi_class {
 static inline struct ofi_class *ofi_class(const na_class_t *na_class)
 {
     return na_class->plugin_class;
-}
-
-static inline uint64_t ofi_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t ofi_now_ms(void)
-{
-    return ofi_now_ns() / 1000000u;
 }
 
 /* For the sleep back-off of classes without a wait fd; no clock read on

@@ -287,7 +287,7 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
             return ofi_post_failed(cls, oop, ofi_na_error((int)-rc), async);
         }
     }
-    oop->retry_deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    oop->retry_deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
     ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
     ofi_list_push(&cls->retry, &oop->retry_link, false);
@@ -346,7 +346,7 @@ void ofi_retry_progress(struct ofi_class *cls)
 
     if (atomic_load(&cls->retry.count) == 0)
         return;
-    uint64_t now = ofi_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     ofi_mutex_lock(cls, &cls->lock);
     for (struct ofi_link *link = cls->retry.head, *next; link; link = next) {
         struct ofi_op *oop = OFI_OP_OF(link, retry_link);
