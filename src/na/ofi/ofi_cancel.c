@@ -20,7 +20,8 @@ na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
     }
     ofi_mutex_lock(cls, &cls->lock);
     /* The completion may have been handled meanwhile, or the op reposted. */
-    if (!na_op_cancel_requested(op) || atomic_load(&oop->done) || oop->cancel_listed) {
+    if (!na_op_cancel_requested(op) || atomic_load(&oop->done) ||
+        hgx_list_linked(&oop->cancel_link)) {
         ofi_mutex_unlock(cls, &cls->lock);
         return NA_SUCCESS;
     }
@@ -28,9 +29,8 @@ na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
     if (dequeued)
         ofi_retry_unlink_locked(cls, oop);
     if (!dequeued || oop->posted > 0) {
-        oop->cancel_listed = true;
         oop->cancel_deadline_ms = hgx_clock_now_ms() + OFI_CANCEL_ESCALATE_MS;
-        ofi_list_push(&cls->canceled, &oop->cancel_link, false);
+        ofi_list_push(&cls->canceled, &oop->cancel_link);
         ofi_cancel_contexts_locked(cls, oop);
     }
     ofi_mutex_unlock(cls, &cls->lock);
@@ -71,7 +71,6 @@ static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
     HGX_LOG_WARNING(OFI, "canceled operation still pending after %d ms; completing it",
                     OFI_CANCEL_ESCALATE_MS + OFI_CANCEL_FORCE_MS);
     ofi_list_remove(&cls->canceled, &oop->cancel_link);
-    oop->cancel_listed = false;
     for (size_t i = 0; i < oop->posted; i++)
         if (oop->parts[i] && atomic_exchange(&oop->parts[i]->op, NULL)) {
             oop->parts[i] = NULL;
@@ -90,15 +89,17 @@ void ofi_cancel_check(struct ofi_class *cls)
         size_t claimed = 0;
 
         ofi_mutex_lock(cls, &cls->lock);
-        for (struct ofi_link *link = cls->canceled.head; link && !forced;
-             link = link->next) {
-            struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
+        struct hgx_list *link;
+        hgx_list_for_each(link, &cls->canceled.head)
+        {
+            struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, cancel_link);
             if (!oop->escalated && now >= oop->cancel_deadline_ms)
                 ofi_cancel_escalate_locked(cls, oop);
             else if (oop->escalated && ofi_cancel_may_force(cls, oop) &&
                      now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;
+                break;
             }
         }
         ofi_mutex_unlock(cls, &cls->lock);

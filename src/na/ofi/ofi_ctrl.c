@@ -297,7 +297,7 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     if (ok) {
         oop->cookie = na_slots_cookie(index, gen);
         oop->checking = true;
-        ofi_list_push(&cls->checking, &oop->check_link, false);
+        ofi_list_push(&cls->checking, &oop->check_link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
     if (!ok) {
@@ -337,23 +337,21 @@ bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop)
 /* Origin: ops whose target did not answer in time end as unreachable. */
 static void ofi_check_expire(struct ofi_class *cls)
 {
-    struct ofi_link *out = NULL;
+    struct hgx_list out, *link;
 
     if (atomic_load(&cls->checking.count) == 0)
         return;
     uint64_t now = hgx_clock_now_ms();
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    while (cls->checking.head &&
-           OFI_OP_OF(cls->checking.head, check_link)->check_deadline_ms <= now) {
-        struct ofi_link *link = cls->checking.head;
-        ofi_check_claim_locked(cls, OFI_OP_OF(link, check_link));
-        link->next = out;
-        out = link;
+    hgx_list_init(&out);
+    while ((link = hgx_list_first(&cls->checking.head)) &&
+           hgx_list_entry(link, struct ofi_op, check_link)->check_deadline_ms <= now) {
+        ofi_check_claim_locked(cls, hgx_list_entry(link, struct ofi_op, check_link));
+        hgx_list_push_back(&out, link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    while (out) {
-        struct ofi_op *oop = OFI_OP_OF(out, check_link);
-        out = out->next;
+    while ((link = hgx_list_pop_front(&out))) {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, check_link);
         char why[64];
         snprintf(why, sizeof(why), "no answer to its RMA check in %d ms",
                  OFI_CHECK_TIMEOUT_MS);

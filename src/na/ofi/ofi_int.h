@@ -44,7 +44,9 @@
 #ifndef HGX_OFI_INT_H
 #define HGX_OFI_INT_H
 
+#include "hgx_assert.h"
 #include "hgx_clock.h"
+#include "hgx_list.h"
 #include "hgx_spin.h"
 #include "na_netif.h"
 #include "na_ofi_check.h"
@@ -263,18 +265,12 @@ struct ofi_ctx_chunk {
     struct ofi_ctx ctx[OFI_CTX_CHUNK];
 };
 
-/* Intrusive list of ops (retry queue, cancel list), under the class lock. */
-struct ofi_link {
-    struct ofi_link *prev, *next;
-};
-
+/* A list of ops (retry queue, cancel list, checks) under its lock, with a
+ * count that progress reads without the lock to skip an empty list. */
 struct ofi_list {
-    struct ofi_link *head, *tail;
-    atomic_size_t count; /* read without the lock to skip empty lists */
+    struct hgx_list head;
+    atomic_size_t count;
 };
-
-#define OFI_OP_OF(link, member)                                                          \
-    ((struct ofi_op *)((char *)(link)-offsetof(struct ofi_op, member)))
 
 enum ofi_op_kind {
     OFI_OP_SEND,
@@ -323,21 +319,25 @@ struct ofi_op {
     atomic_int part_ret;      /* first error of a put/get part */
 
     atomic_bool done; /* provider completion handled */
+    /* In the retry queue. Not hgx_list_linked(&retry_link): a pass over the
+     * queue moves the ops it takes out to a list of its own and ends them
+     * after dropping the lock, when cancel must no longer find them. */
     bool retry_queued;
     uint64_t retry_deadline_ms; /* give up refused posts then */
     ssize_t retry_rc;           /* outcome of the last retry */
-    struct ofi_link retry_link;
-    bool cancel_listed, escalated;
+    struct hgx_list retry_link;
+    bool escalated;
     uint64_t cancel_deadline_ms; /* escalate, then force OFI_CANCEL_FORCE_MS later */
-    struct ofi_link cancel_link;
+    struct hgx_list cancel_link; /* linked while on the cancel list */
     /* RMA check (proto->rma_unchecked): while checking, the op waits for
      * checks_left answers to its cookie, listed in cls->checking. Whoever
-     * clears checking under ctrl_lock owns the op's next step. */
+     * clears checking under ctrl_lock owns the op's next step (as for
+     * retry_queued, expired ops move on to a list of their own). */
     bool checking;
     size_t checks_left;
     uint64_t cookie;
     uint64_t check_deadline_ms;
-    struct ofi_link check_link;
+    struct hgx_list check_link;
 };
 
 /* A receive kept posted for control messages. */
@@ -459,31 +459,24 @@ static inline struct ofi_op *ofi_op(na_op_id_t *op)
     return na_op_plugin(op);
 }
 
-static inline void ofi_list_push(struct ofi_list *list, struct ofi_link *link, bool front)
+static inline void ofi_list_init(struct ofi_list *list)
 {
-    link->prev = front ? NULL : list->tail;
-    link->next = front ? list->head : NULL;
-    if (link->prev)
-        link->prev->next = link;
-    else
-        list->head = link;
-    if (link->next)
-        link->next->prev = link;
-    else
-        list->tail = link;
+    hgx_list_init(&list->head);
+    atomic_init(&list->count, 0);
+}
+
+static inline void ofi_list_push(struct ofi_list *list, struct hgx_list *link)
+{
+    HGX_ASSERT(!hgx_list_linked(link));
+    hgx_list_push_back(&list->head, link);
     atomic_fetch_add(&list->count, 1);
 }
 
-static inline void ofi_list_remove(struct ofi_list *list, struct ofi_link *link)
+static inline void ofi_list_remove(struct ofi_list *list, struct hgx_list *link)
 {
-    if (link->prev)
-        link->prev->next = link->next;
-    else
-        list->head = link->next;
-    if (link->next)
-        link->next->prev = link->prev;
-    else
-        list->tail = link->prev;
+    HGX_ASSERT(hgx_list_linked(link));
+    HGX_ASSERT(atomic_load(&list->count) > 0);
+    hgx_list_remove(link);
     atomic_fetch_sub(&list->count, 1);
 }
 

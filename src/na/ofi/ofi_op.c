@@ -64,9 +64,11 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     oop->post_limit = 1;
     oop->posted = 0;
     oop->retry_queued = false;
-    oop->cancel_listed = false;
+    hgx_list_init(&oop->retry_link);
+    hgx_list_init(&oop->cancel_link);
     oop->escalated = false;
     oop->checking = false;
+    hgx_list_init(&oop->check_link);
     atomic_store(&oop->done, false);
     return oop;
 }
@@ -98,9 +100,8 @@ void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
     atomic_store(&oop->done, true);
     if (na_op_cancel_requested(op)) {
         ofi_mutex_lock(cls, &cls->lock);
-        if (oop->cancel_listed)
+        if (hgx_list_linked(&oop->cancel_link))
             ofi_list_remove(&cls->canceled, &oop->cancel_link);
-        oop->cancel_listed = false;
         ofi_mutex_unlock(cls, &cls->lock);
         /* Report the truth so that a cancel never hides a transfer: an op
          * that completed keeps NA_SUCCESS (its data moved), one that ended
@@ -218,7 +219,7 @@ static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool guard)
      * op may be complete already: only a listed op is known to be alive. */
     if (na_op_cancel_requested(na_op_from_plugin(oop))) {
         ofi_mutex_lock(cls, &cls->lock);
-        if (oop->cancel_listed)
+        if (hgx_list_linked(&oop->cancel_link))
             ofi_cancel_contexts_locked(cls, oop);
         ofi_mutex_unlock(cls, &cls->lock);
     }
@@ -290,7 +291,7 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
     oop->retry_deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
     ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
-    ofi_list_push(&cls->retry, &oop->retry_link, false);
+    ofi_list_push(&cls->retry, &oop->retry_link);
     atomic_fetch_add(ofi_queued_count(cls, oop), 1);
     ofi_mutex_unlock(cls, &cls->lock);
     return NA_SUCCESS;
@@ -342,17 +343,18 @@ void ofi_retry_progress(struct ofi_class *cls)
 {
     struct ofi_peer *blocked[OFI_RETRY_BLOCKED_MAX];
     size_t nblocked = 0;
-    struct ofi_link *out = NULL;
+    struct hgx_list out, *link, *next;
 
     if (atomic_load(&cls->retry.count) == 0)
         return;
     uint64_t now = hgx_clock_now_ms();
     ofi_mutex_lock(cls, &cls->lock);
-    for (struct ofi_link *link = cls->retry.head, *next; link; link = next) {
-        struct ofi_op *oop = OFI_OP_OF(link, retry_link);
+    hgx_list_init(&out);
+    hgx_list_for_each_safe(link, next, &cls->retry.head)
+    {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, retry_link);
         ssize_t rc;
         bool guard = ofi_post_ends_guard(oop);
-        next = link->next;
         if (na_op_cancel_requested(na_op_from_plugin(oop)) && !ofi_op_unstoppable(oop))
             rc = -FI_ECANCELED;
         else if (now >= oop->retry_deadline_ms)
@@ -373,13 +375,11 @@ void ofi_retry_progress(struct ofi_class *cls)
         if (rc == 0 && !guard)
             continue;
         oop->retry_rc = rc;
-        link->next = out;
-        out = link;
+        hgx_list_push_back(&out, link);
     }
     ofi_mutex_unlock(cls, &cls->lock);
-    while (out) {
-        struct ofi_op *oop = OFI_OP_OF(out, retry_link);
-        out = out->next;
+    while ((link = hgx_list_pop_front(&out))) {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, retry_link);
         ofi_retry_end(cls, oop, oop->retry_rc);
     }
 }
