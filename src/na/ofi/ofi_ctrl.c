@@ -256,18 +256,27 @@ void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
 }
 
-/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES. */
-static size_t ofi_check_ranges(struct ofi_rma_cursor *cur, struct hgx_ofi_range *ranges)
+/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES:
+ * one per remote segment, its runs merged. */
+static size_t ofi_check_ranges(struct na_seg_cursor *cur, struct hgx_ofi_range *ranges)
 {
-    size_t n = 0;
+    size_t n = 0, last = SIZE_MAX;
+    struct na_seg_cursor before = *cur;
+    struct na_seg_run run;
 
-    for (; n < HGX_OFI_CHECK_MAX_RANGES && cur->left > 0; cur->rseg++, cur->roff = 0) {
-        const struct ofi_seg *rs = &cur->remote->segs[cur->rseg];
-        uint64_t len = rs->len - cur->roff < cur->left ? rs->len - cur->roff : cur->left;
-        if (len > 0) {
-            ranges[n++] = (struct hgx_ofi_range){rs->key, rs->addr + cur->roff, len};
-            cur->left -= len;
+    while (na_seg_cursor_next(cur, &run)) {
+        if (run.remote_index == last) {
+            ranges[n - 1].len += run.len;
+        } else if (n == HGX_OFI_CHECK_MAX_RANGES) {
+            *cur = before; /* the run starts the next CHECK */
+            break;
+        } else {
+            const struct ofi_seg *rs = ofi_seg_at(&cur->remote, run.remote_index);
+            ranges[n++] =
+                (struct hgx_ofi_range){rs->key, rs->addr + run.remote_offset, run.len};
+            last = run.remote_index;
         }
+        before = *cur;
     }
     return n;
 }
@@ -280,14 +289,14 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
 {
     unsigned char buf[sizeof(cls->ctrl_rx->buf)];
     struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
-    struct ofi_rma_cursor cur = oop->cur;
+    struct na_seg_cursor cur = oop->cur;
     struct ofi_peer *peer = oop->peer;
     unsigned int access =
         oop->kind == OFI_OP_PUT ? HGX_OFI_CHECK_WRITE : HGX_OFI_CHECK_READ;
     ssize_t rc = 0;
 
     oop->checks_left = 0;
-    for (struct ofi_rma_cursor c = cur; c.left > 0; oop->checks_left++)
+    for (struct na_seg_cursor c = cur; c.left > 0; oop->checks_left++)
         ofi_check_ranges(&c, ranges);
     oop->check_deadline_ms = hgx_clock_now_ms() + OFI_CHECK_TIMEOUT_MS;
     atomic_store_explicit(&cls->check_sent_ns, hgx_clock_now_ns(), memory_order_relaxed);

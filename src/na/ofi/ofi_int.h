@@ -49,6 +49,7 @@
 #include "hgx_list.h"
 #include "hgx_spin.h"
 #include "na_netif.h"
+#include "na_seg_cursor.h"
 #include "na_ofi_check.h"
 #include "na_slots.h"
 #include "na_plugin.h"
@@ -280,14 +281,6 @@ enum ofi_op_kind {
     OFI_OP_GET
 };
 
-/* Position in the local and remote segment lists of a put/get. */
-struct ofi_rma_cursor {
-    const struct ofi_mem_handle *local, *remote;
-    size_t lseg, rseg;   /* current segments */
-    uint64_t loff, roff; /* offsets inside them */
-    uint64_t left;       /* bytes still to describe */
-};
-
 /* Per-op state living in the op id (na_op_plugin). */
 struct ofi_op {
     enum ofi_op_kind kind;
@@ -301,18 +294,18 @@ struct ofi_op {
     struct ofi_bounce *bounce; /* a bounced get's (or head's) landing area */
     const struct ofi_mem_handle *user_mh; /* where a bounced get is copied */
     uint64_t user_off;
-    struct ofi_mem_handle bounce_mh; /* bounce buffer as a one-segment handle */
+    struct ofi_seg bounce_seg; /* the bounce buffer as a segment list */
     /* Gated get (OFI_CANCEL_FORCE_GETS): parts past post_limit wait for the
      * head; whoever ends the head decides, under the class lock, whether the
      * gate opens (body posted from body_cur) or the body is abandoned. */
     bool gated;
     atomic_bool gate_open;
     size_t post_limit; /* parts that may be posted now */
-    struct ofi_rma_cursor body_cur;
+    struct na_seg_cursor body_cur;
 
     /* Messages have one part; put/get one per provider operation. */
-    struct ofi_rma_cursor cur; /* first byte of the next part to post */
-    struct ofi_ctx **parts;    /* contexts of posted parts (&one_part for one) */
+    struct na_seg_cursor cur; /* first byte of the next part to post */
+    struct ofi_ctx **parts;   /* contexts of posted parts (&one_part for one) */
     struct ofi_ctx *one_part;
     size_t nparts, posted;
     atomic_size_t parts_left; /* parts in flight or unposted, + 1 while posting */
@@ -452,6 +445,18 @@ static inline struct ofi_peer *ofi_addr_peer(na_addr_t *addr)
 static inline struct ofi_mem_handle *ofi_mh(na_mem_handle_t *mh)
 {
     return (struct ofi_mem_handle *)mh;
+}
+
+/* A handle's segments for na_seg_cursor. */
+static inline struct na_seg_list ofi_seg_list(const struct ofi_mem_handle *mh)
+{
+    return NA_SEG_LIST(mh->segs, mh->nseg, len);
+}
+
+/* Segment i of a list made by ofi_seg_list. */
+static inline const struct ofi_seg *ofi_seg_at(const struct na_seg_list *list, size_t i)
+{
+    return (const struct ofi_seg *)list->segs + i;
 }
 
 static inline struct ofi_op *ofi_op(na_op_id_t *op)
