@@ -385,7 +385,8 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_init(&cls->ctrl_lock, NULL);
     hgx_ofi_keytab_init(&cls->keys);
     ofi_list_init(&cls->retry);
-    ofi_list_init(&cls->canceled);
+    na_cancel_watcher_init(&cls->cancel_watcher);
+    hgx_list_init(&cls->escalated);
     ofi_list_init(&cls->checking);
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;

@@ -276,7 +276,7 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
     if (retrying && timeout_ms > OFI_RETRY_POLL_MS)
         timeout_ms = OFI_RETRY_POLL_MS;
     bool deadlines =
-        atomic_load(&cls->canceled.count) > 0 || atomic_load(&cls->checking.count) > 0;
+        atomic_load(&cls->n_canceling) > 0 || atomic_load(&cls->checking.count) > 0;
     if (deadlines && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
     if (cls->wait_fd < 0) {

@@ -48,6 +48,8 @@
 #include "hgx_clock.h"
 #include "hgx_list.h"
 #include "hgx_spin.h"
+#include "ofi_cancel_state.h"
+#include "na_cancel_watch.h"
 #include "na_netif.h"
 #include "na_seg_cursor.h"
 #include "na_ofi_check.h"
@@ -104,13 +106,15 @@
 #define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
 
 #define OFI_CQ_BATCH 16
-#define OFI_CQ_MAX_ROUNDS 16        /* bound the work of one poll */
-#define OFI_RETRY_POLL_MS 1         /* progress often while posts wait to be retried */
-#define OFI_RETRY_TIMEOUT_MS 5000   /* then a refused post fails (peer unreachable) */
-#define OFI_RETRY_BLOCKED_MAX 16    /* refused peers tracked in one retry pass */
-#define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: cancel again */
-#define OFI_CANCEL_FORCE_MS 500     /* then complete it without the provider */
-#define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
+#define OFI_CQ_MAX_ROUNDS 16      /* bound the work of one poll */
+#define OFI_RETRY_POLL_MS 1       /* progress often while posts wait to be retried */
+#define OFI_RETRY_TIMEOUT_MS 5000 /* then a refused post fails (peer unreachable) */
+#define OFI_RETRY_BLOCKED_MAX 16  /* refused peers tracked in one retry pass */
+/* A canceled op still pending after HGX_NA_CANCEL_TIMEOUT_MS is canceled
+ * again, and this long after that completed without the provider where the
+ * policy allows it. */
+#define OFI_CANCEL_FORCE_MS 500
+#define OFI_CANCEL_POLL_MS 100 /* wake up to escalate stuck cancels */
 /* RMA check: receives kept posted for control messages, and how long an op
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
 #define OFI_CTRL_RECVS 2
@@ -140,7 +144,7 @@
 #define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
 
 /* What to do with a canceled op the provider has not completed after
- * OFI_CANCEL_ESCALATE_MS (fi_cancel only stops receives). NA_CANCELED is
+ * HGX_NA_CANCEL_TIMEOUT_MS (fi_cancel only stops receives). NA_CANCELED is
  * reported only when the op's data cannot land afterwards. */
 enum ofi_cancel_policy {
     /* sockets: fi_av_remove stops nothing and the provider keeps reading and
@@ -319,9 +323,11 @@ struct ofi_op {
     uint64_t retry_deadline_ms; /* give up refused posts then */
     ssize_t retry_rc;           /* outcome of the last retry */
     struct hgx_list retry_link;
-    bool escalated;
-    uint64_t cancel_deadline_ms; /* escalate, then force OFI_CANCEL_FORCE_MS later */
-    struct hgx_list cancel_link; /* linked while on the cancel list */
+    /* Cancel escalation (ofi_cancel_state.h), under the class lock. */
+    enum ofi_cst cancel_state;
+    struct na_cancel_watch cancel_watch; /* WATCHED: on cls->cancel_watcher */
+    struct hgx_list cancel_link;         /* ESCALATED: on cls->escalated */
+    uint64_t force_deadline_ns;          /* ESCALATED: force from then on */
     /* RMA check (proto->rma_unchecked): while checking, the op waits for
      * checks_left answers to its cookie, listed in cls->checking. Whoever
      * clears checking under ctrl_lock owns the op's next step (as for
@@ -372,12 +378,14 @@ struct ofi_class {
     struct fid_mr *hdr_mr;
     void *hdr_desc;
 
-    pthread_mutex_t lock; /* peer table, retry queue and cancel list */
+    pthread_mutex_t lock; /* peer table, retry queue and cancel lists */
     struct ofi_peer **buckets;
     size_t nbuckets, npeers;
-    struct ofi_list retry;      /* ops the provider refused with EAGAIN, in order */
-    atomic_int anon_queued;     /* queued ops without a peer (unexpected receives) */
-    struct ofi_list canceled;   /* canceled ops still with the provider */
+    struct ofi_list retry;  /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued; /* queued ops without a peer (unexpected receives) */
+    struct na_cancel_watcher cancel_watcher; /* canceled ops in OFI_CST_WATCHED */
+    struct hgx_list escalated;               /* those in OFI_CST_ESCALATED, in order */
+    atomic_size_t n_canceling;               /* ops on either: read without the lock */
     atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
 
     pthread_mutex_t ctx_lock; /* context pool and bounce cache */
@@ -640,6 +648,7 @@ void ofi_ctrl_progress(struct ofi_class *cls);
 
 /* ofi_cancel.c */
 na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
+void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_cancel_check(struct ofi_class *cls);
 
 #pragma GCC visibility pop

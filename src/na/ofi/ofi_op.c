@@ -65,8 +65,9 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     oop->posted = 0;
     oop->retry_queued = false;
     hgx_list_init(&oop->retry_link);
+    oop->cancel_state = OFI_CST_NONE;
+    na_cancel_watch_init(&oop->cancel_watch);
     hgx_list_init(&oop->cancel_link);
-    oop->escalated = false;
     oop->checking = false;
     hgx_list_init(&oop->check_link);
     atomic_store(&oop->done, false);
@@ -100,8 +101,7 @@ void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
     atomic_store(&oop->done, true);
     if (na_op_cancel_requested(op)) {
         ofi_mutex_lock(cls, &cls->lock);
-        if (hgx_list_linked(&oop->cancel_link))
-            ofi_list_remove(&cls->canceled, &oop->cancel_link);
+        ofi_cancel_unlist_locked(cls, oop);
         ofi_mutex_unlock(cls, &cls->lock);
         /* Report the truth so that a cancel never hides a transfer: an op
          * that completed keeps NA_SUCCESS (its data moved), one that ended
@@ -219,7 +219,7 @@ static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool guard)
      * op may be complete already: only a listed op is known to be alive. */
     if (na_op_cancel_requested(na_op_from_plugin(oop))) {
         ofi_mutex_lock(cls, &cls->lock);
-        if (hgx_list_linked(&oop->cancel_link))
+        if (ofi_cst_listed(oop->cancel_state))
             ofi_cancel_contexts_locked(cls, oop);
         ofi_mutex_unlock(cls, &cls->lock);
     }
