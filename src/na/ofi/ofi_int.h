@@ -51,6 +51,7 @@
 #include "ofi_cancel_state.h"
 #include "na_cancel_watch.h"
 #include "na_netif.h"
+#include "na_peer_map.h"
 #include "na_seg_cursor.h"
 #include "na_ofi_check.h"
 #include "na_slots.h"
@@ -140,7 +141,6 @@
 #define OFI_GET_GATED_MIN ((size_t)256 << 10)
 #define OFI_BOUNCE_CACHE_BYTES ((size_t)64 << 20)
 
-#define OFI_PEER_BUCKETS_INIT 64
 #define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
 
 /* What to do with a canceled op the provider has not completed after
@@ -205,8 +205,6 @@ struct ofi_proto {
 
 /* One remote endpoint; shared by every na_addr that names it. */
 struct ofi_peer {
-    struct ofi_peer *next; /* hash chain */
-    uint64_t hash;
     _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
     atomic_int refs;          /* addresses and pending ops using it */
     atomic_int queued;        /* its ops in the retry queue */
@@ -378,11 +376,10 @@ struct ofi_class {
     struct fid_mr *hdr_mr;
     void *hdr_desc;
 
-    pthread_mutex_t lock; /* peer table, retry queue and cancel lists */
-    struct ofi_peer **buckets;
-    size_t nbuckets, npeers;
-    struct ofi_list retry;  /* ops the provider refused with EAGAIN, in order */
-    atomic_int anon_queued; /* queued ops without a peer (unexpected receives) */
+    pthread_mutex_t lock;     /* peer table, retry queue and cancel lists */
+    struct na_peer_map peers; /* ofi_peer by raw address */
+    struct ofi_list retry;    /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued;   /* queued ops without a peer (unexpected receives) */
     struct na_cancel_watcher cancel_watcher; /* canceled ops in OFI_CST_WATCHED */
     struct hgx_list escalated;               /* those in OFI_CST_ESCALATED, in order */
     atomic_size_t n_canceling;               /* ops on either: read without the lock */
