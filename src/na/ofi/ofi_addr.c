@@ -230,7 +230,9 @@ void ofi_peer_ref(struct ofi_peer *peer)
 /* Unreferenced peers stay cached for the next message, unless removed. */
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
-    if (atomic_fetch_sub(&peer->refs, 1) != 1)
+    int refs = atomic_fetch_sub(&peer->refs, 1);
+    HGX_ASSERT(refs > 0);
+    if (refs != 1)
         return;
     ofi_mutex_lock(cls, &cls->lock);
     /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */

@@ -123,7 +123,9 @@ void ofi_part_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
         int expected = NA_SUCCESS;
         atomic_compare_exchange_strong(&oop->part_ret, &expected, (int)ret);
     }
-    if (atomic_fetch_sub(&oop->parts_left, 1) == 1)
+    size_t left = atomic_fetch_sub(&oop->parts_left, 1);
+    HGX_ASSERT(left > 0);
+    if (left == 1)
         ofi_op_finish(cls, oop, (na_return_t)atomic_load(&oop->part_ret));
 }
 
@@ -132,6 +134,7 @@ void ofi_parts_abandon(struct ofi_class *cls, struct ofi_op *oop, na_return_t re
 {
     int expected = NA_SUCCESS;
     atomic_compare_exchange_strong(&oop->part_ret, &expected, (int)ret);
+    HGX_ASSERT(oop->posted <= oop->nparts);
     atomic_fetch_sub(&oop->parts_left, oop->nparts - oop->posted);
     ofi_part_done(cls, oop, NA_SUCCESS);
 }
@@ -139,6 +142,7 @@ void ofi_parts_abandon(struct ofi_class *cls, struct ofi_op *oop, na_return_t re
 /* Caller holds the lock with the op listed as canceled (so it is alive). */
 void ofi_cancel_contexts_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
+    HGX_ASSERT(ofi_cst_listed(oop->cancel_state));
     for (size_t i = 0; i < oop->posted; i++)
         if (oop->parts[i])
             fi_cancel(&cls->ep->fid, oop->parts[i]);
@@ -193,6 +197,8 @@ static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
 static ssize_t ofi_post(struct ofi_class *cls, struct ofi_op *oop)
 {
     size_t nparts = oop->post_limit;
+
+    HGX_ASSERT(nparts <= oop->nparts);
 
     for (size_t i = oop->posted; i < nparts; i++) {
         struct ofi_ctx *ctx = ofi_ctx_get(cls, oop);

@@ -86,7 +86,9 @@ static struct ofi_bounce *ofi_bounce_new(struct ofi_class *cls, struct ofi_peer 
 /* The last reference also does an address removal deferred for it. */
 void ofi_bounce_put(struct ofi_bounce *b)
 {
-    if (atomic_fetch_sub(&b->refs, 1) != 1)
+    int refs = atomic_fetch_sub(&b->refs, 1);
+    HGX_ASSERT(refs > 0);
+    if (refs != 1)
         return;
     struct ofi_class *cls = b->cls;
     ofi_mutex_lock(cls, &cls->lock);
@@ -223,6 +225,7 @@ ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_
  * is taken under the class lock, where ofi_cancel_may_force reads it. */
 static void ofi_get_head_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
 {
+    HGX_ASSERT(oop->gated);
     ofi_mutex_lock(cls, &cls->lock);
     bool open = ret == NA_SUCCESS && !na_op_cancel_requested(na_op_from_plugin(oop));
     if (open) {
