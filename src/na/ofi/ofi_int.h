@@ -27,8 +27,8 @@
  *
  * Memory handles register each segment separately (tcp allows one iov per
  * registration), so a handle has one key per segment. Put/get walk both
- * segment lists and are split into several provider operations when the iov
- * limits or the maximum message size require it.
+ * segment lists (na_seg_cursor) and are split into several provider
+ * operations when the iov limits or the maximum message size require it.
  *
  * Where the provider does not check RMA at the target (shm), the origin
  * asks the target first: a CHECK over the control tag, answered from the
@@ -37,9 +37,10 @@
  *
  * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
  * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
- * op still pending a second later depends on the provider (see
- * ofi_cancel_policy): it may be completed without the provider, whose
- * contexts therefore live in a class pool rather than in the op id.
+ * op still pending HGX_NA_CANCEL_TIMEOUT_MS later (1 s by default) depends on
+ * the provider (see ofi_cancel_policy and ofi_cancel_state.h): it may be
+ * completed without the provider, whose contexts therefore live in a class
+ * pool rather than in the op id.
  */
 #ifndef HGX_OFI_INT_H
 #define HGX_OFI_INT_H
