@@ -133,13 +133,38 @@ static void test_zero_and_bounds(void **state)
                                     NA_SEG_LIST(r, 1, len), 0, 1));
 }
 
+/* A cut run resumes where the cut left it, and the cut never crosses a
+ * boundary the uncut run would not. */
+static void test_next_max(void **state)
+{
+    (void)state;
+    struct lseg l[] = {{NULL, 10}, {NULL, 20}};
+    struct rseg r[] = {{0, 0, 30}};
+    struct na_seg_cursor cur;
+    struct na_seg_run run;
+    assert_true(na_seg_cursor_init(&cur, NA_SEG_LIST(l, 2, len), 2,
+                                   NA_SEG_LIST(r, 1, len), 0, 25));
+    const struct {
+        size_t li, lo, ro, len;
+    } want[] = {{0, 2, 0, 4},  {0, 6, 4, 4},   {1, 0, 8, 4},  {1, 4, 12, 4},
+                {1, 8, 16, 4}, {1, 12, 20, 4}, {1, 16, 24, 1}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        assert_true(na_seg_cursor_next_max(&cur, 4, &run));
+        assert_int_equal(run.local_index, want[i].li);
+        assert_int_equal(run.local_offset, want[i].lo);
+        assert_int_equal(run.remote_index, 0);
+        assert_int_equal(run.remote_offset, want[i].ro);
+        assert_int_equal(run.len, want[i].len);
+    }
+    assert_false(na_seg_cursor_next_max(&cur, 4, &run));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single),
-        cmocka_unit_test(test_boundaries),
-        cmocka_unit_test(test_empty_segments),
-        cmocka_unit_test(test_zero_and_bounds),
+        cmocka_unit_test(test_single),         cmocka_unit_test(test_boundaries),
+        cmocka_unit_test(test_empty_segments), cmocka_unit_test(test_zero_and_bounds),
+        cmocka_unit_test(test_next_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

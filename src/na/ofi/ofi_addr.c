@@ -158,50 +158,6 @@ static na_return_t ofi_parse_ip_addr(const struct ofi_class *cls, const char *hp
     return ofi_raw_addr_normalize(cls, raw, len) ? NA_SUCCESS : NA_INVALID_ARG;
 }
 
-static uint64_t ofi_hash(const unsigned char *raw, size_t len)
-{
-    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ raw[i]) * UINT64_C(1099511628211);
-    return h;
-}
-
-static struct ofi_peer *ofi_peer_find_locked(struct ofi_class *cls,
-                                             const unsigned char *raw, size_t len,
-                                             uint64_t hash)
-{
-    for (struct ofi_peer *p = cls->buckets[hash % cls->nbuckets]; p; p = p->next)
-        if (p->hash == hash && p->len == len && memcmp(p->raw, raw, len) == 0)
-            return p;
-    return NULL;
-}
-
-static void ofi_peer_table_grow_locked(struct ofi_class *cls)
-{
-    size_t n = cls->nbuckets * 2;
-    struct ofi_peer **buckets = calloc(n, sizeof(*buckets));
-    if (!buckets)
-        return; /* longer chains, still correct */
-    for (size_t i = 0; i < cls->nbuckets; i++)
-        for (struct ofi_peer *p = cls->buckets[i], *next; p; p = next) {
-            next = p->next;
-            p->next = buckets[p->hash % n];
-            buckets[p->hash % n] = p;
-        }
-    free(cls->buckets);
-    cls->buckets = buckets;
-    cls->nbuckets = n;
-}
-
-static void ofi_peer_unlink_locked(struct ofi_class *cls, struct ofi_peer *peer)
-{
-    struct ofi_peer **pp = &cls->buckets[peer->hash % cls->nbuckets];
-    while (*pp != peer)
-        pp = &(*pp)->next;
-    *pp = peer->next;
-    cls->npeers--;
-}
-
 static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *peer)
 {
     char addr[OFI_RAW_ADDR_MAX + 1]; /* string addresses need their NUL */
@@ -225,15 +181,13 @@ static na_return_t ofi_av_insert_locked(struct ofi_class *cls, struct ofi_peer *
 na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t len,
                          struct ofi_peer **peer_p)
 {
-    uint64_t hash = ofi_hash(raw, len);
     na_return_t ret = NA_SUCCESS;
 
     ofi_mutex_lock(cls, &cls->lock);
-    struct ofi_peer *peer = ofi_peer_find_locked(cls, raw, len, hash);
+    struct ofi_peer *peer = na_peer_map_find(&cls->peers, raw, len);
     if (!peer) {
         peer = calloc(1, sizeof(*peer) + len);
         HGX_CHECK(OFI, !peer, out, ret, NA_NOMEM, "out of memory for a peer");
-        peer->hash = hash;
         peer->len = len;
         memcpy(peer->raw, raw, len);
         atomic_init(&peer->fi_addr, FI_ADDR_NOTAVAIL);
@@ -242,11 +196,13 @@ na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t
             free(peer);
             goto out;
         }
-        if (cls->npeers >= cls->nbuckets)
-            ofi_peer_table_grow_locked(cls);
-        peer->next = cls->buckets[hash % cls->nbuckets];
-        cls->buckets[hash % cls->nbuckets] = peer;
-        cls->npeers++;
+        ret = na_peer_map_insert(&cls->peers, peer->raw, len, peer);
+        if (ret != NA_SUCCESS) {
+            HGX_LOG_ERROR(OFI, "out of memory for a peer");
+            ofi_av_remove_locked(cls, peer);
+            free(peer);
+            goto out;
+        }
     }
     peer->removed = false;
     atomic_fetch_add(&peer->refs, 1);
@@ -274,14 +230,18 @@ void ofi_peer_ref(struct ofi_peer *peer)
 /* Unreferenced peers stay cached for the next message, unless removed. */
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
-    if (atomic_fetch_sub(&peer->refs, 1) != 1)
+    int refs = atomic_fetch_sub(&peer->refs, 1);
+    HGX_ASSERT(refs > 0);
+    if (refs != 1)
         return;
     ofi_mutex_lock(cls, &cls->lock);
     /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */
     bool drop = atomic_load(&peer->refs) == 0 && peer->removed;
     if (drop) {
         ofi_av_remove_locked(cls, peer); /* in case an op re-inserted it */
-        ofi_peer_unlink_locked(cls, peer);
+        struct ofi_peer *gone = na_peer_map_remove(&cls->peers, peer->raw, peer->len);
+        HGX_ASSERT(gone == peer);
+        (void)gone;
     }
     ofi_mutex_unlock(cls, &cls->lock);
     if (drop)

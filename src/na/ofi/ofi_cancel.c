@@ -3,6 +3,41 @@
  */
 #include "ofi_int.h"
 
+/* Every change of an op's cancel stage: checks the move and keeps the
+ * watch, the escalated list and n_canceling in step with the stage. */
+static void ofi_cancel_move_locked(struct ofi_class *cls, struct ofi_op *oop,
+                                   enum ofi_cst to, uint64_t now_ns)
+{
+    enum ofi_cst from = oop->cancel_state;
+
+    HGX_ASSERT(ofi_cst_move_legal(from, to));
+    HGX_LOG_DEBUG(OFI, "canceled op %p: %s -> %s", (void *)oop, ofi_cst_name(from),
+                  ofi_cst_name(to));
+    if (from == OFI_CST_WATCHED)
+        na_cancel_watch_stop(&oop->cancel_watch);
+    else if (from == OFI_CST_ESCALATED)
+        hgx_list_remove(&oop->cancel_link);
+    if (to == OFI_CST_WATCHED) {
+        na_cancel_watch_start(&cls->cancel_watcher, &oop->cancel_watch, now_ns);
+    } else if (to == OFI_CST_ESCALATED) {
+        oop->force_deadline_ns =
+            oop->cancel_watch.deadline_ns + (uint64_t)OFI_CANCEL_FORCE_MS * HGX_NS_PER_MS;
+        hgx_list_push_back(&cls->escalated, &oop->cancel_link);
+    }
+    if (ofi_cst_listed(to) && !ofi_cst_listed(from))
+        atomic_fetch_add(&cls->n_canceling, 1);
+    else if (ofi_cst_listed(from) && !ofi_cst_listed(to))
+        atomic_fetch_sub(&cls->n_canceling, 1);
+    oop->cancel_state = to;
+}
+
+/* The op completed: it leaves the watch or the escalation. */
+void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (ofi_cst_listed(oop->cancel_state))
+        ofi_cancel_move_locked(cls, oop, OFI_CST_NONE, 0);
+}
+
 /* Receives, and put/get waiting for their RMA check, cancel at once. Sends
  * and RMA cannot be recalled by the providers;
  * they stay listed until their completion (reported as it is), and
@@ -20,7 +55,8 @@ na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
     }
     ofi_mutex_lock(cls, &cls->lock);
     /* The completion may have been handled meanwhile, or the op reposted. */
-    if (!na_op_cancel_requested(op) || atomic_load(&oop->done) || oop->cancel_listed) {
+    if (!na_op_cancel_requested(op) || atomic_load(&oop->done) ||
+        oop->cancel_state != OFI_CST_NONE) {
         ofi_mutex_unlock(cls, &cls->lock);
         return NA_SUCCESS;
     }
@@ -28,23 +64,13 @@ na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
     if (dequeued)
         ofi_retry_unlink_locked(cls, oop);
     if (!dequeued || oop->posted > 0) {
-        oop->cancel_listed = true;
-        oop->cancel_deadline_ms = ofi_now_ms() + OFI_CANCEL_ESCALATE_MS;
-        ofi_list_push(&cls->canceled, &oop->cancel_link, false);
+        ofi_cancel_move_locked(cls, oop, OFI_CST_WATCHED, hgx_clock_now_ns());
         ofi_cancel_contexts_locked(cls, oop);
     }
     ofi_mutex_unlock(cls, &cls->lock);
     if (dequeued)
         ofi_abandon_canceled(cls, oop);
     return NA_SUCCESS;
-}
-
-/* First step for a canceled op still pending: cancel again (it may have been
- * posted after the first try). */
-static void ofi_cancel_escalate_locked(struct ofi_class *cls, struct ofi_op *oop)
-{
-    oop->escalated = true;
-    ofi_cancel_contexts_locked(cls, oop);
 }
 
 /* Whether the policy lets a stuck canceled op complete without the provider. */
@@ -68,10 +94,10 @@ static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     size_t claimed = 0;
 
-    HGX_LOG_WARNING(OFI, "canceled operation still pending after %d ms; completing it",
-                    OFI_CANCEL_ESCALATE_MS + OFI_CANCEL_FORCE_MS);
-    ofi_list_remove(&cls->canceled, &oop->cancel_link);
-    oop->cancel_listed = false;
+    HGX_LOG_WARNING(OFI, "canceled operation still pending after %llu ms; completing it",
+                    (unsigned long long)(cls->cancel_watcher.timeout_ns / HGX_NS_PER_MS +
+                                         OFI_CANCEL_FORCE_MS));
+    ofi_cancel_move_locked(cls, oop, OFI_CST_FORCED, 0);
     for (size_t i = 0; i < oop->posted; i++)
         if (oop->parts[i] && atomic_exchange(&oop->parts[i]->op, NULL)) {
             oop->parts[i] = NULL;
@@ -84,21 +110,30 @@ static size_t ofi_cancel_force_locked(struct ofi_class *cls, struct ofi_op *oop)
  * the lock first: while we hold it, every listed op is alive. */
 void ofi_cancel_check(struct ofi_class *cls)
 {
-    while (atomic_load(&cls->canceled.count) > 0) {
-        uint64_t now = ofi_now_ms();
+    while (atomic_load(&cls->n_canceling) > 0) {
+        uint64_t now = hgx_clock_now_ns();
+        struct na_cancel_watch *watch;
+        struct hgx_list *link;
         struct ofi_op *forced = NULL;
         size_t claimed = 0;
 
         ofi_mutex_lock(cls, &cls->lock);
-        for (struct ofi_link *link = cls->canceled.head; link && !forced;
-             link = link->next) {
-            struct ofi_op *oop = OFI_OP_OF(link, cancel_link);
-            if (!oop->escalated && now >= oop->cancel_deadline_ms)
-                ofi_cancel_escalate_locked(cls, oop);
-            else if (oop->escalated && ofi_cancel_may_force(cls, oop) &&
-                     now >= oop->cancel_deadline_ms + OFI_CANCEL_FORCE_MS) {
+        /* First step: cancel again (the op may have been posted after the
+         * first try). */
+        while ((watch = na_cancel_watcher_expired(&cls->cancel_watcher, now))) {
+            struct ofi_op *oop =
+                (struct ofi_op *)((char *)watch - offsetof(struct ofi_op, cancel_watch));
+            ofi_cancel_move_locked(cls, oop, OFI_CST_ESCALATED, now);
+            ofi_cancel_contexts_locked(cls, oop);
+        }
+        hgx_list_for_each(link, &cls->escalated)
+        {
+            struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, cancel_link);
+            if (ofi_cancel_may_force(cls, oop) &&
+                hgx_clock_passed(now, oop->force_deadline_ns)) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;
+                break;
             }
         }
         ofi_mutex_unlock(cls, &cls->lock);

@@ -318,6 +318,13 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
                   cls->iov_limit, cls->rma_iov_limit, max_msg, fi->tx_attr->inject_size);
 }
 
+/* The peer table's values at class teardown (na_peer_map_for_each). */
+static void ofi_peer_free(void *peer, void *arg)
+{
+    (void)arg;
+    free(peer);
+}
+
 static void ofi_class_free(struct ofi_class *cls)
 {
     if (cls->ep)
@@ -353,13 +360,8 @@ static void ofi_class_free(struct ofi_class *cls)
         fi_close(&cls->fabric->fid);
     if (cls->info)
         fi_freeinfo(cls->info);
-    if (cls->buckets)
-        for (size_t i = 0; i < cls->nbuckets; i++)
-            for (struct ofi_peer *p = cls->buckets[i], *next; p; p = next) {
-                next = p->next;
-                free(p);
-            }
-    free(cls->buckets);
+    na_peer_map_for_each(&cls->peers, ofi_peer_free, NULL);
+    na_peer_map_fini(&cls->peers);
     for (struct ofi_ctx_chunk *c = cls->ctx_chunks, *next; c; c = next) {
         next = c->next;
         free(c);
@@ -384,16 +386,17 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     pthread_mutex_init(&cls->ctx_lock, NULL);
     pthread_mutex_init(&cls->ctrl_lock, NULL);
     hgx_ofi_keytab_init(&cls->keys);
+    ofi_list_init(&cls->retry);
+    na_cancel_watcher_init(&cls->cancel_watcher);
+    hgx_list_init(&cls->escalated);
+    ofi_list_init(&cls->checking);
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->single = na_class->single;
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
     HGX_CHECK(OFI, !cls->proto, error, ret, NA_PROTONOSUPPORT,
               "protocol \"%s\" not supported by ofi", info->protocol_name);
-    cls->nbuckets = OFI_PEER_BUCKETS_INIT;
-    cls->buckets = calloc(cls->nbuckets, sizeof(*cls->buckets));
-    HGX_CHECK(OFI, !cls->buckets, error, ret, NA_NOMEM,
-              "out of memory for the peer table");
+    na_peer_map_init(&cls->peers);
 
     /* A dead process's shm region under a recycled PID makes fi_enable
      * fail with EBUSY: drop such leftovers first. */

@@ -4,6 +4,7 @@
 #include "ofi_int.h"
 
 #include "hgx_wire.h"
+#include "na_backoff.h"
 
 /* Parse the sender's header; false if it is malformed. */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
@@ -185,24 +186,21 @@ na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *
 }
 
 /*
- * Without a wait fd: poll, and sleep in between for a step proportional to
- * how long the class has been idle (no post, no completion). Each wake-up
- * costs 17-33 us of CPU in this VM (timer, context switch, a progress pass),
- * so the former fixed 1 ms step kept an idle server at 1.7-3.3% of a CPU; the
- * step now grows to OFI_SLEEP_MAX_NS (4 ms: 250 wake-ups a second). The price is latency
- * after a quiet period: a message arriving after an idle gap t waits up to
- * min(t / OFI_SLEEP_IDLE_DIV, 4 ms) for the receiver to notice it, so at
- * most 1/8 of the gap, and while traffic flows the steps stay short. Our own
- * posts reset the idle clock, so a reply is polled for promptly.
+ * Without a wait fd: poll, and sleep in between for the step of the NA idle
+ * policy (na_backoff.h), which grows with how long the class has been idle
+ * (no post, no completion): an idle server wakes at most 250 times a second,
+ * and a message after an idle gap t waits at most min(t / 8, 4 ms) to be
+ * noticed. Our own posts reset the idle clock, so a reply is polled for
+ * promptly.
  */
 static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
                                    unsigned int timeout_ms)
 {
-    uint64_t deadline = ofi_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = hgx_clock_after_ms(hgx_clock_now_ns(), timeout_ms);
 
     for (;;) {
         unsigned int count = ofi_progress(cls);
-        uint64_t now = ofi_now_ns();
+        uint64_t now = hgx_clock_now_ns();
         /* Another context's thread may have completed this one's ops. */
         if (count == 0)
             count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
@@ -211,11 +209,7 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
         if (atomic_exchange_explicit(&cls->active, false, memory_order_relaxed))
             atomic_store_explicit(&cls->idle_since_ns, now, memory_order_relaxed);
         uint64_t since = atomic_load_explicit(&cls->idle_since_ns, memory_order_relaxed);
-        uint64_t step = now > since ? (now - since) / OFI_SLEEP_IDLE_DIV : 0;
-        if (step < OFI_SLEEP_MIN_NS)
-            step = OFI_SLEEP_MIN_NS;
-        if (step > OFI_SLEEP_MAX_NS)
-            step = OFI_SLEEP_MAX_NS;
+        uint64_t step = na_backoff_step_ns(now > since ? now - since : 0);
         if (step > deadline - now)
             step = deadline - now;
         /* An answer to our CHECK is due: a sleep would only delay it. */
@@ -248,7 +242,7 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
  * this one (docs/performance.md, "Design choices, measured"). */
 static unsigned int ofi_traffic_poll(struct ofi_class *cls, uint64_t deadline_ns)
 {
-    uint64_t now = ofi_now_ns();
+    uint64_t now = hgx_clock_now_ns();
     uint64_t spin = atomic_load_explicit(&cls->traffic_spin_ns, memory_order_relaxed);
     uint64_t last = atomic_load_explicit(&cls->traffic_end_ns, memory_order_relaxed);
     if (spin && now - last < OFI_TRAFFIC_GAP_MUL * spin)
@@ -261,7 +255,7 @@ static unsigned int ofi_traffic_poll(struct ofi_class *cls, uint64_t deadline_ns
     unsigned int count = 0;
     if (end > deadline_ns)
         end = deadline_ns;
-    while (count == 0 && (now = ofi_now_ns()) < end) {
+    while (count == 0 && (now = hgx_clock_now_ns()) < end) {
         hgx_spin_pause();
         count = ofi_progress(cls);
     }
@@ -282,14 +276,14 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
     if (retrying && timeout_ms > OFI_RETRY_POLL_MS)
         timeout_ms = OFI_RETRY_POLL_MS;
     bool deadlines =
-        atomic_load(&cls->canceled.count) > 0 || atomic_load(&cls->checking.count) > 0;
+        atomic_load(&cls->n_canceling) > 0 || atomic_load(&cls->checking.count) > 0;
     if (deadlines && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
     if (cls->wait_fd < 0) {
         count = ofi_sleep_poll(cls, context, timeout_ms);
     } else {
         struct fid *fid = &cls->cq->fid;
-        uint64_t deadline_ns = ofi_now_ns() + (uint64_t)timeout_ms * 1000000u;
+        uint64_t deadline_ns = hgx_clock_after_ms(hgx_clock_now_ns(), timeout_ms);
         int woke = 0;
         if (fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS) {
             /* The context's wake fd fires when another context's thread

@@ -83,7 +83,7 @@ static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer,
         return -FI_ENOMEM;
     ofi_peer_ref(peer);
     o->peer = peer;
-    o->deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    o->deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
     o->len = len;
     memcpy(o->buf, buf, len);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
@@ -108,7 +108,7 @@ static void ofi_ctrl_flush(struct ofi_class *cls)
     cls->outbox = NULL;
     atomic_store(&cls->outbox_count, 0);
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    uint64_t now = ofi_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     for (struct ofi_ctrl_out *o = list, *next; o; o = next) {
         next = o->next;
         ssize_t rc = ofi_ctrl_inject(cls, o->peer, o->buf, o->len);
@@ -256,18 +256,27 @@ void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
 }
 
-/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES. */
-static size_t ofi_check_ranges(struct ofi_rma_cursor *cur, struct hgx_ofi_range *ranges)
+/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES:
+ * one per remote segment, its runs merged. */
+static size_t ofi_check_ranges(struct na_seg_cursor *cur, struct hgx_ofi_range *ranges)
 {
-    size_t n = 0;
+    size_t n = 0, last = SIZE_MAX;
+    struct na_seg_cursor before = *cur;
+    struct na_seg_run run;
 
-    for (; n < HGX_OFI_CHECK_MAX_RANGES && cur->left > 0; cur->rseg++, cur->roff = 0) {
-        const struct ofi_seg *rs = &cur->remote->segs[cur->rseg];
-        uint64_t len = rs->len - cur->roff < cur->left ? rs->len - cur->roff : cur->left;
-        if (len > 0) {
-            ranges[n++] = (struct hgx_ofi_range){rs->key, rs->addr + cur->roff, len};
-            cur->left -= len;
+    while (na_seg_cursor_next(cur, &run)) {
+        if (run.remote_index == last) {
+            ranges[n - 1].len += run.len;
+        } else if (n == HGX_OFI_CHECK_MAX_RANGES) {
+            *cur = before; /* the run starts the next CHECK */
+            break;
+        } else {
+            const struct ofi_seg *rs = ofi_seg_at(&cur->remote, run.remote_index);
+            ranges[n++] =
+                (struct hgx_ofi_range){rs->key, rs->addr + run.remote_offset, run.len};
+            last = run.remote_index;
         }
+        before = *cur;
     }
     return n;
 }
@@ -280,24 +289,24 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
 {
     unsigned char buf[sizeof(cls->ctrl_rx->buf)];
     struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
-    struct ofi_rma_cursor cur = oop->cur;
+    struct na_seg_cursor cur = oop->cur;
     struct ofi_peer *peer = oop->peer;
     unsigned int access =
         oop->kind == OFI_OP_PUT ? HGX_OFI_CHECK_WRITE : HGX_OFI_CHECK_READ;
     ssize_t rc = 0;
 
     oop->checks_left = 0;
-    for (struct ofi_rma_cursor c = cur; c.left > 0; oop->checks_left++)
+    for (struct na_seg_cursor c = cur; c.left > 0; oop->checks_left++)
         ofi_check_ranges(&c, ranges);
-    oop->check_deadline_ms = ofi_now_ms() + OFI_CHECK_TIMEOUT_MS;
-    atomic_store_explicit(&cls->check_sent_ns, ofi_now_ns(), memory_order_relaxed);
+    oop->check_deadline_ms = hgx_clock_now_ms() + OFI_CHECK_TIMEOUT_MS;
+    atomic_store_explicit(&cls->check_sent_ns, hgx_clock_now_ns(), memory_order_relaxed);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     uint32_t index, gen;
     bool ok = na_slots_add(&cls->cookies, oop, &index, &gen);
     if (ok) {
         oop->cookie = na_slots_cookie(index, gen);
         oop->checking = true;
-        ofi_list_push(&cls->checking, &oop->check_link, false);
+        ofi_list_push(&cls->checking, &oop->check_link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
     if (!ok) {
@@ -337,23 +346,21 @@ bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop)
 /* Origin: ops whose target did not answer in time end as unreachable. */
 static void ofi_check_expire(struct ofi_class *cls)
 {
-    struct ofi_link *out = NULL;
+    struct hgx_list out, *link;
 
     if (atomic_load(&cls->checking.count) == 0)
         return;
-    uint64_t now = ofi_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    while (cls->checking.head &&
-           OFI_OP_OF(cls->checking.head, check_link)->check_deadline_ms <= now) {
-        struct ofi_link *link = cls->checking.head;
-        ofi_check_claim_locked(cls, OFI_OP_OF(link, check_link));
-        link->next = out;
-        out = link;
+    hgx_list_init(&out);
+    while ((link = hgx_list_first(&cls->checking.head)) &&
+           hgx_list_entry(link, struct ofi_op, check_link)->check_deadline_ms <= now) {
+        ofi_check_claim_locked(cls, hgx_list_entry(link, struct ofi_op, check_link));
+        hgx_list_push_back(&out, link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    while (out) {
-        struct ofi_op *oop = OFI_OP_OF(out, check_link);
-        out = out->next;
+    while ((link = hgx_list_pop_front(&out))) {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, check_link);
         char why[64];
         snprintf(why, sizeof(why), "no answer to its RMA check in %d ms",
                  OFI_CHECK_TIMEOUT_MS);

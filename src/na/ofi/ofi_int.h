@@ -27,8 +27,8 @@
  *
  * Memory handles register each segment separately (tcp allows one iov per
  * registration), so a handle has one key per segment. Put/get walk both
- * segment lists and are split into several provider operations when the iov
- * limits or the maximum message size require it.
+ * segment lists (na_seg_cursor) and are split into several provider
+ * operations when the iov limits or the maximum message size require it.
  *
  * Where the provider does not check RMA at the target (shm), the origin
  * asks the target first: a CHECK over the control tag, answered from the
@@ -37,15 +37,23 @@
  *
  * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
  * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
- * op still pending a second later depends on the provider (see
- * ofi_cancel_policy): it may be completed without the provider, whose
- * contexts therefore live in a class pool rather than in the op id.
+ * op still pending HGX_NA_CANCEL_TIMEOUT_MS later (1 s by default) depends on
+ * the provider (see ofi_cancel_policy and ofi_cancel_state.h): it may be
+ * completed without the provider, whose contexts therefore live in a class
+ * pool rather than in the op id.
  */
 #ifndef HGX_OFI_INT_H
 #define HGX_OFI_INT_H
 
+#include "hgx_assert.h"
+#include "hgx_clock.h"
+#include "hgx_list.h"
 #include "hgx_spin.h"
+#include "ofi_cancel_state.h"
+#include "na_cancel_watch.h"
 #include "na_netif.h"
+#include "na_peer_map.h"
+#include "na_seg_cursor.h"
 #include "na_ofi_check.h"
 #include "na_slots.h"
 #include "na_plugin.h"
@@ -100,13 +108,15 @@
 #define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
 
 #define OFI_CQ_BATCH 16
-#define OFI_CQ_MAX_ROUNDS 16        /* bound the work of one poll */
-#define OFI_RETRY_POLL_MS 1         /* progress often while posts wait to be retried */
-#define OFI_RETRY_TIMEOUT_MS 5000   /* then a refused post fails (peer unreachable) */
-#define OFI_RETRY_BLOCKED_MAX 16    /* refused peers tracked in one retry pass */
-#define OFI_CANCEL_ESCALATE_MS 1000 /* a canceled op still pending: cancel again */
-#define OFI_CANCEL_FORCE_MS 500     /* then complete it without the provider */
-#define OFI_CANCEL_POLL_MS 100      /* wake up to escalate stuck cancels */
+#define OFI_CQ_MAX_ROUNDS 16      /* bound the work of one poll */
+#define OFI_RETRY_POLL_MS 1       /* progress often while posts wait to be retried */
+#define OFI_RETRY_TIMEOUT_MS 5000 /* then a refused post fails (peer unreachable) */
+#define OFI_RETRY_BLOCKED_MAX 16  /* refused peers tracked in one retry pass */
+/* A canceled op still pending after HGX_NA_CANCEL_TIMEOUT_MS is canceled
+ * again, and this long after that completed without the provider where the
+ * policy allows it. */
+#define OFI_CANCEL_FORCE_MS 500
+#define OFI_CANCEL_POLL_MS 100 /* wake up to escalate stuck cancels */
 /* RMA check: receives kept posted for control messages, and how long an op
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
 #define OFI_CTRL_RECVS 2
@@ -114,11 +124,6 @@
 /* Without a wait fd, poll without sleeping this long after a CHECK left: its
  * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
 #define OFI_CHECK_SPIN_NS 200000
-/* Idle back-off without a wait fd (shm): sleep 1/OFI_SLEEP_IDLE_DIV of the
- * time since the last post or completion, within these bounds. */
-#define OFI_SLEEP_MIN_NS 1000
-#define OFI_SLEEP_MAX_NS 4000000
-#define OFI_SLEEP_IDLE_DIV 8
 /* Polling after traffic without completions: OFI_TRAFFIC_SPIN_MIN_NS after a
  * lone wake-up, doubling up to OFI_TRAFFIC_SPIN_MAX_NS while such wake-ups
  * follow each other within OFI_TRAFFIC_GAP_MUL spins (see ofi_traffic_poll). */
@@ -137,11 +142,10 @@
 #define OFI_GET_GATED_MIN ((size_t)256 << 10)
 #define OFI_BOUNCE_CACHE_BYTES ((size_t)64 << 20)
 
-#define OFI_PEER_BUCKETS_INIT 64
 #define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
 
 /* What to do with a canceled op the provider has not completed after
- * OFI_CANCEL_ESCALATE_MS (fi_cancel only stops receives). NA_CANCELED is
+ * HGX_NA_CANCEL_TIMEOUT_MS (fi_cancel only stops receives). NA_CANCELED is
  * reported only when the op's data cannot land afterwards. */
 enum ofi_cancel_policy {
     /* sockets: fi_av_remove stops nothing and the provider keeps reading and
@@ -202,8 +206,6 @@ struct ofi_proto {
 
 /* One remote endpoint; shared by every na_addr that names it. */
 struct ofi_peer {
-    struct ofi_peer *next; /* hash chain */
-    uint64_t hash;
     _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
     atomic_int refs;          /* addresses and pending ops using it */
     atomic_int queued;        /* its ops in the retry queue */
@@ -267,18 +269,12 @@ struct ofi_ctx_chunk {
     struct ofi_ctx ctx[OFI_CTX_CHUNK];
 };
 
-/* Intrusive list of ops (retry queue, cancel list), under the class lock. */
-struct ofi_link {
-    struct ofi_link *prev, *next;
-};
-
+/* A list of ops (retry queue, cancel list, checks) under its lock, with a
+ * count that progress reads without the lock to skip an empty list. */
 struct ofi_list {
-    struct ofi_link *head, *tail;
-    atomic_size_t count; /* read without the lock to skip empty lists */
+    struct hgx_list head;
+    atomic_size_t count;
 };
-
-#define OFI_OP_OF(link, member)                                                          \
-    ((struct ofi_op *)((char *)(link)-offsetof(struct ofi_op, member)))
 
 enum ofi_op_kind {
     OFI_OP_SEND,
@@ -286,14 +282,6 @@ enum ofi_op_kind {
     OFI_OP_RECV,
     OFI_OP_PUT,
     OFI_OP_GET
-};
-
-/* Position in the local and remote segment lists of a put/get. */
-struct ofi_rma_cursor {
-    const struct ofi_mem_handle *local, *remote;
-    size_t lseg, rseg;   /* current segments */
-    uint64_t loff, roff; /* offsets inside them */
-    uint64_t left;       /* bytes still to describe */
 };
 
 /* Per-op state living in the op id (na_op_plugin). */
@@ -309,39 +297,45 @@ struct ofi_op {
     struct ofi_bounce *bounce; /* a bounced get's (or head's) landing area */
     const struct ofi_mem_handle *user_mh; /* where a bounced get is copied */
     uint64_t user_off;
-    struct ofi_mem_handle bounce_mh; /* bounce buffer as a one-segment handle */
+    struct ofi_seg bounce_seg; /* the bounce buffer as a segment list */
     /* Gated get (OFI_CANCEL_FORCE_GETS): parts past post_limit wait for the
      * head; whoever ends the head decides, under the class lock, whether the
      * gate opens (body posted from body_cur) or the body is abandoned. */
     bool gated;
     atomic_bool gate_open;
     size_t post_limit; /* parts that may be posted now */
-    struct ofi_rma_cursor body_cur;
+    struct na_seg_cursor body_cur;
 
     /* Messages have one part; put/get one per provider operation. */
-    struct ofi_rma_cursor cur; /* first byte of the next part to post */
-    struct ofi_ctx **parts;    /* contexts of posted parts (&one_part for one) */
+    struct na_seg_cursor cur; /* first byte of the next part to post */
+    struct ofi_ctx **parts;   /* contexts of posted parts (&one_part for one) */
     struct ofi_ctx *one_part;
     size_t nparts, posted;
     atomic_size_t parts_left; /* parts in flight or unposted, + 1 while posting */
     atomic_int part_ret;      /* first error of a put/get part */
 
     atomic_bool done; /* provider completion handled */
+    /* In the retry queue. Not hgx_list_linked(&retry_link): a pass over the
+     * queue moves the ops it takes out to a list of its own and ends them
+     * after dropping the lock, when cancel must no longer find them. */
     bool retry_queued;
     uint64_t retry_deadline_ms; /* give up refused posts then */
     ssize_t retry_rc;           /* outcome of the last retry */
-    struct ofi_link retry_link;
-    bool cancel_listed, escalated;
-    uint64_t cancel_deadline_ms; /* escalate, then force OFI_CANCEL_FORCE_MS later */
-    struct ofi_link cancel_link;
+    struct hgx_list retry_link;
+    /* Cancel escalation (ofi_cancel_state.h), under the class lock. */
+    enum ofi_cst cancel_state;
+    struct na_cancel_watch cancel_watch; /* WATCHED: on cls->cancel_watcher */
+    struct hgx_list cancel_link;         /* ESCALATED: on cls->escalated */
+    uint64_t force_deadline_ns;          /* ESCALATED: force from then on */
     /* RMA check (proto->rma_unchecked): while checking, the op waits for
      * checks_left answers to its cookie, listed in cls->checking. Whoever
-     * clears checking under ctrl_lock owns the op's next step. */
+     * clears checking under ctrl_lock owns the op's next step (as for
+     * retry_queued, expired ops move on to a list of their own). */
     bool checking;
     size_t checks_left;
     uint64_t cookie;
     uint64_t check_deadline_ms;
-    struct ofi_link check_link;
+    struct hgx_list check_link;
 };
 
 /* A receive kept posted for control messages. */
@@ -383,12 +377,13 @@ struct ofi_class {
     struct fid_mr *hdr_mr;
     void *hdr_desc;
 
-    pthread_mutex_t lock; /* peer table, retry queue and cancel list */
-    struct ofi_peer **buckets;
-    size_t nbuckets, npeers;
-    struct ofi_list retry;      /* ops the provider refused with EAGAIN, in order */
-    atomic_int anon_queued;     /* queued ops without a peer (unexpected receives) */
-    struct ofi_list canceled;   /* canceled ops still with the provider */
+    pthread_mutex_t lock;     /* peer table, retry queue and cancel lists */
+    struct na_peer_map peers; /* ofi_peer by raw address */
+    struct ofi_list retry;    /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued;   /* queued ops without a peer (unexpected receives) */
+    struct na_cancel_watcher cancel_watcher; /* canceled ops in OFI_CST_WATCHED */
+    struct hgx_list escalated;               /* those in OFI_CST_ESCALATED, in order */
+    atomic_size_t n_canceling;               /* ops on either: read without the lock */
     atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
 
     pthread_mutex_t ctx_lock; /* context pool and bounce cache */
@@ -427,18 +422,6 @@ static inline struct ofi_class *ofi_class(const na_class_t *na_class)
     return na_class->plugin_class;
 }
 
-static inline uint64_t ofi_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t ofi_now_ms(void)
-{
-    return ofi_now_ns() / 1000000u;
-}
-
 /* For the sleep back-off of classes without a wait fd; no clock read on
  * the fast path. */
 static inline void ofi_activity_mark(struct ofi_class *cls)
@@ -470,36 +453,41 @@ static inline struct ofi_mem_handle *ofi_mh(na_mem_handle_t *mh)
     return (struct ofi_mem_handle *)mh;
 }
 
+/* A handle's segments for na_seg_cursor. */
+static inline struct na_seg_list ofi_seg_list(const struct ofi_mem_handle *mh)
+{
+    return NA_SEG_LIST(mh->segs, mh->nseg, len);
+}
+
+/* Segment i of a list made by ofi_seg_list. */
+static inline const struct ofi_seg *ofi_seg_at(const struct na_seg_list *list, size_t i)
+{
+    return (const struct ofi_seg *)list->segs + i;
+}
+
 static inline struct ofi_op *ofi_op(na_op_id_t *op)
 {
     return na_op_plugin(op);
 }
 
-static inline void ofi_list_push(struct ofi_list *list, struct ofi_link *link, bool front)
+static inline void ofi_list_init(struct ofi_list *list)
 {
-    link->prev = front ? NULL : list->tail;
-    link->next = front ? list->head : NULL;
-    if (link->prev)
-        link->prev->next = link;
-    else
-        list->head = link;
-    if (link->next)
-        link->next->prev = link;
-    else
-        list->tail = link;
+    hgx_list_init(&list->head);
+    atomic_init(&list->count, 0);
+}
+
+static inline void ofi_list_push(struct ofi_list *list, struct hgx_list *link)
+{
+    HGX_ASSERT(!hgx_list_linked(link));
+    hgx_list_push_back(&list->head, link);
     atomic_fetch_add(&list->count, 1);
 }
 
-static inline void ofi_list_remove(struct ofi_list *list, struct ofi_link *link)
+static inline void ofi_list_remove(struct ofi_list *list, struct hgx_list *link)
 {
-    if (link->prev)
-        link->prev->next = link->next;
-    else
-        list->head = link->next;
-    if (link->next)
-        link->next->prev = link->prev;
-    else
-        list->tail = link->prev;
+    HGX_ASSERT(hgx_list_linked(link));
+    HGX_ASSERT(atomic_load(&list->count) > 0);
+    hgx_list_remove(link);
     atomic_fetch_sub(&list->count, 1);
 }
 
@@ -658,6 +646,7 @@ void ofi_ctrl_progress(struct ofi_class *cls);
 
 /* ofi_cancel.c */
 na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
+void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_cancel_check(struct ofi_class *cls);
 
 #pragma GCC visibility pop

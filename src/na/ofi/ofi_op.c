@@ -64,9 +64,12 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     oop->post_limit = 1;
     oop->posted = 0;
     oop->retry_queued = false;
-    oop->cancel_listed = false;
-    oop->escalated = false;
+    hgx_list_init(&oop->retry_link);
+    oop->cancel_state = OFI_CST_NONE;
+    na_cancel_watch_init(&oop->cancel_watch);
+    hgx_list_init(&oop->cancel_link);
     oop->checking = false;
+    hgx_list_init(&oop->check_link);
     atomic_store(&oop->done, false);
     return oop;
 }
@@ -98,9 +101,7 @@ void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
     atomic_store(&oop->done, true);
     if (na_op_cancel_requested(op)) {
         ofi_mutex_lock(cls, &cls->lock);
-        if (oop->cancel_listed)
-            ofi_list_remove(&cls->canceled, &oop->cancel_link);
-        oop->cancel_listed = false;
+        ofi_cancel_unlist_locked(cls, oop);
         ofi_mutex_unlock(cls, &cls->lock);
         /* Report the truth so that a cancel never hides a transfer: an op
          * that completed keeps NA_SUCCESS (its data moved), one that ended
@@ -122,7 +123,9 @@ void ofi_part_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
         int expected = NA_SUCCESS;
         atomic_compare_exchange_strong(&oop->part_ret, &expected, (int)ret);
     }
-    if (atomic_fetch_sub(&oop->parts_left, 1) == 1)
+    size_t left = atomic_fetch_sub(&oop->parts_left, 1);
+    HGX_ASSERT(left > 0);
+    if (left == 1)
         ofi_op_finish(cls, oop, (na_return_t)atomic_load(&oop->part_ret));
 }
 
@@ -131,6 +134,7 @@ void ofi_parts_abandon(struct ofi_class *cls, struct ofi_op *oop, na_return_t re
 {
     int expected = NA_SUCCESS;
     atomic_compare_exchange_strong(&oop->part_ret, &expected, (int)ret);
+    HGX_ASSERT(oop->posted <= oop->nparts);
     atomic_fetch_sub(&oop->parts_left, oop->nparts - oop->posted);
     ofi_part_done(cls, oop, NA_SUCCESS);
 }
@@ -138,6 +142,7 @@ void ofi_parts_abandon(struct ofi_class *cls, struct ofi_op *oop, na_return_t re
 /* Caller holds the lock with the op listed as canceled (so it is alive). */
 void ofi_cancel_contexts_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
+    HGX_ASSERT(ofi_cst_listed(oop->cancel_state));
     for (size_t i = 0; i < oop->posted; i++)
         if (oop->parts[i])
             fi_cancel(&cls->ep->fid, oop->parts[i]);
@@ -193,6 +198,8 @@ static ssize_t ofi_post(struct ofi_class *cls, struct ofi_op *oop)
 {
     size_t nparts = oop->post_limit;
 
+    HGX_ASSERT(nparts <= oop->nparts);
+
     for (size_t i = oop->posted; i < nparts; i++) {
         struct ofi_ctx *ctx = ofi_ctx_get(cls, oop);
         if (!ctx)
@@ -218,7 +225,7 @@ static void ofi_post_done(struct ofi_class *cls, struct ofi_op *oop, bool guard)
      * op may be complete already: only a listed op is known to be alive. */
     if (na_op_cancel_requested(na_op_from_plugin(oop))) {
         ofi_mutex_lock(cls, &cls->lock);
-        if (oop->cancel_listed)
+        if (ofi_cst_listed(oop->cancel_state))
             ofi_cancel_contexts_locked(cls, oop);
         ofi_mutex_unlock(cls, &cls->lock);
     }
@@ -287,10 +294,10 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
             return ofi_post_failed(cls, oop, ofi_na_error((int)-rc), async);
         }
     }
-    oop->retry_deadline_ms = ofi_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    oop->retry_deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
     ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
-    ofi_list_push(&cls->retry, &oop->retry_link, false);
+    ofi_list_push(&cls->retry, &oop->retry_link);
     atomic_fetch_add(ofi_queued_count(cls, oop), 1);
     ofi_mutex_unlock(cls, &cls->lock);
     return NA_SUCCESS;
@@ -342,17 +349,18 @@ void ofi_retry_progress(struct ofi_class *cls)
 {
     struct ofi_peer *blocked[OFI_RETRY_BLOCKED_MAX];
     size_t nblocked = 0;
-    struct ofi_link *out = NULL;
+    struct hgx_list out, *link, *next;
 
     if (atomic_load(&cls->retry.count) == 0)
         return;
-    uint64_t now = ofi_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     ofi_mutex_lock(cls, &cls->lock);
-    for (struct ofi_link *link = cls->retry.head, *next; link; link = next) {
-        struct ofi_op *oop = OFI_OP_OF(link, retry_link);
+    hgx_list_init(&out);
+    hgx_list_for_each_safe(link, next, &cls->retry.head)
+    {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, retry_link);
         ssize_t rc;
         bool guard = ofi_post_ends_guard(oop);
-        next = link->next;
         if (na_op_cancel_requested(na_op_from_plugin(oop)) && !ofi_op_unstoppable(oop))
             rc = -FI_ECANCELED;
         else if (now >= oop->retry_deadline_ms)
@@ -373,13 +381,11 @@ void ofi_retry_progress(struct ofi_class *cls)
         if (rc == 0 && !guard)
             continue;
         oop->retry_rc = rc;
-        link->next = out;
-        out = link;
+        hgx_list_push_back(&out, link);
     }
     ofi_mutex_unlock(cls, &cls->lock);
-    while (out) {
-        struct ofi_op *oop = OFI_OP_OF(out, retry_link);
-        out = out->next;
+    while ((link = hgx_list_pop_front(&out))) {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, retry_link);
         ofi_retry_end(cls, oop, oop->retry_rc);
     }
 }

@@ -4,18 +4,6 @@
  */
 #include "ofi_int.h"
 
-static void ofi_seek(const struct ofi_mem_handle *mh, uint64_t offset, size_t *seg,
-                     uint64_t *off)
-{
-    size_t i = 0;
-    while (i < mh->nseg - 1 && offset >= mh->segs[i].len) {
-        offset -= mh->segs[i].len;
-        i++;
-    }
-    *seg = i;
-    *off = offset;
-}
-
 void ofi_bounce_free(struct ofi_bounce *b)
 {
     if (b->mr)
@@ -98,7 +86,9 @@ static struct ofi_bounce *ofi_bounce_new(struct ofi_class *cls, struct ofi_peer 
 /* The last reference also does an address removal deferred for it. */
 void ofi_bounce_put(struct ofi_bounce *b)
 {
-    if (atomic_fetch_sub(&b->refs, 1) != 1)
+    int refs = atomic_fetch_sub(&b->refs, 1);
+    HGX_ASSERT(refs > 0);
+    if (refs != 1)
         return;
     struct ofi_class *cls = b->cls;
     ofi_mutex_lock(cls, &cls->lock);
@@ -112,18 +102,19 @@ void ofi_bounce_put(struct ofi_bounce *b)
 /* Copy a bounced get to where the caller asked for it. */
 void ofi_bounce_copy_out(const struct ofi_op *oop)
 {
-    const struct ofi_mem_handle *mh = oop->user_mh;
-    const unsigned char *src = oop->bounce->data;
-    size_t left = oop->bounce->len, seg;
-    uint64_t off;
+    struct na_seg_cursor cur;
+    struct na_seg_run run;
 
-    ofi_seek(mh, oop->user_off, &seg, &off);
-    for (; left > 0; seg++, off = 0) {
-        size_t n = mh->segs[seg].len - off < left ? mh->segs[seg].len - off : left;
-        memcpy((void *)(uintptr_t)(mh->segs[seg].addr + off), src, n);
-        src += n;
-        left -= n;
-    }
+    /* ofi_rma checked that the handle holds the whole get. */
+    bool ok =
+        na_seg_cursor_init(&cur, ofi_seg_list(oop->user_mh), oop->user_off,
+                           NA_SEG_LIST(&oop->bounce_seg, 1, len), 0, oop->bounce->len);
+    HGX_ASSERT(ok);
+    (void)ok;
+    while (na_seg_cursor_next(&cur, &run))
+        memcpy((void *)(uintptr_t)(ofi_seg_at(&cur.local, run.local_index)->addr +
+                                   run.local_offset),
+               oop->bounce->data + run.remote_offset, run.len);
 }
 
 /* One provider operation of a put/get. */
@@ -138,61 +129,52 @@ struct ofi_rma_part {
 /* Describe the next part: extend the current iov while the data stays in the
  * same segment, start a new one otherwise, and stop at the iov limits or the
  * provider's maximum message size. */
-static void ofi_rma_next_part(const struct ofi_class *cls, struct ofi_rma_cursor *cur,
+static void ofi_rma_next_part(const struct ofi_class *cls, struct na_seg_cursor *cur,
                               struct ofi_rma_part *part)
 {
     size_t last_lseg = SIZE_MAX, last_rseg = SIZE_MAX;
     uint64_t total = 0;
     bool virt = cls->mr_mode & FI_MR_VIRT_ADDR;
+    struct na_seg_run run;
 
     part->iov_count = part->rma_iov_count = 0;
-    while (cur->left > 0 && total < cls->max_msg_size) {
-        const struct ofi_seg *ls = &cur->local->segs[cur->lseg];
-        const struct ofi_seg *rs = &cur->remote->segs[cur->rseg];
-        if (cur->loff == ls->len) {
-            cur->lseg++;
-            cur->loff = 0;
-            continue;
-        }
-        if (cur->roff == rs->len) {
-            cur->rseg++;
-            cur->roff = 0;
-            continue;
-        }
-        bool new_iov = cur->lseg != last_lseg, new_rma = cur->rseg != last_rseg;
-        if ((new_iov && part->iov_count == cls->iov_limit) ||
-            (new_rma && part->rma_iov_count == cls->rma_iov_limit))
+    while (total < cls->max_msg_size) {
+        struct na_seg_cursor before = *cur;
+        if (!na_seg_cursor_next_max(cur, cls->max_msg_size - total, &run))
             break;
-        uint64_t n = cur->left;
-        if (ls->len - cur->loff < n)
-            n = ls->len - cur->loff;
-        if (rs->len - cur->roff < n)
-            n = rs->len - cur->roff;
-        if (cls->max_msg_size - total < n)
-            n = cls->max_msg_size - total;
+        bool new_iov = run.local_index != last_lseg,
+             new_rma = run.remote_index != last_rseg;
+        if ((new_iov && part->iov_count == cls->iov_limit) ||
+            (new_rma && part->rma_iov_count == cls->rma_iov_limit)) {
+            *cur = before; /* the run starts the next part */
+            break;
+        }
         if (new_iov) {
+            const struct ofi_seg *ls = ofi_seg_at(&cur->local, run.local_index);
             part->iov[part->iov_count] = (struct iovec){
-                .iov_base = (void *)(uintptr_t)(ls->addr + cur->loff), .iov_len = 0};
+                .iov_base = (void *)(uintptr_t)(ls->addr + run.local_offset),
+                .iov_len = 0};
             part->desc[part->iov_count++] = ls->desc;
-            last_lseg = cur->lseg;
+            last_lseg = run.local_index;
         }
         if (new_rma) {
+            const struct ofi_seg *rs = ofi_seg_at(&cur->remote, run.remote_index);
             /* Without FI_MR_VIRT_ADDR a registration is addressed from 0. */
-            part->rma_iov[part->rma_iov_count++] = (struct fi_rma_iov){
-                .addr = (virt ? rs->addr : 0) + cur->roff, .len = 0, .key = rs->key};
-            last_rseg = cur->rseg;
+            part->rma_iov[part->rma_iov_count++] =
+                (struct fi_rma_iov){.addr = (virt ? rs->addr : 0) + run.remote_offset,
+                                    .len = 0,
+                                    .key = rs->key};
+            last_rseg = run.remote_index;
         }
-        part->iov[part->iov_count - 1].iov_len += n;
-        part->rma_iov[part->rma_iov_count - 1].len += n;
-        cur->loff += n;
-        cur->roff += n;
-        cur->left -= n;
-        total += n;
+        /* Runs in the same segments as the last ones continue them. */
+        part->iov[part->iov_count - 1].iov_len += run.len;
+        part->rma_iov[part->rma_iov_count - 1].len += run.len;
+        total += run.len;
     }
     part->len = total;
 }
 
-static size_t ofi_rma_count_parts(const struct ofi_class *cls, struct ofi_rma_cursor cur)
+static size_t ofi_rma_count_parts(const struct ofi_class *cls, struct na_seg_cursor cur)
 {
     struct ofi_rma_part part;
     size_t n = 0;
@@ -213,7 +195,7 @@ static uint64_t ofi_put_flags(const struct ofi_class *cls, uint64_t len)
 
 ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx)
 {
-    struct ofi_rma_cursor prev = oop->cur;
+    struct na_seg_cursor prev = oop->cur;
     struct ofi_rma_part part;
 
     /* Moved before posting: once posted, the part may complete on another
@@ -243,6 +225,7 @@ ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_
  * is taken under the class lock, where ofi_cancel_may_force reads it. */
 static void ofi_get_head_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
 {
+    HGX_ASSERT(oop->gated);
     ofi_mutex_lock(cls, &cls->lock);
     bool open = ret == NA_SUCCESS && !na_op_cancel_requested(na_op_from_plugin(oop));
     if (open) {
@@ -267,43 +250,44 @@ void ofi_rma_part_end(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret
         ofi_part_done(cls, oop, ret);
 }
 
-/* Point a tcp get (cursor set up with the user's local handle, the remote
- * one positioned) at a bounce buffer: the whole get below
+/* Point a tcp get at a bounce buffer: the whole get below
  * OFI_GET_GATED_MIN, else its head, whatever one part carries of the first
  * OFI_GET_HEAD bytes, with the rest as the body read directly later. */
 static na_return_t ofi_get_bounce_setup(struct ofi_class *cls, struct ofi_op *oop,
+                                        const struct ofi_mem_handle *user,
                                         na_offset_t local_offset,
-                                        na_offset_t remote_offset)
+                                        struct na_seg_list remote,
+                                        na_offset_t remote_offset, uint64_t size)
 {
-    const struct ofi_mem_handle *user = oop->cur.local;
-    uint64_t size = oop->cur.left;
     na_return_t ret = NA_SUCCESS;
+    uint64_t len = size;
 
     oop->gated = size >= OFI_GET_GATED_MIN;
-    oop->cur.left = oop->gated ? OFI_GET_HEAD : size;
-    oop->bounce = ofi_bounce_new(cls, oop->peer, oop->cur.left, &ret);
+    if (oop->gated)
+        len = OFI_GET_HEAD;
+    oop->bounce = ofi_bounce_new(cls, oop->peer, len, &ret);
     if (!oop->bounce)
         return ret;
     oop->user_mh = user;
     oop->user_off = local_offset;
-    oop->bounce_mh.nseg = 1;
-    oop->bounce_mh.segs = &oop->bounce_mh.one_seg;
-    oop->bounce_mh.one_seg =
+    oop->bounce_seg =
         (struct ofi_seg){.addr = (uint64_t)(uintptr_t)oop->bounce->data,
-                         .len = oop->cur.left,
+                         .len = len,
                          .desc = oop->bounce->mr ? fi_mr_desc(oop->bounce->mr) : NULL};
-    oop->cur.local = &oop->bounce_mh;
+    struct na_seg_list bounce = NA_SEG_LIST(&oop->bounce_seg, 1, len);
+    /* ofi_rma checked that both handles hold the whole get. */
+    bool ok = na_seg_cursor_init(&oop->cur, bounce, 0, remote, remote_offset, len);
     if (oop->gated) {
-        struct ofi_rma_cursor probe = oop->cur;
+        struct na_seg_cursor probe = oop->cur;
         struct ofi_rma_part part;
         ofi_rma_next_part(cls, &probe, &part);
-        oop->cur.left = oop->bounce->len = oop->bounce_mh.one_seg.len = part.len;
-        oop->body_cur = (struct ofi_rma_cursor){
-            .local = user, .remote = oop->cur.remote, .left = size - part.len};
-        ofi_seek(user, local_offset + part.len, &oop->body_cur.lseg, &oop->body_cur.loff);
-        ofi_seek(oop->cur.remote, remote_offset + part.len, &oop->body_cur.rseg,
-                 &oop->body_cur.roff);
+        len = oop->bounce->len = oop->bounce_seg.len = part.len;
+        ok = ok && na_seg_cursor_init(&oop->cur, bounce, 0, remote, remote_offset, len) &&
+             na_seg_cursor_init(&oop->body_cur, ofi_seg_list(user), local_offset + len,
+                                remote, remote_offset + len, size - len);
     }
+    HGX_ASSERT(ok);
+    (void)ok;
     return NA_SUCCESS;
 }
 
@@ -329,15 +313,18 @@ na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
         ofi_op_finish(cls, oop, NA_SUCCESS);
         return NA_SUCCESS;
     }
-    oop->cur = (struct ofi_rma_cursor){
-        .local = ofi_mh(local), .remote = ofi_mh(remote), .left = size};
-    ofi_seek(oop->cur.remote, remote_offset, &oop->cur.rseg, &oop->cur.roff);
+    /* The core checked offsets and size against each handle's length, and
+     * a handle's segments add up to its length. */
+    struct na_seg_list rlist = ofi_seg_list(ofi_mh(remote));
+    HGX_CHECK(OFI,
+              !na_seg_cursor_init(&oop->cur, ofi_seg_list(ofi_mh(local)), local_offset,
+                                  rlist, remote_offset, size),
+              error, ret, NA_INVALID_ARG, "transfer of %zu bytes outside a handle", size);
     if (kind == OFI_OP_GET && cls->proto->cancel_policy == OFI_CANCEL_FORCE_GETS) {
-        ret = ofi_get_bounce_setup(cls, oop, local_offset, remote_offset);
+        ret = ofi_get_bounce_setup(cls, oop, ofi_mh(local), local_offset, rlist,
+                                   remote_offset, size);
         if (ret != NA_SUCCESS)
             goto error;
-    } else {
-        ofi_seek(oop->cur.local, local_offset, &oop->cur.lseg, &oop->cur.loff);
     }
     oop->post_limit = ofi_rma_count_parts(cls, oop->cur);
     oop->nparts = oop->post_limit;

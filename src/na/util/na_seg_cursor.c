@@ -73,6 +73,13 @@ static void na_seg_skip_full(const struct na_seg_list *list, size_t *index, uint
 
 bool na_seg_cursor_next(struct na_seg_cursor *cur, struct na_seg_run *run)
 {
+    return na_seg_cursor_next_max(cur, UINT64_MAX, run);
+}
+
+bool na_seg_cursor_next_max(struct na_seg_cursor *cur, uint64_t max,
+                            struct na_seg_run *run)
+{
+    HGX_ASSERT(max > 0);
     if (cur->left == 0)
         return false;
     na_seg_skip_full(&cur->local, &cur->li, &cur->lpos);
@@ -85,6 +92,8 @@ bool na_seg_cursor_next(struct na_seg_cursor *cur, struct na_seg_run *run)
         len = rlen;
     if (cur->left < len)
         len = cur->left;
+    if (max < len)
+        len = max;
     if (len > SIZE_MAX)
         len = SIZE_MAX;
     run->local_index = cur->li;

@@ -56,6 +56,12 @@ bool na_seg_cursor_init(struct na_seg_cursor *cur, struct na_seg_list local,
 /* The next run; false once all size bytes were yielded. */
 bool na_seg_cursor_next(struct na_seg_cursor *cur, struct na_seg_run *run);
 
+/* The next run, cut to at most max (> 0) bytes, for a transport operation
+ * that carries several runs up to a size limit; the rest of a cut run comes
+ * next. False once all size bytes were yielded. */
+bool na_seg_cursor_next_max(struct na_seg_cursor *cur, uint64_t max,
+                            struct na_seg_run *run);
+
 /* Runs a transfer of this shape takes (what the plugin must post). */
 size_t na_seg_cursor_count(const struct na_seg_cursor *cur);
 
