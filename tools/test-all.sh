@@ -97,6 +97,11 @@ fi
 echo "=== [fuzz] make fuzz-smoke (every target, fixed input count)"
 make -C "$top/build-ci/asan" fuzz-smoke 2>&1 | tee "$logdir/fuzz.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# The same target in an MPI-enabled tree (the MPI emulation's fuzz target and
+# the MPI link flags), with fewer inputs.
+echo "=== [fuzz] make fuzz-smoke in the Open MPI tree"
+make -C "$top/build-ci/openmpi" fuzz-smoke FUZZ_RUNS=200 2>&1 | tee "$logdir/fuzz-openmpi.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 # The API reference: every public call, parameter and return documented
 # (Doxygen fails on any warning).
