@@ -45,11 +45,22 @@ const struct hgx_param hgx_param_na_cancel_timeout_ms = {
             "it completes the operation as canceled on its own",
 };
 
+const struct hgx_param hgx_param_na_unexpected_max = {
+    .name = "HGX_NA_UNEXPECTED_MAX",
+    .type = HGX_PARAM_INT,
+    .def = 4096,
+    .min = 16,
+    .max = 1048576,
+    .help = "unexpected messages a context holds while no receive is posted; past it "
+            "the plugin stops taking more from the transport until receives drain them",
+};
+
 const struct hgx_param *const hgx_core_params[] = {
     &hgx_param_log_level,
     &hgx_param_log_subsys,
     &hgx_param_na_spin_us,
     &hgx_param_na_cancel_timeout_ms,
+    &hgx_param_na_unexpected_max,
     NULL,
 };
 

@@ -48,5 +48,6 @@ extern const struct hgx_param hgx_param_log_level;
 extern const struct hgx_param hgx_param_log_subsys;
 extern const struct hgx_param hgx_param_na_spin_us;
 extern const struct hgx_param hgx_param_na_cancel_timeout_ms;
+extern const struct hgx_param hgx_param_na_unexpected_max;
 
 #endif /* HGX_PARAM_H */
