@@ -8,6 +8,7 @@
 #include "hgx_emul.h"
 
 #include "emul_state.h"
+#include "hgx_clock.h"
 #include "hgx_log.h"
 
 #include <limits.h>
@@ -200,7 +201,6 @@ static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
 #pragma GCC visibility push(hidden)
 
 /* hgx_emul.c */
-uint64_t emul_now_us(void);
 void emul_err_log(const char *what, int rc);
 
 /* emul_registry.c */

@@ -216,7 +216,7 @@ static void put_post_data(struct hgx_emul_oreq *o)
 static void oreq_timeout(struct hgx_emul_oreq *o)
 {
     oreq_set_cancel(o, HGX_EMUL_OC_ZOMBIE);
-    o->expire_at = emul_now_us() + o->e->zombie_life_us;
+    o->expire_at = hgx_clock_now_us() + o->e->zombie_life_us;
     if (oreq_completed(o))
         return; /* outcome already delivered; just wait for the answer */
     CINC(C_TIMEOUT);
@@ -378,14 +378,14 @@ void hgx_emul_cancel(struct hgx_emul *e, struct hgx_emul_oreq *o)
     CINC(C_REQ);
     emul_ctrl_reply(e, o->peer, HGX_EMUL_CT_CANCEL, o->id, o->seq, NA_CANCELED);
     oreq_set_cancel(o, HGX_EMUL_OC_SENT);
-    o->deadline = emul_now_us() + e->cancel_timeout_us;
+    o->deadline = hgx_clock_now_us() + e->cancel_timeout_us;
     e->ntimed++;
 }
 
 int emul_origin_timers(struct hgx_emul *e)
 {
     int n = 0;
-    uint64_t t = emul_now_us();
+    uint64_t t = hgx_clock_now_us();
     for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++) {
         struct hgx_emul_oreq *o = e->slots[i];
         if (!o || o->cancel == HGX_EMUL_OC_NONE)

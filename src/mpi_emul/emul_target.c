@@ -70,14 +70,14 @@ void emul_tomb_expire(struct hgx_emul *e, uint64_t t)
 
 static void tomb_add(struct hgx_emul *e, int src, uint64_t seq)
 {
-    emul_tomb_expire(e, emul_now_us());
+    emul_tomb_expire(e, hgx_clock_now_us());
     struct tomb *tb = &e->tombs[e->tomb_next];
     e->tomb_next = (e->tomb_next + 1) % NTOMB;
     if (tb->src < 0) {
         e->ntombs++;
         CINC(G_TOMB);
     }
-    *tb = (struct tomb){src, seq, emul_now_us() + TOMB_LIFE_US};
+    *tb = (struct tomb){src, seq, hgx_clock_now_us() + TOMB_LIFE_US};
 }
 
 static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
@@ -120,7 +120,7 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     }
     t->outstanding--;
     if (t->put)
-        t->last_us = emul_now_us();
+        t->last_us = hgx_clock_now_us();
     trec_check(t);
 }
 
@@ -209,7 +209,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
     t->dtag = emul_data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
     if (t->put) { /* chunks are taken as they arrive (emul_target_data), nothing is posted
                    */
-        t->last_us = emul_now_us();
+        t->last_us = hgx_clock_now_us();
         emul_rx_add(e, &t->rx, t->dtag);
         emul_ctrl_reply(e, t->src, HGX_EMUL_CT_CTS, p->req_id, p->seq, NA_SUCCESS);
         return;
@@ -272,7 +272,7 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                              : "no put from that rank in progress on this tag");
         return;
     }
-    t->last_us = emul_now_us();
+    t->last_us = hgx_clock_now_us();
     uint32_t k = t->next++;
     if (t->next == t->n)
         emul_rx_del(e, &t->rx);
@@ -352,7 +352,7 @@ void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *
      * taken and dropped (the origin's sends complete only then), until all
      * came or the zombie life passed (those MPI cancelled never come). */
     trec_set_state(t, HGX_EMUL_T_ABORTED);
-    t->expire_at = emul_now_us() + e->zombie_life_us;
+    t->expire_at = hgx_clock_now_us() + e->zombie_life_us;
     t->anext = e->aborted;
     e->aborted = t;
     trec_check(t);

@@ -30,13 +30,6 @@ void hgx_emul_get_counters(struct hgx_emul_counters *c)
                                     .tombstones = v[G_TOMB]};
 }
 
-uint64_t emul_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static uint64_t env_ms(const char *name, uint64_t def)
 {
     const char *v = getenv(name);
@@ -188,11 +181,11 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
     if (e->ntimed)
         n += emul_origin_timers(e);
     if (e->ntombs)
-        emul_tomb_expire(e, emul_now_us());
+        emul_tomb_expire(e, hgx_clock_now_us());
     if (e->aborted)
-        emul_aborted_expire(e, emul_now_us());
+        emul_aborted_expire(e, hgx_clock_now_us());
     if (e->ntrec && e->idle_us) {
-        uint64_t t = emul_now_us();
+        uint64_t t = hgx_clock_now_us();
         if (t >= e->idle_check_at)
             n += emul_put_idle_expire(e, t);
     }

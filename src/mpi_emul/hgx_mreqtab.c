@@ -2,6 +2,7 @@
  * hgx_mreqtab.c -- outstanding MPI requests, tested with MPI_Testsome.
  */
 #include "hgx_mreqtab.h"
+#include "hgx_clock.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -139,15 +140,12 @@ void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms)
     for (int i = 0; i < t->n; i++)
         if (t->reqs[i] != MPI_REQUEST_NULL)
             MPI_Cancel(&t->reqs[i]);
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t deadline = hgx_clock_after_ms(hgx_clock_now_ns(), timeout_ms);
     while (t->n > 0) {
         int ndone = 0;
         if (hgx_mreqtab_poll(t, &ndone) != MPI_SUCCESS)
             break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (ms >= (long)timeout_ms)
+        if (hgx_clock_passed(hgx_clock_now_ns(), deadline))
             break;
         if (ndone == 0) {
             struct timespec ts = {0, 200000};

@@ -60,13 +60,6 @@ static na_return_t nm_intra_base(MPI_Comm intra, MPI_Comm *base)
     return NA_SUCCESS;
 }
 
-uint64_t nm_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Date the activity noted since the last call at t. A note can be up to
  * NA's spin window old when dated: the polling window only grows by it. */
 void nm_date_activity(struct nm_class *pc, uint64_t t)

@@ -303,8 +303,14 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
     struct dyn_connector *k = calloc(1, sizeof(*k));
     if (!k)
         return NA_NOMEM;
+    /* a monotonic deadline (hgx_clock_timespec): a wall clock step cannot
+     * cut the wait short or stretch it */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
+    pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
     k->refs = 2;
     k->is_name = is_name;
     snprintf(k->target, sizeof(k->target), "%s", target);
@@ -319,12 +325,8 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
     long ms = env && *env ? strtol(env, NULL, 10) : 10000;
     if (ms <= 0)
         ms = 10000;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L)
-        dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    struct timespec dl =
+        hgx_clock_timespec(hgx_clock_after_ms(hgx_clock_now_ns(), (uint64_t)ms));
     na_return_t ret = NA_SUCCESS;
     pthread_mutex_lock(&k->mu);
     while (!k->done) {

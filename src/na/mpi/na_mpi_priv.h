@@ -38,6 +38,7 @@
 #define NA_MPI_PRIV_H
 
 #include "na_mpi_int.h"
+#include "hgx_clock.h"
 #include "hgx_emul.h"
 #include "hgx_mreqtab.h"
 #include "na_plugin.h"
@@ -279,7 +280,6 @@ static inline void nm_op_done(struct nm_class *pc, na_op_id_t *op, na_return_t r
 
 /* na_mpi.c */
 void nm_log_err(const char *what, int rc);
-uint64_t nm_now_us(void);
 void nm_date_activity(struct nm_class *pc, uint64_t t);
 #ifdef OPEN_MPI
 char *nm_sink_get(struct nm_class *pc);

@@ -208,7 +208,7 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
                          unsigned int timeout_ms)
 {
     struct nm_class *pc = PC(na_class);
-    uint64_t t = nm_now_us(), deadline = t + (uint64_t)timeout_ms * 1000u;
+    uint64_t t = hgx_clock_now_us(), deadline = t + (uint64_t)timeout_ms * 1000u;
     nm_date_activity(pc, t);
     for (unsigned int polls = 1;; polls++) {
         unsigned long n = 0;
@@ -223,7 +223,7 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
          * hundreds of microseconds long, and a read costs ~22 ns. */
         if (polls % NM_POLLS_PER_CLOCK == 0 ||
             atomic_load_explicit(&pc->noted, memory_order_relaxed)) {
-            t = nm_now_us();
+            t = hgx_clock_now_us();
             nm_date_activity(pc, t);
         }
         uint64_t last = atomic_load(&pc->last_activity_us);
