@@ -30,16 +30,6 @@ void hgx_emul_get_counters(struct hgx_emul_counters *c)
                                     .tombstones = v[G_TOMB]};
 }
 
-static uint64_t env_ms(const char *name, uint64_t def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    return (*end || x > 86400000ull) ? def : (uint64_t)x;
-}
-
 void emul_err_log(const char *what, int rc)
 {
     char s[MPI_MAX_ERROR_STRING];
@@ -194,8 +184,38 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
 
 /*------------------------------------------------------------ life */
 
-static uint64_t g_timeout_ms, g_zombie_ms, g_idle_ms;
-static bool g_env_read;
+/* Bounds of the cancel protocol (docs/mpi-emul-cancel.md): at most a day each. */
+#define EMUL_PARAM_MAX_MS 86400000
+
+const struct hgx_param hgx_emul_param_cancel_timeout_ms = {
+    .name = "HGX_MPI_CANCEL_TIMEOUT_MS",
+    .type = HGX_PARAM_INT,
+    .def = 200,
+    .min = 0,
+    .max = EMUL_PARAM_MAX_MS,
+    .help = "milliseconds an MPI put/get cancel waits for the target's answer before "
+            "it completes the operation locally",
+};
+
+const struct hgx_param hgx_emul_param_zombie_ms = {
+    .name = "HGX_MPI_CANCEL_ZOMBIE_MS",
+    .type = HGX_PARAM_INT,
+    .def = 60000,
+    .min = 0,
+    .max = EMUL_PARAM_MAX_MS,
+    .help = "milliseconds the id of a locally completed MPI put/get stays reserved for "
+            "a late answer",
+};
+
+const struct hgx_param hgx_emul_param_target_idle_ms = {
+    .name = "HGX_MPI_TARGET_IDLE_MS",
+    .type = HGX_PARAM_INT,
+    .def = -1,
+    .min = -1,
+    .max = EMUL_PARAM_MAX_MS,
+    .help = "milliseconds a target keeps a put whose origin went silent (0: forever; "
+            "-1: HGX_MPI_CANCEL_ZOMBIE_MS)",
+};
 
 na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
                             int tag_ctrl, int tag_putdata_base, int tag_getdata_base)
@@ -212,15 +232,12 @@ na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreq
     e->tag_get = tag_getdata_base;
     MPI_Comm_rank(comm, &e->rank);
     MPI_Comm_size(comm, &e->size);
-    if (!g_env_read) {
-        g_timeout_ms = env_ms("HGX_MPI_CANCEL_TIMEOUT_MS", 200);
-        g_zombie_ms = env_ms("HGX_MPI_CANCEL_ZOMBIE_MS", 60000);
-        g_idle_ms = env_ms("HGX_MPI_TARGET_IDLE_MS", g_zombie_ms);
-        g_env_read = true;
-    }
-    e->cancel_timeout_us = g_timeout_ms * 1000u;
-    e->zombie_life_us = g_zombie_ms * 1000u;
-    e->idle_us = g_idle_ms * 1000u;
+    uint64_t zombie_ms = (uint64_t)hgx_param_get_int(&hgx_emul_param_zombie_ms);
+    int64_t idle_ms = hgx_param_get_int(&hgx_emul_param_target_idle_ms);
+    e->cancel_timeout_us =
+        (uint64_t)hgx_param_get_int(&hgx_emul_param_cancel_timeout_ms) * 1000u;
+    e->zombie_life_us = zombie_ms * 1000u;
+    e->idle_us = (idle_ms < 0 ? zombie_ms : (uint64_t)idle_ms) * 1000u;
     for (unsigned i = 0; i < NTOMB; i++)
         e->tombs[i].src = -1;
     e->maxseq = calloc((size_t)e->size, sizeof(uint64_t));

@@ -526,10 +526,17 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     return NA_SUCCESS;
 }
 
+static const struct hgx_param *const nm_params[] = {
+    &nm_param_connect_timeout_ms,      &nm_param_service,
+    &hgx_emul_param_cancel_timeout_ms, &hgx_emul_param_zombie_ms,
+    &hgx_emul_param_target_idle_ms,    NULL,
+};
+
 const struct na_ops na_mpi_ops = {
     .class_name = "mpi",
     .protocols = (const char *const[]){"static", "dynamic", NULL},
     .log_subsys = HGX_SUBSYS_MPI,
+    .params = nm_params,
     /* Every piece is one emulated transfer with its own request and CTS
      * round trip; the emulation moves a transfer in HGX_EMUL_CHUNK (16 MiB)
      * messages itself. With 256 KiB pieces Open MPI bulk ran at 0.77-0.90x raw at

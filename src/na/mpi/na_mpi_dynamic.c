@@ -177,6 +177,23 @@ bool nm_dyn_unescape(const char *in, char *out, size_t n)
     return o > 0;
 }
 
+const struct hgx_param nm_param_connect_timeout_ms = {
+    .name = "HGX_MPI_CONNECT_TIMEOUT_MS",
+    .type = HGX_PARAM_INT,
+    .def = 10000,
+    .min = 1,
+    .max = 86400000,
+    .help = "milliseconds an mpi+dynamic lookup waits for MPI_Lookup_name and "
+            "MPI_Comm_connect before it fails with NA_ADDRNOTAVAIL",
+};
+
+const struct hgx_param nm_param_service = {
+    .name = "HGX_MPI_SERVICE",
+    .type = HGX_PARAM_STRING,
+    .def_string = "hgx",
+    .help = "service name an mpi+dynamic server publishes (MPI_Publish_name)",
+};
+
 struct dyn_acceptor {
     pthread_mutex_t mu;
     int refs;
@@ -321,10 +338,7 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
         return NA_NOMEM;
     }
     pthread_detach(t);
-    const char *env = getenv("HGX_MPI_CONNECT_TIMEOUT_MS");
-    long ms = env && *env ? strtol(env, NULL, 10) : 10000;
-    if (ms <= 0)
-        ms = 10000;
+    int64_t ms = hgx_param_get_int(&nm_param_connect_timeout_ms);
     struct timespec dl =
         hgx_clock_timespec(hgx_clock_after_ms(hgx_clock_now_ns(), (uint64_t)ms));
     na_return_t ret = NA_SUCCESS;
@@ -337,7 +351,7 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
         k->abandoned = true;
         HGX_LOG_ERROR(
             MPI,
-            "mpi+dynamic: %s \"%s\" did not complete within %ld ms "
+            "mpi+dynamic: %s \"%s\" did not complete within %" PRId64 " ms "
             "(HGX_MPI_CONNECT_TIMEOUT_MS): is the server running and accepting, and were "
             "both "
             "jobs started with the same ompi-server (mpirun --ompi-server file:URI)?",
@@ -457,8 +471,8 @@ na_return_t nm_dyn_listen(struct nm_class *pc)
         return NA_NOMEM;
     }
     pc->acc = a;
-    const char *svc = getenv("HGX_MPI_SERVICE");
-    snprintf(pc->service, sizeof(pc->service), "%s", svc && *svc ? svc : "hgx");
+    snprintf(pc->service, sizeof(pc->service), "%s",
+             hgx_param_get_string(&nm_param_service));
     nm_dyn_eh_enter();
     int rc = MPI_Publish_name(pc->service, MPI_INFO_NULL, pc->port);
     nm_dyn_eh_leave();

@@ -45,6 +45,7 @@
 #include "hgx_spin.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,8 @@ void nm_sink_put(struct nm_class *pc, char *s, int err, size_t count);
 #endif
 
 /* na_mpi_dynamic.c */
+extern const struct hgx_param nm_param_connect_timeout_ms;
+extern const struct hgx_param nm_param_service;
 int nm_dyn_close_port(const char *port);
 int nm_dyn_self_comm(void);
 na_return_t nm_dyn_open_port(char *port, const char *why);
