@@ -10,24 +10,18 @@
 
 void emul_rx_add(struct hgx_emul *e, struct rxlink *l, int tag)
 {
-    if (l->on)
+    if (emul_rx_on(l))
         return;
     l->tag = tag;
-    l->next = &e->rx_head;
-    l->prev = e->rx_head.prev;
-    e->rx_head.prev->next = l;
-    e->rx_head.prev = l;
-    l->on = true;
+    hgx_list_push_back(&e->rx, &l->link);
     e->nrx++;
 }
 
 void emul_rx_del(struct hgx_emul *e, struct rxlink *l)
 {
-    if (!l->on)
+    if (!emul_rx_on(l))
         return;
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    l->on = false;
+    hgx_list_remove(&l->link);
     e->nrx--;
 }
 
@@ -183,8 +177,11 @@ int emul_data_take_tags(struct hgx_emul *e)
     }
     /* Copied first: taking a chunk can end transfers (unlink them). */
     unsigned ntags = 0;
-    for (struct rxlink *l = e->rx_head.next; l != &e->rx_head; l = l->next)
-        e->rx_tags[ntags++] = l->tag;
+    struct hgx_list *it;
+    hgx_list_for_each(it, &e->rx)
+    {
+        e->rx_tags[ntags++] = hgx_list_entry(it, struct rxlink, link)->tag;
+    }
     int n = 0;
     for (unsigned i = 0; i < ntags && n < DATA_BATCH; i++) {
         int flag = 1;

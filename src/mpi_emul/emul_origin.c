@@ -86,7 +86,7 @@ static void oreq_step(struct hgx_emul_oreq *o)
      * cancelled locally but answered CANCELNO, while its chunks still come
      * (they are dropped): a new request with the id must not take them. */
     if (o->cancel == HGX_EMUL_OC_SENT || o->cancel == HGX_EMUL_OC_ZOMBIE ||
-        (o->cancel == HGX_EMUL_OC_ZOMBIE_NO && o->rx.on &&
+        (o->cancel == HGX_EMUL_OC_ZOMBIE_NO && emul_rx_on(&o->rx) &&
          o->xfer != HGX_EMUL_OX_REPLIED))
         return;
     emul_oreq_free(o);
@@ -133,14 +133,14 @@ void emul_origin_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                       int count, uint32_t id)
 {
     struct hgx_emul_oreq *o = e->slots[id];
-    if (!o || o->put || o->dtag != st->MPI_TAG || !o->rx.on ||
+    if (!o || o->put || o->dtag != st->MPI_TAG || !emul_rx_on(&o->rx) ||
         o->peer != st->MPI_SOURCE) {
         emul_data_drop(e, msg, st, count, false,
                        !o || o->put ? "no get in progress on this tag"
                        : o->dtag != st->MPI_TAG
                            ? "a chunk of an older use of the get's id"
-                       : !o->rx.on ? "more chunks than the get has"
-                                   : "not from the get's target");
+                       : !emul_rx_on(&o->rx) ? "more chunks than the get has"
+                                             : "not from the get's target");
         return;
     }
     uint32_t k = o->nmatched++;
@@ -333,6 +333,7 @@ na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_me
         return NA_NOMEM;
     }
     CINC(G_OACTIVE);
+    emul_rx_init(&o->rx);
     o->e = e;
     o->id = id;
     o->seq = ++e->next_seq;

@@ -12,50 +12,30 @@ static unsigned tkey(int src, uint32_t rid)
     return ((unsigned)src * 2654435761u + rid) % TBUCKETS;
 }
 
+/* The newest record of (src, rid), or NULL. */
 static struct trec *tindex_find(struct hgx_emul *e, int src, uint32_t rid)
 {
-    for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
+    struct hgx_list *it;
+    hgx_list_for_each(it, &e->index[tkey(src, rid)])
+    {
+        struct trec *t = hgx_list_entry(it, struct trec, hlink);
         if (t->src == src && t->pkt.req_id == rid)
-            return t; /* newest first */
+            return t;
+    }
     return NULL;
 }
 
-static void tindex_remove(struct hgx_emul *e, struct trec *t)
-{
-    struct trec **pp = &e->index[tkey(t->src, t->pkt.req_id)];
-    while (*pp && *pp != t)
-        pp = &(*pp)->hnext;
-    if (*pp)
-        *pp = t->hnext;
-}
-
+/* Unlink t from every list it is on (index, pend, aborted, rx) and free it. */
 void emul_trec_free(struct hgx_emul *e, struct trec *t)
 {
-    if (t->state == HGX_EMUL_T_ABORTED) {
-        struct trec **pp = &e->aborted;
-        while (*pp && *pp != t)
-            pp = &(*pp)->anext;
-        if (*pp)
-            *pp = t->anext;
-    }
-    tindex_remove(e, t);
+    hgx_list_remove(&t->alink);
+    hgx_list_remove(&t->hlink);
+    hgx_list_remove(&t->plink);
     emul_rx_del(e, &t->rx);
     trec_set_state(t, HGX_EMUL_T_DONE);
     CDEC(G_TREC);
     e->ntrec--;
     free(t);
-}
-
-static void pend_remove(struct hgx_emul *e, struct trec *t)
-{
-    struct trec **pp = &e->pend_head, *prev = NULL;
-    while (*pp && *pp != t)
-        prev = *pp, pp = &(*pp)->pnext;
-    if (!*pp)
-        return;
-    *pp = t->pnext;
-    if (e->pend_tail == t)
-        e->pend_tail = prev;
 }
 
 void emul_tomb_expire(struct hgx_emul *e, uint64_t t)
@@ -99,7 +79,7 @@ static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
 static void trec_check(struct trec *t)
 {
     struct hgx_emul *e = t->e;
-    if (t->outstanding > 0 || (t->rx.on && !e->closing))
+    if (t->outstanding > 0 || (emul_rx_on(&t->rx) && !e->closing))
         return;
     if (t->put && t->state != HGX_EMUL_T_ABORTED && !e->closing)
         emul_ctrl_reply(e, t->src, HGX_EMUL_CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
@@ -152,14 +132,10 @@ void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl
     t->src = src;
     t->pkt = *p;
     t->result = NA_SUCCESS;
-    unsigned k = tkey(src, p->req_id);
-    t->hnext = e->index[k];
-    e->index[k] = t;
-    if (e->pend_tail)
-        e->pend_tail->pnext = t;
-    else
-        e->pend_head = t;
-    e->pend_tail = t;
+    emul_rx_init(&t->rx);
+    hgx_list_init(&t->alink);
+    hgx_list_push_front(&e->index[tkey(src, p->req_id)], &t->hlink);
+    hgx_list_push_back(&e->pend, &t->plink);
 }
 
 /* The registered region request p names, checked: handle and generation,
@@ -248,12 +224,16 @@ static struct trec *tfind_put(struct hgx_emul *e, int src, uint32_t rid, int tag
                               bool *older)
 {
     *older = false;
-    for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
-        if (t->src == src && t->pkt.req_id == rid && t->rx.on) {
+    struct hgx_list *it;
+    hgx_list_for_each(it, &e->index[tkey(src, rid)])
+    {
+        struct trec *t = hgx_list_entry(it, struct trec, hlink);
+        if (t->src == src && t->pkt.req_id == rid && emul_rx_on(&t->rx)) {
             if (t->dtag == tag)
                 return t;
             *older = true;
         }
+    }
     return NULL;
 }
 
@@ -315,7 +295,6 @@ void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
     struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
         if (t->state == HGX_EMUL_T_RECEIVED) { /* nothing written or sent: drop it */
-            pend_remove(e, t);
             emul_trec_free(e, t);
             CINC(C_TYES);
             emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
@@ -344,7 +323,6 @@ void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *
         return; /* finished meanwhile */
     CINC(C_ABORT);
     if (t->state == HGX_EMUL_T_RECEIVED) {
-        pend_remove(e, t);
         emul_trec_free(e, t);
         return;
     }
@@ -353,16 +331,17 @@ void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *
      * came or the zombie life passed (those MPI cancelled never come). */
     trec_set_state(t, HGX_EMUL_T_ABORTED);
     t->expire_at = hgx_clock_now_us() + e->zombie_life_us;
-    t->anext = e->aborted;
-    e->aborted = t;
+    hgx_list_push_front(&e->aborted, &t->alink);
     trec_check(t);
 }
 
 void emul_aborted_expire(struct hgx_emul *e, uint64_t now)
 {
-    for (struct trec *t = e->aborted, *next; t; t = next) {
-        next = t->anext;
-        if (now >= t->expire_at && t->rx.on) {
+    struct hgx_list *it, *tmp;
+    hgx_list_for_each_safe(it, tmp, &e->aborted)
+    {
+        struct trec *t = hgx_list_entry(it, struct trec, alink);
+        if (now >= t->expire_at && emul_rx_on(&t->rx)) {
             HGX_LOG_DEBUG(MPI_EMUL,
                           "aborted put %u from rank %d: %u chunks never came, released",
                           t->pkt.req_id, t->src, t->n - t->next);
@@ -382,10 +361,12 @@ int emul_put_idle_expire(struct hgx_emul *e, uint64_t now)
     uint64_t every = e->idle_us / 8;
     e->idle_check_at = now + (every < 1000 ? 1000 : every);
     int n = 0;
-    for (unsigned i = 0; i < TBUCKETS; i++)
-        for (struct trec *t = e->index[i], *next; t; t = next) {
-            next = t->hnext;
-            if (!t->put || t->state != HGX_EMUL_T_APPLYING || !t->rx.on ||
+    for (unsigned i = 0; i < TBUCKETS; i++) {
+        struct hgx_list *it, *tmp;
+        hgx_list_for_each_safe(it, tmp, &e->index[i])
+        {
+            struct trec *t = hgx_list_entry(it, struct trec, hlink);
+            if (!t->put || t->state != HGX_EMUL_T_APPLYING || !emul_rx_on(&t->rx) ||
                 t->outstanding || now - t->last_us < e->idle_us)
                 continue;
             int flag = 0;
@@ -405,5 +386,6 @@ int emul_put_idle_expire(struct hgx_emul *e, uint64_t now)
             trec_check(t); /* ACK (the error) and free */
             n++;
         }
+    }
     return n;
 }

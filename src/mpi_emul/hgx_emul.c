@@ -154,14 +154,9 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
     }
     e->batch_open = false;
     /* 2. Start the requests of this batch, in arrival order. */
-    while (e->pend_head) {
-        struct trec *t = e->pend_head;
-        e->pend_head = t->pnext;
-        if (!e->pend_head)
-            e->pend_tail = NULL;
-        t->pnext = NULL;
-        emul_target_start(e, t);
-    }
+    struct hgx_list *it;
+    while ((it = hgx_list_pop_front(&e->pend)))
+        emul_target_start(e, hgx_list_entry(it, struct trec, plink));
     /* 3. Data chunks that arrived. */
     if (e->dcomm != e->comm)
         n += emul_data_take_any(e);
@@ -172,7 +167,7 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
         n += emul_origin_timers(e);
     if (e->ntombs)
         emul_tomb_expire(e, hgx_clock_now_us());
-    if (e->aborted)
+    if (!hgx_list_empty(&e->aborted))
         emul_aborted_expire(e, hgx_clock_now_us());
     if (e->ntrec && e->idle_us) {
         uint64_t t = hgx_clock_now_us();
@@ -225,7 +220,11 @@ na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreq
         return NA_NOMEM;
     e->comm = comm;
     e->dcomm = comm;
-    e->rx_head.next = e->rx_head.prev = &e->rx_head;
+    hgx_list_init(&e->rx);
+    hgx_list_init(&e->pend);
+    hgx_list_init(&e->aborted);
+    for (unsigned i = 0; i < TBUCKETS; i++)
+        hgx_list_init(&e->index[i]);
     e->tab = tab;
     e->tag_ctrl = tag_ctrl;
     e->tag_put = tag_putdata_base;
@@ -255,14 +254,13 @@ void hgx_emul_close(struct hgx_emul *e)
     for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++)
         if (e->slots[i] && e->slots[i]->outstanding == 0)
             emul_oreq_free(e->slots[i]); /* waits for an answer no table entry tracks */
-    while (e->pend_head) {
-        struct trec *t = e->pend_head;
-        e->pend_head = t->pnext;
-        emul_trec_free(e, t);
-    }
-    e->pend_tail = NULL;
+    struct hgx_list *it;
+    while ((it = hgx_list_first(&e->pend)))
+        emul_trec_free(e, hgx_list_entry(it, struct trec, plink));
     for (unsigned i = 0; i < TBUCKETS; i++)
-        for (struct trec *t = e->index[i]; t; t = t->hnext) {
+        hgx_list_for_each(it, &e->index[i])
+        {
+            const struct trec *t = hgx_list_entry(it, struct trec, hlink);
             uint32_t left = t->put ? t->n - t->next + t->outstanding : t->outstanding;
             HGX_LOG_WARNING(MPI_EMUL,
                             "closing with a %s from rank %d still applying (id %u, "
@@ -280,8 +278,9 @@ void hgx_emul_free(struct hgx_emul *e)
         if (e->slots[i])
             emul_oreq_free(e->slots[i]);
     for (unsigned i = 0; i < TBUCKETS; i++)
-        while (e->index[i])
-            emul_trec_free(e, e->index[i]);
+        while (!hgx_list_empty(&e->index[i]))
+            emul_trec_free(
+                e, hgx_list_entry(hgx_list_first(&e->index[i]), struct trec, hlink));
     for (unsigned i = 0; i < NTOMB; i++)
         if (e->tombs[i].src >= 0)
             CDEC(G_TOMB);

@@ -254,6 +254,9 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         goto undo_init;
     }
     pc->we_init_mpi = we_init;
+    hgx_list_init(&pc->uq);
+    hgx_list_init(&pc->eq);
+    hgx_list_init(&pc->held);
     nm_lock_init(&pc->lock, na_class->single);
     hgx_mreqtab_init(&pc->tab);
 
@@ -475,29 +478,16 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     }
     switch (op->info.type) {
     case NA_CB_RECV_UNEXPECTED:
-        if (mo->in_uq) {
-            struct nm_op **pp = &pc->uq_head, *prev = NULL;
-            while (*pp && *pp != mo)
-                prev = *pp, pp = &(*pp)->next;
-            if (*pp) {
-                *pp = mo->next;
-                if (pc->uq_tail == mo)
-                    pc->uq_tail = prev;
-            }
-            mo->in_uq = false;
+        if (hgx_list_linked(&mo->link)) { /* still waiting on uq */
+            hgx_list_remove(&mo->link);
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
             nm_cancel_irecv(mo); /* its handler tells cancelled from received */
         } /* else: already matched, its local Imrecv completes soon */
         break;
     case NA_CB_RECV_EXPECTED:
-        if (mo->in_eq) {
-            struct nm_op **pp = &pc->eq_head;
-            while (*pp && *pp != mo)
-                pp = &(*pp)->next;
-            if (*pp)
-                *pp = mo->next;
-            mo->in_eq = false;
+        if (hgx_list_linked(&mo->link)) { /* still waiting on eq */
+            hgx_list_remove(&mo->link);
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
             nm_cancel_irecv(mo); /* nm_recv_exp_done tells cancelled from received */

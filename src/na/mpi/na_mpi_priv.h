@@ -40,6 +40,7 @@
 #include "na_mpi_int.h"
 #include "hgx_clock.h"
 #include "hgx_emul.h"
+#include "hgx_list.h"
 #include "hgx_mreqtab.h"
 #include "na_plugin.h"
 #include "hgx_spin.h"
@@ -83,7 +84,7 @@ struct dyn_acceptor;
 struct held_msg {
     MPI_Message msg;
     MPI_Status st;
-    struct held_msg *next;
+    struct hgx_list link; /* nm_class.held, in arrival order */
 };
 
 struct nm_addr;
@@ -135,16 +136,16 @@ struct nm_class {
     struct hgx_emul *emul;
     size_t max_unexp, max_exp;
     na_tag_t max_tag;
-    struct nm_op *uq_head, *uq_tail; /* posted unexpected receives */
-    struct nm_op *eq_head;           /* posted expected receives (not yet in MPI) */
+    struct hgx_list uq; /* posted unexpected receives (nm_op.link), in posting order */
+    struct hgx_list eq; /* posted expected receives not yet in MPI, in posting order */
     unsigned long ncompleted;
     _Atomic unsigned noted;            /* ACT_* noted, not dated yet (nm_mark_active) */
     _Atomic uint64_t last_activity_us; /* last post or progress event */
     _Atomic uint64_t spin_until_us;    /* nm_poll_wait polls without sleeping until */
     bool waiting; /* this pass: probe comm per kind (held list full; see nm_probe_waiting)
                    */
-    bool take_ctrl; /* this pass: probe comm for mpi_emul control packets */
-    struct held_msg *held_head, *held_tail;
+    bool take_ctrl;       /* this pass: probe comm for mpi_emul control packets */
+    struct hgx_list held; /* struct held_msg, oldest first */
     int nheld;
     int nheld_unexp;     /* held messages of tag TAG_UNEXP */
     struct nm_op *upost; /* Open MPI: unexpected receive in MPI (nm_unexp_arm) */
@@ -199,14 +200,13 @@ struct nm_op {
     void *bounce;
     void *buf;
     size_t buf_size;
-    struct nm_op *next;
+    struct hgx_list link; /* on uq or eq while its receive waits there */
     struct hgx_emul_oreq *oreq;
     struct hgx_emul *emul; /* emulation instance of oreq */
     struct dyn_conn *conn; /* unexpected receive: connection it arrived on */
     char *sink;            /* receive posted as an MPI_Irecv into a sink (Open MPI) */
     MPI_Comm comm;         /* expected receive: communicator to match on */
-    bool in_uq, in_eq;
-    bool irecv; /* receive posted as an MPI_Irecv (Open MPI; sink) */
+    bool irecv;            /* receive posted as an MPI_Irecv (Open MPI; sink) */
     int src, tag;
 };
 
@@ -219,13 +219,12 @@ static inline void nm_op_start(struct nm_op *mo, na_class_t *na_class)
     mo->bounce = NULL;
     mo->buf = NULL;
     mo->buf_size = 0;
-    mo->next = NULL;
+    hgx_list_init(&mo->link);
     mo->oreq = NULL;
     mo->emul = NULL;
     mo->conn = NULL;
     mo->sink = NULL;
     memset(&mo->comm, 0, sizeof(mo->comm)); /* all-zero: "not set", not MPI_COMM_NULL */
-    mo->in_uq = mo->in_eq = false;
     mo->irecv = false;
     mo->src = mo->tag = 0;
 }

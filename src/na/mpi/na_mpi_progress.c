@@ -3,6 +3,7 @@
  * and poll_wait. The plugin as a whole: na_mpi_priv.h.
  */
 #include "na_mpi_priv.h"
+#include "na_backoff.h"
 
 /*------------------------------------------------------------ progress */
 
@@ -23,8 +24,9 @@
 static bool nm_claim_due(struct nm_class *pc)
 {
 #ifdef OPEN_MPI
-    if (pc->tab.n > 0 && !pc->eq_head && (!pc->uq_head || pc->upost) && !pc->nrma &&
-        !pc->dynamic && ++pc->npass < CLAIM_EVERY)
+    if (pc->tab.n > 0 && hgx_list_empty(&pc->eq) &&
+        (hgx_list_empty(&pc->uq) || pc->upost) && !pc->nrma && !pc->dynamic &&
+        ++pc->npass < CLAIM_EVERY)
         return false;
     pc->npass = 0;
     return true;
@@ -85,8 +87,8 @@ static int nm_conn_peek(struct nm_class *pc, struct dyn_conn *k, int *flag, int 
 int nm_probe_waiting(struct nm_class *pc, int *events)
 {
     int rc = MPI_SUCCESS;
-    *events = pc->held_head ? nm_take_held(pc) : 0;
-    if (pc->uq_head && !pc->upost)
+    *events = hgx_list_empty(&pc->held) ? 0 : nm_take_held(pc);
+    if (!hgx_list_empty(&pc->uq) && !pc->upost)
         nm_unexp_arm(pc);
     pc->take_ctrl = false;
     pc->waiting = pc->nheld >= HELD_MAX;
@@ -186,23 +188,17 @@ na_return_t nm_poll(na_class_t *na_class, na_context_t *context, unsigned int *c
  * event: a peer's bulk chunk or control packet served here counts, not only
  * an NA completion; see nm_mark_active), or while MPI requests are in flight and
  * progressing, it polls (hgx_spin_pause between polls). Past it, it sleeps
- * between polls for half the time idle so far, at most 1 ms while the last
- * activity is under NM_IDLE_US old, then at most 4 ms: a wake-up costs
- * ~25 us of CPU in a VM, so an idle process stays around 1% of a core, and a
- * request after a long idle period waits at most ~4 ms. The sleep depends
- * only on the idle time, so it does not restart short at every call.
+ * between polls in the steps of NA's one idle policy (na_backoff.h: an eighth
+ * of the time idle so far, at most 4 ms), and at most NM_SLEEP_BUSY_MAX_NS
+ * while the last activity is under NM_IDLE_US old, so that a peer's post
+ * window (NM_POST_SPIN_US) outlasts its sleep. A wake-up costs ~25 us of CPU
+ * in a VM, so an idle process stays around 1% of a core, and a request after
+ * a long idle period waits at most ~4 ms. The sleep depends only on the idle
+ * time, so it does not restart short at every call.
  */
 #define NM_IDLE_US 100000
-#define NM_SLEEP_BUSY_MAX_NS 1000000L
-#define NM_SLEEP_IDLE_MAX_NS 4000000L
+#define NM_SLEEP_BUSY_MAX_NS 1000000u
 #define NM_POLLS_PER_CLOCK 16
-
-static long nm_idle_sleep_ns(uint64_t idle_us)
-{
-    long cap = idle_us < NM_IDLE_US ? NM_SLEEP_BUSY_MAX_NS : NM_SLEEP_IDLE_MAX_NS;
-    uint64_t half_ns = idle_us * 500u;
-    return half_ns < (uint64_t)cap ? (long)half_ns : cap;
-}
 
 na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
                          unsigned int timeout_ms)
@@ -234,10 +230,11 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
             hgx_spin_pause();
             continue;
         }
-        long ns = nm_idle_sleep_ns(t > last ? t - last : 0);
-        long max_ns = (long)(deadline - t) * 1000;
-        struct timespec ts = {0, ns < max_ns ? ns : max_ns};
-        nanosleep(&ts, NULL);
+        uint64_t idle_us = t > last ? t - last : 0;
+        uint64_t left_ns = (deadline - t) * HGX_NS_PER_US;
+        if (idle_us < NM_IDLE_US && left_ns > NM_SLEEP_BUSY_MAX_NS)
+            left_ns = NM_SLEEP_BUSY_MAX_NS;
+        na_backoff_sleep(idle_us * HGX_NS_PER_US, left_ns);
         polls = NM_POLLS_PER_CLOCK - 1; /* the clock again after the sleep */
     }
 }
