@@ -257,6 +257,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
     hgx_list_init(&pc->uq);
     hgx_list_init(&pc->eq);
     hgx_list_init(&pc->held);
+    pc->held_max = (int)hgx_param_get_int(&hgx_param_na_unexpected_max);
     nm_lock_init(&pc->lock, na_class->single);
     hgx_mreqtab_init(&pc->tab);
 

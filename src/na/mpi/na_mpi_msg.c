@@ -642,6 +642,15 @@ int nm_take_held(struct nm_class *pc)
     return n;
 }
 
+int na_mpi_held_count(na_class_t *na_class)
+{
+    struct nm_class *pc = PC(na_class);
+    nm_lock(&pc->lock);
+    int n = pc->nheld;
+    nm_unlock(&pc->lock);
+    return n;
+}
+
 /* Keep a claimed message for a receive posted later; on no memory drop it. */
 void nm_hold(struct nm_class *pc, MPI_Message *msg, const MPI_Status *st)
 {

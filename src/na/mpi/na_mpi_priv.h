@@ -26,13 +26,13 @@
  * hgx_mreqtab.h). Each poll pass takes the oldest message waiting on comm with
  * one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) and dispatches it by tag
  * (nm_claim_any); a message whose NA receive is not posted yet is held (as its
- * MPI_Message, in arrival order, at most HELD_MAX) and later receives take held
- * messages first. Every MPI call runs Open MPI's whole progress engine, so one
- * call that both detects and claims beats a probe per kind. Under Open MPI,
- * posted NA receives are also MPI_Irecvs into sinks (nm_sink_get: never
- * truncated), reported by the table's MPI_Testsome, and the claim runs only as
- * often as something needs it (nm_claim_due). One class mutex serializes every MPI
- * call, so MPI_THREAD_SERIALIZED is enough.
+ * MPI_Message, in arrival order, at most HGX_NA_UNEXPECTED_MAX) and later
+ * receives take held messages first. Every MPI call runs Open MPI's whole progress
+ * engine, so one call that both detects and claims beats a probe per kind. Under Open
+ * MPI, posted NA receives are also MPI_Irecvs into sinks (nm_sink_get: never truncated),
+ * reported by the table's MPI_Testsome, and the claim runs only as often as something
+ * needs it (nm_claim_due). One class mutex serializes every MPI call, so
+ * MPI_THREAD_SERIALIZED is enough.
  */
 #ifndef NA_MPI_PRIV_H
 #define NA_MPI_PRIV_H
@@ -70,9 +70,6 @@
  * match and MPI_Mrecv returns at once, where MPI_Imrecv would cost a request
  * and an MPI_Test in a later pass. Larger ones use MPI_Imrecv. */
 #define MRECV_MAX 4096
-/* Claimed messages held for NA receives not posted yet; past this, claiming
- * stops and the per-kind probes run (see nm_probe_waiting). */
-#define HELD_MAX 4096
 
 /* Longest address string: mpi+dynamic:// and a percent-escaped port. */
 #define DYN_ADDR_MAX (16 + 3 * MPI_MAX_PORT_NAME)
@@ -147,6 +144,10 @@ struct nm_class {
     bool take_ctrl;       /* this pass: probe comm for mpi_emul control packets */
     struct hgx_list held; /* struct held_msg, oldest first */
     int nheld;
+    /* Claimed messages held for NA receives not posted yet; past this
+     * (HGX_NA_UNEXPECTED_MAX, read at initialize), claiming stops and the
+     * per-kind probes run (see nm_probe_waiting). */
+    int held_max;
     int nheld_unexp;     /* held messages of tag TAG_UNEXP */
     struct nm_op *upost; /* Open MPI: unexpected receive in MPI (nm_unexp_arm) */
     char *sink_free;  /* unused sinks, linked through their first bytes (nm_sink_get) */

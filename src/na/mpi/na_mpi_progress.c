@@ -74,7 +74,7 @@ static int nm_conn_peek(struct nm_class *pc, struct dyn_conn *k, int *flag, int 
 
 /*
  * pc->comm: held messages first, then nm_claim_any (one MPI call whether or not
- * anything waits). With HELD_MAX messages held, claiming stops: pc->waiting
+ * anything waits). With held_max messages held, claiming stops: pc->waiting
  * makes the per-kind probes (posted receives, control packets) run instead,
  * so the held messages bound the memory without blocking anything else.
  * Connections (mpi+dynamic) carry emulation data with RPC messages on one
@@ -91,7 +91,7 @@ int nm_probe_waiting(struct nm_class *pc, int *events)
     if (!hgx_list_empty(&pc->uq) && !pc->upost)
         nm_unexp_arm(pc);
     pc->take_ctrl = false;
-    pc->waiting = pc->nheld >= HELD_MAX;
+    pc->waiting = pc->nheld >= pc->held_max;
     if (pc->waiting)
         pc->take_ctrl = true;
     else if (nm_claim_due(pc))
