@@ -113,7 +113,7 @@ void emul_chunk_recv(struct hgx_emul *e, MPI_Message *msg, void *ptr, int count,
  * which use of its id) and source, then checked against the chunk it would
  * be before anything is received (emul_origin_data, emul_target_data); other tags are
  * strays. */
-static void data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
+static void emul_data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = MPI_UNDEFINED; /* stays so above INT_MAX bytes */
     MPI_Get_count(st, MPI_BYTE, &count);
@@ -131,7 +131,7 @@ static void data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 
 void hgx_emul_data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
-    data_msg(e, msg, st);
+    emul_data_msg(e, msg, st);
 }
 
 /* Separate data communicator: one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG)
@@ -154,7 +154,7 @@ int emul_data_take_any(struct hgx_emul *e)
         }
         if (!flag)
             break;
-        data_msg(e, &msg, &st);
+        emul_data_msg(e, &msg, &st);
         n++;
     }
     return n;
@@ -195,7 +195,7 @@ int emul_data_take_tags(struct hgx_emul *e)
                 return n;
             }
             if (flag) {
-                data_msg(e, &msg, &st);
+                emul_data_msg(e, &msg, &st);
                 n++;
             }
         }

@@ -173,38 +173,38 @@ struct hgx_emul {
 /*------------------------------------------------------------ states */
 
 /* Every move of a state machine goes through these (emul_state.h). */
-static inline void oreq_set_xfer(struct hgx_emul_oreq *o, enum hgx_emul_oxfer to)
+static inline void emul_oreq_set_xfer(struct hgx_emul_oreq *o, enum hgx_emul_oxfer to)
 {
     hgx_emul_move(HGX_EMUL_M_OXFER, o->xfer, to, o->id, o->peer);
     o->xfer = to;
 }
 
-static inline void oreq_set_cancel(struct hgx_emul_oreq *o, enum hgx_emul_ocancel to)
+static inline void emul_oreq_set_cancel(struct hgx_emul_oreq *o, enum hgx_emul_ocancel to)
 {
     hgx_emul_move(HGX_EMUL_M_OCANCEL, o->cancel, to, o->id, o->peer);
     o->cancel = to;
 }
 
-static inline void trec_set_state(struct trec *t, enum hgx_emul_tstate to)
+static inline void emul_trec_set_state(struct trec *t, enum hgx_emul_tstate to)
 {
     hgx_emul_move(HGX_EMUL_M_TARGET, t->state, to, t->pkt.req_id, t->src);
     t->state = to;
 }
 
-static inline bool oreq_completed(const struct hgx_emul_oreq *o)
+static inline bool emul_oreq_completed(const struct hgx_emul_oreq *o)
 {
     return o->done == NULL;
 }
 
 /* Cancelled locally: no answer came within the bound (whatever came later). */
-static inline bool oreq_zombie(const struct hgx_emul_oreq *o)
+static inline bool emul_oreq_zombie(const struct hgx_emul_oreq *o)
 {
     return o->cancel == HGX_EMUL_OC_ZOMBIE || o->cancel == HGX_EMUL_OC_ZOMBIE_YES ||
            o->cancel == HGX_EMUL_OC_ZOMBIE_NO || o->cancel == HGX_EMUL_OC_EXPIRED;
 }
 
 /* The target answered CANCELYES: it dropped the request, no data moved. */
-static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
+static inline bool emul_oreq_cancel_yes(const struct hgx_emul_oreq *o)
 {
     return o->cancel == HGX_EMUL_OC_YES || o->cancel == HGX_EMUL_OC_ZOMBIE_YES;
 }

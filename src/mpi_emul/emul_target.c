@@ -7,16 +7,16 @@
 
 /*------------------------------------------------------------ target */
 
-static unsigned tkey(int src, uint32_t rid)
+static unsigned emul_tkey(int src, uint32_t rid)
 {
     return ((unsigned)src * 2654435761u + rid) % TBUCKETS;
 }
 
 /* The newest record of (src, rid), or NULL. */
-static struct trec *tindex_find(struct hgx_emul *e, int src, uint32_t rid)
+static struct trec *emul_tindex_find(struct hgx_emul *e, int src, uint32_t rid)
 {
     struct hgx_list *it;
-    hgx_list_for_each(it, &e->index[tkey(src, rid)])
+    hgx_list_for_each(it, &e->index[emul_tkey(src, rid)])
     {
         struct trec *t = hgx_list_entry(it, struct trec, hlink);
         if (t->src == src && t->pkt.req_id == rid)
@@ -32,7 +32,7 @@ void emul_trec_free(struct hgx_emul *e, struct trec *t)
     hgx_list_remove(&t->hlink);
     hgx_list_remove(&t->plink);
     emul_rx_del(e, &t->rx);
-    trec_set_state(t, HGX_EMUL_T_DONE);
+    emul_trec_set_state(t, HGX_EMUL_T_DONE);
     CDEC(G_TREC);
     e->ntrec--;
     free(t);
@@ -48,7 +48,7 @@ void emul_tomb_expire(struct hgx_emul *e, uint64_t t)
         }
 }
 
-static void tomb_add(struct hgx_emul *e, int src, uint64_t seq)
+static void emul_tomb_add(struct hgx_emul *e, int src, uint64_t seq)
 {
     emul_tomb_expire(e, hgx_clock_now_us());
     struct tomb *tb = &e->tombs[e->tomb_next];
@@ -60,7 +60,7 @@ static void tomb_add(struct hgx_emul *e, int src, uint64_t seq)
     *tb = (struct tomb){src, seq, hgx_clock_now_us() + TOMB_LIFE_US};
 }
 
-static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
+static bool emul_tomb_take(struct hgx_emul *e, int src, uint64_t seq)
 {
     if (!e->ntombs)
         return false;
@@ -76,7 +76,7 @@ static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
 
 /* The end of a target record: nothing in flight, and for a put no chunk left
  * to take (all taken, or ABORT); a put then reports its result (ACK). */
-static void trec_check(struct trec *t)
+static void emul_trec_check(struct trec *t)
 {
     struct hgx_emul *e = t->e;
     if (t->outstanding > 0 || (emul_rx_on(&t->rx) && !e->closing))
@@ -86,7 +86,7 @@ static void trec_check(struct trec *t)
     emul_trec_free(e, t);
 }
 
-static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void emul_trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     struct trec *t = obj;
@@ -101,7 +101,7 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     t->outstanding--;
     if (t->put)
         t->last_us = hgx_clock_now_us();
-    trec_check(t);
+    emul_trec_check(t);
 }
 
 /* A request whose control packet arrived: RECEIVED until the end of this batch. */
@@ -115,7 +115,7 @@ void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl
     }
     if (p->seq > e->maxseq[src])
         e->maxseq[src] = p->seq;
-    if (tomb_take(e, src, p->seq)) {
+    if (emul_tomb_take(e, src, p->seq)) {
         CINC(C_TOMBDROP); /* cancelled before it arrived: already answered CANCELYES */
         return;
     }
@@ -134,15 +134,16 @@ void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl
     t->result = NA_SUCCESS;
     emul_rx_init(&t->rx);
     hgx_list_init(&t->alink);
-    hgx_list_push_front(&e->index[tkey(src, p->req_id)], &t->hlink);
+    hgx_list_push_front(&e->index[emul_tkey(src, p->req_id)], &t->hlink);
     hgx_list_push_back(&e->pend, &t->plink);
 }
 
 /* The registered region request p names, checked: handle and generation,
  * bounds, permission (put: write, get: read); and tags for the generation
  * bits it announces (p->status). */
-static na_return_t target_region(const struct hgx_emul *e, const struct hgx_emul_ctrl *p,
-                                 bool put, struct hgx_emul_mem **mp)
+static na_return_t emul_target_region(const struct hgx_emul *e,
+                                      const struct hgx_emul_ctrl *p, bool put,
+                                      struct hgx_emul_mem **mp)
 {
     unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
     const struct hgx_emul *r = e->regsrc ? e->regsrc : e;
@@ -165,7 +166,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
 {
     const struct hgx_emul_ctrl *p = &t->pkt;
     struct hgx_emul_mem *m = NULL;
-    na_return_t ret = target_region(e, p, t->put, &m);
+    na_return_t ret = emul_target_region(e, p, t->put, &m);
     if (ret != NA_SUCCESS) {
         e->stats.refused++;
         HGX_LOG_WARNING(
@@ -181,7 +182,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
         return;
     }
     t->n = emul_nchunks_of(p->size);
-    trec_set_state(t, HGX_EMUL_T_APPLYING);
+    emul_trec_set_state(t, HGX_EMUL_T_APPLYING);
     t->dtag = emul_data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
     if (t->put) { /* chunks are taken as they arrive (emul_target_data), nothing is posted
                    */
@@ -203,7 +204,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
             emul_type_release(&dt);
         }
         /* no room in the table: sent now */
-        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, r, trec_done, t, i) != 0 &&
+        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, r, emul_trec_done, t, i) != 0 &&
             (rc = MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_SUCCESS)
             continue;
         if (rc != MPI_SUCCESS) { /* the origin's cancel or timeout recovers the rest */
@@ -213,19 +214,19 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
         }
         t->outstanding++;
     }
-    trec_done(t, UINTPTR_MAX, MPI_SUCCESS, NULL); /* drop the guard */
+    emul_trec_done(t, UINTPTR_MAX, MPI_SUCCESS, NULL); /* drop the guard */
 }
 
 /* The put whose next chunk a message from src on the put-data tag of rid
  * is: the newest record of (src, rid) still taking chunks on that tag (the
  * tag generation tells an aborted put's late chunk from one of the put that
  * reused its id). *older: a record of (src, rid) takes chunks on another tag. */
-static struct trec *tfind_put(struct hgx_emul *e, int src, uint32_t rid, int tag,
-                              bool *older)
+static struct trec *emul_tfind_put(struct hgx_emul *e, int src, uint32_t rid, int tag,
+                                   bool *older)
 {
     *older = false;
     struct hgx_list *it;
-    hgx_list_for_each(it, &e->index[tkey(src, rid)])
+    hgx_list_for_each(it, &e->index[emul_tkey(src, rid)])
     {
         struct trec *t = hgx_list_entry(it, struct trec, hlink);
         if (t->src == src && t->pkt.req_id == rid && emul_rx_on(&t->rx)) {
@@ -245,7 +246,7 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                       int count, uint32_t rid)
 {
     bool older;
-    struct trec *t = tfind_put(e, st->MPI_SOURCE, rid, st->MPI_TAG, &older);
+    struct trec *t = emul_tfind_put(e, st->MPI_SOURCE, rid, st->MPI_TAG, &older);
     if (!t) {
         emul_data_drop(e, msg, st, count, false,
                        older ? "a chunk of another use of the put's id (tag generation)"
@@ -261,14 +262,14 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                           t->result == NA_SUCCESS && t->state != HGX_EMUL_T_ABORTED,
                           "its put failed or was aborted",
                           "not the size of its chunk; the put fails", &t->result)) {
-        trec_check(t);
+        emul_trec_check(t);
         return;
     }
     struct hgx_emul_mem *m = NULL;
     void *ptr;
     int n;
     MPI_Datatype dt;
-    na_return_t ret = target_region(e, &t->pkt, true, &m);
+    na_return_t ret = emul_target_region(e, &t->pkt, true, &m);
     int rc = ret == NA_SUCCESS
                  ? emul_mem_chunk(m, t->pkt.offset + (uint64_t)k * HGX_EMUL_CHUNK, len,
                                   &ptr, &n, &dt)
@@ -283,16 +284,17 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                             rid, st->MPI_SOURCE);
         emul_data_drop(e, msg, st, count, true, "its put failed");
         t->result = rc != MPI_SUCCESS ? hgx_mpi_err_to_na(rc) : ret;
-        trec_check(t);
+        emul_trec_check(t);
         return;
     }
     t->outstanding++;
-    emul_chunk_recv(e, msg, ptr, n, dt, len, trec_done, t, k);
+    emul_chunk_recv(e, msg, ptr, n, dt, len, emul_trec_done, t, k);
 }
 
 void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
+    struct trec *t =
+        p->req_id < HGX_EMUL_NSLOTS ? emul_tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
         if (t->state == HGX_EMUL_T_RECEIVED) { /* nothing written or sent: drop it */
             emul_trec_free(e, t);
@@ -311,14 +313,15 @@ void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
         return;
     }
     /* Never arrived: answer YES and make sure it is dropped if it ever does. */
-    tomb_add(e, src, p->seq);
+    emul_tomb_add(e, src, p->seq);
     CINC(C_TYES);
     emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
 }
 
 void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
+    struct trec *t =
+        p->req_id < HGX_EMUL_NSLOTS ? emul_tindex_find(e, src, p->req_id) : NULL;
     if (!t || t->pkt.seq != p->seq || !t->put || t->state == HGX_EMUL_T_ABORTED)
         return; /* finished meanwhile */
     CINC(C_ABORT);
@@ -329,10 +332,10 @@ void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *
     /* No ACK. The chunks the origin could not recall still come: they are
      * taken and dropped (the origin's sends complete only then), until all
      * came or the zombie life passed (those MPI cancelled never come). */
-    trec_set_state(t, HGX_EMUL_T_ABORTED);
+    emul_trec_set_state(t, HGX_EMUL_T_ABORTED);
     t->expire_at = hgx_clock_now_us() + e->zombie_life_us;
     hgx_list_push_front(&e->aborted, &t->alink);
-    trec_check(t);
+    emul_trec_check(t);
 }
 
 void emul_aborted_expire(struct hgx_emul *e, uint64_t now)
@@ -346,7 +349,7 @@ void emul_aborted_expire(struct hgx_emul *e, uint64_t now)
                           "aborted put %u from rank %d: %u chunks never came, released",
                           t->pkt.req_id, t->src, t->n - t->next);
             emul_rx_del(e, &t->rx);
-            trec_check(t);
+            emul_trec_check(t);
         }
     }
 }
@@ -383,7 +386,7 @@ int emul_put_idle_expire(struct hgx_emul *e, uint64_t now)
             if (t->result == NA_SUCCESS)
                 t->result = NA_TIMEOUT;
             emul_rx_del(e, &t->rx);
-            trec_check(t); /* ACK (the error) and free */
+            emul_trec_check(t); /* ACK (the error) and free */
             n++;
         }
     }

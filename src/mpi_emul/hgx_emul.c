@@ -41,7 +41,7 @@ void emul_err_log(const char *what, int rc)
 
 /*------------------------------------------------------------ control receive */
 
-static void ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
+static void emul_ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
     switch (p->type) {
     case HGX_EMUL_CT_PUT:
@@ -72,7 +72,7 @@ static void ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctr
 /* Receive and handle the control packet msg (matched on the control tag;
  * the size is known before receiving, so an oversized packet is read whole
  * and dropped, never truncated: MPICH raises truncation on MPI_COMM_WORLD). */
-static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
+static void emul_ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = 0;
     MPI_Get_count(st, MPI_BYTE, &count);
@@ -85,7 +85,7 @@ static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
             return;
         }
         if (emul_ctrl_decode(b, &p) && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
-            ctrl_dispatch(e, st->MPI_SOURCE, &p);
+            emul_ctrl_dispatch(e, st->MPI_SOURCE, &p);
             return;
         }
     } else {
@@ -99,13 +99,13 @@ static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
 
 void hgx_emul_ctrl_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
-    ctrl_recv(e, msg, st);
+    emul_ctrl_recv(e, msg, st);
     e->batch_open = true;
 }
 
 /* Take one control packet with MPI_Improbe. Returns 1 if a packet was taken,
  * 0 if none, -1 on MPI error. */
-static int ctrl_take_one(struct hgx_emul *e)
+static int emul_ctrl_take_one(struct hgx_emul *e)
 {
     int flag = 0;
     MPI_Message msg;
@@ -117,7 +117,7 @@ static int ctrl_take_one(struct hgx_emul *e)
     }
     if (!flag)
         return 0;
-    ctrl_recv(e, &msg, &st);
+    emul_ctrl_recv(e, &msg, &st);
     return 1;
 }
 
@@ -141,7 +141,7 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
      * nothing to complete; most passes carry no control packet at all). */
     for (int k = e->batch_open, misses = 0;
          take_ctrl && k < CTRL_BATCH && misses < (k ? 3 : 1);) {
-        int r = ctrl_take_one(e);
+        int r = emul_ctrl_take_one(e);
         if (r < 0)
             break;
         if (r == 0) {

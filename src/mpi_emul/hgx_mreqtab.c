@@ -51,17 +51,17 @@ struct done_ent {
     MPI_Status status;
 };
 
-static int cmp_desc(const void *a, const void *b)
+static int mreqtab_cmp_desc(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     return (x < y) - (x > y);
 }
 
 /* Remove the completed slots t->indices[0..outcount) and run their handlers. */
-static void finish(struct hgx_mreqtab *t, struct done_ent *done, int outcount)
+static void mreqtab_finish(struct hgx_mreqtab *t, struct done_ent *done, int outcount)
 {
     /* highest index first, so swap-remove stays valid */
-    qsort(t->indices, (size_t)outcount, sizeof(int), cmp_desc);
+    qsort(t->indices, (size_t)outcount, sizeof(int), mreqtab_cmp_desc);
     for (int i = 0; i < outcount; i++) {
         int ix = t->indices[i];
         t->n--;
@@ -76,7 +76,7 @@ static void finish(struct hgx_mreqtab *t, struct done_ent *done, int outcount)
 /* Open MPI raises a request's error (e.g. MPI_ERR_TRUNCATE) on the request's
  * own communicator (ours: MPI_ERRORS_RETURN) also from MPI_Testsome, and
  * every MPI call runs its whole progress engine (~90 ns): one call for all. */
-static int poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
+static int mreqtab_poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
 {
     int rc = MPI_Testsome(t->n, t->reqs, outcount, t->indices, t->statuses);
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
@@ -95,7 +95,7 @@ static int poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount
 /* MPI_Test per request: MPICH raises an error of MPI_Testsome (e.g.
  * MPI_ERR_TRUNCATE of one receive) on MPI_COMM_WORLD, aborting the job; its
  * calls are cheap (~30 ns). */
-static int poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
+static int mreqtab_poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
 {
     *outcount = 0;
     for (int i = 0; i < t->n; i++) {
@@ -125,9 +125,9 @@ int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone)
     struct done_ent *done = t->n <= 32 ? stackbuf : malloc(sizeof(*done) * (size_t)t->n);
     if (!done)
         return MPI_ERR_NO_MEM;
-    int rc = poll_some(t, done, &outcount);
+    int rc = mreqtab_poll_some(t, done, &outcount);
     if (rc == MPI_SUCCESS && outcount > 0)
-        finish(t, done, outcount);
+        mreqtab_finish(t, done, outcount);
     if (done != stackbuf)
         free(done);
     *ndone = outcount;
@@ -174,7 +174,7 @@ void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms)
 /* Receive msg of bytes bytes into one DROP_BLOCK of scratch: hindexed types
  * whose blocks all start at the scratch, nested once above 2 GiB (so no array
  * grows past DROP_FANOUT entries up to 2^46 bytes). */
-static int mrecv_drop_bytes(MPI_Message *msg, MPI_Count bytes)
+static int mreqtab_mrecv_drop_bytes(MPI_Message *msg, MPI_Count bytes)
 {
     MPI_Count nblocks = bytes > DROP_BLOCK ? (bytes - 1) / DROP_BLOCK + 1 : 1;
     int inner = nblocks > DROP_FANOUT ? DROP_FANOUT : (int)nblocks;
@@ -224,7 +224,7 @@ int hgx_mpi_mrecv_drop(MPI_Message *msg, const MPI_Status *st)
     int rc = MPI_Get_elements_x(st, MPI_BYTE, &bytes);
     if (rc != MPI_SUCCESS)
         return rc;
-    return mrecv_drop_bytes(msg, bytes > 0 ? bytes : 0);
+    return mreqtab_mrecv_drop_bytes(msg, bytes > 0 ? bytes : 0);
 }
 
 na_return_t hgx_mpi_err_to_na(int rc)

@@ -7,20 +7,20 @@
 static MPI_Comm na_mpi_user_comm = MPI_COMM_NULL;
 static MPI_Comm na_mpi_intra_comm = MPI_COMM_NULL; /* NA_MPI_Set_init_intra_comm */
 static int na_mpi_init_refs; /* classes that rely on MPI_Init done by us */
-static pthread_mutex_t na_mpi_global_lock = PTHREAD_MUTEX_INITIALIZER;
+static hgx_lock_t na_mpi_global_lock = HGX_LOCK_MUTEX_INITIALIZER; /* MPI init, comms */
 
 void na_mpi_set_comm(MPI_Comm comm)
 {
-    pthread_mutex_lock(&na_mpi_global_lock);
+    hgx_lock(&na_mpi_global_lock);
     na_mpi_user_comm = comm;
-    pthread_mutex_unlock(&na_mpi_global_lock);
+    hgx_unlock(&na_mpi_global_lock);
 }
 
 void na_mpi_set_intra_comm(MPI_Comm comm)
 {
-    pthread_mutex_lock(&na_mpi_global_lock);
+    hgx_lock(&na_mpi_global_lock);
     na_mpi_intra_comm = comm;
-    pthread_mutex_unlock(&na_mpi_global_lock);
+    hgx_unlock(&na_mpi_global_lock);
 }
 
 void nm_log_err(const char *what, int rc)
@@ -169,24 +169,24 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         HGX_LOG_ERROR(MPI, "MPI was already finalized; it cannot be initialized again");
         return NA_PROTOCOL_ERROR;
     }
-    pthread_mutex_lock(&na_mpi_global_lock);
+    hgx_lock(&na_mpi_global_lock);
     MPI_Initialized(&inited);
     if (!inited) {
         if (na_mpi_user_comm != MPI_COMM_NULL || na_mpi_intra_comm != MPI_COMM_NULL) {
-            pthread_mutex_unlock(&na_mpi_global_lock);
+            hgx_unlock(&na_mpi_global_lock);
             HGX_LOG_ERROR(MPI, "a communicator was given (NA_MPI_Set_init_intra_comm or "
                                "hgx_init_mpi) but MPI is not initialized");
             return NA_INVALID_ARG;
         }
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
         if (rc != MPI_SUCCESS) {
-            pthread_mutex_unlock(&na_mpi_global_lock);
+            hgx_unlock(&na_mpi_global_lock);
             nm_log_err("MPI_Init_thread", rc);
             return NA_PROTOCOL_ERROR;
         }
         if (provided < MPI_THREAD_SERIALIZED) {
             MPI_Finalize();
-            pthread_mutex_unlock(&na_mpi_global_lock);
+            hgx_unlock(&na_mpi_global_lock);
             HGX_LOG_ERROR(
                 MPI,
                 "MPI provides thread level %d, below MPI_THREAD_SERIALIZED which the NA "
@@ -213,7 +213,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
     MPI_Comm base = na_mpi_user_comm != MPI_COMM_NULL ? na_mpi_user_comm : MPI_COMM_WORLD;
     MPI_Comm intra =
         na_mpi_user_comm == MPI_COMM_NULL ? na_mpi_intra_comm : MPI_COMM_NULL;
-    pthread_mutex_unlock(&na_mpi_global_lock);
+    hgx_unlock(&na_mpi_global_lock);
     /* mpi+dynamic connects each process on its own: an intra comm changes nothing */
     if (!dynamic && intra != MPI_COMM_NULL &&
         (ret = nm_intra_base(intra, &base)) != NA_SUCCESS)
@@ -258,7 +258,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
     hgx_list_init(&pc->eq);
     hgx_list_init(&pc->held);
     pc->held_max = (int)hgx_param_get_int(&hgx_param_na_unexpected_max);
-    nm_lock_init(&pc->lock, na_class->single);
+    hgx_lock_init_as(&pc->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     hgx_mreqtab_init(&pc->tab);
 
     rc = MPI_Comm_dup(base, &pc->comm); /* collective over base */
@@ -368,16 +368,16 @@ free_comm:
     MPI_Comm_free(&pc->comm);
 free_pc:
     free(pc->rank_addrs);
-    nm_lock_destroy(&pc->lock);
+    hgx_lock_fini(&pc->lock);
     free(pc);
 undo_init:
     if (port[0])
         nm_dyn_close_port(port);
     if (we_init) {
-        pthread_mutex_lock(&na_mpi_global_lock);
+        hgx_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0)
             MPI_Finalize();
-        pthread_mutex_unlock(&na_mpi_global_lock);
+        hgx_unlock(&na_mpi_global_lock);
     }
     return ret;
 }
@@ -385,7 +385,7 @@ undo_init:
 static na_return_t nm_finalize(na_class_t *na_class)
 {
     struct nm_class *pc = PC(na_class);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     struct hgx_emul_stats st;
     hgx_emul_get_stats(pc->emul, &st);
     if (st.bad_packets || st.refused)
@@ -423,21 +423,21 @@ static na_return_t nm_finalize(na_class_t *na_class)
         rc = MPI_Comm_free(&pc->dcomm);
     if (rc != MPI_SUCCESS)
         nm_log_err("MPI_Comm_free", rc);
-    nm_unlock(&pc->lock);
-    nm_lock_destroy(&pc->lock);
+    hgx_unlock(&pc->lock);
+    hgx_lock_fini(&pc->lock);
     for (int r = 0; r < pc->size; r++)
         free(atomic_load(&pc->rank_addrs[r]));
     free(pc->rank_addrs);
     bool we_init = pc->we_init_mpi;
     free(pc);
     if (we_init) {
-        pthread_mutex_lock(&na_mpi_global_lock);
+        hgx_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0) {
             rc = MPI_Finalize();
             if (rc != MPI_SUCCESS)
                 nm_log_err("MPI_Finalize", rc);
         }
-        pthread_mutex_unlock(&na_mpi_global_lock);
+        hgx_unlock(&na_mpi_global_lock);
     }
     return NA_SUCCESS;
 }
@@ -472,9 +472,9 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     (void)context;
     struct nm_class *pc = PC(na_class);
     struct nm_op *mo = na_op_plugin(op);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     if (atomic_load(&op->state) != NA_OP_CANCELING) {
-        nm_unlock(&pc->lock); /* completed meanwhile */
+        hgx_unlock(&pc->lock); /* completed meanwhile */
         return NA_SUCCESS;
     }
     switch (op->info.type) {
@@ -513,7 +513,7 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     default:
         break;
     }
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 

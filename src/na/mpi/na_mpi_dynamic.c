@@ -57,7 +57,7 @@ static const char *nm_library_name(char *buf, size_t n)
  * with MPI_ERRORS_RETURN, so the acceptor blocked in MPI_Comm_accept for the
  * life of a listener changes nothing of the application's.
  */
-static pthread_mutex_t dyn_eh_lock = PTHREAD_MUTEX_INITIALIZER;
+static hgx_lock_t dyn_eh_lock = HGX_LOCK_MUTEX_INITIALIZER;
 static int dyn_eh_depth;
 static MPI_Errhandler dyn_eh_world, dyn_eh_self;
 static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
@@ -65,26 +65,26 @@ static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
 
 static void nm_dyn_eh_enter(void)
 {
-    pthread_mutex_lock(&dyn_eh_lock);
+    hgx_lock(&dyn_eh_lock);
     if (dyn_eh_depth++ == 0) {
         MPI_Comm_get_errhandler(MPI_COMM_WORLD, &dyn_eh_world);
         MPI_Comm_get_errhandler(MPI_COMM_SELF, &dyn_eh_self);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     }
-    pthread_mutex_unlock(&dyn_eh_lock);
+    hgx_unlock(&dyn_eh_lock);
 }
 
 static void nm_dyn_eh_leave(void)
 {
-    pthread_mutex_lock(&dyn_eh_lock);
+    hgx_lock(&dyn_eh_lock);
     if (--dyn_eh_depth == 0) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, dyn_eh_world);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, dyn_eh_self);
         MPI_Errhandler_free(&dyn_eh_world);
         MPI_Errhandler_free(&dyn_eh_self);
     }
-    pthread_mutex_unlock(&dyn_eh_lock);
+    hgx_unlock(&dyn_eh_lock);
 }
 
 int nm_dyn_close_port(const char *port)
@@ -99,13 +99,13 @@ int nm_dyn_close_port(const char *port)
 int nm_dyn_self_comm(void)
 {
     int rc = MPI_SUCCESS;
-    pthread_mutex_lock(&dyn_eh_lock);
+    hgx_lock(&dyn_eh_lock);
     if (dyn_self == MPI_COMM_NULL) {
         rc = MPI_Comm_dup(MPI_COMM_SELF, &dyn_self);
         if (rc == MPI_SUCCESS)
             rc = MPI_Comm_set_errhandler(dyn_self, MPI_ERRORS_RETURN);
     }
-    pthread_mutex_unlock(&dyn_eh_lock);
+    hgx_unlock(&dyn_eh_lock);
     return rc;
 }
 
@@ -195,7 +195,7 @@ const struct hgx_param nm_param_service = {
 };
 
 struct dyn_acceptor {
-    pthread_mutex_t mu;
+    hgx_lock_t mu; /* HGX_LOCK_MUTEX: nm_dyn_take_accepted holds it across MPI calls */
     int refs;
     bool closing, in_accept;
     char port[MPI_MAX_PORT_NAME];
@@ -206,12 +206,12 @@ struct dyn_acceptor {
 
 static void nm_acceptor_unref(struct dyn_acceptor *a)
 {
-    pthread_mutex_lock(&a->mu);
+    hgx_lock(&a->mu);
     int left = --a->refs;
-    pthread_mutex_unlock(&a->mu);
+    hgx_unlock(&a->mu);
     if (left == 0) {
         free(a->pending);
-        pthread_mutex_destroy(&a->mu);
+        hgx_lock_fini(&a->mu);
         free(a);
     }
 }
@@ -220,22 +220,22 @@ static void *nm_acceptor_main(void *arg)
 {
     struct dyn_acceptor *a = arg;
     for (;;) {
-        pthread_mutex_lock(&a->mu);
+        hgx_lock(&a->mu);
         bool closing = a->closing;
         a->in_accept = !closing;
-        pthread_mutex_unlock(&a->mu);
+        hgx_unlock(&a->mu);
         if (closing)
             break;
         MPI_Comm c = MPI_COMM_NULL;
         int rc = MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, dyn_self, &c);
-        pthread_mutex_lock(&a->mu);
+        hgx_lock(&a->mu);
         a->in_accept = false;
         if (a->closing) { /* the class is gone: the connection is never used */
-            pthread_mutex_unlock(&a->mu);
+            hgx_unlock(&a->mu);
             break;
         }
         if (rc != MPI_SUCCESS) {
-            pthread_mutex_unlock(&a->mu);
+            hgx_unlock(&a->mu);
             nm_log_err("MPI_Comm_accept (acceptor thread stops; no new connections)", rc);
             break;
         }
@@ -243,7 +243,7 @@ static void *nm_acceptor_main(void *arg)
             size_t cap = a->cap ? a->cap * 2 : 8;
             MPI_Comm *p = realloc(a->pending, cap * sizeof(*p));
             if (!p) {
-                pthread_mutex_unlock(&a->mu);
+                hgx_unlock(&a->mu);
                 HGX_LOG_ERROR(MPI, "out of memory: dropping an accepted connection");
                 MPI_Comm_disconnect(&c);
                 continue;
@@ -252,13 +252,14 @@ static void *nm_acceptor_main(void *arg)
             a->cap = cap;
         }
         a->pending[a->npending++] = c;
-        pthread_mutex_unlock(&a->mu);
+        hgx_unlock(&a->mu);
     }
     nm_acceptor_unref(a);
     return NULL;
 }
 
 struct dyn_connector {
+    /* a pthread mutex, not an hgx_lock_t: the caller waits on cv with it */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int refs;
@@ -405,7 +406,7 @@ int nm_dyn_take_accepted(struct nm_class *pc)
     int n = 0;
     if (!a)
         return 0;
-    pthread_mutex_lock(&a->mu);
+    hgx_lock(&a->mu);
     for (size_t i = 0; i < a->npending; i++) {
         MPI_Comm c = a->pending[i];
         struct dyn_conn *k = nm_conn_add(pc, c, NULL);
@@ -418,7 +419,7 @@ int nm_dyn_take_accepted(struct nm_class *pc)
         }
     }
     a->npending = 0;
-    pthread_mutex_unlock(&a->mu);
+    hgx_unlock(&a->mu);
     return n;
 }
 
@@ -461,7 +462,7 @@ na_return_t nm_dyn_listen(struct nm_class *pc)
     struct dyn_acceptor *a = calloc(1, sizeof(*a));
     if (!a)
         return NA_NOMEM;
-    pthread_mutex_init(&a->mu, NULL);
+    hgx_lock_init_as(&a->mu, HGX_LOCK_MUTEX);
     a->refs = 2;
     memcpy(a->port, pc->port, sizeof(a->port));
     if (pthread_create(&a->thr, NULL, nm_acceptor_main, a) != 0) {
@@ -495,10 +496,10 @@ void nm_dyn_finalize(struct nm_class *pc)
 {
     if (pc->acc) {
         struct dyn_acceptor *a = pc->acc;
-        pthread_mutex_lock(&a->mu);
+        hgx_lock(&a->mu);
         a->closing = true;
         bool blocked = a->in_accept;
-        pthread_mutex_unlock(&a->mu);
+        hgx_unlock(&a->mu);
         if (blocked)
             pthread_detach(a->thr); /* ends with MPI_Finalize; see the comment above */
         else

@@ -63,10 +63,10 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
     struct nm_op *mo = na_op_plugin(op);
     nm_op_start(mo, na_class);
     mo->bounce = bounce;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     MPI_Comm comm;
     if (!nm_addr_comm(pc, dest_addr, &comm)) {
-        nm_unlock(&pc->lock);
+        hgx_unlock(&pc->lock);
         free(bounce);
         mo->bounce = NULL;
         return NA_ADDRNOTAVAIL;
@@ -80,7 +80,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         rc = MPI_Test(&mo->req, &flag, &st);
         if (rc != MPI_SUCCESS || flag) {
             nm_send_done(op, 0, rc, &st);
-            nm_unlock(&pc->lock);
+            hgx_unlock(&pc->lock);
             return NA_SUCCESS;
         }
     }
@@ -90,7 +90,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
         rc = MPI_ERR_NO_MEM;
     }
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     if (rc != MPI_SUCCESS) {
         nm_log_err("MPI_Isend", rc);
         free(bounce);
@@ -135,9 +135,9 @@ na_return_t nm_recv_unexpected(na_class_t *na_class, na_context_t *context,
     nm_op_start(mo, na_class);
     mo->buf = buf;
     mo->buf_size = buf_size;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     hgx_list_push_back(&pc->uq, &mo->link);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
@@ -506,15 +506,15 @@ na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_
     mo->buf_size = buf_size;
     mo->src = ((struct nm_addr *)source_addr)->rank;
     mo->tag = TAG_EXP_BASE + (int)tag;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     if (!nm_addr_comm(pc, source_addr, &mo->comm)) {
-        nm_unlock(&pc->lock);
+        hgx_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
     nm_mark_active(pc, ACT_POST);
     if (!nm_exp_post_irecv(pc, mo)) /* last: posting order is matching order, as in MPI */
         hgx_list_push_back(&pc->eq, &mo->link);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
@@ -645,9 +645,9 @@ int nm_take_held(struct nm_class *pc)
 int na_mpi_held_count(na_class_t *na_class)
 {
     struct nm_class *pc = PC(na_class);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     int n = pc->nheld;
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return n;
 }
 

@@ -86,40 +86,6 @@ struct held_msg {
 
 struct nm_addr;
 
-/* The class lock. It serializes every MPI call of the class (so
- * MPI_THREAD_SERIALIZED is enough) and is held across them, which can take
- * long: a mutex, never a spin lock (hgx_lock.h). A class of
- * NA_THREAD_MODE_SINGLE is used by one thread alone and takes none. */
-struct nm_lock {
-    pthread_mutex_t mu;
-    bool single;
-};
-
-static inline void nm_lock_init(struct nm_lock *l, bool single)
-{
-    l->single = single;
-    if (!single)
-        pthread_mutex_init(&l->mu, NULL);
-}
-
-static inline void nm_lock_destroy(struct nm_lock *l)
-{
-    if (!l->single)
-        pthread_mutex_destroy(&l->mu);
-}
-
-static inline void nm_lock(struct nm_lock *l)
-{
-    if (!l->single)
-        pthread_mutex_lock(&l->mu);
-}
-
-static inline void nm_unlock(struct nm_lock *l)
-{
-    if (!l->single)
-        pthread_mutex_unlock(&l->mu);
-}
-
 struct nm_class {
     /* mpi+static: the address of each rank of comm, created on first use and
      * kept until finalize; lookups and sources are references to it */
@@ -128,7 +94,11 @@ struct nm_class {
     MPI_Comm dcomm; /* mpi_emul data chunks of comm's emulation */
     int rank, size;
     bool we_init_mpi;
-    struct nm_lock lock;
+    /* Serializes every MPI call of the class (so MPI_THREAD_SERIALIZED is
+     * enough) and is held across them, which can take long: HGX_LOCK_MUTEX,
+     * never a spin lock (hgx_lock.h); HGX_LOCK_NONE for a class of
+     * NA_THREAD_MODE_SINGLE, which one thread alone uses. */
+    hgx_lock_t lock;
     struct hgx_mreqtab tab;
     struct hgx_emul *emul;
     size_t max_unexp, max_exp;

@@ -155,7 +155,7 @@ static int nm_poll_locked(struct nm_class *pc)
  * for a peer) marks the class active. */
 static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inflight)
 {
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     unsigned long before = pc->ncompleted;
     int events = nm_poll_locked(pc);
     *n = pc->ncompleted - before;
@@ -164,7 +164,7 @@ static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inf
      * request above the eager size it took meanwhile may then finish only at
      * the next wake-up) */
     *inflight = pc->tab.n > (pc->upost ? 1 : 0);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     if (events > 0 || *n > 0)
         nm_mark_active(pc, ACT_EVENT);
     return events < 0 ? NA_PROTOCOL_ERROR : NA_SUCCESS;
