@@ -257,6 +257,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
     hgx_list_init(&pc->uq);
     hgx_list_init(&pc->eq);
     hgx_list_init(&pc->held);
+    hgx_list_init(&pc->conns);
     pc->held_max = (int)hgx_param_get_int(&hgx_param_na_unexpected_max);
     hgx_lock_init_as(&pc->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     hgx_mreqtab_init(&pc->tab);
@@ -396,15 +397,18 @@ static na_return_t nm_finalize(na_class_t *na_class)
     nm_drop_held(pc);
     if (pc->dynamic) {
         nm_dyn_finalize(pc);
-        for (struct dyn_conn *k = pc->conns; k; k = k->next)
-            hgx_emul_close(k->emul);
+        struct hgx_list *it;
+        hgx_list_for_each(it, &pc->conns)
+        {
+            hgx_emul_close(hgx_list_entry(it, struct dyn_conn, link)->emul);
+        }
     }
     hgx_emul_close(pc->emul);
     hgx_mreqtab_destroy(&pc->tab, 1000);
     if (pc->dynamic) {
-        while (pc->conns) {
-            struct dyn_conn *k = pc->conns;
-            pc->conns = k->next;
+        struct hgx_list *it;
+        while ((it = hgx_list_pop_front(&pc->conns))) {
+            struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
             nm_dyn_disconnect(k, true, pc->tag_bye);
             hgx_emul_free(k->emul);
             free(k->port);

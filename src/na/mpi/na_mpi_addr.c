@@ -65,11 +65,15 @@ static na_return_t nm_dyn_lookup(na_class_t *na_class, const char *name,
         hgx_unlock(&pc->lock);
         return nm_addr_new(na_class, pc->self_conn, 0, addr_p);
     }
-    for (struct dyn_conn *k = pc->conns; k; k = k->next)
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
         if (!k->dead && k->port && !is_name && strcmp(k->port, target) == 0) {
             hgx_unlock(&pc->lock);
             return nm_addr_new(na_class, k, 0, addr_p);
         }
+    }
     hgx_unlock(&pc->lock);
     MPI_Comm c = MPI_COMM_NULL;
     na_return_t ret = nm_dyn_connect(target, is_name, &c, port); /* unlocked: may block */

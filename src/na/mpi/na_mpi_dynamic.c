@@ -394,8 +394,7 @@ struct dyn_conn *nm_conn_add(struct nm_class *pc, MPI_Comm c, const char *port)
     hgx_emul_set_tag_gens(k->emul, pc->conn_gen_base, pc->conn_gen_bits);
     k->comm = c;
     k->id = ++pc->nconns;
-    k->next = pc->conns;
-    pc->conns = k;
+    hgx_list_push_front(&pc->conns, &k->link);
     return k;
 }
 

@@ -281,10 +281,15 @@ int nm_match_unexpected(struct nm_class *pc)
 {
     int rc =
         pc->waiting ? nm_match_unexpected_on(pc, pc->comm, pc->self_conn) : MPI_SUCCESS;
-    for (struct dyn_conn *k = pc->conns;
-         k && rc == MPI_SUCCESS && !hgx_list_empty(&pc->uq); k = k->next)
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        if (rc != MPI_SUCCESS || hgx_list_empty(&pc->uq))
+            break;
+        struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
         if (!k->dead && k->waiting)
             rc = nm_match_unexpected_on(pc, k->comm, k);
+    }
     return rc;
 }
 
@@ -523,9 +528,13 @@ static bool nm_comm_waiting(const struct nm_class *pc, MPI_Comm comm)
 {
     if (comm == pc->comm)
         return pc->waiting;
-    for (const struct dyn_conn *k = pc->conns; k; k = k->next)
+    const struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        const struct dyn_conn *k = hgx_list_entry(it, const struct dyn_conn, link);
         if (k->comm == comm)
             return k->waiting;
+    }
     return false;
 }
 

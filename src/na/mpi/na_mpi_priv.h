@@ -130,9 +130,10 @@ struct nm_class {
     /* mpi+dynamic only */
     bool dynamic, listening, published;
     int tag_bye;
-    int conn_gen_base;                  /* connections: data tags of generations >= 1 */
-    unsigned conn_gen_bits;             /* connections: tag-generation bits */
-    struct dyn_conn *self_conn, *conns; /* conns: remote connections, newest first */
+    int conn_gen_base;      /* connections: data tags of generations >= 1 */
+    unsigned conn_gen_bits; /* connections: tag-generation bits */
+    struct dyn_conn *self_conn;
+    struct hgx_list conns; /* remote connections (dyn_conn.link), newest first */
     int nconns;
     struct dyn_acceptor *acc;
     char port[MPI_MAX_PORT_NAME];
@@ -148,8 +149,8 @@ struct dyn_conn {
     char *port; /* port we connected to (client side), else NULL */
     int id;
     bool is_self, dead;
-    bool waiting; /* this pass: a message waits on comm */
-    struct dyn_conn *next;
+    bool waiting;         /* this pass: a message waits on comm */
+    struct hgx_list link; /* on nm_class.conns */
 };
 
 struct nm_addr {

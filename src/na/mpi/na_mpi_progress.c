@@ -96,7 +96,12 @@ int nm_probe_waiting(struct nm_class *pc, int *events)
         pc->take_ctrl = true;
     else if (nm_claim_due(pc))
         *events += nm_claim_any(pc, &rc);
-    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        if (rc != MPI_SUCCESS)
+            break;
+        struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
         int flag = 0;
         if (!k->dead)
             rc = nm_conn_peek(pc, k, &flag, events);
@@ -134,12 +139,16 @@ static int nm_poll_locked(struct nm_class *pc)
         ndone += hgx_emul_progress_ex(pc->emul, pc->take_ctrl);
         if (pc->dynamic) {
             ndone += nm_dyn_take_accepted(pc);
-            for (struct dyn_conn *k = pc->conns; k; k = k->next)
-                if (!k->dead) {
-                    ndone += hgx_emul_progress_ex(k->emul, k->waiting);
-                    if (k->waiting)
-                        ndone += nm_dyn_check_bye(pc, k);
-                }
+            struct hgx_list *it;
+            hgx_list_for_each(it, &pc->conns)
+            {
+                struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
+                if (k->dead)
+                    continue;
+                ndone += hgx_emul_progress_ex(k->emul, k->waiting);
+                if (k->waiting)
+                    ndone += nm_dyn_check_bye(pc, k);
+            }
         }
         events += ndone;
         /* An NA completion ends the pass at once: its callback is on the
