@@ -112,15 +112,17 @@ if ! make -C "$top/build-ci/openmpi" doc >"$logdir/doc.log" 2>&1 ||
     status=1
 fi
 
-# The release: the tarball must build, pass its tests, install and uninstall
-# cleanly outside the source tree (Makefile.am: distcheck-quick says which tests).
-echo "=== [distcheck] make distcheck-quick"
-if make -C "$top/build-ci/openmpi" distcheck-quick >"$logdir/distcheck.log" 2>&1 &&
+# The release: the tarball must build, pass every test of its configuration,
+# install and uninstall cleanly outside the source tree (Makefile.am says how
+# it is configured). The namespace tests, already run above as root, skip.
+echo "=== [distcheck] make distcheck"
+if HGX_NO_NETNS_TESTS=1 make -C "$top/build-ci/openmpi" distcheck >"$logdir/distcheck.log" 2>&1 &&
     grep -q "archives ready for distribution" "$logdir/distcheck.log"; then
+    grep -E "^# (TOTAL|PASS|SKIP|FAIL|ERROR):" "$logdir/distcheck.log"
     grep -A1 "archives ready for distribution" "$logdir/distcheck.log"
 else
     tail -40 "$logdir/distcheck.log"
-    echo "hgx CI: make distcheck-quick failed"
+    echo "hgx CI: make distcheck failed"
     status=1
 fi
 
