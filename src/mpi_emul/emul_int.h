@@ -65,8 +65,8 @@ extern atomic_ulong hgx_emul_ctr[C_N];
 
 /* A transfer that receives data chunks: listed while more can come for it
  * (the per-tag probes of a shared communicator walk the list; its length
- * gates the probes of a separate data communicator). Its record initializes
- * link unlinked (emul_rx_init). */
+ * gates the probes of a separate data communicator). The record that embeds
+ * it starts it unlinked (emul_rx_init). */
 struct rxlink {
     struct hgx_list link; /* on hgx_emul.rx */
     int tag;
@@ -160,9 +160,8 @@ struct hgx_emul {
     /* target */
     struct hgx_list index[TBUCKETS]; /* struct trec by (origin, request id) */
     struct hgx_list pend;            /* struct trec RECEIVED in this batch, FIFO */
-    struct hgx_list
-        aborted;      /* struct trec: puts after ABORT whose chunks can still come */
-    uint64_t *maxseq; /* per origin rank: highest request seq received (0: none) */
+    struct hgx_list aborted; /* struct trec: puts after ABORT, chunks may still come */
+    uint64_t *maxseq;        /* per origin rank: highest request seq received (0: none) */
     struct tomb tombs[NTOMB];
     unsigned ntombs, tomb_next;
     bool closing;

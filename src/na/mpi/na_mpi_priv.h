@@ -2,6 +2,15 @@
  * na_mpi_priv.h -- the MPI NA plugin ("mpi+static" and "mpi+dynamic"),
  * its types and the calls between its files (private).
  *
+ * Files: na_mpi.c (class, contexts, cancel, ops table), na_mpi_msg.c
+ * (messages, held messages), na_mpi_progress.c (claim, poll, poll_wait),
+ * na_mpi_rma.c (memory handles, put/get over mpi_emul), na_mpi_addr.c,
+ * na_mpi_dynamic.c (mpi+dynamic ports and connections), na_mpi_api.c
+ * (Mercury's NA_MPI_* calls). Like every plugin it builds on the shared
+ * helpers: hgx_clock for every time, hgx_list for its queues, hgx_lock_t for
+ * its locks, hgx_param for its settings (na_mpi_ops.params, with the
+ * emulation's), na_backoff for the idle sleep, and the core's
+ * HGX_NA_UNEXPECTED_MAX for the held-message bound.
  *
  * One MPI_Comm_dup of MPI_COMM_WORLD (or of the comm given to
  * na_mpi_set_comm()) with MPI_ERRORS_RETURN carries all traffic, so no tag of
@@ -27,12 +36,12 @@
  * one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) and dispatches it by tag
  * (nm_claim_any); a message whose NA receive is not posted yet is held (as its
  * MPI_Message, in arrival order, at most HGX_NA_UNEXPECTED_MAX) and later
- * receives take held messages first. Every MPI call runs Open MPI's whole progress
- * engine, so one call that both detects and claims beats a probe per kind. Under Open
- * MPI, posted NA receives are also MPI_Irecvs into sinks (nm_sink_get: never truncated),
- * reported by the table's MPI_Testsome, and the claim runs only as often as something
- * needs it (nm_claim_due). One class mutex serializes every MPI call, so
- * MPI_THREAD_SERIALIZED is enough.
+ * receives take held messages first. Every MPI call runs Open MPI's whole
+ * progress engine, so one call that both detects and claims beats a probe per
+ * kind. Under Open MPI, posted NA receives are also MPI_Irecvs into sinks
+ * (nm_sink_get: never truncated), reported by the table's MPI_Testsome, and
+ * the claim runs only as often as something needs it (nm_claim_due). One
+ * class lock serializes every MPI call, so MPI_THREAD_SERIALIZED is enough.
  */
 #ifndef NA_MPI_PRIV_H
 #define NA_MPI_PRIV_H
