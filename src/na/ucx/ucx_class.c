@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 static bool ucx_check_protocol(const char *protocol_name)
@@ -262,13 +261,15 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
     return NA_SUCCESS;
 }
 
+static bool ucx_closing(void *arg)
+{
+    return ((struct ucx_class *)arg)->closing > 0;
+}
+
 static void ucx_class_free(struct ucx_class *cls)
 {
     /* Forced closes from cancel escalations: let them finish (bounded). */
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (cls->closing > 0 && ucx_ms_since(&t0) < UCX_CLOSE_MS)
-        ucp_worker_progress(cls->worker);
+    ucx_progress_while(cls, ucx_closing, cls);
     while (cls->peers) {
         struct ucx_peer *p = cls->peers;
         cls->peers = p->next;

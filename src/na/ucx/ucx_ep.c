@@ -3,9 +3,10 @@
  * lazy connection at the first operation, accepted clients, failures.
  */
 #include "ucx_int.h"
+#include "hgx_assert.h"
+#include "hgx_clock.h"
 
 #include <arpa/inet.h>
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -120,7 +121,7 @@ bool na_ucx_conn_legal(int from, int to)
 void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
 {
     enum ucx_conn from = p->state;
-    assert(na_ucx_conn_legal((int)from, (int)to));
+    HGX_ASSERT(na_ucx_conn_legal((int)from, (int)to));
     HGX_LOG_DEBUG(UCX, "%s: %s -> %s", p->str, ucx_conn_name[from], ucx_conn_name[to]);
     if (from == UCX_CONN_CONNECTING)
         p->cls->connecting--;
@@ -262,7 +263,7 @@ static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
     }
     HGX_LOG_DEBUG(UCX, "connecting to %s", p->str);
     ucx_peer_move(p, UCX_CONN_CONNECTING);
-    p->connect_deadline_ms = ucx_now_ms() + UCX_CONNECT_MS;
+    p->connect_deadline_ns = hgx_clock_after_ms(hgx_clock_now_ns(), UCX_CONNECT_MS);
     ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                               UCP_OP_ATTR_FIELD_USER_DATA,
                               .cb.send = ucx_connect_cb,
@@ -285,9 +286,10 @@ static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
  * answers, e.g. a host that drops the handshake) fail. Lock held. */
 void ucx_connect_check(struct ucx_class *cls)
 {
-    uint64_t now = ucx_now_ms();
+    uint64_t now = hgx_clock_now_ns();
     for (struct ucx_peer *p = cls->peers; p && cls->connecting; p = p->next) {
-        if (p->state != UCX_CONN_CONNECTING || now < p->connect_deadline_ms)
+        if (p->state != UCX_CONN_CONNECTING ||
+            !hgx_clock_passed(now, p->connect_deadline_ns))
             continue;
         HGX_LOG_ERROR(UCX, "cannot connect to %s: no answer within %d ms", p->str,
                       UCX_CONNECT_MS);
@@ -381,6 +383,11 @@ void ucx_conn_cb(ucp_conn_request_h req, void *arg)
     HGX_LOG_DEBUG(UCX, "%s %s (id %08x)", reused ? "reaccepted" : "accepted", str, p->id);
 }
 
+static bool ucx_request_running(void *request)
+{
+    return ucp_request_check_status(request) == UCS_INPROGRESS;
+}
+
 void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
@@ -389,10 +396,6 @@ void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
     if (sp == NULL || UCS_PTR_IS_ERR(sp))
         return;
     /* A forced close never waits for the peer; a few progress calls finish it. */
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
-           ucx_ms_since(&t0) < UCX_CLOSE_MS)
-        ucp_worker_progress(cls->worker);
+    ucx_progress_while(cls, ucx_request_running, sp);
     ucp_request_free(sp);
 }

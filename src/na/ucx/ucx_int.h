@@ -169,7 +169,7 @@ struct ucx_peer {
     enum ucx_conn state;
     bool outgoing;     /* we connected (lookup): can reconnect to sin */
     void *connect_req; /* the wire-up flush of the current ep, while CONNECTING */
-    uint64_t connect_deadline_ms;
+    uint64_t connect_deadline_ns;
     uint32_t gen;      /* bumped whenever ep is dropped or replaced */
     unsigned inflight; /* sends on this gen's ep holding a UCX request */
     struct sockaddr_in sin;
@@ -286,14 +286,13 @@ void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep);
 /* ucx_progress.c */
 void ucx_held_add(struct ucx_class *cls, long n);
 void ucx_queued_add(struct ucx_class *cls, long n);
-uint64_t ucx_now_ms(void);
 void ucx_cancel_unlist(struct ucx_op *uop);
 na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
 na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
                           unsigned int timeout_ms);
 int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context);
 bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context);
-long ucx_ms_since(const struct timespec *t0);
+void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg);
 na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
 
 /* ucx_msg.c */

@@ -3,11 +3,11 @@
  * plugin's counters, and cancel with its escalation.
  */
 #include "ucx_int.h"
+#include "hgx_clock.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <time.h>
 
 static void ucx_cancel_check(struct ucx_class *cls);
 
@@ -45,13 +45,6 @@ void ucx_queued_add(struct ucx_class *cls, long n)
 {
     cls->queued += n;
     atomic_fetch_add(&ucx_pending_total, n);
-}
-
-uint64_t ucx_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /* Take an op off the escalation list (no-op if not listed). Lock held. */
@@ -156,11 +149,14 @@ bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     return st == UCS_OK;
 }
 
-long ucx_ms_since(const struct timespec *t0)
+/* Drive the worker while more(arg) holds, for at most UCX_CLOSE_MS: the
+ * bounded waits of teardown (closes, a deregistered region's transfers).
+ * Lock held. */
+void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+    uint64_t end = hgx_clock_after_ms(hgx_clock_now_ns(), UCX_CLOSE_MS);
+    while (more(arg) && !hgx_clock_passed(hgx_clock_now_ns(), end))
+        ucp_worker_progress(cls->worker);
 }
 
 /* Take a send out of its peer's resource queue; false if it was not queued. */
@@ -178,7 +174,7 @@ static void ucx_cancel_list(struct ucx_class *cls, struct ucx_op *uop)
     if (uop->cancel_listed)
         return; /* cancelled twice: keep the first deadline */
     uop->cancel_listed = true;
-    uop->cancel_deadline_ms = ucx_now_ms() + cls->escalate_ms;
+    uop->cancel_deadline_ms = hgx_clock_now_ms() + cls->escalate_ms;
     uop->cancel_prev = NULL;
     uop->cancel_next = cls->cancel_head;
     if (cls->cancel_head)
@@ -192,7 +188,7 @@ static void ucx_cancel_list(struct ucx_class *cls, struct ucx_op *uop)
  * Lock held. */
 static void ucx_cancel_check(struct ucx_class *cls)
 {
-    uint64_t now = ucx_now_ms();
+    uint64_t now = hgx_clock_now_ms();
     struct ucx_op *uop = cls->cancel_head;
     while (uop) {
         struct ucx_op *next = uop->cancel_next;

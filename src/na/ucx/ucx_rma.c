@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Put and get are hgx's own protocol on active messages (docs/na-ucx.md):
  * UCX's put/get over tcp and shared memory trust the address and key they
@@ -314,13 +313,15 @@ ucs_status_t ucx_am_rma_req_cb(void *arg, const void *header, size_t header_leng
     return UCS_OK;
 }
 
+static bool ucx_region_busy(void *mh)
+{
+    return ((struct ucx_mem_handle *)mh)->busy > 0;
+}
+
 /* Wait, bounded, for the peers' transfers on mh to end. Lock held. */
 static void ucx_region_wait(struct ucx_class *cls, struct ucx_mem_handle *mh)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (mh->busy && ucx_ms_since(&t0) < UCX_CLOSE_MS)
-        ucp_worker_progress(cls->worker);
+    ucx_progress_while(cls, ucx_region_busy, mh);
 }
 
 /* Deregistration: transfers already at work on mh (a get's data being sent,
