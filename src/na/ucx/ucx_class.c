@@ -301,24 +301,34 @@ static void ucx_class_free(struct ucx_class *cls)
     free(cls);
 }
 
-/* HGX_UCX_SEND_WINDOW: a positive integer up to UCX_SEND_WINDOW_MAX. */
-static unsigned ucx_env_send_window(void)
-{
-    const char *env = getenv("HGX_UCX_SEND_WINDOW");
-    if (!env || !*env)
-        return UCX_SEND_WINDOW;
-    char *end = NULL;
-    errno = 0;
-    unsigned long v = strtoul(env, &end, 10);
-    if (*env < '0' || *env > '9' || *end != '\0' || errno || v == 0 ||
-        v > UCX_SEND_WINDOW_MAX) {
-        HGX_LOG_ERROR(UCX,
-                      "HGX_UCX_SEND_WINDOW=\"%s\" is not an integer in 1..%d; using %d",
-                      env, UCX_SEND_WINDOW_MAX, UCX_SEND_WINDOW);
-        return UCX_SEND_WINDOW;
-    }
-    return (unsigned)v;
-}
+/* The plugin's parameters (na_ops.params), read at class init. */
+static const struct hgx_param ucx_param_send_window = {
+    .name = "HGX_UCX_SEND_WINDOW",
+    .type = HGX_PARAM_INT,
+    .def = 256,
+    .min = 1,
+    .max = 1048576,
+    .help = "sends per UCX endpoint that may hold a UCX request; more wait in order",
+};
+
+/* Not HGX_NA_CANCEL_TIMEOUT_MS: escalation here drops the peer's whole
+ * connection, failing its other operations, so it waits for a peer that is
+ * really gone rather than for a transfer that is merely slow. */
+static const struct hgx_param ucx_param_cancel_escalate_ms = {
+    .name = "HGX_UCX_CANCEL_ESCALATE_MS",
+    .type = HGX_PARAM_INT,
+    .def = 10000,
+    .min = 0,
+    .max = 3600000,
+    .help = "milliseconds a cancelled UCX send or put/get may stay in flight before "
+            "the plugin drops its peer's connection",
+};
+
+static const struct hgx_param *const ucx_params[] = {
+    &ucx_param_send_window,
+    &ucx_param_cancel_escalate_ms,
+    NULL,
+};
 
 static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info,
                                   bool listen)
@@ -337,17 +347,8 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     cls->na_class = na_class;
     cls->efd = -1;
-    cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
-    cls->send_window = ucx_env_send_window();
-    const char *env = getenv("HGX_UCX_CANCEL_ESCALATE_MS");
-    if (env && *env) {
-        char *end = NULL;
-        unsigned long v = strtoul(env, &end, 10);
-        if (*end == '\0' && v <= 3600000)
-            cls->escalate_ms = (unsigned)v;
-        else
-            HGX_LOG_WARNING(UCX, "ignoring HGX_UCX_CANCEL_ESCALATE_MS=\"%s\"", env);
-    }
+    cls->send_window = (unsigned)hgx_param_get_int(&ucx_param_send_window);
+    na_cancel_watcher_init_param(&cls->cancel_watcher, &ucx_param_cancel_escalate_ms);
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
     struct sockaddr_in sin;
     char ifname[IF_NAMESIZE] = "";
@@ -407,6 +408,7 @@ const struct na_ops na_ucx_ops = {
     .class_name = "ucx",
     .protocols = (const char *const[]){"tcp", "shm", "all", NULL},
     .log_subsys = HGX_SUBSYS_UCX,
+    .params = ucx_params,
     /* One put is one put_nbx plus a flush: with 256 KiB pieces a 1 MiB push
      * paid four flushes and ran at ~0.5x the raw put+flush over shm; one piece
      * per transfer up to 16 MiB runs at 0.95-1.0x (docs/performance.md). */

@@ -40,9 +40,9 @@
  *
  * Cancel escalation: UCX cannot recall a send or put/get already on the wire.
  * A cancelled one still pending after HGX_UCX_CANCEL_ESCALATE_MS (default
- * 10000) has its peer's endpoint force-closed, which makes UCX complete every
- * request on that endpoint with an error. Cancelled ops report NA_CANCELED;
- * ops on that endpoint that were not cancelled report NA_HOSTUNREACH (the
+ * 10000, timed by na_cancel_watch) has its peer's endpoint force-closed, which makes UCX
+ * complete every request on that endpoint with an error. Cancelled ops report
+ * NA_CANCELED; ops on that endpoint that were not cancelled report NA_HOSTUNREACH (the
  * peer stopped answering, their data may or may not have moved) and queued
  * sends of the peer fail the same way. An op that completed successfully
  * after the cancel request reports NA_SUCCESS (the data moved). The peer
@@ -75,6 +75,7 @@
 #define UCX_INT_H
 
 #include "hgx_lock.h"
+#include "na_cancel_watch.h"
 #include "na_plugin.h"
 #include "na_slots.h"
 
@@ -98,15 +99,11 @@
 #define UCX_MH_VERSION 2u
 #define UCX_ADDR_MAGIC 0x55435841u /* "UCXA" */
 #define UCX_ADDR_STR_MAX 64
-#define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
-#define UCX_CONNECT_MS 5000   /* a wire-up not done by then fails */
-#define UCX_LISTEN_TRIES 8    /* free ports picked for port 0 before giving up */
-#define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
-/* A cancelled send/RMA still pending after this long: drop the ep. */
-#define UCX_CANCEL_ESCALATE_MS 10000
-#define UCX_CANCEL_POLL_MS 100 /* poll_wait wakes up this often to escalate */
-#define UCX_SEND_WINDOW 256    /* sends holding a UCX request, per peer */
-#define UCX_SEND_WINDOW_MAX 1048576
+#define UCX_PROGRESS_MAX 1024   /* bound on one poll() pass */
+#define UCX_CONNECT_MS 5000     /* a wire-up not done by then fails */
+#define UCX_LISTEN_TRIES 8      /* free ports picked for port 0 before giving up */
+#define UCX_CLOSE_MS 2000       /* finalize waits this long for each endpoint close */
+#define UCX_CONNECT_POLL_MS 100 /* poll_wait wakes up this often during a wire-up */
 
 /* Ops waiting in order: a peer's sends waiting for resources (first in,
  * first out), or the posted unexpected receives (newest first). An op waits
@@ -192,9 +189,9 @@ struct ucx_class {
     char proto[8];
     struct ucx_peer *peers;
     struct ucx_peer *self;
-    struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
-    unsigned held;              /* unexpected messages kept, over every context id */
-    unsigned escalate_ms;
+    /* Cancelled sends/RMA still in flight, until HGX_UCX_CANCEL_ESCALATE_MS. */
+    struct na_cancel_watcher cancel_watcher;
+    unsigned held;           /* unexpected messages kept, over every context id */
     long closing;            /* forced ep closes not finished yet */
     long queued;             /* ops in the peers' queues (resources, wire-up) */
     unsigned connecting;     /* peers in UCX_CONN_CONNECTING */
@@ -257,11 +254,9 @@ struct ucx_op {
     uint64_t cookie;      /* RMA: name in cls->rma_ops while the reply is awaited */
     ucp_dt_iov_t *riov;   /* RMA: the local segments moved (iov, or malloc'd) */
     size_t riov_n;
-    uint32_t gen;       /* send/RMA: peer generation at posting */
-    bool inflight;      /* send: a UCX request is outstanding */
-    bool cancel_listed; /* in cls->cancel_head, waiting for escalation */
-    uint64_t cancel_deadline_ms;
-    struct ucx_op *cancel_prev, *cancel_next;
+    uint32_t gen;                        /* send/RMA: peer generation at posting */
+    bool inflight;                       /* send: a UCX request is outstanding */
+    struct na_cancel_watch cancel_watch; /* cancelled in flight: cls->cancel_watcher */
 };
 
 struct ucx_tx;
@@ -286,7 +281,6 @@ void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep);
 /* ucx_progress.c */
 void ucx_held_add(struct ucx_class *cls, long n);
 void ucx_queued_add(struct ucx_class *cls, long n);
-void ucx_cancel_unlist(struct ucx_op *uop);
 na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
 na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
                           unsigned int timeout_ms);
@@ -400,9 +394,7 @@ static inline void ucx_op_start(struct ucx_op *uop, enum ucx_op_kind kind,
     uop->riov_n = 0;
     uop->gen = 0;
     uop->inflight = false;
-    uop->cancel_listed = false;
-    uop->cancel_deadline_ms = 0;
-    uop->cancel_prev = uop->cancel_next = NULL;
+    na_cancel_watch_init(&uop->cancel_watch);
 }
 
 static inline void ucx_queue_push(struct ucx_queue *q, struct ucx_op *uop)
@@ -448,6 +440,12 @@ static inline bool ucx_queue_remove(struct ucx_queue *q, struct ucx_op *uop)
         return true;
     }
     return false;
+}
+
+/* True while cancels wait for their escalation deadline. */
+static inline bool ucx_cancels_watched(const struct ucx_class *cls)
+{
+    return !hgx_list_empty(&cls->cancel_watcher.pending);
 }
 
 static inline struct ucx_class *ucx_cls(const na_class_t *na_class)

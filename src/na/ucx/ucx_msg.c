@@ -83,7 +83,7 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
     struct ucx_op *uop = user_data;
     na_return_t ret = ucx_status_to_na(status);
     ucx_window_release(uop);
-    ucx_cancel_unlist(uop);
+    na_cancel_watch_stop(&uop->cancel_watch);
     if (ret != NA_SUCCESS)
         ret = ucx_failed_ret(uop, ret);
     ucp_request_free(request);

@@ -47,21 +47,6 @@ void ucx_queued_add(struct ucx_class *cls, long n)
     atomic_fetch_add(&ucx_pending_total, n);
 }
 
-/* Take an op off the escalation list (no-op if not listed). Lock held. */
-void ucx_cancel_unlist(struct ucx_op *uop)
-{
-    if (!uop->cancel_listed)
-        return;
-    if (uop->cancel_prev)
-        uop->cancel_prev->cancel_next = uop->cancel_next;
-    else
-        uop->cls->cancel_head = uop->cancel_next;
-    if (uop->cancel_next)
-        uop->cancel_next->cancel_prev = uop->cancel_prev;
-    uop->cancel_prev = uop->cancel_next = NULL;
-    uop->cancel_listed = false;
-}
-
 /* Drive the worker until it has nothing left to do (bounded), or until the
  * context has a completion to hand up: every extra pass costs a system call
  * per TCP interface (UCX polls its sockets), and the caller polls again.
@@ -84,7 +69,7 @@ na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *
     struct ucx_class *cls = ucx_cls(na_class);
     hgx_lock(&cls->lock);
     unsigned n = ucx_progress(cls, context);
-    if (cls->cancel_head)
+    if (ucx_cancels_watched(cls))
         ucx_cancel_check(cls);
     if (cls->connecting)
         ucx_connect_check(cls);
@@ -103,8 +88,12 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
     ucs_status_t st = ucp_worker_arm(cls->worker);
     /* Cancels waiting for escalation, connections for their deadline: wake
      * up in time to act on them. */
-    if ((cls->cancel_head || cls->connecting) && timeout_ms > UCX_CANCEL_POLL_MS)
-        timeout_ms = UCX_CANCEL_POLL_MS;
+    uint64_t escalate_ms =
+        na_cancel_watcher_next_ms(&cls->cancel_watcher, hgx_clock_now_ns());
+    if (escalate_ms < timeout_ms)
+        timeout_ms = (unsigned int)escalate_ms;
+    if (cls->connecting && timeout_ms > UCX_CONNECT_POLL_MS)
+        timeout_ms = UCX_CONNECT_POLL_MS;
     hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
         /* Armed: the fd fires on the next event, so sleeping cannot miss one.
@@ -143,8 +132,9 @@ bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     hgx_lock(&cls->lock);
     /* No sleeping on the fd while cancels wait for escalation or connections
      * for their deadline (timers, not events). */
-    ucs_status_t st =
-        cls->cancel_head || cls->connecting ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
+    ucs_status_t st = ucx_cancels_watched(cls) || cls->connecting
+                          ? UCS_ERR_BUSY
+                          : ucp_worker_arm(cls->worker);
     hgx_unlock(&cls->lock);
     return st == UCS_OK;
 }
@@ -168,47 +158,33 @@ static bool ucx_pending_remove(struct ucx_op *uop)
     return true;
 }
 
-/* List a cancelled send/RMA still on the wire for escalation. Lock held. */
-static void ucx_cancel_list(struct ucx_class *cls, struct ucx_op *uop)
+/* Watch a cancelled send/RMA still on the wire for escalation; cancelled
+ * twice, it keeps the first deadline. Lock held. */
+static void ucx_cancel_watch(struct ucx_class *cls, struct ucx_op *uop)
 {
-    if (uop->cancel_listed)
-        return; /* cancelled twice: keep the first deadline */
-    uop->cancel_listed = true;
-    uop->cancel_deadline_ms = hgx_clock_now_ms() + cls->escalate_ms;
-    uop->cancel_prev = NULL;
-    uop->cancel_next = cls->cancel_head;
-    if (cls->cancel_head)
-        cls->cancel_head->cancel_prev = uop;
-    cls->cancel_head = uop;
+    na_cancel_watch_start(&cls->cancel_watcher, &uop->cancel_watch, hgx_clock_now_ns());
 }
 
-/* Escalate listed cancels past their deadline: force-close their peer's ep.
+/* Escalate watched cancels past their deadline: force-close their peer's ep.
  * The close completes the ep's requests (now or in a later progress), which
- * unlists their ops; the list may change under us, so rescan after each drop.
- * Lock held. */
+ * stops their ops' watches; the watcher hands out one expired watch at a
+ * time, so that is safe. Lock held. */
 static void ucx_cancel_check(struct ucx_class *cls)
 {
-    uint64_t now = hgx_clock_now_ms();
-    struct ucx_op *uop = cls->cancel_head;
-    while (uop) {
-        struct ucx_op *next = uop->cancel_next;
-        if (now < uop->cancel_deadline_ms) {
-            uop = next;
-            continue;
-        }
+    uint64_t now = hgx_clock_now_ns();
+    struct na_cancel_watch *watch;
+    while ((watch = na_cancel_watcher_expired(&cls->cancel_watcher, now))) {
+        struct ucx_op *uop = hgx_list_entry(watch, struct ucx_op, cancel_watch);
         struct ucx_peer *p = uop->peer;
-        ucx_cancel_unlist(uop);
-        if (p->self || p->state != UCX_CONN_UP || uop->gen != p->gen) {
-            /* Self ops end on their own; an op of a dropped ep ends with it. */
-            uop = next;
+        /* Self ops end on their own; an op of a dropped ep ends with it. */
+        if (p->self || p->state != UCX_CONN_UP || uop->gen != p->gen)
             continue;
-        }
-        HGX_LOG_WARNING(UCX,
-                        "cancelled operation to %s still pending after %u ms; dropping "
-                        "the connection",
-                        p->str, cls->escalate_ms);
+        HGX_LOG_WARNING(
+            UCX,
+            "cancelled operation to %s still pending after %llu ms; dropping "
+            "the connection",
+            p->str, (unsigned long long)(cls->cancel_watcher.timeout_ns / HGX_NS_PER_MS));
         ucx_peer_down(cls, p, true);
-        uop = cls->cancel_head;
     }
 }
 
@@ -242,7 +218,7 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
         if (ucx_pending_remove(uop))
             na_op_complete(op, NA_CANCELED);
         else if (uop->inflight)
-            ucx_cancel_list(cls, uop);
+            ucx_cancel_watch(cls, uop);
         break;
     case UCX_OP_RMA:
         if (!na_op_cancel_requested(op) || uop->pieces == 0)
@@ -261,9 +237,9 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
             ucx_rma_unname(cls, uop);
             ucx_rma_piece_done(uop, NA_CANCELED);
             if (sending) /* the request itself is stuck: escalate that */
-                ucx_cancel_list(cls, uop);
+                ucx_cancel_watch(cls, uop);
         } else {
-            ucx_cancel_list(cls, uop);
+            ucx_cancel_watch(cls, uop);
         }
         break;
     }

@@ -362,7 +362,7 @@ void ucx_rma_piece_done(struct ucx_op *uop, na_return_t ret)
         uop->rma_ret = ret;
     if (--uop->pieces > 0)
         return;
-    ucx_cancel_unlist(uop);
+    na_cancel_watch_stop(&uop->cancel_watch);
     if (uop->riov != uop->iov)
         free(uop->riov);
     uop->riov = NULL;

@@ -5,11 +5,16 @@
 #include "hgx_clock.h"
 #include "hgx_param.h"
 
-void na_cancel_watcher_init(struct na_cancel_watcher *w)
+void na_cancel_watcher_init_param(struct na_cancel_watcher *w,
+                                  const struct hgx_param *timeout_ms)
 {
     hgx_list_init(&w->pending);
-    w->timeout_ns =
-        (uint64_t)hgx_param_get_int(&hgx_param_na_cancel_timeout_ms) * HGX_NS_PER_MS;
+    w->timeout_ns = (uint64_t)hgx_param_get_int(timeout_ms) * HGX_NS_PER_MS;
+}
+
+void na_cancel_watcher_init(struct na_cancel_watcher *w)
+{
+    na_cancel_watcher_init_param(w, &hgx_param_na_cancel_timeout_ms);
 }
 
 void na_cancel_watch_init(struct na_cancel_watch *watch)
