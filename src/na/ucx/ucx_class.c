@@ -243,7 +243,7 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
         HGX_LOG_ERROR(UCX, "cannot get the worker address: %s", ucs_status_string(st));
         return NA_PROTOCOL_ERROR;
     }
-    cls->self = ucx_peer_new(cls, cls->id, str);
+    cls->self = ucx_peer_new(cls, cls->id, str, false);
     if (!cls->self) {
         ucp_worker_release_address(cls->worker, wa);
         return NA_NOMEM;
@@ -270,9 +270,9 @@ static void ucx_class_free(struct ucx_class *cls)
 {
     /* Forced closes from cancel escalations: let them finish (bounded). */
     ucx_progress_while(cls, ucx_closing, cls);
-    while (cls->peers) {
-        struct ucx_peer *p = cls->peers;
-        cls->peers = p->next;
+    struct hgx_list *it;
+    while ((it = hgx_list_pop_front(&cls->peers))) {
+        struct ucx_peer *p = hgx_list_entry(it, struct ucx_peer, link);
         ucx_pending_fail(p, NA_CANCELED);
         if (p->ep)
             ucx_close_ep(cls, p->ep);
@@ -281,6 +281,7 @@ static void ucx_class_free(struct ucx_class *cls)
     /* Peers' transfers the closes did not end: UCX is done with them. */
     while (cls->tx_head)
         ucx_tx_end(cls->tx_head);
+    na_peer_map_fini(&cls->peer_map);
     na_slots_fini(&cls->regions);
     na_slots_fini(&cls->rma_ops);
     for (unsigned i = 0; i < cls->n_unexp; i++) {
@@ -341,6 +342,8 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
 
     if (!cls)
         return NA_NOMEM;
+    hgx_list_init(&cls->peers);
+    na_peer_map_init(&cls->peer_map);
     cls->n_unexp = n_unexp;
     /* Held across ucp_worker_progress, which may run long: a mutex, never a
      * spin lock (hgx_lock.h); no lock at all for a single-thread class. */

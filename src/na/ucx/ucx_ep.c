@@ -5,6 +5,7 @@
 #include "ucx_int.h"
 #include "hgx_assert.h"
 #include "hgx_clock.h"
+#include "hgx_wire.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -56,40 +57,101 @@ uint32_t ucx_random_id(void)
     return id & UCX_ID_MASK;
 }
 
-struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
+/* The peer map holds the first peer of each id. One id can name two peers,
+ * twins of each other: the one we connected to (lookup) and the one that
+ * connected to us (accepted), when two listening processes each look the
+ * other up. The key is the id, little-endian. */
+static struct ucx_peer *ucx_peer_first(struct ucx_class *cls, uint32_t id)
 {
-    for (struct ucx_peer *p = cls->peers; p; p = p->next)
-        if (p->id == id && p->state != UCX_CONN_FAILED)
-            return p;
-    return NULL;
+    unsigned char key[4];
+    hgx_put_u32(key, id);
+    return na_peer_map_find(&cls->peer_map, key, sizeof(key));
 }
 
-/* The sender of a received message: its live peer, else the failed one. UCX
- * may report the peer's disconnection before the last messages it sent. */
-struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id)
+/* The peer of id we connected to (outgoing) or that connected to us. */
+static struct ucx_peer *ucx_peer_get(struct ucx_class *cls, uint32_t id, bool outgoing)
 {
-    struct ucx_peer *p = ucx_peer_find(cls, id);
-    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
-        if (q->id == id)
-            p = q;
+    struct ucx_peer *p = ucx_peer_first(cls, id);
+    if (p && p->outgoing != outgoing)
+        p = p->twin;
     return p;
 }
 
-struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str)
+/* The peer of id an operation uses: the one we connected to, else the
+ * accepted one. */
+static struct ucx_peer *ucx_peer_pick(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = ucx_peer_first(cls, id);
+    if (p && !p->outgoing && p->twin)
+        p = p->twin;
+    return p;
+}
+
+/* The live peer of id (a peer we connected to is never FAILED). */
+struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = ucx_peer_pick(cls, id);
+    return p && p->state != UCX_CONN_FAILED ? p : NULL;
+}
+
+/* The sender of a received message: its live peer, else the failed one. UCX
+ * may report the peer's disconnection before the last messages it sent.
+ * That depends only on which peers exist, so the last answer is kept until
+ * a peer is added: a run of messages from one peer costs no lookup. */
+struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = cls->last_sender;
+    if (__builtin_expect(p && p->id == id, 1))
+        return p;
+    if ((p = ucx_peer_pick(cls, id)))
+        cls->last_sender = p;
+    return p;
+}
+
+/* The peer (not ourselves) whose current ep is ep, or NULL. */
+struct ucx_peer *ucx_peer_of_ep(struct ucx_class *cls, ucp_ep_h ep)
+{
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        struct ucx_peer *p = ucx_peer_at(it);
+        if (p->ep == ep && !p->self)
+            return p;
+    }
+    return NULL;
+}
+
+/* A new peer, listed and mapped; NULL when memory runs out. */
+struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str,
+                              bool outgoing)
 {
     struct ucx_peer *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     p->cls = cls;
     p->id = id;
+    p->outgoing = outgoing;
     p->state = UCX_CONN_IDLE;
     na_addr_init_owned(cls->na_class, &p->addr);
     snprintf(p->str, sizeof(p->str), "%s", str);
-    /* Appended: an id seen twice resolves to the first (our own outgoing) ep. */
-    struct ucx_peer **tail = &cls->peers;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = p;
+    /* Callers looked (id, outgoing) up first: a peer found here is the
+     * other kind. */
+    struct ucx_peer *first = ucx_peer_first(cls, id);
+    if (first) {
+        HGX_ASSERT(first->outgoing != outgoing && !first->twin);
+        first->twin = p;
+        p->twin = first;
+    } else {
+        unsigned char key[4];
+        hgx_put_u32(key, id);
+        if (na_peer_map_insert(&cls->peer_map, key, sizeof(key), p) != NA_SUCCESS) {
+            HGX_LOG_ERROR(UCX, "out of memory for peer %s", p->str);
+            free(p);
+            return NULL;
+        }
+    }
+    cls->last_sender = NULL; /* the sender of an id may change */
+    hgx_list_push_back(&cls->peers, &p->link);
     return p;
 }
 
@@ -287,7 +349,12 @@ static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
 void ucx_connect_check(struct ucx_class *cls)
 {
     uint64_t now = hgx_clock_now_ns();
-    for (struct ucx_peer *p = cls->peers; p && cls->connecting; p = p->next) {
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        struct ucx_peer *p = ucx_peer_at(it);
+        if (!cls->connecting)
+            break;
         if (p->state != UCX_CONN_CONNECTING ||
             !hgx_clock_passed(now, p->connect_deadline_ns))
             continue;
@@ -350,12 +417,14 @@ void ucx_conn_cb(ucp_conn_request_h req, void *arg)
      * escalation): the new connection takes over the peer it had, so the
      * addresses held for it work again. A client has one ep to us, so the old
      * accepted ep is dead or about to be. */
-    struct ucx_peer *p = NULL;
-    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
-        if (q->id == id && !q->self && !q->outgoing)
-            p = q;
+    struct ucx_peer *p = ucx_peer_get(cls, id, false);
+    if (p && p->self) {
+        HGX_LOG_ERROR(UCX, "client %s has our own id %08x: rejected", str, id);
+        ucp_listener_reject(cls->listener, req);
+        return;
+    }
     bool reused = p != NULL;
-    if (!p && !(p = ucx_peer_new(cls, id, str))) {
+    if (!p && !(p = ucx_peer_new(cls, id, str, false))) {
         ucp_listener_reject(cls->listener, req);
         return;
     }

@@ -35,8 +35,10 @@
  * 240 fewer instructions a round trip, the AM send costing ~190 more than a
  * tag send and the receive side ~420 less), and a cancel of such a receive
  * is local and immediate.
- * Peers live in a per-class table until finalize; NA addresses are small
- * handles pointing at a peer, so two receives from one peer compare equal.
+ * Peers live in a per-class list until finalize, found by id in a hashed
+ * peer map (na_peer_map: one lookup per unexpected message, whatever the
+ * number of peers); NA addresses are small handles pointing at a peer, so
+ * two receives from one peer compare equal.
  *
  * Cancel escalation: UCX cannot recall a send or put/get already on the wire.
  * A cancelled one still pending after HGX_UCX_CANCEL_ESCALATE_MS (default
@@ -75,7 +77,9 @@
 #define UCX_INT_H
 
 #include "hgx_lock.h"
+#include "hgx_list.h"
 #include "na_cancel_watch.h"
+#include "na_peer_map.h"
 #include "na_plugin.h"
 #include "na_slots.h"
 
@@ -158,7 +162,8 @@ enum ucx_conn {
 };
 
 struct ucx_peer {
-    struct ucx_peer *next;
+    struct hgx_list link;  /* in cls->peers, oldest first */
+    struct ucx_peer *twin; /* the other peer of the same id (ucx_ep.c), or NULL */
     struct ucx_class *cls;
     ucp_ep_h ep;
     uint32_t id;
@@ -187,7 +192,9 @@ struct ucx_class {
     int efd;
     uint32_t id;
     char proto[8];
-    struct ucx_peer *peers;
+    struct hgx_list peers;        /* every peer, until finalize */
+    struct na_peer_map peer_map;  /* the first peer of each id */
+    struct ucx_peer *last_sender; /* ucx_peer_find_sender's last answer */
     struct ucx_peer *self;
     /* Cancelled sends/RMA still in flight, until HGX_UCX_CANCEL_ESCALATE_MS. */
     struct na_cancel_watcher cancel_watcher;
@@ -267,7 +274,9 @@ uint32_t ucx_hash_id(const char *s);
 uint32_t ucx_random_id(void);
 struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id);
 struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id);
-struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str);
+struct ucx_peer *ucx_peer_of_ep(struct ucx_class *cls, ucp_ep_h ep);
+struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str,
+                              bool outgoing);
 void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to);
 void ucx_pending_fail(struct ucx_peer *p, na_return_t ret);
 void ucx_peer_down(struct ucx_class *cls, struct ucx_peer *p, bool close);
@@ -440,6 +449,11 @@ static inline bool ucx_queue_remove(struct ucx_queue *q, struct ucx_op *uop)
         return true;
     }
     return false;
+}
+
+static inline struct ucx_peer *ucx_peer_at(struct hgx_list *link)
+{
+    return hgx_list_entry(link, struct ucx_peer, link);
 }
 
 /* True while cancels wait for their escalation deadline. */

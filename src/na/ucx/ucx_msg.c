@@ -94,7 +94,10 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
  * full. */
 void ucx_pending_resume(struct ucx_class *cls)
 {
-    for (struct ucx_peer *p = cls->peers; p; p = p->next) {
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        struct ucx_peer *p = ucx_peer_at(it);
         while (p->pend.head && p->state == UCX_CONN_UP) {
             struct ucx_op *uop = p->pend.head;
             if (uop->kind == UCX_OP_RMA) {

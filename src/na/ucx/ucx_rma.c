@@ -338,10 +338,7 @@ void ucx_region_quiesce(struct ucx_class *cls, struct ucx_mem_handle *mh)
                     "ms; dropping their connections",
                     mh->busy, UCX_CLOSE_MS);
     for (struct ucx_tx *tx = cls->tx_head; tx;) {
-        struct ucx_peer *p = NULL;
-        for (struct ucx_peer *q = cls->peers; q && !p && tx->mh == mh; q = q->next)
-            if (q->ep == tx->ep && !q->self)
-                p = q;
+        struct ucx_peer *p = tx->mh == mh ? ucx_peer_of_ep(cls, tx->ep) : NULL;
         if (!p) {
             tx = tx->next;
             continue;
