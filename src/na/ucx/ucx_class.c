@@ -279,17 +279,14 @@ static void ucx_class_free(struct ucx_class *cls)
         free(p);
     }
     /* Peers' transfers the closes did not end: UCX is done with them. */
-    while (cls->tx_head)
-        ucx_tx_end(cls->tx_head);
+    ucx_tx_end_all(cls);
     na_peer_map_fini(&cls->peer_map);
     na_slots_fini(&cls->regions);
     na_slots_fini(&cls->rma_ops);
     for (unsigned i = 0; i < cls->n_unexp; i++) {
-        while (cls->unexp[i].held_head) {
-            struct ucx_held *m = cls->unexp[i].held_head;
-            cls->unexp[i].held_head = m->next;
+        while ((it = hgx_list_pop_front(&cls->unexp[i].held))) {
             ucx_held_add(cls, -1);
-            free(m);
+            free(hgx_list_entry(it, struct ucx_held, link));
         }
     }
     if (cls->listener)
@@ -343,8 +340,13 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     if (!cls)
         return NA_NOMEM;
     hgx_list_init(&cls->peers);
+    hgx_list_init(&cls->txs);
     na_peer_map_init(&cls->peer_map);
     cls->n_unexp = n_unexp;
+    for (unsigned i = 0; i < n_unexp; i++) {
+        hgx_list_init(&cls->unexp[i].posted);
+        hgx_list_init(&cls->unexp[i].held);
+    }
     /* Held across ucp_worker_progress, which may run long: a mutex, never a
      * spin lock (hgx_lock.h); no lock at all for a single-thread class. */
     hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);

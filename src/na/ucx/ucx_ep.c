@@ -132,6 +132,7 @@ struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *st
     p->id = id;
     p->outgoing = outgoing;
     p->state = UCX_CONN_IDLE;
+    hgx_list_init(&p->pend);
     na_addr_init_owned(cls->na_class, &p->addr);
     snprintf(p->str, sizeof(p->str), "%s", str);
     /* Callers looked (id, outgoing) up first: a peer found here is the

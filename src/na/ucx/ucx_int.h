@@ -109,13 +109,6 @@
 #define UCX_CLOSE_MS 2000       /* finalize waits this long for each endpoint close */
 #define UCX_CONNECT_POLL_MS 100 /* poll_wait wakes up this often during a wire-up */
 
-/* Ops waiting in order: a peer's sends waiting for resources (first in,
- * first out), or the posted unexpected receives (newest first). An op waits
- * in one queue at a time: ucx_op.qnext. */
-struct ucx_queue {
-    struct ucx_op *head, *tail;
-};
-
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
  * (4 bytes), target context id (4 bytes), little-endian. Untrusted: the
  * message must hold it, the sender must be a known peer and the context id
@@ -127,7 +120,7 @@ struct ucx_queue {
 
 /* An unexpected message that arrived while no receive was posted. */
 struct ucx_held {
-    struct ucx_held *next;
+    struct hgx_list link; /* in its box's held list */
     struct ucx_peer *peer;
     uint32_t tag;
     size_t len;
@@ -138,8 +131,8 @@ struct ucx_held {
  * first) and the messages that arrived for it while none was (arrival
  * order). */
 struct ucx_unexp_box {
-    struct ucx_queue posted;
-    struct ucx_held *held_head, *held_tail;
+    struct hgx_list posted; /* ops (ucx_queue_*) */
+    struct hgx_list held;   /* struct ucx_held */
 };
 
 /* Connection state of a peer; every change goes through ucx_peer_move,
@@ -176,7 +169,7 @@ struct ucx_peer {
     unsigned inflight; /* sends on this gen's ep holding a UCX request */
     struct sockaddr_in sin;
     char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
-    struct ucx_queue pend;      /* sends waiting for resources, in order */
+    struct hgx_list pend;       /* ops waiting for resources or wire-up, in order */
     struct na_addr addr; /* the peer's address: every lookup / source is a reference */
 };
 
@@ -205,7 +198,7 @@ struct ucx_class {
     unsigned send_window;    /* bound on a peer's inflight sends */
     struct na_slots regions; /* registered handles, named by peers' requests */
     struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
-    struct ucx_tx *tx_head;  /* peers' transfers of our regions in flight */
+    struct hgx_list txs;     /* peers' transfers of our regions in flight */
     /* Unexpected messages are active messages, matched here per target
      * context id: n_unexp (max_contexts) entries, indexed by the id. */
     unsigned n_unexp;
@@ -253,13 +246,13 @@ struct ucx_op {
     ucp_dt_iov_t iov[2];
     void *rbuf; /* unexpected receive: the posted buffer */
     size_t rsize;
-    struct ucx_op *qnext; /* in a struct ucx_queue */
-    size_t pieces;        /* RMA: its send and its reply, until each ended */
-    na_return_t rma_ret;  /* RMA: first error */
-    bool put;             /* RMA: a put (else a get) */
-    bool landing;         /* get: the reply's data is being received */
-    uint64_t cookie;      /* RMA: name in cls->rma_ops while the reply is awaited */
-    ucp_dt_iov_t *riov;   /* RMA: the local segments moved (iov, or malloc'd) */
+    struct hgx_list qlink; /* in a queue: ucx_queue_* */
+    size_t pieces;         /* RMA: its send and its reply, until each ended */
+    na_return_t rma_ret;   /* RMA: first error */
+    bool put;              /* RMA: a put (else a get) */
+    bool landing;          /* get: the reply's data is being received */
+    uint64_t cookie;       /* RMA: name in cls->rma_ops while the reply is awaited */
+    ucp_dt_iov_t *riov;    /* RMA: the local segments moved (iov, or malloc'd) */
     size_t riov_n;
     uint32_t gen;                        /* send/RMA: peer generation at posting */
     bool inflight;                       /* send: a UCX request is outstanding */
@@ -356,7 +349,7 @@ na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
                                        size_t buf_size);
 
 /* ucx_rma.c */
-void ucx_tx_end(struct ucx_tx *tx);
+void ucx_tx_end_all(struct ucx_class *cls);
 ucs_status_t ucx_am_rma_req_cb(void *arg, const void *header, size_t header_length,
                                void *data, size_t length,
                                const ucp_am_recv_param_t *param);
@@ -393,7 +386,7 @@ static inline void ucx_op_start(struct ucx_op *uop, enum ucx_op_kind kind,
     uop->am = false;
     uop->rbuf = NULL;
     uop->rsize = 0;
-    uop->qnext = NULL;
+    hgx_list_init(&uop->qlink);
     uop->pieces = 0;
     uop->rma_ret = NA_SUCCESS;
     uop->put = false;
@@ -406,49 +399,28 @@ static inline void ucx_op_start(struct ucx_op *uop, enum ucx_op_kind kind,
     na_cancel_watch_init(&uop->cancel_watch);
 }
 
-static inline void ucx_queue_push(struct ucx_queue *q, struct ucx_op *uop)
+/* Ops waiting in order, linked by ucx_op.qlink (one queue at a time): a
+ * peer's pend (first in, first out) or a box's posted unexpected receives
+ * (pushed to the front: newest first). */
+static inline struct ucx_op *ucx_queue_first(const struct hgx_list *q)
 {
-    uop->qnext = NULL;
-    if (q->tail)
-        q->tail->qnext = uop;
-    else
-        q->head = uop;
-    q->tail = uop;
+    struct hgx_list *link = hgx_list_first(q);
+    return link ? hgx_list_entry(link, struct ucx_op, qlink) : NULL;
 }
 
-/* Put uop first: the next pop takes it (a stack). */
-static inline void ucx_queue_push_front(struct ucx_queue *q, struct ucx_op *uop)
+static inline struct ucx_op *ucx_queue_pop(struct hgx_list *q)
 {
-    uop->qnext = q->head;
-    q->head = uop;
-    if (!q->tail)
-        q->tail = uop;
+    struct hgx_list *link = hgx_list_pop_front(q);
+    return link ? hgx_list_entry(link, struct ucx_op, qlink) : NULL;
 }
 
-static inline struct ucx_op *ucx_queue_pop(struct ucx_queue *q)
+/* Take uop out of its queue; false if it was in none. */
+static inline bool ucx_queue_remove(struct ucx_op *uop)
 {
-    struct ucx_op *uop = q->head;
-    if (uop && !(q->head = uop->qnext))
-        q->tail = NULL;
-    return uop;
-}
-
-/* Take uop out of q; false if it was not there. */
-static inline bool ucx_queue_remove(struct ucx_queue *q, struct ucx_op *uop)
-{
-    struct ucx_op *prev = NULL;
-    for (struct ucx_op *o = q->head; o; prev = o, o = o->qnext) {
-        if (o != uop)
-            continue;
-        if (prev)
-            prev->qnext = o->qnext;
-        else
-            q->head = o->qnext;
-        if (q->tail == o)
-            q->tail = prev;
-        return true;
-    }
-    return false;
+    if (!hgx_list_linked(&uop->qlink))
+        return false;
+    hgx_list_remove(&uop->qlink);
+    return true;
 }
 
 static inline struct ucx_peer *ucx_peer_at(struct hgx_list *link)

@@ -98,8 +98,8 @@ void ucx_pending_resume(struct ucx_class *cls)
     hgx_list_for_each(it, &cls->peers)
     {
         struct ucx_peer *p = ucx_peer_at(it);
-        while (p->pend.head && p->state == UCX_CONN_UP) {
-            struct ucx_op *uop = p->pend.head;
+        struct ucx_op *uop;
+        while (p->state == UCX_CONN_UP && (uop = ucx_queue_first(&p->pend))) {
             if (uop->kind == UCX_OP_RMA) {
                 ucx_queue_pop(&p->pend);
                 ucx_queued_add(cls, -1);
@@ -158,7 +158,7 @@ static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st)
 {
     struct ucx_peer *p = uop->peer;
     if (st == UCS_ERR_NO_RESOURCE) {
-        ucx_queue_push(&p->pend, uop);
+        hgx_list_push_back(&p->pend, &uop->qlink);
         ucx_queued_add(p->cls, 1);
         return NA_SUCCESS;
     }
@@ -191,8 +191,9 @@ ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
         uop->gen = p->gen;
         /* Behind queued sends, out of resources or not connected yet: queue
          * to keep the order. */
-        ucs_status_t st = p->pend.head || p->state != UCX_CONN_UP ? UCS_ERR_NO_RESOURCE
-                                                                  : ucx_send_post(uop);
+        ucs_status_t st = !hgx_list_empty(&p->pend) || p->state != UCX_CONN_UP
+                              ? UCS_ERR_NO_RESOURCE
+                              : ucx_send_post(uop);
         if (__builtin_expect(UCS_STATUS_IS_ERR(st), 0))
             ret = ucx_send_not_posted(uop, st);
     }
@@ -316,13 +317,11 @@ static void ucx_unexp_hold(struct ucx_class *cls, struct ucx_unexp_box *box,
                       p->str, cls->held);
         return;
     }
-    *m = (struct ucx_held){.peer = p, .tag = tag, .len = len};
+    m->peer = p;
+    m->tag = tag;
+    m->len = len;
     memcpy(m->data, data, len);
-    if (box->held_tail)
-        box->held_tail->next = m;
-    else
-        box->held_head = m;
-    box->held_tail = m;
+    hgx_list_push_back(&box->held, &m->link);
     ucx_held_add(cls, 1);
     if (cls->held == UCX_HELD_WARN)
         HGX_LOG_WARNING(UCX,
@@ -423,10 +422,8 @@ na_return_t ucx_am_handler_set(struct ucx_class *cls)
 static __attribute__((noinline)) void
 ucx_unexp_take_held(struct ucx_class *cls, struct ucx_unexp_box *box, struct ucx_op *uop)
 {
-    struct ucx_held *m = box->held_head;
-    box->held_head = m->next;
-    if (!box->held_head)
-        box->held_tail = NULL;
+    struct ucx_held *m =
+        hgx_list_entry(hgx_list_pop_front(&box->held), struct ucx_held, link);
     ucx_held_add(cls, -1);
     ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
     free(m);
@@ -447,10 +444,10 @@ na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
     uop->rsize = buf_size;
     hgx_lock(&cls->lock);
     struct ucx_unexp_box *box = context->plugin_context;
-    if (box->held_head)
+    if (!hgx_list_empty(&box->held))
         ucx_unexp_take_held(cls, box, uop);
     else
-        ucx_queue_push_front(&box->posted, uop);
+        hgx_list_push_front(&box->posted, &uop->qlink);
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }

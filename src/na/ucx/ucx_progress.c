@@ -152,7 +152,7 @@ void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *ar
 /* Take a send out of its peer's resource queue; false if it was not queued. */
 static bool ucx_pending_remove(struct ucx_op *uop)
 {
-    if (!ucx_queue_remove(&uop->peer->pend, uop))
+    if (!ucx_queue_remove(uop))
         return false;
     ucx_queued_add(uop->peer->cls, -1);
     return true;
@@ -197,13 +197,12 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
+    (void)context; /* an op's queue link finds its list */
 
     hgx_lock(&cls->lock);
     switch (uop->kind) {
     case UCX_OP_RECV_UNEXP:
-        /* NA passes the context the receive was posted on: its box. */
-        if (ucx_queue_remove(&((struct ucx_unexp_box *)context->plugin_context)->posted,
-                             uop))
+        if (ucx_queue_remove(uop)) /* off its box's posted list */
             na_op_complete(op, NA_CANCELED);
         break;
     case UCX_OP_RECV_EXP:
