@@ -285,7 +285,7 @@ static void ucx_class_free(struct ucx_class *cls)
     na_slots_fini(&cls->rma_ops);
     for (unsigned i = 0; i < cls->n_unexp; i++) {
         while ((it = hgx_list_pop_front(&cls->unexp[i].held))) {
-            ucx_held_add(cls, -1);
+            ucx_held_add(cls, &cls->unexp[i], -1);
             free(hgx_list_entry(it, struct ucx_held, link));
         }
     }
@@ -353,6 +353,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     cls->na_class = na_class;
     cls->efd = -1;
     cls->send_window = (unsigned)hgx_param_get_int(&ucx_param_send_window);
+    cls->unexp_max = (unsigned)hgx_param_get_int(&hgx_param_na_unexpected_max);
     na_cancel_watcher_init_param(&cls->cancel_watcher, &ucx_param_cancel_escalate_ms);
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
     struct sockaddr_in sin;
@@ -394,18 +395,26 @@ static na_return_t ucx_finalize(na_class_t *na_class)
 }
 
 /* A context's plugin data is its id's unexpected receives and kept messages
- * (NA checked id against max_contexts): one load finds them. */
+ * (NA checked id against max_contexts): one load finds them. The box knows
+ * its context to tell whether its ops still need the worker. */
 static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context,
                                       uint8_t id)
 {
-    context->plugin_context = &ucx_cls(na_class)->unexp[id];
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_unexp_box *box = &cls->unexp[id];
+    hgx_lock(&cls->lock);
+    box->context = context;
+    hgx_unlock(&cls->lock);
+    context->plugin_context = box;
     return NA_SUCCESS;
 }
 
 static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *context)
 {
-    (void)na_class;
-    (void)context;
+    struct ucx_class *cls = ucx_cls(na_class);
+    hgx_lock(&cls->lock);
+    ((struct ucx_unexp_box *)context->plugin_context)->context = NULL;
+    hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }
 

@@ -94,20 +94,21 @@
     "16384" /* above UCX_MSG_SIZE_MAX + UCP headers */ /* a 4 KiB RPC payload and its    \
                                                           headers fit one message */
 #define UCX_TAG_ID_SHIFT 32
-#define UCX_AM_UNEXP 1     /* active message id of unexpected messages */
-#define UCX_AM_RMA_REQ 2   /* put/get requests, to the region's owner */
-#define UCX_AM_RMA_REP 3   /* their replies, to the origin */
-#define UCX_HELD_WARN 4096 /* kept unexpected messages: warn once past this many */
+#define UCX_AM_UNEXP 1   /* active message id of unexpected messages */
+#define UCX_AM_RMA_REQ 2 /* put/get requests, to the region's owner */
+#define UCX_AM_RMA_REP 3 /* their replies, to the origin */
 #define UCX_ID_MASK 0x7fffffffu
 #define UCX_MAX_SEGMENTS 64
 #define UCX_MH_VERSION 2u
 #define UCX_ADDR_MAGIC 0x55435841u /* "UCXA" */
 #define UCX_ADDR_STR_MAX 64
-#define UCX_PROGRESS_MAX 1024   /* bound on one poll() pass */
-#define UCX_CONNECT_MS 5000     /* a wire-up not done by then fails */
-#define UCX_LISTEN_TRIES 8      /* free ports picked for port 0 before giving up */
-#define UCX_CLOSE_MS 2000       /* finalize waits this long for each endpoint close */
-#define UCX_CONNECT_POLL_MS 100 /* poll_wait wakes up this often during a wire-up */
+#define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
+#define UCX_CONNECT_MS 5000   /* a wire-up not done by then fails */
+#define UCX_LISTEN_TRIES 8    /* free ports picked for port 0 before giving up */
+#define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
+/* poll_wait wakes up this often during a wire-up (its deadline) and while the
+ * unexpected backlog is at its bound (a receive posted by another thread). */
+#define UCX_TIMER_POLL_MS 100
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
  * (4 bytes), target context id (4 bytes), little-endian. Untrusted: the
@@ -129,10 +130,12 @@ struct ucx_held {
 
 /* Unexpected messages for one context id: the receives posted on it (newest
  * first) and the messages that arrived for it while none was (arrival
- * order). */
+ * order), at most about HGX_NA_UNEXPECTED_MAX of them (ucx_progress.c). */
 struct ucx_unexp_box {
     struct hgx_list posted; /* ops (ucx_queue_*) */
     struct hgx_list held;   /* struct ucx_held */
+    unsigned nheld;
+    na_context_t *context; /* the context of this id, while it exists */
 };
 
 /* Connection state of a peer; every change goes through ucx_peer_move,
@@ -192,6 +195,9 @@ struct ucx_class {
     /* Cancelled sends/RMA still in flight, until HGX_UCX_CANCEL_ESCALATE_MS. */
     struct na_cancel_watcher cancel_watcher;
     unsigned held;           /* unexpected messages kept, over every context id */
+    unsigned unexp_max;      /* HGX_NA_UNEXPECTED_MAX: a box's bound */
+    unsigned full;           /* boxes holding unexp_max messages or more */
+    bool full_warned;        /* the first time a box filled was logged as a warning */
     long closing;            /* forced ep closes not finished yet */
     long queued;             /* ops in the peers' queues (resources, wire-up) */
     unsigned connecting;     /* peers in UCX_CONN_CONNECTING */
@@ -281,7 +287,7 @@ void ucx_conn_cb(ucp_conn_request_h req, void *arg);
 void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep);
 
 /* ucx_progress.c */
-void ucx_held_add(struct ucx_class *cls, long n);
+void ucx_held_add(struct ucx_class *cls, struct ucx_unexp_box *box, int n);
 void ucx_queued_add(struct ucx_class *cls, long n);
 na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
 na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,

@@ -303,11 +303,10 @@ static void ucx_unexp_deliver(struct ucx_op *uop, struct ucx_peer *p, uint32_t t
     na_op_complete(op, ret);
 }
 
-/* Keep a message that found no posted receive, as UCX's tag matching kept
- * unexpected messages before: nothing is dropped (a receiver that falls
- * behind gets every message), so a peer that floods a receiver that does not
- * post receives costs it memory; past UCX_HELD_WARN messages that is logged.
- * Lock held. */
+/* Keep a message that found no posted receive: nothing is dropped (a
+ * receiver that falls behind gets every message, in order). A box that
+ * reaches its bound makes progress leave further messages with UCX
+ * (ucx_progress.c). Lock held. */
 static void ucx_unexp_hold(struct ucx_class *cls, struct ucx_unexp_box *box,
                            struct ucx_peer *p, uint32_t tag, const void *data, size_t len)
 {
@@ -322,12 +321,7 @@ static void ucx_unexp_hold(struct ucx_class *cls, struct ucx_unexp_box *box,
     m->len = len;
     memcpy(m->data, data, len);
     hgx_list_push_back(&box->held, &m->link);
-    ucx_held_add(cls, 1);
-    if (cls->held == UCX_HELD_WARN)
-        HGX_LOG_WARNING(UCX,
-                        "%u unexpected messages kept with no receive posted (last "
-                        "from %s)",
-                        cls->held, p->str);
+    ucx_held_add(cls, box, 1);
 }
 
 /* Unexpected messages dropped for naming a context id the class does not
@@ -424,7 +418,7 @@ ucx_unexp_take_held(struct ucx_class *cls, struct ucx_unexp_box *box, struct ucx
 {
     struct ucx_held *m =
         hgx_list_entry(hgx_list_pop_front(&box->held), struct ucx_held, link);
-    ucx_held_add(cls, -1);
+    ucx_held_add(cls, box, -1);
     ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
     free(m);
 }

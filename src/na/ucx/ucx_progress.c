@@ -32,12 +32,64 @@ long na_ucx_held_count(long *peak)
     return atomic_load(&ucx_held_total);
 }
 
-void ucx_held_add(struct ucx_class *cls, long n)
+/* A message kept in box (n = 1) or taken from it (-1). The box is full from
+ * unexp_max messages on. Lock held. */
+void ucx_held_add(struct ucx_class *cls, struct ucx_unexp_box *box, int n)
 {
+    unsigned was = box->nheld;
+    box->nheld += (unsigned)n;
     cls->held += (unsigned)n;
+    if (was < cls->unexp_max && box->nheld >= cls->unexp_max) {
+        cls->full++;
+        if (cls->full_warned)
+            HGX_LOG_DEBUG(UCX, "a context holds %u unexpected messages", box->nheld);
+        else
+            HGX_LOG_WARNING(UCX,
+                            "a context holds %u unexpected messages with no receive "
+                            "posted (HGX_NA_UNEXPECTED_MAX): further messages stay with "
+                            "UCX until receives are posted",
+                            box->nheld);
+        cls->full_warned = true;
+    } else if (was >= cls->unexp_max && box->nheld < cls->unexp_max) {
+        cls->full--;
+    }
     long now = atomic_fetch_add(&ucx_held_total, n) + n;
     if (now > atomic_load(&ucx_held_peak))
         atomic_store(&ucx_held_peak, now);
+}
+
+/* Whether anything of the class waits on the worker: an op of one of its
+ * contexts (a posted receive, a send, a put/get), or the plugin's own work
+ * (queued sends, wire-ups, forced closes, peers' transfers, cancels waiting
+ * for escalation). Lock held. */
+static bool ucx_worker_needed(const struct ucx_class *cls)
+{
+    if (cls->queued || cls->connecting || cls->closing || !hgx_list_empty(&cls->txs) ||
+        ucx_cancels_watched(cls))
+        return true;
+    for (unsigned i = 0; i < cls->n_unexp; i++) {
+        na_context_t *c = cls->unexp[i].context;
+        if (c && atomic_load_explicit(&c->n_posted, memory_order_relaxed) !=
+                     atomic_load_explicit(&c->n_finished, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* The bounded unexpected backlog. A UCX active-message handler cannot say
+ * "not now": UCX runs it once it has taken the message from the transport,
+ * and the handler can only consume it or keep it. So once a context holds
+ * HGX_NA_UNEXPECTED_MAX kept messages, progress stops taking anything from
+ * UCX: further messages stay in the transport (socket buffers, shared-memory
+ * FIFOs), and their senders' sends then wait in their send windows and
+ * queues, until receives drain the backlog. Nothing is dropped. Stopping the
+ * worker stops every transfer of the class, so it happens only while nothing
+ * the class asked for waits on the worker (ucx_worker_needed): such an op
+ * keeps the worker running, and the backlog may then pass the bound. Lock
+ * held. */
+static bool ucx_stalled(const struct ucx_class *cls)
+{
+    return __builtin_expect(cls->full != 0, 0) && !ucx_worker_needed(cls);
 }
 
 /* Count sends entering (n > 0) or leaving a peer's resource queue. */
@@ -54,11 +106,13 @@ void ucx_queued_add(struct ucx_class *cls, long n)
 static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
 {
     unsigned total = 0, n;
+    if (ucx_stalled(cls))
+        return 0;
     do {
         n = ucp_worker_progress(cls->worker);
         total += n;
     } while (n && total < UCX_PROGRESS_MAX &&
-             !(context && atomic_load(&context->cq_count)));
+             !(context && atomic_load(&context->cq_count)) && !cls->full);
     if (cls->queued)
         ucx_pending_resume(cls);
     return total;
@@ -85,21 +139,24 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
     struct ucx_class *cls = ucx_cls(na_class);
 
     hgx_lock(&cls->lock);
-    ucs_status_t st = ucp_worker_arm(cls->worker);
+    /* Stalled on the backlog: UCX's events wait for receives, so sleep on the
+     * wake fd alone and look again soon. */
+    bool stalled = ucx_stalled(cls);
+    ucs_status_t st = stalled ? UCS_OK : ucp_worker_arm(cls->worker);
     /* Cancels waiting for escalation, connections for their deadline: wake
      * up in time to act on them. */
     uint64_t escalate_ms =
         na_cancel_watcher_next_ms(&cls->cancel_watcher, hgx_clock_now_ns());
     if (escalate_ms < timeout_ms)
         timeout_ms = (unsigned int)escalate_ms;
-    if (cls->connecting && timeout_ms > UCX_CONNECT_POLL_MS)
-        timeout_ms = UCX_CONNECT_POLL_MS;
+    if ((cls->connecting || stalled) && timeout_ms > UCX_TIMER_POLL_MS)
+        timeout_ms = UCX_TIMER_POLL_MS;
     hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
         /* Armed: the fd fires on the next event, so sleeping cannot miss one.
          * The context's wake fd fires when another context's thread took the
-         * event and queued a completion here. */
-        struct pollfd pfd[2] = {{.fd = cls->efd, .events = POLLIN},
+         * event and queued a completion here. poll skips a negative fd. */
+        struct pollfd pfd[2] = {{.fd = stalled ? -1 : cls->efd, .events = POLLIN},
                                 {.fd = context->wake_fd, .events = POLLIN}};
         int rc = poll(pfd, context->wake_fd >= 0 ? 2 : 1,
                       timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
@@ -131,8 +188,9 @@ bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     (void)context;
     hgx_lock(&cls->lock);
     /* No sleeping on the fd while cancels wait for escalation or connections
-     * for their deadline (timers, not events). */
-    ucs_status_t st = ucx_cancels_watched(cls) || cls->connecting
+     * for their deadline (timers, not events), nor while stalled on the
+     * backlog (the fd would fire for events progress leaves alone). */
+    ucs_status_t st = ucx_cancels_watched(cls) || cls->connecting || ucx_stalled(cls)
                           ? UCS_ERR_BUSY
                           : ucp_worker_arm(cls->worker);
     hgx_unlock(&cls->lock);
