@@ -347,8 +347,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
         hgx_list_init(&cls->unexp[i].posted);
         hgx_list_init(&cls->unexp[i].held);
     }
-    /* Held across ucp_worker_progress, which may run long: a mutex, never a
-     * spin lock (hgx_lock.h); no lock at all for a single-thread class. */
+    /* Held across ucp_worker_progress (ucx_class.lock says why a mutex). */
     hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     cls->na_class = na_class;
     cls->efd = -1;

@@ -177,9 +177,11 @@ struct ucx_peer {
 };
 
 struct ucx_class {
-    /* The worker runs serialized: every UCP call holds this lock. Held a few
-     * hundred instructions per operation, so an inline lock, not a mutex;
-     * a connection set-up drops it between progress passes. */
+    /* The worker runs serialized: every UCP call holds this lock, and
+     * ucp_worker_progress, which may run long (a pass of up to
+     * UCX_PROGRESS_MAX events, teardown waits of UCX_CLOSE_MS), is one of
+     * them. So it is an HGX_LOCK_MUTEX, whose waiters sleep, never a spin
+     * lock (hgx_lock.h); HGX_LOCK_NONE for a single-thread class. */
     hgx_lock_t lock;
     na_class_t *na_class;
     ucp_context_h context;
