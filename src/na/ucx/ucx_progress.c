@@ -62,7 +62,7 @@ void ucx_held_add(struct ucx_class *cls, struct ucx_unexp_box *box, int n)
  * contexts (a posted receive, a send, a put/get), or the plugin's own work
  * (queued sends, wire-ups, forced closes, peers' transfers, cancels waiting
  * for escalation). Lock held. */
-static bool ucx_worker_needed(const struct ucx_class *cls)
+static __attribute__((noinline)) bool ucx_worker_needed(const struct ucx_class *cls)
 {
     if (cls->queued || cls->connecting || cls->closing || !hgx_list_empty(&cls->txs) ||
         ucx_cancels_watched(cls))
@@ -87,7 +87,7 @@ static bool ucx_worker_needed(const struct ucx_class *cls)
  * the class asked for waits on the worker (ucx_worker_needed): such an op
  * keeps the worker running, and the backlog may then pass the bound. Lock
  * held. */
-static bool ucx_stalled(const struct ucx_class *cls)
+static inline bool ucx_stalled(const struct ucx_class *cls)
 {
     return __builtin_expect(cls->full != 0, 0) && !ucx_worker_needed(cls);
 }
@@ -145,10 +145,12 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
     ucs_status_t st = stalled ? UCS_OK : ucp_worker_arm(cls->worker);
     /* Cancels waiting for escalation, connections for their deadline: wake
      * up in time to act on them. */
-    uint64_t escalate_ms =
-        na_cancel_watcher_next_ms(&cls->cancel_watcher, hgx_clock_now_ns());
-    if (escalate_ms < timeout_ms)
-        timeout_ms = (unsigned int)escalate_ms;
+    if (ucx_cancels_watched(cls)) {
+        uint64_t left =
+            na_cancel_watcher_next_ms(&cls->cancel_watcher, hgx_clock_now_ns());
+        if (left < timeout_ms)
+            timeout_ms = (unsigned int)left;
+    }
     if ((cls->connecting || stalled) && timeout_ms > UCX_TIMER_POLL_MS)
         timeout_ms = UCX_TIMER_POLL_MS;
     hgx_unlock(&cls->lock);

@@ -17,12 +17,6 @@ void na_cancel_watcher_init(struct na_cancel_watcher *w)
     na_cancel_watcher_init_param(w, &hgx_param_na_cancel_timeout_ms);
 }
 
-void na_cancel_watch_init(struct na_cancel_watch *watch)
-{
-    hgx_list_init(&watch->link);
-    watch->deadline_ns = 0;
-}
-
 void na_cancel_watch_start(struct na_cancel_watcher *w, struct na_cancel_watch *watch,
                            uint64_t now_ns)
 {
@@ -30,11 +24,6 @@ void na_cancel_watch_start(struct na_cancel_watcher *w, struct na_cancel_watch *
         return;
     watch->deadline_ns = now_ns + w->timeout_ns;
     hgx_list_push_back(&w->pending, &watch->link);
-}
-
-void na_cancel_watch_stop(struct na_cancel_watch *watch)
-{
-    hgx_list_remove(&watch->link);
 }
 
 bool na_cancel_watch_running(const struct na_cancel_watch *watch)

@@ -42,16 +42,25 @@ void na_cancel_watcher_init(struct na_cancel_watcher *w);
 void na_cancel_watcher_init_param(struct na_cancel_watcher *w,
                                   const struct hgx_param *timeout_ms);
 
-/* Make an op's watch ready (unwatched). */
-void na_cancel_watch_init(struct na_cancel_watch *watch);
+/* Make an op's watch ready (unwatched). Inline: plugins start every op
+ * with it. */
+static inline void na_cancel_watch_init(struct na_cancel_watch *watch)
+{
+    hgx_list_init(&watch->link);
+    watch->deadline_ns = 0;
+}
 
 /* Start the clock on a cancel at now_ns; a watch already running keeps its
  * first deadline (cancelling twice does not postpone the escalation). */
 void na_cancel_watch_start(struct na_cancel_watcher *w, struct na_cancel_watch *watch,
                            uint64_t now_ns);
 
-/* The transport confirmed the cancel, or the op completed: stop watching. */
-void na_cancel_watch_stop(struct na_cancel_watch *watch);
+/* The transport confirmed the cancel, or the op completed: stop watching.
+ * Inline: plugins call it at every completion. */
+static inline void na_cancel_watch_stop(struct na_cancel_watch *watch)
+{
+    hgx_list_remove(&watch->link);
+}
 
 /* True while watch is running. */
 bool na_cancel_watch_running(const struct na_cancel_watch *watch);
