@@ -14,7 +14,9 @@
  * eager active message whose data leads with a 12-byte header, the sender id,
  * the NA tag and the id of the context it is for (little-endian): the plugin
  * matches it itself, to the newest receive posted on that context, or keeps
- * it (in arrival order, per context) until one is posted there. Every context
+ * it (in arrival order, per context) until one is posted there; past
+ * HGX_NA_UNEXPECTED_MAX kept, progress leaves further messages with UCX
+ * (ucx_progress.c, ucx_stalled). Every context
  * id has its own receives and kept messages, an entry of an array sized by
  * the class's max_contexts: the handler indexes it by the header's id, a
  * context's plugin data points at its entry, so nothing is searched. Expected
