@@ -3,6 +3,7 @@
  * cancel-deadline watcher that progress loops share.
  */
 #include "hgx_clock.h"
+#include "hgx_param.h"
 #include "na_backoff.h"
 #include "na_cancel_watch.h"
 
@@ -121,6 +122,35 @@ static void test_cancel_watch(void **state)
     na_cancel_watch_stop(&c.watch);
 }
 
+/* A plugin whose escalation costs more keeps its own deadline parameter. */
+static void test_cancel_watch_param(void **state)
+{
+    (void)state;
+    static const struct hgx_param own = {.name = "HGX_TEST_ESCALATE_MS",
+                                         .type = HGX_PARAM_INT,
+                                         .def = 250,
+                                         .min = 0,
+                                         .max = 3600000,
+                                         .help = "test deadline"};
+    struct na_cancel_watcher w;
+    struct op a = {1, {{0}, 0}};
+    setenv("HGX_NA_CANCEL_TIMEOUT_MS", "10", 1);
+    unsetenv("HGX_TEST_ESCALATE_MS");
+    na_cancel_watcher_init_param(&w, &own);
+    assert_int_equal(w.timeout_ns, 250 * HGX_NS_PER_MS);
+    setenv("HGX_TEST_ESCALATE_MS", "30", 1);
+    na_cancel_watcher_init_param(&w, &own);
+    assert_int_equal(w.timeout_ns, 30 * HGX_NS_PER_MS);
+    na_cancel_watch_init(&a.watch);
+    na_cancel_watch_start(&w, &a.watch, 0);
+    assert_null(na_cancel_watcher_expired(&w, 30 * HGX_NS_PER_MS - 1));
+    assert_ptr_equal(na_cancel_watcher_expired(&w, 30 * HGX_NS_PER_MS), &a.watch);
+    /* Out of range: the default, not the core's timeout. */
+    setenv("HGX_TEST_ESCALATE_MS", "-1", 1);
+    na_cancel_watcher_init_param(&w, &own);
+    assert_int_equal(w.timeout_ns, 250 * HGX_NS_PER_MS);
+}
+
 int main(void)
 {
     setenv("HGX_NA_SPIN_US", "70", 1);
@@ -129,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_spin_window),
         cmocka_unit_test(test_cancel_watch),
+        cmocka_unit_test(test_cancel_watch_param),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,10 +58,9 @@ static na_return_t ucx_peer_add_outgoing(struct ucx_class *cls,
                                          const struct sockaddr_in *sin, const char *str,
                                          uint32_t id, struct ucx_peer **peer_p)
 {
-    struct ucx_peer *p = ucx_peer_new(cls, id, str);
+    struct ucx_peer *p = ucx_peer_new(cls, id, str, true);
     if (!p)
         return NA_NOMEM;
-    p->outgoing = true;
     p->sin = *sin;
     *peer_p = p;
     return NA_SUCCESS;

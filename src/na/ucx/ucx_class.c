@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 static bool ucx_check_protocol(const char *protocol_name)
@@ -244,7 +243,7 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
         HGX_LOG_ERROR(UCX, "cannot get the worker address: %s", ucs_status_string(st));
         return NA_PROTOCOL_ERROR;
     }
-    cls->self = ucx_peer_new(cls, cls->id, str);
+    cls->self = ucx_peer_new(cls, cls->id, str, false);
     if (!cls->self) {
         ucp_worker_release_address(cls->worker, wa);
         return NA_NOMEM;
@@ -262,32 +261,32 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
     return NA_SUCCESS;
 }
 
+static bool ucx_closing(void *arg)
+{
+    return ((struct ucx_class *)arg)->closing > 0;
+}
+
 static void ucx_class_free(struct ucx_class *cls)
 {
     /* Forced closes from cancel escalations: let them finish (bounded). */
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (cls->closing > 0 && ucx_ms_since(&t0) < UCX_CLOSE_MS)
-        ucp_worker_progress(cls->worker);
-    while (cls->peers) {
-        struct ucx_peer *p = cls->peers;
-        cls->peers = p->next;
+    ucx_progress_while(cls, ucx_closing, cls);
+    struct hgx_list *it;
+    while ((it = hgx_list_pop_front(&cls->peers))) {
+        struct ucx_peer *p = hgx_list_entry(it, struct ucx_peer, link);
         ucx_pending_fail(p, NA_CANCELED);
         if (p->ep)
             ucx_close_ep(cls, p->ep);
         free(p);
     }
     /* Peers' transfers the closes did not end: UCX is done with them. */
-    while (cls->tx_head)
-        ucx_tx_end(cls->tx_head);
+    ucx_tx_end_all(cls);
+    na_peer_map_fini(&cls->peer_map);
     na_slots_fini(&cls->regions);
     na_slots_fini(&cls->rma_ops);
     for (unsigned i = 0; i < cls->n_unexp; i++) {
-        while (cls->unexp[i].held_head) {
-            struct ucx_held *m = cls->unexp[i].held_head;
-            cls->unexp[i].held_head = m->next;
-            ucx_held_add(cls, -1);
-            free(m);
+        while ((it = hgx_list_pop_front(&cls->unexp[i].held))) {
+            ucx_held_add(cls, &cls->unexp[i], -1);
+            free(hgx_list_entry(it, struct ucx_held, link));
         }
     }
     if (cls->listener)
@@ -300,24 +299,34 @@ static void ucx_class_free(struct ucx_class *cls)
     free(cls);
 }
 
-/* HGX_UCX_SEND_WINDOW: a positive integer up to UCX_SEND_WINDOW_MAX. */
-static unsigned ucx_env_send_window(void)
-{
-    const char *env = getenv("HGX_UCX_SEND_WINDOW");
-    if (!env || !*env)
-        return UCX_SEND_WINDOW;
-    char *end = NULL;
-    errno = 0;
-    unsigned long v = strtoul(env, &end, 10);
-    if (*env < '0' || *env > '9' || *end != '\0' || errno || v == 0 ||
-        v > UCX_SEND_WINDOW_MAX) {
-        HGX_LOG_ERROR(UCX,
-                      "HGX_UCX_SEND_WINDOW=\"%s\" is not an integer in 1..%d; using %d",
-                      env, UCX_SEND_WINDOW_MAX, UCX_SEND_WINDOW);
-        return UCX_SEND_WINDOW;
-    }
-    return (unsigned)v;
-}
+/* The plugin's parameters (na_ops.params), read at class init. */
+static const struct hgx_param ucx_param_send_window = {
+    .name = "HGX_UCX_SEND_WINDOW",
+    .type = HGX_PARAM_INT,
+    .def = 256,
+    .min = 1,
+    .max = 1048576,
+    .help = "sends per UCX endpoint that may hold a UCX request; more wait in order",
+};
+
+/* Not HGX_NA_CANCEL_TIMEOUT_MS: escalation here drops the peer's whole
+ * connection, failing its other operations, so it waits for a peer that is
+ * really gone rather than for a transfer that is merely slow. */
+static const struct hgx_param ucx_param_cancel_escalate_ms = {
+    .name = "HGX_UCX_CANCEL_ESCALATE_MS",
+    .type = HGX_PARAM_INT,
+    .def = 10000,
+    .min = 0,
+    .max = 3600000,
+    .help = "milliseconds a cancelled UCX send or put/get may stay in flight before "
+            "the plugin drops its peer's connection",
+};
+
+static const struct hgx_param *const ucx_params[] = {
+    &ucx_param_send_window,
+    &ucx_param_cancel_escalate_ms,
+    NULL,
+};
 
 static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *info,
                                   bool listen)
@@ -330,23 +339,21 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
 
     if (!cls)
         return NA_NOMEM;
+    hgx_list_init(&cls->peers);
+    hgx_list_init(&cls->txs);
+    na_peer_map_init(&cls->peer_map);
     cls->n_unexp = n_unexp;
-    /* Held across ucp_worker_progress, which may run long: a mutex, never a
-     * spin lock (hgx_lock.h); no lock at all for a single-thread class. */
+    for (unsigned i = 0; i < n_unexp; i++) {
+        hgx_list_init(&cls->unexp[i].posted);
+        hgx_list_init(&cls->unexp[i].held);
+    }
+    /* Held across ucp_worker_progress (ucx_class.lock says why a mutex). */
     hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     cls->na_class = na_class;
     cls->efd = -1;
-    cls->escalate_ms = UCX_CANCEL_ESCALATE_MS;
-    cls->send_window = ucx_env_send_window();
-    const char *env = getenv("HGX_UCX_CANCEL_ESCALATE_MS");
-    if (env && *env) {
-        char *end = NULL;
-        unsigned long v = strtoul(env, &end, 10);
-        if (*end == '\0' && v <= 3600000)
-            cls->escalate_ms = (unsigned)v;
-        else
-            HGX_LOG_WARNING(UCX, "ignoring HGX_UCX_CANCEL_ESCALATE_MS=\"%s\"", env);
-    }
+    cls->send_window = (unsigned)hgx_param_get_int(&ucx_param_send_window);
+    cls->unexp_max = (unsigned)hgx_param_get_int(&hgx_param_na_unexpected_max);
+    na_cancel_watcher_init_param(&cls->cancel_watcher, &ucx_param_cancel_escalate_ms);
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
     struct sockaddr_in sin;
     char ifname[IF_NAMESIZE] = "";
@@ -387,18 +394,26 @@ static na_return_t ucx_finalize(na_class_t *na_class)
 }
 
 /* A context's plugin data is its id's unexpected receives and kept messages
- * (NA checked id against max_contexts): one load finds them. */
+ * (NA checked id against max_contexts): one load finds them. The box knows
+ * its context to tell whether its ops still need the worker. */
 static na_return_t ucx_context_create(na_class_t *na_class, na_context_t *context,
                                       uint8_t id)
 {
-    context->plugin_context = &ucx_cls(na_class)->unexp[id];
+    struct ucx_class *cls = ucx_cls(na_class);
+    struct ucx_unexp_box *box = &cls->unexp[id];
+    hgx_lock(&cls->lock);
+    box->context = context;
+    hgx_unlock(&cls->lock);
+    context->plugin_context = box;
     return NA_SUCCESS;
 }
 
 static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *context)
 {
-    (void)na_class;
-    (void)context;
+    struct ucx_class *cls = ucx_cls(na_class);
+    hgx_lock(&cls->lock);
+    ((struct ucx_unexp_box *)context->plugin_context)->context = NULL;
+    hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }
 
@@ -406,6 +421,7 @@ const struct na_ops na_ucx_ops = {
     .class_name = "ucx",
     .protocols = (const char *const[]){"tcp", "shm", "all", NULL},
     .log_subsys = HGX_SUBSYS_UCX,
+    .params = ucx_params,
     /* One put is one put_nbx plus a flush: with 256 KiB pieces a 1 MiB push
      * paid four flushes and ran at ~0.5x the raw put+flush over shm; one piece
      * per transfer up to 16 MiB runs at 0.95-1.0x (docs/performance.md). */

@@ -3,9 +3,11 @@
  * lazy connection at the first operation, accepted clients, failures.
  */
 #include "ucx_int.h"
+#include "hgx_assert.h"
+#include "hgx_clock.h"
+#include "hgx_wire.h"
 
 #include <arpa/inet.h>
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -55,40 +57,102 @@ uint32_t ucx_random_id(void)
     return id & UCX_ID_MASK;
 }
 
-struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
+/* The peer map holds the first peer of each id. One id can name two peers,
+ * twins of each other: the one we connected to (lookup) and the one that
+ * connected to us (accepted), when two listening processes each look the
+ * other up. The key is the id, little-endian. */
+static struct ucx_peer *ucx_peer_first(struct ucx_class *cls, uint32_t id)
 {
-    for (struct ucx_peer *p = cls->peers; p; p = p->next)
-        if (p->id == id && p->state != UCX_CONN_FAILED)
-            return p;
-    return NULL;
+    unsigned char key[4];
+    hgx_put_u32(key, id);
+    return na_peer_map_find(&cls->peer_map, key, sizeof(key));
 }
 
-/* The sender of a received message: its live peer, else the failed one. UCX
- * may report the peer's disconnection before the last messages it sent. */
-struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id)
+/* The peer of id we connected to (outgoing) or that connected to us. */
+static struct ucx_peer *ucx_peer_get(struct ucx_class *cls, uint32_t id, bool outgoing)
 {
-    struct ucx_peer *p = ucx_peer_find(cls, id);
-    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
-        if (q->id == id)
-            p = q;
+    struct ucx_peer *p = ucx_peer_first(cls, id);
+    if (p && p->outgoing != outgoing)
+        p = p->twin;
     return p;
 }
 
-struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str)
+/* The peer of id an operation uses: the one we connected to, else the
+ * accepted one. */
+static struct ucx_peer *ucx_peer_pick(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = ucx_peer_first(cls, id);
+    if (p && !p->outgoing && p->twin)
+        p = p->twin;
+    return p;
+}
+
+/* The live peer of id (a peer we connected to is never FAILED). */
+struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = ucx_peer_pick(cls, id);
+    return p && p->state != UCX_CONN_FAILED ? p : NULL;
+}
+
+/* The sender of a received message: its live peer, else the failed one. UCX
+ * may report the peer's disconnection before the last messages it sent.
+ * That depends only on which peers exist, so the last answer is kept until
+ * a peer is added: a run of messages from one peer costs no lookup. */
+struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id)
+{
+    struct ucx_peer *p = cls->last_sender;
+    if (__builtin_expect(p && p->id == id, 1))
+        return p;
+    if ((p = ucx_peer_pick(cls, id)))
+        cls->last_sender = p;
+    return p;
+}
+
+/* The peer (not ourselves) whose current ep is ep, or NULL. */
+struct ucx_peer *ucx_peer_of_ep(struct ucx_class *cls, ucp_ep_h ep)
+{
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        struct ucx_peer *p = ucx_peer_at(it);
+        if (p->ep == ep && !p->self)
+            return p;
+    }
+    return NULL;
+}
+
+/* A new peer, listed and mapped; NULL when memory runs out. */
+struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str,
+                              bool outgoing)
 {
     struct ucx_peer *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     p->cls = cls;
     p->id = id;
+    p->outgoing = outgoing;
     p->state = UCX_CONN_IDLE;
+    hgx_list_init(&p->pend);
     na_addr_init_owned(cls->na_class, &p->addr);
     snprintf(p->str, sizeof(p->str), "%s", str);
-    /* Appended: an id seen twice resolves to the first (our own outgoing) ep. */
-    struct ucx_peer **tail = &cls->peers;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = p;
+    /* Callers looked (id, outgoing) up first: a peer found here is the
+     * other kind. */
+    struct ucx_peer *first = ucx_peer_first(cls, id);
+    if (first) {
+        HGX_ASSERT(first->outgoing != outgoing && !first->twin);
+        first->twin = p;
+        p->twin = first;
+    } else {
+        unsigned char key[4];
+        hgx_put_u32(key, id);
+        if (na_peer_map_insert(&cls->peer_map, key, sizeof(key), p) != NA_SUCCESS) {
+            HGX_LOG_ERROR(UCX, "out of memory for peer %s", p->str);
+            free(p);
+            return NULL;
+        }
+    }
+    cls->last_sender = NULL; /* the sender of an id may change */
+    hgx_list_push_back(&cls->peers, &p->link);
     return p;
 }
 
@@ -120,7 +184,7 @@ bool na_ucx_conn_legal(int from, int to)
 void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
 {
     enum ucx_conn from = p->state;
-    assert(na_ucx_conn_legal((int)from, (int)to));
+    HGX_ASSERT(na_ucx_conn_legal((int)from, (int)to));
     HGX_LOG_DEBUG(UCX, "%s: %s -> %s", p->str, ucx_conn_name[from], ucx_conn_name[to]);
     if (from == UCX_CONN_CONNECTING)
         p->cls->connecting--;
@@ -262,7 +326,7 @@ static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
     }
     HGX_LOG_DEBUG(UCX, "connecting to %s", p->str);
     ucx_peer_move(p, UCX_CONN_CONNECTING);
-    p->connect_deadline_ms = ucx_now_ms() + UCX_CONNECT_MS;
+    p->connect_deadline_ns = hgx_clock_after_ms(hgx_clock_now_ns(), UCX_CONNECT_MS);
     ucp_request_param_t fp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                               UCP_OP_ATTR_FIELD_USER_DATA,
                               .cb.send = ucx_connect_cb,
@@ -285,9 +349,15 @@ static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
  * answers, e.g. a host that drops the handshake) fail. Lock held. */
 void ucx_connect_check(struct ucx_class *cls)
 {
-    uint64_t now = ucx_now_ms();
-    for (struct ucx_peer *p = cls->peers; p && cls->connecting; p = p->next) {
-        if (p->state != UCX_CONN_CONNECTING || now < p->connect_deadline_ms)
+    uint64_t now = hgx_clock_now_ns();
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        struct ucx_peer *p = ucx_peer_at(it);
+        if (!cls->connecting)
+            break;
+        if (p->state != UCX_CONN_CONNECTING ||
+            !hgx_clock_passed(now, p->connect_deadline_ns))
             continue;
         HGX_LOG_ERROR(UCX, "cannot connect to %s: no answer within %d ms", p->str,
                       UCX_CONNECT_MS);
@@ -348,12 +418,14 @@ void ucx_conn_cb(ucp_conn_request_h req, void *arg)
      * escalation): the new connection takes over the peer it had, so the
      * addresses held for it work again. A client has one ep to us, so the old
      * accepted ep is dead or about to be. */
-    struct ucx_peer *p = NULL;
-    for (struct ucx_peer *q = cls->peers; q && !p; q = q->next)
-        if (q->id == id && !q->self && !q->outgoing)
-            p = q;
+    struct ucx_peer *p = ucx_peer_get(cls, id, false);
+    if (p && p->self) {
+        HGX_LOG_ERROR(UCX, "client %s has our own id %08x: rejected", str, id);
+        ucp_listener_reject(cls->listener, req);
+        return;
+    }
     bool reused = p != NULL;
-    if (!p && !(p = ucx_peer_new(cls, id, str))) {
+    if (!p && !(p = ucx_peer_new(cls, id, str, false))) {
         ucp_listener_reject(cls->listener, req);
         return;
     }
@@ -381,6 +453,11 @@ void ucx_conn_cb(ucp_conn_request_h req, void *arg)
     HGX_LOG_DEBUG(UCX, "%s %s (id %08x)", reused ? "reaccepted" : "accepted", str, p->id);
 }
 
+static bool ucx_request_running(void *request)
+{
+    return ucp_request_check_status(request) == UCS_INPROGRESS;
+}
+
 void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
@@ -389,10 +466,6 @@ void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep)
     if (sp == NULL || UCS_PTR_IS_ERR(sp))
         return;
     /* A forced close never waits for the peer; a few progress calls finish it. */
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
-           ucx_ms_since(&t0) < UCX_CLOSE_MS)
-        ucp_worker_progress(cls->worker);
+    ucx_progress_while(cls, ucx_request_running, sp);
     ucp_request_free(sp);
 }

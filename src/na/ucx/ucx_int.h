@@ -14,7 +14,9 @@
  * eager active message whose data leads with a 12-byte header, the sender id,
  * the NA tag and the id of the context it is for (little-endian): the plugin
  * matches it itself, to the newest receive posted on that context, or keeps
- * it (in arrival order, per context) until one is posted there. Every context
+ * it (in arrival order, per context) until one is posted there; past
+ * HGX_NA_UNEXPECTED_MAX kept, progress leaves further messages with UCX
+ * (ucx_progress.c, ucx_stalled). Every context
  * id has its own receives and kept messages, an entry of an array sized by
  * the class's max_contexts: the handler indexes it by the header's id, a
  * context's plugin data points at its entry, so nothing is searched. Expected
@@ -35,14 +37,16 @@
  * 240 fewer instructions a round trip, the AM send costing ~190 more than a
  * tag send and the receive side ~420 less), and a cancel of such a receive
  * is local and immediate.
- * Peers live in a per-class table until finalize; NA addresses are small
- * handles pointing at a peer, so two receives from one peer compare equal.
+ * Peers live in a per-class list until finalize, found by id in a hashed
+ * peer map (na_peer_map: one lookup per unexpected message, whatever the
+ * number of peers); NA addresses are small handles pointing at a peer, so
+ * two receives from one peer compare equal.
  *
  * Cancel escalation: UCX cannot recall a send or put/get already on the wire.
  * A cancelled one still pending after HGX_UCX_CANCEL_ESCALATE_MS (default
- * 10000) has its peer's endpoint force-closed, which makes UCX complete every
- * request on that endpoint with an error. Cancelled ops report NA_CANCELED;
- * ops on that endpoint that were not cancelled report NA_HOSTUNREACH (the
+ * 10000, timed by na_cancel_watch) has its peer's endpoint force-closed, which makes UCX
+ * complete every request on that endpoint with an error. Cancelled ops report
+ * NA_CANCELED; ops on that endpoint that were not cancelled report NA_HOSTUNREACH (the
  * peer stopped answering, their data may or may not have moved) and queued
  * sends of the peer fail the same way. An op that completed successfully
  * after the cancel request reports NA_SUCCESS (the data moved). The peer
@@ -75,6 +79,9 @@
 #define UCX_INT_H
 
 #include "hgx_lock.h"
+#include "hgx_list.h"
+#include "na_cancel_watch.h"
+#include "na_peer_map.h"
 #include "na_plugin.h"
 #include "na_slots.h"
 
@@ -89,10 +96,9 @@
     "16384" /* above UCX_MSG_SIZE_MAX + UCP headers */ /* a 4 KiB RPC payload and its    \
                                                           headers fit one message */
 #define UCX_TAG_ID_SHIFT 32
-#define UCX_AM_UNEXP 1     /* active message id of unexpected messages */
-#define UCX_AM_RMA_REQ 2   /* put/get requests, to the region's owner */
-#define UCX_AM_RMA_REP 3   /* their replies, to the origin */
-#define UCX_HELD_WARN 4096 /* kept unexpected messages: warn once past this many */
+#define UCX_AM_UNEXP 1   /* active message id of unexpected messages */
+#define UCX_AM_RMA_REQ 2 /* put/get requests, to the region's owner */
+#define UCX_AM_RMA_REP 3 /* their replies, to the origin */
 #define UCX_ID_MASK 0x7fffffffu
 #define UCX_MAX_SEGMENTS 64
 #define UCX_MH_VERSION 2u
@@ -102,18 +108,9 @@
 #define UCX_CONNECT_MS 5000   /* a wire-up not done by then fails */
 #define UCX_LISTEN_TRIES 8    /* free ports picked for port 0 before giving up */
 #define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
-/* A cancelled send/RMA still pending after this long: drop the ep. */
-#define UCX_CANCEL_ESCALATE_MS 10000
-#define UCX_CANCEL_POLL_MS 100 /* poll_wait wakes up this often to escalate */
-#define UCX_SEND_WINDOW 256    /* sends holding a UCX request, per peer */
-#define UCX_SEND_WINDOW_MAX 1048576
-
-/* Ops waiting in order: a peer's sends waiting for resources (first in,
- * first out), or the posted unexpected receives (newest first). An op waits
- * in one queue at a time: ucx_op.qnext. */
-struct ucx_queue {
-    struct ucx_op *head, *tail;
-};
+/* poll_wait wakes up this often during a wire-up (its deadline) and while the
+ * unexpected backlog is at its bound (a receive posted by another thread). */
+#define UCX_TIMER_POLL_MS 100
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
  * (4 bytes), target context id (4 bytes), little-endian. Untrusted: the
@@ -126,7 +123,7 @@ struct ucx_queue {
 
 /* An unexpected message that arrived while no receive was posted. */
 struct ucx_held {
-    struct ucx_held *next;
+    struct hgx_list link; /* in its box's held list */
     struct ucx_peer *peer;
     uint32_t tag;
     size_t len;
@@ -135,10 +132,12 @@ struct ucx_held {
 
 /* Unexpected messages for one context id: the receives posted on it (newest
  * first) and the messages that arrived for it while none was (arrival
- * order). */
+ * order), at most about HGX_NA_UNEXPECTED_MAX of them (ucx_progress.c). */
 struct ucx_unexp_box {
-    struct ucx_queue posted;
-    struct ucx_held *held_head, *held_tail;
+    struct hgx_list posted; /* ops (ucx_queue_*) */
+    struct hgx_list held;   /* struct ucx_held */
+    unsigned nheld;
+    na_context_t *context; /* the context of this id, while it exists */
 };
 
 /* Connection state of a peer; every change goes through ucx_peer_move,
@@ -161,7 +160,8 @@ enum ucx_conn {
 };
 
 struct ucx_peer {
-    struct ucx_peer *next;
+    struct hgx_list link;  /* in cls->peers, oldest first */
+    struct ucx_peer *twin; /* the other peer of the same id (ucx_ep.c), or NULL */
     struct ucx_class *cls;
     ucp_ep_h ep;
     uint32_t id;
@@ -169,19 +169,21 @@ struct ucx_peer {
     enum ucx_conn state;
     bool outgoing;     /* we connected (lookup): can reconnect to sin */
     void *connect_req; /* the wire-up flush of the current ep, while CONNECTING */
-    uint64_t connect_deadline_ms;
+    uint64_t connect_deadline_ns;
     uint32_t gen;      /* bumped whenever ep is dropped or replaced */
     unsigned inflight; /* sends on this gen's ep holding a UCX request */
     struct sockaddr_in sin;
     char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
-    struct ucx_queue pend;      /* sends waiting for resources, in order */
+    struct hgx_list pend;       /* ops waiting for resources or wire-up, in order */
     struct na_addr addr; /* the peer's address: every lookup / source is a reference */
 };
 
 struct ucx_class {
-    /* The worker runs serialized: every UCP call holds this lock. Held a few
-     * hundred instructions per operation, so an inline lock, not a mutex;
-     * a connection set-up drops it between progress passes. */
+    /* The worker runs serialized: every UCP call holds this lock, and
+     * ucp_worker_progress, which may run long (a pass of up to
+     * UCX_PROGRESS_MAX events, teardown waits of UCX_CLOSE_MS), is one of
+     * them. So it is an HGX_LOCK_MUTEX, whose waiters sleep, never a spin
+     * lock (hgx_lock.h); HGX_LOCK_NONE for a single-thread class. */
     hgx_lock_t lock;
     na_class_t *na_class;
     ucp_context_h context;
@@ -190,18 +192,23 @@ struct ucx_class {
     int efd;
     uint32_t id;
     char proto[8];
-    struct ucx_peer *peers;
+    struct hgx_list peers;        /* every peer, until finalize */
+    struct na_peer_map peer_map;  /* the first peer of each id */
+    struct ucx_peer *last_sender; /* ucx_peer_find_sender's last answer */
     struct ucx_peer *self;
-    struct ucx_op *cancel_head; /* cancelled sends/RMA still in flight */
-    unsigned held;              /* unexpected messages kept, over every context id */
-    unsigned escalate_ms;
+    /* Cancelled sends/RMA still in flight, until HGX_UCX_CANCEL_ESCALATE_MS. */
+    struct na_cancel_watcher cancel_watcher;
+    unsigned held;           /* unexpected messages kept, over every context id */
+    unsigned unexp_max;      /* HGX_NA_UNEXPECTED_MAX: a box's bound */
+    unsigned full;           /* boxes holding unexp_max messages or more */
+    bool full_warned;        /* the first time a box filled was logged as a warning */
     long closing;            /* forced ep closes not finished yet */
     long queued;             /* ops in the peers' queues (resources, wire-up) */
     unsigned connecting;     /* peers in UCX_CONN_CONNECTING */
     unsigned send_window;    /* bound on a peer's inflight sends */
     struct na_slots regions; /* registered handles, named by peers' requests */
     struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
-    struct ucx_tx *tx_head;  /* peers' transfers of our regions in flight */
+    struct hgx_list txs;     /* peers' transfers of our regions in flight */
     /* Unexpected messages are active messages, matched here per target
      * context id: n_unexp (max_contexts) entries, indexed by the id. */
     unsigned n_unexp;
@@ -249,19 +256,17 @@ struct ucx_op {
     ucp_dt_iov_t iov[2];
     void *rbuf; /* unexpected receive: the posted buffer */
     size_t rsize;
-    struct ucx_op *qnext; /* in a struct ucx_queue */
-    size_t pieces;        /* RMA: its send and its reply, until each ended */
-    na_return_t rma_ret;  /* RMA: first error */
-    bool put;             /* RMA: a put (else a get) */
-    bool landing;         /* get: the reply's data is being received */
-    uint64_t cookie;      /* RMA: name in cls->rma_ops while the reply is awaited */
-    ucp_dt_iov_t *riov;   /* RMA: the local segments moved (iov, or malloc'd) */
+    struct hgx_list qlink; /* in a queue: ucx_queue_* */
+    size_t pieces;         /* RMA: its send and its reply, until each ended */
+    na_return_t rma_ret;   /* RMA: first error */
+    bool put;              /* RMA: a put (else a get) */
+    bool landing;          /* get: the reply's data is being received */
+    uint64_t cookie;       /* RMA: name in cls->rma_ops while the reply is awaited */
+    ucp_dt_iov_t *riov;    /* RMA: the local segments moved (iov, or malloc'd) */
     size_t riov_n;
-    uint32_t gen;       /* send/RMA: peer generation at posting */
-    bool inflight;      /* send: a UCX request is outstanding */
-    bool cancel_listed; /* in cls->cancel_head, waiting for escalation */
-    uint64_t cancel_deadline_ms;
-    struct ucx_op *cancel_prev, *cancel_next;
+    uint32_t gen;                        /* send/RMA: peer generation at posting */
+    bool inflight;                       /* send: a UCX request is outstanding */
+    struct na_cancel_watch cancel_watch; /* cancelled in flight: cls->cancel_watcher */
 };
 
 struct ucx_tx;
@@ -272,7 +277,9 @@ uint32_t ucx_hash_id(const char *s);
 uint32_t ucx_random_id(void);
 struct ucx_peer *ucx_peer_find(struct ucx_class *cls, uint32_t id);
 struct ucx_peer *ucx_peer_find_sender(struct ucx_class *cls, uint32_t id);
-struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str);
+struct ucx_peer *ucx_peer_of_ep(struct ucx_class *cls, ucp_ep_h ep);
+struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *str,
+                              bool outgoing);
 void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to);
 void ucx_pending_fail(struct ucx_peer *p, na_return_t ret);
 void ucx_peer_down(struct ucx_class *cls, struct ucx_peer *p, bool close);
@@ -284,16 +291,14 @@ void ucx_conn_cb(ucp_conn_request_h req, void *arg);
 void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep);
 
 /* ucx_progress.c */
-void ucx_held_add(struct ucx_class *cls, long n);
+void ucx_held_add(struct ucx_class *cls, struct ucx_unexp_box *box, int n);
 void ucx_queued_add(struct ucx_class *cls, long n);
-uint64_t ucx_now_ms(void);
-void ucx_cancel_unlist(struct ucx_op *uop);
 na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
 na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
                           unsigned int timeout_ms);
 int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context);
 bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context);
-long ucx_ms_since(const struct timespec *t0);
+void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg);
 na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
 
 /* ucx_msg.c */
@@ -354,7 +359,7 @@ na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
                                        size_t buf_size);
 
 /* ucx_rma.c */
-void ucx_tx_end(struct ucx_tx *tx);
+void ucx_tx_end_all(struct ucx_class *cls);
 ucs_status_t ucx_am_rma_req_cb(void *arg, const void *header, size_t header_length,
                                void *data, size_t length,
                                const ucp_am_recv_param_t *param);
@@ -391,7 +396,7 @@ static inline void ucx_op_start(struct ucx_op *uop, enum ucx_op_kind kind,
     uop->am = false;
     uop->rbuf = NULL;
     uop->rsize = 0;
-    uop->qnext = NULL;
+    hgx_list_init(&uop->qlink);
     uop->pieces = 0;
     uop->rma_ret = NA_SUCCESS;
     uop->put = false;
@@ -401,54 +406,42 @@ static inline void ucx_op_start(struct ucx_op *uop, enum ucx_op_kind kind,
     uop->riov_n = 0;
     uop->gen = 0;
     uop->inflight = false;
-    uop->cancel_listed = false;
-    uop->cancel_deadline_ms = 0;
-    uop->cancel_prev = uop->cancel_next = NULL;
+    na_cancel_watch_init(&uop->cancel_watch);
 }
 
-static inline void ucx_queue_push(struct ucx_queue *q, struct ucx_op *uop)
+/* Ops waiting in order, linked by ucx_op.qlink (one queue at a time): a
+ * peer's pend (first in, first out) or a box's posted unexpected receives
+ * (pushed to the front: newest first). */
+static inline struct ucx_op *ucx_queue_first(const struct hgx_list *q)
 {
-    uop->qnext = NULL;
-    if (q->tail)
-        q->tail->qnext = uop;
-    else
-        q->head = uop;
-    q->tail = uop;
+    struct hgx_list *link = hgx_list_first(q);
+    return link ? hgx_list_entry(link, struct ucx_op, qlink) : NULL;
 }
 
-/* Put uop first: the next pop takes it (a stack). */
-static inline void ucx_queue_push_front(struct ucx_queue *q, struct ucx_op *uop)
+static inline struct ucx_op *ucx_queue_pop(struct hgx_list *q)
 {
-    uop->qnext = q->head;
-    q->head = uop;
-    if (!q->tail)
-        q->tail = uop;
+    struct hgx_list *link = hgx_list_pop_front(q);
+    return link ? hgx_list_entry(link, struct ucx_op, qlink) : NULL;
 }
 
-static inline struct ucx_op *ucx_queue_pop(struct ucx_queue *q)
+/* Take uop out of its queue; false if it was in none. */
+static inline bool ucx_queue_remove(struct ucx_op *uop)
 {
-    struct ucx_op *uop = q->head;
-    if (uop && !(q->head = uop->qnext))
-        q->tail = NULL;
-    return uop;
+    if (!hgx_list_linked(&uop->qlink))
+        return false;
+    hgx_list_remove(&uop->qlink);
+    return true;
 }
 
-/* Take uop out of q; false if it was not there. */
-static inline bool ucx_queue_remove(struct ucx_queue *q, struct ucx_op *uop)
+static inline struct ucx_peer *ucx_peer_at(struct hgx_list *link)
 {
-    struct ucx_op *prev = NULL;
-    for (struct ucx_op *o = q->head; o; prev = o, o = o->qnext) {
-        if (o != uop)
-            continue;
-        if (prev)
-            prev->qnext = o->qnext;
-        else
-            q->head = o->qnext;
-        if (q->tail == o)
-            q->tail = prev;
-        return true;
-    }
-    return false;
+    return hgx_list_entry(link, struct ucx_peer, link);
+}
+
+/* True while cancels wait for their escalation deadline. */
+static inline bool ucx_cancels_watched(const struct ucx_class *cls)
+{
+    return !hgx_list_empty(&cls->cancel_watcher.pending);
 }
 
 static inline struct ucx_class *ucx_cls(const na_class_t *na_class)

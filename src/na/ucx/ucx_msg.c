@@ -83,7 +83,7 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
     struct ucx_op *uop = user_data;
     na_return_t ret = ucx_status_to_na(status);
     ucx_window_release(uop);
-    ucx_cancel_unlist(uop);
+    na_cancel_watch_stop(&uop->cancel_watch);
     if (ret != NA_SUCCESS)
         ret = ucx_failed_ret(uop, ret);
     ucp_request_free(request);
@@ -94,9 +94,12 @@ static void ucx_send_cb(void *request, ucs_status_t status, void *user_data)
  * full. */
 void ucx_pending_resume(struct ucx_class *cls)
 {
-    for (struct ucx_peer *p = cls->peers; p; p = p->next) {
-        while (p->pend.head && p->state == UCX_CONN_UP) {
-            struct ucx_op *uop = p->pend.head;
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        struct ucx_peer *p = ucx_peer_at(it);
+        struct ucx_op *uop;
+        while (p->state == UCX_CONN_UP && (uop = ucx_queue_first(&p->pend))) {
             if (uop->kind == UCX_OP_RMA) {
                 ucx_queue_pop(&p->pend);
                 ucx_queued_add(cls, -1);
@@ -155,7 +158,7 @@ static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st)
 {
     struct ucx_peer *p = uop->peer;
     if (st == UCS_ERR_NO_RESOURCE) {
-        ucx_queue_push(&p->pend, uop);
+        hgx_list_push_back(&p->pend, &uop->qlink);
         ucx_queued_add(p->cls, 1);
         return NA_SUCCESS;
     }
@@ -188,8 +191,9 @@ ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
         uop->gen = p->gen;
         /* Behind queued sends, out of resources or not connected yet: queue
          * to keep the order. */
-        ucs_status_t st = p->pend.head || p->state != UCX_CONN_UP ? UCS_ERR_NO_RESOURCE
-                                                                  : ucx_send_post(uop);
+        ucs_status_t st = !hgx_list_empty(&p->pend) || p->state != UCX_CONN_UP
+                              ? UCS_ERR_NO_RESOURCE
+                              : ucx_send_post(uop);
         if (__builtin_expect(UCS_STATUS_IS_ERR(st), 0))
             ret = ucx_send_not_posted(uop, st);
     }
@@ -299,11 +303,10 @@ static void ucx_unexp_deliver(struct ucx_op *uop, struct ucx_peer *p, uint32_t t
     na_op_complete(op, ret);
 }
 
-/* Keep a message that found no posted receive, as UCX's tag matching kept
- * unexpected messages before: nothing is dropped (a receiver that falls
- * behind gets every message), so a peer that floods a receiver that does not
- * post receives costs it memory; past UCX_HELD_WARN messages that is logged.
- * Lock held. */
+/* Keep a message that found no posted receive: nothing is dropped (a
+ * receiver that falls behind gets every message, in order). A box that
+ * reaches its bound makes progress leave further messages with UCX
+ * (ucx_progress.c). Lock held. */
 static void ucx_unexp_hold(struct ucx_class *cls, struct ucx_unexp_box *box,
                            struct ucx_peer *p, uint32_t tag, const void *data, size_t len)
 {
@@ -313,19 +316,12 @@ static void ucx_unexp_hold(struct ucx_class *cls, struct ucx_unexp_box *box,
                       p->str, cls->held);
         return;
     }
-    *m = (struct ucx_held){.peer = p, .tag = tag, .len = len};
+    m->peer = p;
+    m->tag = tag;
+    m->len = len;
     memcpy(m->data, data, len);
-    if (box->held_tail)
-        box->held_tail->next = m;
-    else
-        box->held_head = m;
-    box->held_tail = m;
-    ucx_held_add(cls, 1);
-    if (cls->held == UCX_HELD_WARN)
-        HGX_LOG_WARNING(UCX,
-                        "%u unexpected messages kept with no receive posted (last "
-                        "from %s)",
-                        cls->held, p->str);
+    hgx_list_push_back(&box->held, &m->link);
+    ucx_held_add(cls, box, 1);
 }
 
 /* Unexpected messages dropped for naming a context id the class does not
@@ -420,11 +416,9 @@ na_return_t ucx_am_handler_set(struct ucx_class *cls)
 static __attribute__((noinline)) void
 ucx_unexp_take_held(struct ucx_class *cls, struct ucx_unexp_box *box, struct ucx_op *uop)
 {
-    struct ucx_held *m = box->held_head;
-    box->held_head = m->next;
-    if (!box->held_head)
-        box->held_tail = NULL;
-    ucx_held_add(cls, -1);
+    struct ucx_held *m =
+        hgx_list_entry(hgx_list_pop_front(&box->held), struct ucx_held, link);
+    ucx_held_add(cls, box, -1);
     ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
     free(m);
 }
@@ -444,10 +438,10 @@ na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
     uop->rsize = buf_size;
     hgx_lock(&cls->lock);
     struct ucx_unexp_box *box = context->plugin_context;
-    if (box->held_head)
+    if (!hgx_list_empty(&box->held))
         ucx_unexp_take_held(cls, box, uop);
     else
-        ucx_queue_push_front(&box->posted, uop);
+        hgx_list_push_front(&box->posted, &uop->qlink);
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }

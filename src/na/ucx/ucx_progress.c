@@ -3,11 +3,11 @@
  * plugin's counters, and cancel with its escalation.
  */
 #include "ucx_int.h"
+#include "hgx_clock.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <time.h>
 
 static void ucx_cancel_check(struct ucx_class *cls);
 
@@ -32,12 +32,64 @@ long na_ucx_held_count(long *peak)
     return atomic_load(&ucx_held_total);
 }
 
-void ucx_held_add(struct ucx_class *cls, long n)
+/* A message kept in box (n = 1) or taken from it (-1). The box is full from
+ * unexp_max messages on. Lock held. */
+void ucx_held_add(struct ucx_class *cls, struct ucx_unexp_box *box, int n)
 {
+    unsigned was = box->nheld;
+    box->nheld += (unsigned)n;
     cls->held += (unsigned)n;
+    if (was < cls->unexp_max && box->nheld >= cls->unexp_max) {
+        cls->full++;
+        if (cls->full_warned)
+            HGX_LOG_DEBUG(UCX, "a context holds %u unexpected messages", box->nheld);
+        else
+            HGX_LOG_WARNING(UCX,
+                            "a context holds %u unexpected messages with no receive "
+                            "posted (HGX_NA_UNEXPECTED_MAX): further messages stay with "
+                            "UCX until receives are posted",
+                            box->nheld);
+        cls->full_warned = true;
+    } else if (was >= cls->unexp_max && box->nheld < cls->unexp_max) {
+        cls->full--;
+    }
     long now = atomic_fetch_add(&ucx_held_total, n) + n;
     if (now > atomic_load(&ucx_held_peak))
         atomic_store(&ucx_held_peak, now);
+}
+
+/* Whether anything of the class waits on the worker: an op of one of its
+ * contexts (a posted receive, a send, a put/get), or the plugin's own work
+ * (queued sends, wire-ups, forced closes, peers' transfers, cancels waiting
+ * for escalation). Lock held. */
+static __attribute__((noinline)) bool ucx_worker_needed(const struct ucx_class *cls)
+{
+    if (cls->queued || cls->connecting || cls->closing || !hgx_list_empty(&cls->txs) ||
+        ucx_cancels_watched(cls))
+        return true;
+    for (unsigned i = 0; i < cls->n_unexp; i++) {
+        na_context_t *c = cls->unexp[i].context;
+        if (c && atomic_load_explicit(&c->n_posted, memory_order_relaxed) !=
+                     atomic_load_explicit(&c->n_finished, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* The bounded unexpected backlog. A UCX active-message handler cannot say
+ * "not now": UCX runs it once it has taken the message from the transport,
+ * and the handler can only consume it or keep it. So once a context holds
+ * HGX_NA_UNEXPECTED_MAX kept messages, progress stops taking anything from
+ * UCX: further messages stay in the transport (socket buffers, shared-memory
+ * FIFOs), and their senders' sends then wait in their send windows and
+ * queues, until receives drain the backlog. Nothing is dropped. Stopping the
+ * worker stops every transfer of the class, so it happens only while nothing
+ * the class asked for waits on the worker (ucx_worker_needed): such an op
+ * keeps the worker running, and the backlog may then pass the bound. Lock
+ * held. */
+static inline bool ucx_stalled(const struct ucx_class *cls)
+{
+    return __builtin_expect(cls->full != 0, 0) && !ucx_worker_needed(cls);
 }
 
 /* Count sends entering (n > 0) or leaving a peer's resource queue. */
@@ -47,28 +99,6 @@ void ucx_queued_add(struct ucx_class *cls, long n)
     atomic_fetch_add(&ucx_pending_total, n);
 }
 
-uint64_t ucx_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-/* Take an op off the escalation list (no-op if not listed). Lock held. */
-void ucx_cancel_unlist(struct ucx_op *uop)
-{
-    if (!uop->cancel_listed)
-        return;
-    if (uop->cancel_prev)
-        uop->cancel_prev->cancel_next = uop->cancel_next;
-    else
-        uop->cls->cancel_head = uop->cancel_next;
-    if (uop->cancel_next)
-        uop->cancel_next->cancel_prev = uop->cancel_prev;
-    uop->cancel_prev = uop->cancel_next = NULL;
-    uop->cancel_listed = false;
-}
-
 /* Drive the worker until it has nothing left to do (bounded), or until the
  * context has a completion to hand up: every extra pass costs a system call
  * per TCP interface (UCX polls its sockets), and the caller polls again.
@@ -76,11 +106,13 @@ void ucx_cancel_unlist(struct ucx_op *uop)
 static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
 {
     unsigned total = 0, n;
+    if (ucx_stalled(cls))
+        return 0;
     do {
         n = ucp_worker_progress(cls->worker);
         total += n;
     } while (n && total < UCX_PROGRESS_MAX &&
-             !(context && atomic_load(&context->cq_count)));
+             !(context && atomic_load(&context->cq_count)) && !cls->full);
     if (cls->queued)
         ucx_pending_resume(cls);
     return total;
@@ -91,7 +123,7 @@ na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *
     struct ucx_class *cls = ucx_cls(na_class);
     hgx_lock(&cls->lock);
     unsigned n = ucx_progress(cls, context);
-    if (cls->cancel_head)
+    if (ucx_cancels_watched(cls))
         ucx_cancel_check(cls);
     if (cls->connecting)
         ucx_connect_check(cls);
@@ -107,17 +139,26 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
     struct ucx_class *cls = ucx_cls(na_class);
 
     hgx_lock(&cls->lock);
-    ucs_status_t st = ucp_worker_arm(cls->worker);
+    /* Stalled on the backlog: UCX's events wait for receives, so sleep on the
+     * wake fd alone and look again soon. */
+    bool stalled = ucx_stalled(cls);
+    ucs_status_t st = stalled ? UCS_OK : ucp_worker_arm(cls->worker);
     /* Cancels waiting for escalation, connections for their deadline: wake
      * up in time to act on them. */
-    if ((cls->cancel_head || cls->connecting) && timeout_ms > UCX_CANCEL_POLL_MS)
-        timeout_ms = UCX_CANCEL_POLL_MS;
+    if (ucx_cancels_watched(cls)) {
+        uint64_t left =
+            na_cancel_watcher_next_ms(&cls->cancel_watcher, hgx_clock_now_ns());
+        if (left < timeout_ms)
+            timeout_ms = (unsigned int)left;
+    }
+    if ((cls->connecting || stalled) && timeout_ms > UCX_TIMER_POLL_MS)
+        timeout_ms = UCX_TIMER_POLL_MS;
     hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
         /* Armed: the fd fires on the next event, so sleeping cannot miss one.
          * The context's wake fd fires when another context's thread took the
-         * event and queued a completion here. */
-        struct pollfd pfd[2] = {{.fd = cls->efd, .events = POLLIN},
+         * event and queued a completion here. poll skips a negative fd. */
+        struct pollfd pfd[2] = {{.fd = stalled ? -1 : cls->efd, .events = POLLIN},
                                 {.fd = context->wake_fd, .events = POLLIN}};
         int rc = poll(pfd, context->wake_fd >= 0 ? 2 : 1,
                       timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
@@ -149,70 +190,61 @@ bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     (void)context;
     hgx_lock(&cls->lock);
     /* No sleeping on the fd while cancels wait for escalation or connections
-     * for their deadline (timers, not events). */
-    ucs_status_t st =
-        cls->cancel_head || cls->connecting ? UCS_ERR_BUSY : ucp_worker_arm(cls->worker);
+     * for their deadline (timers, not events), nor while stalled on the
+     * backlog (the fd would fire for events progress leaves alone). */
+    ucs_status_t st = ucx_cancels_watched(cls) || cls->connecting || ucx_stalled(cls)
+                          ? UCS_ERR_BUSY
+                          : ucp_worker_arm(cls->worker);
     hgx_unlock(&cls->lock);
     return st == UCS_OK;
 }
 
-long ucx_ms_since(const struct timespec *t0)
+/* Drive the worker while more(arg) holds, for at most UCX_CLOSE_MS: the
+ * bounded waits of teardown (closes, a deregistered region's transfers).
+ * Lock held. */
+void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+    uint64_t end = hgx_clock_after_ms(hgx_clock_now_ns(), UCX_CLOSE_MS);
+    while (more(arg) && !hgx_clock_passed(hgx_clock_now_ns(), end))
+        ucp_worker_progress(cls->worker);
 }
 
 /* Take a send out of its peer's resource queue; false if it was not queued. */
 static bool ucx_pending_remove(struct ucx_op *uop)
 {
-    if (!ucx_queue_remove(&uop->peer->pend, uop))
+    if (!ucx_queue_remove(uop))
         return false;
     ucx_queued_add(uop->peer->cls, -1);
     return true;
 }
 
-/* List a cancelled send/RMA still on the wire for escalation. Lock held. */
-static void ucx_cancel_list(struct ucx_class *cls, struct ucx_op *uop)
+/* Watch a cancelled send/RMA still on the wire for escalation; cancelled
+ * twice, it keeps the first deadline. Lock held. */
+static void ucx_cancel_watch(struct ucx_class *cls, struct ucx_op *uop)
 {
-    if (uop->cancel_listed)
-        return; /* cancelled twice: keep the first deadline */
-    uop->cancel_listed = true;
-    uop->cancel_deadline_ms = ucx_now_ms() + cls->escalate_ms;
-    uop->cancel_prev = NULL;
-    uop->cancel_next = cls->cancel_head;
-    if (cls->cancel_head)
-        cls->cancel_head->cancel_prev = uop;
-    cls->cancel_head = uop;
+    na_cancel_watch_start(&cls->cancel_watcher, &uop->cancel_watch, hgx_clock_now_ns());
 }
 
-/* Escalate listed cancels past their deadline: force-close their peer's ep.
+/* Escalate watched cancels past their deadline: force-close their peer's ep.
  * The close completes the ep's requests (now or in a later progress), which
- * unlists their ops; the list may change under us, so rescan after each drop.
- * Lock held. */
+ * stops their ops' watches; the watcher hands out one expired watch at a
+ * time, so that is safe. Lock held. */
 static void ucx_cancel_check(struct ucx_class *cls)
 {
-    uint64_t now = ucx_now_ms();
-    struct ucx_op *uop = cls->cancel_head;
-    while (uop) {
-        struct ucx_op *next = uop->cancel_next;
-        if (now < uop->cancel_deadline_ms) {
-            uop = next;
-            continue;
-        }
+    uint64_t now = hgx_clock_now_ns();
+    struct na_cancel_watch *watch;
+    while ((watch = na_cancel_watcher_expired(&cls->cancel_watcher, now))) {
+        struct ucx_op *uop = hgx_list_entry(watch, struct ucx_op, cancel_watch);
         struct ucx_peer *p = uop->peer;
-        ucx_cancel_unlist(uop);
-        if (p->self || p->state != UCX_CONN_UP || uop->gen != p->gen) {
-            /* Self ops end on their own; an op of a dropped ep ends with it. */
-            uop = next;
+        /* Self ops end on their own; an op of a dropped ep ends with it. */
+        if (p->self || p->state != UCX_CONN_UP || uop->gen != p->gen)
             continue;
-        }
-        HGX_LOG_WARNING(UCX,
-                        "cancelled operation to %s still pending after %u ms; dropping "
-                        "the connection",
-                        p->str, cls->escalate_ms);
+        HGX_LOG_WARNING(
+            UCX,
+            "cancelled operation to %s still pending after %llu ms; dropping "
+            "the connection",
+            p->str, (unsigned long long)(cls->cancel_watcher.timeout_ns / HGX_NS_PER_MS));
         ucx_peer_down(cls, p, true);
-        uop = cls->cancel_head;
     }
 }
 
@@ -225,13 +257,12 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
 {
     struct ucx_class *cls = ucx_cls(na_class);
     struct ucx_op *uop = ucx_op(op);
+    (void)context; /* an op's queue link finds its list */
 
     hgx_lock(&cls->lock);
     switch (uop->kind) {
     case UCX_OP_RECV_UNEXP:
-        /* NA passes the context the receive was posted on: its box. */
-        if (ucx_queue_remove(&((struct ucx_unexp_box *)context->plugin_context)->posted,
-                             uop))
+        if (ucx_queue_remove(uop)) /* off its box's posted list */
             na_op_complete(op, NA_CANCELED);
         break;
     case UCX_OP_RECV_EXP:
@@ -246,7 +277,7 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
         if (ucx_pending_remove(uop))
             na_op_complete(op, NA_CANCELED);
         else if (uop->inflight)
-            ucx_cancel_list(cls, uop);
+            ucx_cancel_watch(cls, uop);
         break;
     case UCX_OP_RMA:
         if (!na_op_cancel_requested(op) || uop->pieces == 0)
@@ -265,9 +296,9 @@ na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *
             ucx_rma_unname(cls, uop);
             ucx_rma_piece_done(uop, NA_CANCELED);
             if (sending) /* the request itself is stuck: escalate that */
-                ucx_cancel_list(cls, uop);
+                ucx_cancel_watch(cls, uop);
         } else {
-            ucx_cancel_list(cls, uop);
+            ucx_cancel_watch(cls, uop);
         }
         break;
     }

@@ -3,12 +3,13 @@
  * the region's owner.
  */
 #include "ucx_int.h"
+#include "hgx_assert.h"
 #include "hgx_wire.h"
+#include "na_seg_cursor.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Put and get are hgx's own protocol on active messages (docs/na-ucx.md):
  * UCX's put/get over tcp and shared memory trust the address and key they
@@ -35,7 +36,7 @@ struct ucx_rma_req {
 /* A peer's transfer of one of our regions, or a refusal, until its reply is
  * sent (and, for a put, its data received). */
 struct ucx_tx {
-    struct ucx_tx *prev, *next;
+    struct hgx_list link; /* in cls->txs */
     struct ucx_class *cls;
     struct ucx_mem_handle *mh; /* region read or written; NULL for a refusal */
     ucp_ep_h ep;               /* the origin's */
@@ -76,25 +77,20 @@ static size_t ucx_seg_iov(const struct ucx_mem_handle *mh, size_t off, size_t le
     return n;
 }
 
-/* Copy between two iov lists of the same total length. */
+/* Copy len bytes between two iov lists that hold them (the shared segment
+ * cursor walks both). */
 static void ucx_iov_copy(const ucp_dt_iov_t *dst, size_t nd, const ucp_dt_iov_t *src,
-                         size_t ns)
+                         size_t ns, size_t len)
 {
-    size_t di = 0, si = 0, doff = 0, soff = 0;
-    while (di < nd && si < ns) {
-        size_t n = dst[di].length - doff;
-        if (n > src[si].length - soff)
-            n = src[si].length - soff;
-        memmove((char *)dst[di].buffer + doff, (const char *)src[si].buffer + soff, n);
-        if ((doff += n) == dst[di].length) {
-            di++;
-            doff = 0;
-        }
-        if ((soff += n) == src[si].length) {
-            si++;
-            soff = 0;
-        }
-    }
+    struct na_seg_cursor cur;
+    struct na_seg_run run;
+    bool fits = na_seg_cursor_init(&cur, NA_SEG_LIST(dst, nd, length), 0,
+                                   NA_SEG_LIST(src, ns, length), 0, len);
+    HGX_ASSERT(fits); /* both lists were built for len bytes */
+    (void)fits;
+    while (na_seg_cursor_next(&cur, &run))
+        memmove((char *)dst[run.local_index].buffer + run.local_offset,
+                (const char *)src[run.remote_index].buffer + run.remote_offset, run.len);
 }
 
 /* Point param at n iov entries: one is sent as a contiguous buffer. */
@@ -189,7 +185,7 @@ static struct ucx_tx *ucx_tx_new(struct ucx_class *cls, ucp_ep_h ep,
         HGX_LOG_ERROR(UCX, "out of memory for a put/get reply; request dropped");
         return NULL;
     }
-    *tx = (struct ucx_tx){.cls = cls, .mh = mh, .ep = ep, .next = cls->tx_head};
+    *tx = (struct ucx_tx){.cls = cls, .mh = mh, .ep = ep};
     hgx_put_u32(tx->hdr, rq->put ? UCX_RMA_PUT_ACK : UCX_RMA_GET_REP);
     hgx_put_u32(tx->hdr + 4, (uint32_t)status);
     hgx_put_u64(tx->hdr + 8, rq->cookie);
@@ -197,24 +193,29 @@ static struct ucx_tx *ucx_tx_new(struct ucx_class *cls, ucp_ep_h ep,
         tx->n = ucx_seg_iov(mh, rq->offset, rq->length, tx->iov);
         mh->busy++;
     }
-    if (cls->tx_head)
-        cls->tx_head->prev = tx;
-    cls->tx_head = tx;
+    hgx_list_push_front(&cls->txs, &tx->link);
     return tx;
 }
 
-void ucx_tx_end(struct ucx_tx *tx)
+static struct ucx_tx *ucx_tx_at(struct hgx_list *link)
 {
-    struct ucx_class *cls = tx->cls;
-    if (tx->prev)
-        tx->prev->next = tx->next;
-    else
-        cls->tx_head = tx->next;
-    if (tx->next)
-        tx->next->prev = tx->prev;
+    return hgx_list_entry(link, struct ucx_tx, link);
+}
+
+static void ucx_tx_end(struct ucx_tx *tx)
+{
+    hgx_list_remove(&tx->link);
     if (tx->mh)
         tx->mh->busy--;
     free(tx);
+}
+
+/* Finalize: the transfers the closes did not end; UCX is done with them. */
+void ucx_tx_end_all(struct ucx_class *cls)
+{
+    struct hgx_list *it;
+    while ((it = hgx_list_first(&cls->txs)))
+        ucx_tx_end(ucx_tx_at(it));
 }
 
 static void ucx_tx_sent_cb(void *request, ucs_status_t status, void *user_data)
@@ -307,20 +308,22 @@ ucs_status_t ucx_am_rma_req_cb(void *arg, const void *header, size_t header_leng
         return UCS_INPROGRESS; /* UCX owns the descriptor now */
     }
     if (ret == NA_SUCCESS && rq.put)
-        ucx_iov_copy(tx->iov, tx->n, &(ucp_dt_iov_t){.buffer = data, .length = length},
-                     1);
+        ucx_iov_copy(tx->iov, tx->n, &(ucp_dt_iov_t){.buffer = data, .length = length}, 1,
+                     length);
     tx->data = ret == NA_SUCCESS && !rq.put;
     ucx_tx_reply(tx);
     return UCS_OK;
 }
 
+static bool ucx_region_busy(void *mh)
+{
+    return ((struct ucx_mem_handle *)mh)->busy > 0;
+}
+
 /* Wait, bounded, for the peers' transfers on mh to end. Lock held. */
 static void ucx_region_wait(struct ucx_class *cls, struct ucx_mem_handle *mh)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (mh->busy && ucx_ms_since(&t0) < UCX_CLOSE_MS)
-        ucp_worker_progress(cls->worker);
+    ucx_progress_while(cls, ucx_region_busy, mh);
 }
 
 /* Deregistration: transfers already at work on mh (a get's data being sent,
@@ -336,17 +339,15 @@ void ucx_region_quiesce(struct ucx_class *cls, struct ucx_mem_handle *mh)
                     "deregistering a region with %u transfers still running after %d "
                     "ms; dropping their connections",
                     mh->busy, UCX_CLOSE_MS);
-    for (struct ucx_tx *tx = cls->tx_head; tx;) {
-        struct ucx_peer *p = NULL;
-        for (struct ucx_peer *q = cls->peers; q && !p && tx->mh == mh; q = q->next)
-            if (q->ep == tx->ep && !q->self)
-                p = q;
+    for (struct hgx_list *it = cls->txs.next; it != &cls->txs;) {
+        struct ucx_tx *tx = ucx_tx_at(it);
+        struct ucx_peer *p = tx->mh == mh ? ucx_peer_of_ep(cls, tx->ep) : NULL;
         if (!p) {
-            tx = tx->next;
+            it = it->next;
             continue;
         }
         ucx_peer_down(cls, p, true); /* may end transfers: scan again */
-        tx = cls->tx_head;
+        it = cls->txs.next;
     }
     ucx_region_wait(cls, mh);
     if (mh->busy)
@@ -361,7 +362,7 @@ void ucx_rma_piece_done(struct ucx_op *uop, na_return_t ret)
         uop->rma_ret = ret;
     if (--uop->pieces > 0)
         return;
-    ucx_cancel_unlist(uop);
+    na_cancel_watch_stop(&uop->cancel_watch);
     if (uop->riov != uop->iov)
         free(uop->riov);
     uop->riov = NULL;
@@ -462,7 +463,7 @@ ucs_status_t ucx_am_rma_rep_cb(void *arg, const void *header, size_t header_leng
     if (ret != NA_SUCCESS || uop->put || !rndv) {
         if (ret == NA_SUCCESS && !uop->put)
             ucx_iov_copy(uop->riov, uop->riov_n,
-                         &(ucp_dt_iov_t){.buffer = data, .length = length}, 1);
+                         &(ucp_dt_iov_t){.buffer = data, .length = length}, 1, length);
         ucx_rma_piece_done(uop, ret);
         return UCS_OK;
     }
@@ -504,9 +505,9 @@ static void ucx_rma_self(struct ucx_class *cls, struct ucx_op *uop,
         ucp_dt_iov_t riov[UCX_MAX_SEGMENTS];
         size_t rn = ucx_seg_iov(mh, a->roff, a->size, riov);
         if (a->put)
-            ucx_iov_copy(riov, rn, uop->riov, uop->riov_n);
+            ucx_iov_copy(riov, rn, uop->riov, uop->riov_n, a->size);
         else
-            ucx_iov_copy(uop->riov, uop->riov_n, riov, rn);
+            ucx_iov_copy(uop->riov, uop->riov_n, riov, rn, a->size);
     }
     uop->pieces = 1;
     ucx_rma_piece_done(uop, ret);
@@ -570,7 +571,7 @@ static na_return_t ucx_rma_send(struct ucx_class *cls, struct ucx_op *uop,
                              .length = a->size};
     ucx_rma_req_write(uop->stage, &rq);
     if (p->state != UCX_CONN_UP) {
-        ucx_queue_push(&p->pend, uop);
+        hgx_list_push_back(&p->pend, &uop->qlink);
         ucx_queued_add(cls, 1);
         return NA_SUCCESS;
     }

@@ -5,17 +5,16 @@
 #include "hgx_clock.h"
 #include "hgx_param.h"
 
-void na_cancel_watcher_init(struct na_cancel_watcher *w)
+void na_cancel_watcher_init_param(struct na_cancel_watcher *w,
+                                  const struct hgx_param *timeout_ms)
 {
     hgx_list_init(&w->pending);
-    w->timeout_ns =
-        (uint64_t)hgx_param_get_int(&hgx_param_na_cancel_timeout_ms) * HGX_NS_PER_MS;
+    w->timeout_ns = (uint64_t)hgx_param_get_int(timeout_ms) * HGX_NS_PER_MS;
 }
 
-void na_cancel_watch_init(struct na_cancel_watch *watch)
+void na_cancel_watcher_init(struct na_cancel_watcher *w)
 {
-    hgx_list_init(&watch->link);
-    watch->deadline_ns = 0;
+    na_cancel_watcher_init_param(w, &hgx_param_na_cancel_timeout_ms);
 }
 
 void na_cancel_watch_start(struct na_cancel_watcher *w, struct na_cancel_watch *watch,
@@ -25,11 +24,6 @@ void na_cancel_watch_start(struct na_cancel_watcher *w, struct na_cancel_watch *
         return;
     watch->deadline_ns = now_ns + w->timeout_ns;
     hgx_list_push_back(&w->pending, &watch->link);
-}
-
-void na_cancel_watch_stop(struct na_cancel_watch *watch)
-{
-    hgx_list_remove(&watch->link);
 }
 
 bool na_cancel_watch_running(const struct na_cancel_watch *watch)
