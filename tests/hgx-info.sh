@@ -42,13 +42,18 @@ if [ -z "$missing" ]; then pass "listing has$expect lo"; else bad "listing lacks
 # --- --params: every parameter with its scope, type and default; a set one shows its value
 HGX_NA_SPIN_US=17 "$info" --params >"$out" 2>&1
 rc=$?
-if [ $rc -eq 0 ] && grep -Eq '^  HGX_NA_SPIN_US +core +int +default 50, range 0-100000, now "17"$' "$out" &&
+if [ $rc -eq 0 ] && grep -Eq '^  HGX_NA_SPIN_US +core +int +default 50, range 0..100000, now "17"$' "$out" &&
     grep -Eq '^  HG_LOG_LEVEL +core +string +default error(, now .*)?$' "$out" &&
     grep -q '^  HGX_NA_UNEXPECTED_MAX ' "$out"; then
     pass "--params lists $(grep -c '^  [A-Z]' "$out") parameters, HGX_NA_SPIN_US=17 shown as set"
 else
     bad "--params (exit $rc)"
 fi
+# each built plugin lists its own, under its name
+missing=
+have UCX && { grep -Eq '^  HGX_UCX_SEND_WINDOW +ucx +int ' "$out" || missing="$missing ucx"; }
+have MPI && { grep -Eq '^  HGX_MPI_SERVICE +mpi +string +default hgx' "$out" || missing="$missing mpi"; }
+if [ -z "$missing" ]; then pass "--params lists the plugins' own parameters"; else bad "--params lacks the parameters of:$missing"; fi
 
 # --- --listen: the advertised address, and a clear error for a bad info
 if have OFI; then

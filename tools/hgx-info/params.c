@@ -33,7 +33,7 @@ int hgx_info_list_params(void)
         format_default(&p, def, sizeof def);
         printf("  %-28s %-5s %-6s default %s", p.name, p.scope, p.type, def);
         if (strcmp(p.type, "int") == 0 || strcmp(p.type, "size") == 0)
-            printf(", range %lld-%lld", p.min, p.max);
+            printf(", range %lld..%lld", p.min, p.max);
         if (p.value)
             printf(", now \"%s\"", p.value);
         printf("\n      %s\n", p.help);
