@@ -531,21 +531,35 @@ static void test_idle(void **state)
     assert_int_equal(HG_Progress(env->cli_ctx, 10), HG_TIMEOUT);
 }
 
-/* Margo's comm_unreachable: the lookup succeeds, the forward fails by itself. */
+/* A name of this transport no process answers: a port nobody listens on, or
+ * for ofi+shm a process id at pid_max (ids stay below it). */
+static bool unreachable_name(const struct env *env, char *name, size_t size)
+{
+    const char *sep = strstr(env->addr_str, "://");
+    int plen = (int)(sep - env->addr_str);
+
+    if (strncmp(env->addr_str, "ofi+shm", 7) != 0)
+        return snprintf(name, size, "%.*s://127.0.0.1:1", plen, env->addr_str) <
+               (int)size;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+    long pid_max = 0;
+    if (!f)
+        return false;
+    bool ok = fscanf(f, "%ld", &pid_max) == 1 && pid_max > 0;
+    fclose(f);
+    return ok && snprintf(name, size, "ofi+shm://%ld:0:0", pid_max) < (int)size;
+}
+
+/* Margo's comm_unreachable: the lookup succeeds, the forward fails by itself
+ * (Margo gives it 2 s; see docs/mercury-compat.md for OFI's 5 s). */
 static void test_unreachable(void **state)
 {
     struct env *env = *state;
     char name[TEST_ADDR_MAX];
-    const char *sep = strstr(env->addr_str, "://");
     hg_addr_t a = HG_ADDR_NULL;
     hg_handle_t h;
 
-    if (!strstr(env->info, "tcp")) {
-        printf("# %s: no port to leave unbound on this transport\n", env->info);
-        return;
-    }
-    snprintf(name, sizeof(name), "%.*s://127.0.0.1:1", (int)(sep - env->addr_str),
-             env->addr_str);
+    assert_true(unreachable_name(env, name, sizeof(name)));
     assert_int_equal(HG_Addr_lookup2(env->cli, name, &a), HG_SUCCESS);
     assert_int_equal(HG_Create(env->cli_ctx, a, env->echo_id, &h), HG_SUCCESS);
     double start = test_now();
