@@ -568,6 +568,18 @@ static void test_unreachable(void **state)
     assert_int_not_equal(ret, HG_TIMEOUT);
     assert_int_not_equal(ret, HG_CANCELED);
     assert_true(test_now() - start < 10.0);
+
+    /* Mercury's kill test: a forward to the dead peer canceled at once ends
+     * with HG_CANCELED without waiting for the transport to give up. */
+    pair_t in = {.x = 2, .s = (hg_string_t) "dead"};
+    struct in_args args = {.user_cb = hg_proc_pair_t, .user_args = &in};
+    struct fwd f = {0};
+    start = test_now();
+    assert_int_equal(HG_Forward(h, fwd_cb, &f, &args), HG_SUCCESS);
+    assert_int_equal(HG_Cancel(h), HG_SUCCESS);
+    loop_until(env, &f.done);
+    assert_int_equal(f.ret, HG_CANCELED);
+    assert_true(test_now() - start < 2.0);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
     assert_int_equal(HG_Addr_free(env->cli, a), HG_SUCCESS);
 }
