@@ -657,6 +657,12 @@ static void test_bulk_access(void **state)
     assert_ptr_equal(got, buf);
     assert_int_equal(got_size, sizeof(buf));
     assert_int_equal(count, 1);
+    /* Mercury's bulk callbacks ask for the pointer alone. */
+    got = NULL;
+    assert_int_equal(
+        HG_Bulk_access(b, 0, sizeof(buf), HG_BULK_READ_ONLY, 1, &got, NULL, NULL),
+        HG_SUCCESS);
+    assert_ptr_equal(got, buf);
     assert_int_equal(HG_Bulk_free(b), HG_SUCCESS);
 }
 
