@@ -734,6 +734,17 @@ static void test_bulk_edges(void **state)
     assert_int_equal(HG_Bulk_free(copy), HG_SUCCESS);
     assert_int_equal(HG_Bulk_free(owned), HG_SUCCESS);
     assert_int_equal(HG_Bulk_free(empty), HG_SUCCESS);
+
+    /* Mercury's test server sizes its local handle from the origin's: 0 too. */
+    hg_size_t zero = 0;
+    hg_bulk_t none;
+    assert_int_equal(HG_Bulk_create(env->srv, 1, NULL, &zero, HG_BULK_READWRITE, &none),
+                     HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_size(none), 0);
+    assert_int_equal(HG_Bulk_access(none, 0, 0, HG_BULK_READ_ONLY, 1, &mem, NULL, &n),
+                     HG_SUCCESS);
+    assert_int_equal(n, 0);
+    assert_int_equal(HG_Bulk_free(none), HG_SUCCESS);
 }
 
 static const struct CMUnitTest transport_tests[] = {
