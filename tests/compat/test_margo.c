@@ -36,6 +36,7 @@
 #include "../test_common.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,6 +639,195 @@ static void test_lookup_threads(void **state)
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
 
+/* Mercury's test server and clients, threaded as they are: the server runs
+ * HG_Progress() in one thread and a blocking HG_Trigger() in another, its
+ * handlers hand the request to worker threads that decode, respond and
+ * destroy; client threads forward on their own handles while all of them
+ * progress and trigger the one client context. */
+#define POOL_WORKERS 2
+#define CLIENT_THREADS 4
+#define CLIENT_RPCS 25
+
+struct pool {
+    struct env *env;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    hg_handle_t queue[CLIENT_THREADS];
+    int n;
+    atomic_int handled;
+    atomic_bool stop;
+};
+
+static hg_return_t pooled_rpc(hg_handle_t handle)
+{
+    const struct hg_info *hgi = HG_Get_info(handle);
+    struct pool *pool = HG_Registered_data(hgi->hg_class, hgi->id);
+    pthread_mutex_lock(&pool->lock);
+    assert_true(pool->n < CLIENT_THREADS); /* one request per client thread */
+    pool->queue[pool->n++] = handle;
+    pthread_cond_signal(&pool->cond);
+    pthread_mutex_unlock(&pool->lock);
+    return HG_SUCCESS;
+}
+
+static void *pool_worker(void *arg)
+{
+    struct pool *pool = arg;
+    for (;;) {
+        pthread_mutex_lock(&pool->lock);
+        while (pool->n == 0 && !atomic_load(&pool->stop))
+            pthread_cond_wait(&pool->cond, &pool->lock);
+        hg_handle_t h = pool->n ? pool->queue[--pool->n] : HG_HANDLE_NULL;
+        pthread_mutex_unlock(&pool->lock);
+        if (!h)
+            return NULL;
+        pair_t in = {0};
+        struct in_args args = {.user_cb = hg_proc_pair_t, .user_args = &in};
+        pair_t out = {.x = -1, .s = (hg_string_t) "pool"};
+        if (HG_Get_input(h, &args) == HG_SUCCESS) {
+            out.x = in.x + 1;
+            HG_Free_input(h, &args);
+        }
+        struct out_args oargs = {.user_cb = hg_proc_pair_t, .user_args = &out};
+        if (HG_Respond(h, NULL, NULL, &oargs) == HG_SUCCESS)
+            atomic_fetch_add(&pool->handled, 1);
+        HG_Destroy(h);
+    }
+}
+
+static void *server_progress(void *arg)
+{
+    struct pool *pool = arg;
+    while (!atomic_load(&pool->stop)) {
+        hg_return_t ret = HG_Progress(pool->env->srv_ctx, 100);
+        if (ret != HG_SUCCESS && ret != HG_TIMEOUT)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void *server_trigger(void *arg)
+{
+    struct pool *pool = arg;
+    while (!atomic_load(&pool->stop)) {
+        hg_return_t ret = HG_Trigger(pool->env->srv_ctx, 200, 1, NULL);
+        if (ret != HG_SUCCESS && ret != HG_TIMEOUT)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+struct client_rpc {
+    atomic_int done;
+    hg_return_t ret;
+    int64_t x;
+};
+
+static hg_return_t client_rpc_done(const struct hg_cb_info *info)
+{
+    struct client_rpc *c = info->arg;
+    pair_t out = {0};
+    struct out_args oargs = {.user_cb = hg_proc_pair_t, .user_args = &out};
+    c->ret = info->ret;
+    if (c->ret == HG_SUCCESS) {
+        c->ret = HG_Get_output(info->info.forward.handle, &oargs);
+        if (c->ret == HG_SUCCESS && out.x != c->x + 1)
+            c->ret = HG_FAULT;
+        if (c->ret == HG_SUCCESS)
+            c->ret = HG_Free_output(info->info.forward.handle, &oargs);
+    }
+    atomic_store(&c->done, 1);
+    return HG_SUCCESS;
+}
+
+static hg_id_t pooled_id;
+
+static void *client_thread(void *arg)
+{
+    struct env *env = arg;
+    hg_handle_t h;
+    if (HG_Create(env->cli_ctx, env->srv_addr, pooled_id, &h) != HG_SUCCESS)
+        return (void *)1;
+    for (int i = 0; i < CLIENT_RPCS; i++) {
+        struct client_rpc c = {.x = i};
+        pair_t in = {.x = i, .s = (hg_string_t) "thread"};
+        struct in_args args = {.user_cb = hg_proc_pair_t, .user_args = &in};
+        atomic_init(&c.done, 0);
+        if (HG_Forward(h, client_rpc_done, &c, &args) != HG_SUCCESS) {
+            HG_Destroy(h);
+            return (void *)1;
+        }
+        double end = test_now() + LOOP_TIMEOUT;
+        while (!atomic_load(&c.done) && test_now() < end) {
+            unsigned int n;
+            do
+                n = 0;
+            while (HG_Trigger(env->cli_ctx, 0, 100, &n) == HG_SUCCESS && n > 0);
+            if (!atomic_load(&c.done))
+                HG_Progress(env->cli_ctx, 0);
+        }
+        if (!atomic_load(&c.done) || c.ret != HG_SUCCESS) {
+            if (!atomic_load(&c.done))
+                HG_Cancel(h);
+            /* Stay until the callback ran: c lives on this stack. */
+            while (!atomic_load(&c.done)) {
+                HG_Progress(env->cli_ctx, 10);
+                HG_Trigger(env->cli_ctx, 0, 100, NULL);
+            }
+            HG_Destroy(h);
+            return (void *)1;
+        }
+    }
+    HG_Destroy(h);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    struct env *env = *state;
+    static struct pool pool;
+    pthread_t workers[POOL_WORKERS], progress, trigger, clients[CLIENT_THREADS];
+    void *failed;
+
+    pool = (struct pool){.env = env, .n = 0};
+    atomic_init(&pool.handled, 0);
+    atomic_init(&pool.stop, false);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.cond, NULL);
+    pooled_id = HG_Register_name(env->srv, "pooled", in_proc, out_proc, pooled_rpc);
+    assert_int_equal(HG_Register_data(env->srv, pooled_id, &pool, NULL), HG_SUCCESS);
+    assert_true(HG_Register_name(env->cli, "pooled", in_proc, out_proc, NULL) ==
+                pooled_id);
+
+    for (int i = 0; i < POOL_WORKERS; i++)
+        assert_int_equal(pthread_create(&workers[i], NULL, pool_worker, &pool), 0);
+    assert_int_equal(pthread_create(&progress, NULL, server_progress, &pool), 0);
+    assert_int_equal(pthread_create(&trigger, NULL, server_trigger, &pool), 0);
+    for (int i = 0; i < CLIENT_THREADS; i++)
+        assert_int_equal(pthread_create(&clients[i], NULL, client_thread, env), 0);
+    int client_failures = 0;
+    for (int i = 0; i < CLIENT_THREADS; i++) {
+        assert_int_equal(pthread_join(clients[i], &failed), 0);
+        client_failures += failed != NULL;
+    }
+    atomic_store(&pool.stop, true);
+    pthread_mutex_lock(&pool.lock);
+    pthread_cond_broadcast(&pool.cond);
+    pthread_mutex_unlock(&pool.lock);
+    int server_failures = 0;
+    for (int i = 0; i < POOL_WORKERS; i++)
+        assert_int_equal(pthread_join(workers[i], NULL), 0);
+    assert_int_equal(pthread_join(progress, &failed), 0);
+    server_failures += failed != NULL;
+    assert_int_equal(pthread_join(trigger, &failed), 0);
+    server_failures += failed != NULL;
+    pthread_cond_destroy(&pool.cond);
+    pthread_mutex_destroy(&pool.lock);
+    assert_int_equal(client_failures, 0);
+    assert_int_equal(server_failures, 0);
+    assert_int_equal(atomic_load(&pool.handled), CLIENT_THREADS * CLIENT_RPCS);
+}
+
 /* Margo's bulk pool reads its buffers back with HG_Bulk_access. */
 static void test_bulk_access(void **state)
 {
@@ -748,12 +938,19 @@ static void test_bulk_edges(void **state)
 }
 
 static const struct CMUnitTest transport_tests[] = {
-    cmocka_unit_test(test_handle_cache),   cmocka_unit_test(test_addr_args),
-    cmocka_unit_test(test_registration),   cmocka_unit_test(test_noentry),
-    cmocka_unit_test(test_cancel_dropped), cmocka_unit_test(test_no_response),
-    cmocka_unit_test(test_target_id),      cmocka_unit_test(test_target_id_unknown),
-    cmocka_unit_test(test_idle),           cmocka_unit_test(test_bulk_access),
-    cmocka_unit_test(test_bulk_edges),     cmocka_unit_test(test_lookup_threads),
+    cmocka_unit_test(test_handle_cache),
+    cmocka_unit_test(test_addr_args),
+    cmocka_unit_test(test_registration),
+    cmocka_unit_test(test_noentry),
+    cmocka_unit_test(test_cancel_dropped),
+    cmocka_unit_test(test_no_response),
+    cmocka_unit_test(test_target_id),
+    cmocka_unit_test(test_target_id_unknown),
+    cmocka_unit_test(test_idle),
+    cmocka_unit_test(test_bulk_access),
+    cmocka_unit_test(test_bulk_edges),
+    cmocka_unit_test(test_lookup_threads),
+    cmocka_unit_test(test_threads),
     cmocka_unit_test(test_unreachable), /* last: busy runs leave it out */
 };
 
