@@ -478,6 +478,28 @@ static void test_no_response(void **state)
         progress_ctx(env->cli_ctx);
     }
     assert_int_equal(env->handled, before + 1);
+
+    /* Mercury's one-way input overflow: a string twice the eager size. */
+    size_t len = 2 * HG_Class_get_input_eager_size(env->cli);
+    char *big = malloc(len + 1);
+    assert_non_null(big);
+    memset(big, 'o', len);
+    big[len] = '\0';
+    pair_t in = {.x = 5, .s = big};
+    struct in_args args = {.header = {.parent_rpc_id = PARENT_ID},
+                           .user_cb = hg_proc_pair_t,
+                           .user_args = &in};
+    struct fwd f = {0};
+    assert_int_equal(HG_Forward(h, fwd_cb, &f, &args), HG_SUCCESS);
+    loop_until(env, &f.done);
+    assert_int_equal(f.ret, HG_SUCCESS);
+    free(big); /* the origin's part is over: the target must not need it */
+    end = test_now() + LOOP_TIMEOUT;
+    while (env->handled == before + 1 && test_now() < end) {
+        progress_ctx(env->srv_ctx);
+        progress_ctx(env->cli_ctx);
+    }
+    assert_int_equal(env->handled, before + 2);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
 
