@@ -297,6 +297,36 @@ HG_PUBLIC hg_return_t hgx_get_count(const hgx_status_t *status, hg_size_t *count
  */
 HG_PUBLIC hg_return_t hgx_request_free(hgx_request_t *req);
 
+/**
+ * One environment parameter the library reads (hgx_param_get_info()).
+ * Strings point into the library and stay valid until the program exits,
+ * except \c value, which is the environment's and changes with it.
+ */
+struct hgx_param_info {
+    const char *name;  /**< the environment variable */
+    const char *scope; /**< "core", or the NA plugin that reads it ("ofi", ...) */
+    const char *type;  /**< "int", "bool", "size" (bytes, k/m/g suffix) or "string" */
+    const char *help;  /**< one line: what it changes */
+    const char *value; /**< the variable's current text; NULL when unset */
+    long long def;     /**< default of an int, size or bool (0/1) parameter */
+    long long min;     /**< lowest accepted value of an int or size parameter */
+    long long max;     /**< highest accepted value of an int or size parameter */
+    const char *def_string; /**< default of a string parameter (may be NULL) */
+};
+
+/**
+ * Describe the index-th parameter the library reads from the environment:
+ * the core's first, then each built NA plugin's. Parameters are read when a
+ * class is initialized; a value out of range is logged and the default used.
+ * Iterate from 0 until HG_NOENTRY. No MPI analogue (MPI_T_cvar_get_info is
+ * the closest). Thread-safe; needs no initialized class.
+ * \param[in] index  position in the list, from 0
+ * \param[out] info  the description
+ * \return HG_SUCCESS; HG_NOENTRY (index past the last parameter);
+ *         HG_INVALID_ARG (NULL info)
+ */
+HG_PUBLIC hg_return_t hgx_param_get_info(unsigned int index, struct hgx_param_info *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,9 @@
 #!/bin/sh
 # hgx-info.sh -- hgx-info lists the built protocols and versions, --listen
 # prints a loopback address with its port and rejects an unknown protocol,
-# --ping gets three answers from --serve servers on ofi+tcp and ucx+tcp, and a
-# ping to a closed port fails within its timeout. Traffic stays on lo.
+# --params lists the parameters with a set value shown, --ping gets three
+# answers from --serve servers on ofi+tcp and ucx+tcp, and a ping to a closed
+# port fails within its timeout. Traffic stays on lo.
 set -u
 name=hgx-info
 info=${top_builddir:-.}/hgx-info
@@ -37,6 +38,17 @@ for word in $expect; do
 done
 grep -q "^  lo .* loopback 127\.0\.0\.1" "$out" || missing="$missing lo"
 if [ -z "$missing" ]; then pass "listing has$expect lo"; else bad "listing lacks$missing"; fi
+
+# --- --params: every parameter with its scope, type and default; a set one shows its value
+HGX_NA_SPIN_US=17 "$info" --params >"$out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -Eq '^  HGX_NA_SPIN_US +core +int +default 50, range 0-100000, now "17"$' "$out" &&
+    grep -Eq '^  HG_LOG_LEVEL +core +string +default error(, now .*)?$' "$out" &&
+    grep -q '^  HGX_NA_UNEXPECTED_MAX ' "$out"; then
+    pass "--params lists $(grep -c '^  [A-Z]' "$out") parameters, HGX_NA_SPIN_US=17 shown as set"
+else
+    bad "--params (exit $rc)"
+fi
 
 # --- --listen: the advertised address, and a clear error for a bad info
 if have OFI; then

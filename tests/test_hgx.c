@@ -7,6 +7,7 @@
 #include "test_common.h"
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,38 @@ static void test_null_and_inactive(void **state)
     assert_int_equal(hgx_wait(NULL, &st), HG_INVALID_ARG);
     assert_int_equal(hgx_start(&r), HG_INVALID_ARG);
     assert_int_equal(hgx_test_cancelled(NULL, &flag), HG_INVALID_ARG);
+}
+
+/* The parameter list: the core's parameters first, each described, the
+ * environment's value shown, HG_NOENTRY past the end, NULL refused. */
+static void test_param_info(void **state)
+{
+    (void)state;
+    struct hgx_param_info p;
+    unsigned int n = 0;
+    bool spin_seen = false;
+
+    assert_int_equal(setenv("HGX_NA_SPIN_US", "42", 1), 0);
+    while (hgx_param_get_info(n, &p) == HG_SUCCESS) {
+        assert_non_null(p.name);
+        assert_non_null(p.scope);
+        assert_non_null(p.type);
+        assert_non_null(p.help);
+        if (n == 0)
+            assert_string_equal(p.scope, "core");
+        if (strcmp(p.name, "HGX_NA_SPIN_US") == 0) {
+            spin_seen = true;
+            assert_string_equal(p.type, "int");
+            assert_non_null(p.value);
+            assert_string_equal(p.value, "42");
+            assert_true(p.min <= p.def && p.def <= p.max);
+        }
+        n++;
+    }
+    assert_int_equal(unsetenv("HGX_NA_SPIN_US"), 0);
+    assert_true(spin_seen);
+    assert_int_equal(hgx_param_get_info(n, &p), HG_NOENTRY);
+    assert_int_equal(hgx_param_get_info(0, NULL), HG_INVALID_ARG);
 }
 
 /* iforward + wait: output readable with HG_Get_output, request freed. */
@@ -497,7 +530,7 @@ int main(void)
         cmocka_unit_test(test_timeouts),          cmocka_unit_test(test_bulk_cancel_race),
         cmocka_unit_test(test_free_active),       cmocka_unit_test(test_many_deadlines),
         cmocka_unit_test(test_deadline_order),    cmocka_unit_test(test_two_contexts),
-        cmocka_unit_test(test_duplicate_in_set),
+        cmocka_unit_test(test_duplicate_in_set),  cmocka_unit_test(test_param_info),
     };
     for (size_t i = 0; i < n; i++) {
         char name[64];

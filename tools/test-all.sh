@@ -44,7 +44,7 @@ status=$history_status
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
 mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
 mpitests/test_na_mpi_compat.sh mpitests/test_na_conformance_mpi.sh \
-mpitests/test_na_mpi_single.sh tests/test_emul_state tests/multihost/mpi-static.sh"
+mpitests/test_na_mpi_single.sh mpitests/test_na_mpi_held.sh tests/test_emul_state tests/multihost/mpi-static.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
@@ -112,15 +112,17 @@ if ! make -C "$top/build-ci/openmpi" doc >"$logdir/doc.log" 2>&1 ||
     status=1
 fi
 
-# The release: the tarball must build, pass its tests, install and uninstall
-# cleanly outside the source tree (Makefile.am: distcheck-quick says which tests).
-echo "=== [distcheck] make distcheck-quick"
-if make -C "$top/build-ci/openmpi" distcheck-quick >"$logdir/distcheck.log" 2>&1 &&
+# The release: the tarball must build, pass every test of its configuration,
+# install and uninstall cleanly outside the source tree (Makefile.am says how
+# it is configured). The namespace tests, already run above as root, skip.
+echo "=== [distcheck] make distcheck"
+if HGX_NO_NETNS_TESTS=1 make -C "$top/build-ci/openmpi" distcheck >"$logdir/distcheck.log" 2>&1 &&
     grep -q "archives ready for distribution" "$logdir/distcheck.log"; then
+    grep -E "^# (TOTAL|PASS|SKIP|FAIL|ERROR):" "$logdir/distcheck.log"
     grep -A1 "archives ready for distribution" "$logdir/distcheck.log"
 else
     tail -40 "$logdir/distcheck.log"
-    echo "hgx CI: make distcheck-quick failed"
+    echo "hgx CI: make distcheck failed"
     status=1
 fi
 

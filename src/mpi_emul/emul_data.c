@@ -10,24 +10,18 @@
 
 void emul_rx_add(struct hgx_emul *e, struct rxlink *l, int tag)
 {
-    if (l->on)
+    if (emul_rx_on(l))
         return;
     l->tag = tag;
-    l->next = &e->rx_head;
-    l->prev = e->rx_head.prev;
-    e->rx_head.prev->next = l;
-    e->rx_head.prev = l;
-    l->on = true;
+    hgx_list_push_back(&e->rx, &l->link);
     e->nrx++;
 }
 
 void emul_rx_del(struct hgx_emul *e, struct rxlink *l)
 {
-    if (!l->on)
+    if (!emul_rx_on(l))
         return;
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    l->on = false;
+    hgx_list_remove(&l->link);
     e->nrx--;
 }
 
@@ -119,7 +113,7 @@ void emul_chunk_recv(struct hgx_emul *e, MPI_Message *msg, void *ptr, int count,
  * which use of its id) and source, then checked against the chunk it would
  * be before anything is received (emul_origin_data, emul_target_data); other tags are
  * strays. */
-static void data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
+static void emul_data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = MPI_UNDEFINED; /* stays so above INT_MAX bytes */
     MPI_Get_count(st, MPI_BYTE, &count);
@@ -137,7 +131,7 @@ static void data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 
 void hgx_emul_data_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
-    data_msg(e, msg, st);
+    emul_data_msg(e, msg, st);
 }
 
 /* Separate data communicator: one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG)
@@ -160,7 +154,7 @@ int emul_data_take_any(struct hgx_emul *e)
         }
         if (!flag)
             break;
-        data_msg(e, &msg, &st);
+        emul_data_msg(e, &msg, &st);
         n++;
     }
     return n;
@@ -183,8 +177,11 @@ int emul_data_take_tags(struct hgx_emul *e)
     }
     /* Copied first: taking a chunk can end transfers (unlink them). */
     unsigned ntags = 0;
-    for (struct rxlink *l = e->rx_head.next; l != &e->rx_head; l = l->next)
-        e->rx_tags[ntags++] = l->tag;
+    struct hgx_list *it;
+    hgx_list_for_each(it, &e->rx)
+    {
+        e->rx_tags[ntags++] = hgx_list_entry(it, struct rxlink, link)->tag;
+    }
     int n = 0;
     for (unsigned i = 0; i < ntags && n < DATA_BATCH; i++) {
         int flag = 1;
@@ -198,7 +195,7 @@ int emul_data_take_tags(struct hgx_emul *e)
                 return n;
             }
             if (flag) {
-                data_msg(e, &msg, &st);
+                emul_data_msg(e, &msg, &st);
                 n++;
             }
         }

@@ -8,6 +8,8 @@
 #include "hgx_emul.h"
 
 #include "emul_state.h"
+#include "hgx_clock.h"
+#include "hgx_list.h"
 #include "hgx_log.h"
 
 #include <limits.h>
@@ -63,12 +65,23 @@ extern atomic_ulong hgx_emul_ctr[C_N];
 
 /* A transfer that receives data chunks: listed while more can come for it
  * (the per-tag probes of a shared communicator walk the list; its length
- * gates the probes of a separate data communicator). */
+ * gates the probes of a separate data communicator). The record that embeds
+ * it starts it unlinked (emul_rx_init). */
 struct rxlink {
-    struct rxlink *prev, *next;
+    struct hgx_list link; /* on hgx_emul.rx */
     int tag;
-    bool on;
 };
+
+static inline void emul_rx_init(struct rxlink *l)
+{
+    hgx_list_init(&l->link);
+}
+
+/* Whether more chunks can come for the transfer (it is listed). */
+static inline bool emul_rx_on(const struct rxlink *l)
+{
+    return hgx_list_linked(&l->link);
+}
 
 struct hgx_emul_oreq {
     struct hgx_emul *e;
@@ -110,9 +123,9 @@ struct trec { /* target side of one request */
     struct rxlink rx;   /* put */
     uint64_t expire_at; /* put after ABORT: stop waiting for its chunks */
     uint64_t last_us;   /* put: CTS sent or last chunk taken (target bound) */
-    struct trec *anext; /* aborted puts still taking chunks */
-    struct trec *hnext; /* index chain, newest first */
-    struct trec *pnext; /* pending (RECEIVED) FIFO of this batch */
+    struct hgx_list alink; /* on hgx_emul.aborted: aborted puts still taking chunks */
+    struct hgx_list hlink; /* on its hgx_emul.index bucket, newest first */
+    struct hgx_list plink; /* on hgx_emul.pend: RECEIVED in this batch, in order */
 };
 
 struct tomb {
@@ -121,9 +134,9 @@ struct tomb {
 };
 
 struct hgx_emul {
-    MPI_Comm comm;         /* control packets */
-    MPI_Comm dcomm;        /* data chunks (comm unless hgx_emul_set_data_comm) */
-    struct rxlink rx_head; /* receiving transfers (circular list) */
+    MPI_Comm comm;      /* control packets */
+    MPI_Comm dcomm;     /* data chunks (comm unless hgx_emul_set_data_comm) */
+    struct hgx_list rx; /* receiving transfers (struct rxlink) */
     unsigned nrx;
     int *rx_tags; /* shared communicator: the tags to probe, copied per pass */
     unsigned rx_cap;
@@ -145,10 +158,10 @@ struct hgx_emul {
     uint64_t idle_check_at; /* next scan for such puts */
     unsigned ntrec;         /* target records of this instance */
     /* target */
-    struct trec *index[TBUCKETS];
-    struct trec *pend_head, *pend_tail;
-    struct trec *aborted; /* puts after ABORT whose chunks can still come */
-    uint64_t *maxseq;     /* per origin rank: highest request seq received (0: none) */
+    struct hgx_list index[TBUCKETS]; /* struct trec by (origin, request id) */
+    struct hgx_list pend;            /* struct trec RECEIVED in this batch, FIFO */
+    struct hgx_list aborted; /* struct trec: puts after ABORT, chunks may still come */
+    uint64_t *maxseq;        /* per origin rank: highest request seq received (0: none) */
     struct tomb tombs[NTOMB];
     unsigned ntombs, tomb_next;
     bool closing;
@@ -159,38 +172,38 @@ struct hgx_emul {
 /*------------------------------------------------------------ states */
 
 /* Every move of a state machine goes through these (emul_state.h). */
-static inline void oreq_set_xfer(struct hgx_emul_oreq *o, enum hgx_emul_oxfer to)
+static inline void emul_oreq_set_xfer(struct hgx_emul_oreq *o, enum hgx_emul_oxfer to)
 {
     hgx_emul_move(HGX_EMUL_M_OXFER, o->xfer, to, o->id, o->peer);
     o->xfer = to;
 }
 
-static inline void oreq_set_cancel(struct hgx_emul_oreq *o, enum hgx_emul_ocancel to)
+static inline void emul_oreq_set_cancel(struct hgx_emul_oreq *o, enum hgx_emul_ocancel to)
 {
     hgx_emul_move(HGX_EMUL_M_OCANCEL, o->cancel, to, o->id, o->peer);
     o->cancel = to;
 }
 
-static inline void trec_set_state(struct trec *t, enum hgx_emul_tstate to)
+static inline void emul_trec_set_state(struct trec *t, enum hgx_emul_tstate to)
 {
     hgx_emul_move(HGX_EMUL_M_TARGET, t->state, to, t->pkt.req_id, t->src);
     t->state = to;
 }
 
-static inline bool oreq_completed(const struct hgx_emul_oreq *o)
+static inline bool emul_oreq_completed(const struct hgx_emul_oreq *o)
 {
     return o->done == NULL;
 }
 
 /* Cancelled locally: no answer came within the bound (whatever came later). */
-static inline bool oreq_zombie(const struct hgx_emul_oreq *o)
+static inline bool emul_oreq_zombie(const struct hgx_emul_oreq *o)
 {
     return o->cancel == HGX_EMUL_OC_ZOMBIE || o->cancel == HGX_EMUL_OC_ZOMBIE_YES ||
            o->cancel == HGX_EMUL_OC_ZOMBIE_NO || o->cancel == HGX_EMUL_OC_EXPIRED;
 }
 
 /* The target answered CANCELYES: it dropped the request, no data moved. */
-static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
+static inline bool emul_oreq_cancel_yes(const struct hgx_emul_oreq *o)
 {
     return o->cancel == HGX_EMUL_OC_YES || o->cancel == HGX_EMUL_OC_ZOMBIE_YES;
 }
@@ -200,7 +213,6 @@ static inline bool oreq_cancel_yes(const struct hgx_emul_oreq *o)
 #pragma GCC visibility push(hidden)
 
 /* hgx_emul.c */
-uint64_t emul_now_us(void);
 void emul_err_log(const char *what, int rc);
 
 /* emul_registry.c */

@@ -21,7 +21,7 @@ void emul_oreq_free(struct hgx_emul_oreq *o)
     free(o);
 }
 
-static void oreq_complete(struct hgx_emul_oreq *o, na_return_t ret)
+static void emul_oreq_complete(struct hgx_emul_oreq *o, na_return_t ret)
 {
     hgx_emul_done_fn done = o->done;
     o->done = NULL;
@@ -30,7 +30,7 @@ static void oreq_complete(struct hgx_emul_oreq *o, na_return_t ret)
 }
 
 /* put: cancel the data sends MPI still holds (it may not cancel them). */
-static void oreq_cancel_sends(struct hgx_emul_oreq *o)
+static void emul_oreq_cancel_sends(struct hgx_emul_oreq *o)
 {
     for (uint32_t i = 0; i < o->nchunks; i++)
         if (!o->cdone[i])
@@ -41,7 +41,7 @@ static void oreq_cancel_sends(struct hgx_emul_oreq *o)
 /* The single place that decides an origin request's outcome and its end.
  * Callback: once MPI holds nothing of the caller's memory for it and the
  * outcome is known. Free: once nothing more can arrive for its id. */
-static void oreq_step(struct hgx_emul_oreq *o)
+static void emul_oreq_step(struct hgx_emul_oreq *o)
 {
     struct hgx_emul *e = o->e;
     if (e->closing) {
@@ -51,12 +51,12 @@ static void oreq_step(struct hgx_emul_oreq *o)
     }
     if (o->outstanding > 0)
         return;
-    if (!oreq_completed(o)) {
+    if (!emul_oreq_completed(o)) {
         na_return_t r;
         if (o->put) {
             if (o->xfer == HGX_EMUL_OX_REPLIED)
                 r = o->result;
-            else if (oreq_cancel_yes(o) || oreq_zombie(o))
+            else if (emul_oreq_cancel_yes(o) || emul_oreq_zombie(o))
                 r = NA_CANCELED;
             else if (o->xfer == HGX_EMUL_OX_ABORTED)
                 r = o->result != NA_SUCCESS ? o->result : NA_PROTOCOL_ERROR;
@@ -65,7 +65,7 @@ static void oreq_step(struct hgx_emul_oreq *o)
         } else {
             if (o->xfer == HGX_EMUL_OX_REPLIED || o->result != NA_SUCCESS)
                 r = o->result; /* refused, a bad chunk or an MPI error */
-            else if (oreq_cancel_yes(o)) {
+            else if (emul_oreq_cancel_yes(o)) {
                 r = NA_CANCELED;
                 if (o->nmatched > 0) { /* the target broke the protocol */
                     HGX_LOG_ERROR(MPI_EMUL, "get %u: CANCELYES but data arrived", o->id);
@@ -73,26 +73,26 @@ static void oreq_step(struct hgx_emul_oreq *o)
                 }
             } else if (o->nwritten == o->nchunks)
                 r = NA_SUCCESS;
-            else if (oreq_zombie(o)) {
+            else if (emul_oreq_zombie(o)) {
                 r = NA_CANCELED;
                 if (o->nwritten > 0)
                     CINC(C_PARTIAL);
             } else
                 return; /* waiting for data */
         }
-        oreq_complete(o, r);
+        emul_oreq_complete(o, r);
     }
     /* Keep the id while an answer can still come for it, and for a get
      * cancelled locally but answered CANCELNO, while its chunks still come
      * (they are dropped): a new request with the id must not take them. */
     if (o->cancel == HGX_EMUL_OC_SENT || o->cancel == HGX_EMUL_OC_ZOMBIE ||
-        (o->cancel == HGX_EMUL_OC_ZOMBIE_NO && o->rx.on &&
+        (o->cancel == HGX_EMUL_OC_ZOMBIE_NO && emul_rx_on(&o->rx) &&
          o->xfer != HGX_EMUL_OX_REPLIED))
         return;
     emul_oreq_free(o);
 }
 
-static void ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void emul_ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)st;
     struct hgx_emul_oreq *o = obj;
@@ -102,11 +102,11 @@ static void ochunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
         emul_err_log("put data send", err);
         o->result = hgx_mpi_err_to_na(err);
     }
-    oreq_step(o);
+    emul_oreq_step(o);
 }
 
 /* get: a chunk landed in the caller's memory (or failed). */
-static void gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void emul_gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux, (void)st;
     struct hgx_emul_oreq *o = obj;
@@ -116,14 +116,14 @@ static void gchunk_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
             emul_err_log("get data receive", err);
         o->result = hgx_mpi_err_to_na(err);
     }
-    oreq_step(o);
+    emul_oreq_step(o);
 }
 
 /* get: more chunks may be received into the caller's memory. */
-static bool get_accepting(const struct hgx_emul_oreq *o)
+static bool emul_get_accepting(const struct hgx_emul_oreq *o)
 {
-    return !oreq_completed(o) && o->xfer != HGX_EMUL_OX_REPLIED && !oreq_cancel_yes(o) &&
-           !oreq_zombie(o) && o->result == NA_SUCCESS;
+    return !emul_oreq_completed(o) && o->xfer != HGX_EMUL_OX_REPLIED &&
+           !emul_oreq_cancel_yes(o) && !emul_oreq_zombie(o) && o->result == NA_SUCCESS;
 }
 
 /* A message on a get-data tag of request id: the next chunk of that get if
@@ -133,24 +133,24 @@ void emul_origin_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                       int count, uint32_t id)
 {
     struct hgx_emul_oreq *o = e->slots[id];
-    if (!o || o->put || o->dtag != st->MPI_TAG || !o->rx.on ||
+    if (!o || o->put || o->dtag != st->MPI_TAG || !emul_rx_on(&o->rx) ||
         o->peer != st->MPI_SOURCE) {
         emul_data_drop(e, msg, st, count, false,
                        !o || o->put ? "no get in progress on this tag"
                        : o->dtag != st->MPI_TAG
                            ? "a chunk of an older use of the get's id"
-                       : !o->rx.on ? "more chunks than the get has"
-                                   : "not from the get's target");
+                       : !emul_rx_on(&o->rx) ? "more chunks than the get has"
+                                             : "not from the get's target");
         return;
     }
     uint32_t k = o->nmatched++;
     if (o->nmatched == o->nchunks)
         emul_rx_del(e, &o->rx);
     size_t len = emul_chunk_len(o->size, k);
-    if (!emul_chunk_admit(e, msg, st, count, len, get_accepting(o),
+    if (!emul_chunk_admit(e, msg, st, count, len, emul_get_accepting(o),
                           "its get was cancelled locally or failed",
                           "not the size of its chunk; the get fails", &o->result)) {
-        oreq_step(o);
+        emul_oreq_step(o);
         return;
     }
     void *ptr;
@@ -162,27 +162,27 @@ void emul_origin_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
         emul_err_log("get: describing a chunk", rc);
         emul_data_drop(e, msg, st, count, true, "its chunk could not be described");
         o->result = hgx_mpi_err_to_na(rc);
-        oreq_step(o);
+        emul_oreq_step(o);
         return;
     }
     o->nwritten++;
     o->outstanding++;
-    emul_chunk_recv(e, msg, ptr, n, dt, len, gchunk_done, o, k);
+    emul_chunk_recv(e, msg, ptr, n, dt, len, emul_gchunk_done, o, k);
 }
 
-static void send_abort(struct hgx_emul_oreq *o)
+static void emul_send_abort(struct hgx_emul_oreq *o)
 {
     if (o->xfer == HGX_EMUL_OX_ABORTED)
         return;
-    oreq_set_xfer(o, HGX_EMUL_OX_ABORTED);
+    emul_oreq_set_xfer(o, HGX_EMUL_OX_ABORTED);
     emul_ctrl_reply(o->e, o->peer, HGX_EMUL_CT_ABORT, o->id, o->seq, NA_CANCELED);
 }
 
 /* put: CTS arrived, send the data (pipelined chunks). */
-static void put_post_data(struct hgx_emul_oreq *o)
+static void emul_put_post_data(struct hgx_emul_oreq *o)
 {
     struct hgx_emul *e = o->e;
-    oreq_set_xfer(o, HGX_EMUL_OX_SENDING);
+    emul_oreq_set_xfer(o, HGX_EMUL_OX_SENDING);
     for (uint32_t i = 0; i < o->nchunks; i++) {
         void *ptr;
         int count;
@@ -194,7 +194,7 @@ static void put_post_data(struct hgx_emul_oreq *o)
             emul_type_release(&dt);
         }
         if (rc == MPI_SUCCESS &&
-            hgx_mreqtab_add(e->tab, o->creqs[i], ochunk_done, o, i) != 0) {
+            hgx_mreqtab_add(e->tab, o->creqs[i], emul_ochunk_done, o, i) != 0) {
             MPI_Wait(&o->creqs[i], MPI_STATUS_IGNORE);
             o->cdone[i] = 1;
             continue;
@@ -205,7 +205,7 @@ static void put_post_data(struct hgx_emul_oreq *o)
                 o->cdone[k] = 1;
             if (o->result == NA_SUCCESS)
                 o->result = hgx_mpi_err_to_na(rc);
-            send_abort(o); /* the target stops taking chunks */
+            emul_send_abort(o); /* the target stops taking chunks */
             break;
         }
         o->outstanding++;
@@ -213,22 +213,22 @@ static void put_post_data(struct hgx_emul_oreq *o)
 }
 
 /* Cancel answer did not come in time: turn the cancel local. */
-static void oreq_timeout(struct hgx_emul_oreq *o)
+static void emul_oreq_timeout(struct hgx_emul_oreq *o)
 {
-    oreq_set_cancel(o, HGX_EMUL_OC_ZOMBIE);
-    o->expire_at = emul_now_us() + o->e->zombie_life_us;
-    if (oreq_completed(o))
+    emul_oreq_set_cancel(o, HGX_EMUL_OC_ZOMBIE);
+    o->expire_at = hgx_clock_now_us() + o->e->zombie_life_us;
+    if (emul_oreq_completed(o))
         return; /* outcome already delivered; just wait for the answer */
     CINC(C_TIMEOUT);
     HGX_LOG_WARNING(MPI_EMUL,
                     "%s %u: no cancel answer from rank %d in time; cancelling locally",
                     o->put ? "put" : "get", o->id, o->peer);
     if (o->put && o->outstanding > 0)
-        oreq_cancel_sends(o); /* sends MPI may or may not cancel */
+        emul_oreq_cancel_sends(o); /* sends MPI may or may not cancel */
     if (o->xfer == HGX_EMUL_OX_SENDING)
-        send_abort(o);
-    /* get: chunks arriving from now on are dropped (get_accepting) */
-    oreq_step(o);
+        emul_send_abort(o);
+    /* get: chunks arriving from now on are dropped (emul_get_accepting) */
+    emul_oreq_step(o);
 }
 
 void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
@@ -243,15 +243,15 @@ void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
     }
     switch (p->type) {
     case HGX_EMUL_CT_CTS:
-        if (!o->put || o->xfer != HGX_EMUL_OX_WAIT_CTS || oreq_cancel_yes(o)) {
+        if (!o->put || o->xfer != HGX_EMUL_OX_WAIT_CTS || emul_oreq_cancel_yes(o)) {
             e->stats.bad_packets++;
             return;
         }
-        if (oreq_zombie(o))
-            send_abort(
+        if (emul_oreq_zombie(o))
+            emul_send_abort(
                 o); /* we reported NA_CANCELED: send nothing, let the target drop it */
         else
-            put_post_data(o);
+            emul_put_post_data(o);
         break;
     case HGX_EMUL_CT_ACK:
     case HGX_EMUL_CT_ERR: {
@@ -262,7 +262,7 @@ void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
         na_return_t st = (p->status >= 0 && p->status < NA_RETURN_MAX)
                              ? (na_return_t)p->status
                              : NA_PROTOCOL_ERROR;
-        oreq_set_xfer(o, HGX_EMUL_OX_REPLIED);
+        emul_oreq_set_xfer(o, HGX_EMUL_OX_REPLIED);
         if (p->type == HGX_EMUL_CT_ERR) { /* refused: no data comes */
             if (st == NA_SUCCESS)
                 st = NA_PROTOCOL_ERROR;
@@ -276,12 +276,12 @@ void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
         bool yes = p->type == HGX_EMUL_CT_CANCELYES;
         if (o->cancel == HGX_EMUL_OC_SENT) {
             CINC(yes ? C_YES : C_NO);
-            oreq_set_cancel(o, yes ? HGX_EMUL_OC_YES : HGX_EMUL_OC_NO);
+            emul_oreq_set_cancel(o, yes ? HGX_EMUL_OC_YES : HGX_EMUL_OC_NO);
         } else if (o->cancel == HGX_EMUL_OC_ZOMBIE) {
             /* A get answered NO after our local cancel: the target sends all its
-             * chunks; the id stays taken until they arrived (oreq_step). */
+             * chunks; the id stays taken until they arrived (emul_oreq_step). */
             CINC(C_LATE_REPLY);
-            oreq_set_cancel(o, yes ? HGX_EMUL_OC_ZOMBIE_YES : HGX_EMUL_OC_ZOMBIE_NO);
+            emul_oreq_set_cancel(o, yes ? HGX_EMUL_OC_ZOMBIE_YES : HGX_EMUL_OC_ZOMBIE_NO);
         } else if (o->cancel == HGX_EMUL_OC_EXPIRED) {
             CINC(C_LATE_REPLY); /* nothing waits for it any more */
         } else {
@@ -294,7 +294,7 @@ void emul_origin_packet(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
         e->stats.bad_packets++;
         return;
     }
-    oreq_step(o);
+    emul_oreq_step(o);
 }
 
 na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_mem *local,
@@ -333,6 +333,7 @@ na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_me
         return NA_NOMEM;
     }
     CINC(G_OACTIVE);
+    emul_rx_init(&o->rx);
     o->e = e;
     o->id = id;
     o->seq = ++e->next_seq;
@@ -364,7 +365,7 @@ na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_me
     if (rc != MPI_SUCCESS) {
         emul_err_log("sending put/get request", rc);
         o->done = NULL;
-        oreq_step(o);
+        emul_oreq_step(o);
         return hgx_mpi_err_to_na(rc);
     }
     *oreq_p = o;
@@ -373,25 +374,25 @@ na_return_t hgx_emul_xfer(struct hgx_emul *e, bool put, const struct hgx_emul_me
 
 void hgx_emul_cancel(struct hgx_emul *e, struct hgx_emul_oreq *o)
 {
-    if (!o || o->cancel != HGX_EMUL_OC_NONE || oreq_completed(o) || e->closing)
+    if (!o || o->cancel != HGX_EMUL_OC_NONE || emul_oreq_completed(o) || e->closing)
         return;
     CINC(C_REQ);
     emul_ctrl_reply(e, o->peer, HGX_EMUL_CT_CANCEL, o->id, o->seq, NA_CANCELED);
-    oreq_set_cancel(o, HGX_EMUL_OC_SENT);
-    o->deadline = emul_now_us() + e->cancel_timeout_us;
+    emul_oreq_set_cancel(o, HGX_EMUL_OC_SENT);
+    o->deadline = hgx_clock_now_us() + e->cancel_timeout_us;
     e->ntimed++;
 }
 
 int emul_origin_timers(struct hgx_emul *e)
 {
     int n = 0;
-    uint64_t t = emul_now_us();
+    uint64_t t = hgx_clock_now_us();
     for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++) {
         struct hgx_emul_oreq *o = e->slots[i];
         if (!o || o->cancel == HGX_EMUL_OC_NONE)
             continue;
         if (o->cancel == HGX_EMUL_OC_SENT && t >= o->deadline) {
-            oreq_timeout(o);
+            emul_oreq_timeout(o);
             n++;
         } else if ((o->cancel == HGX_EMUL_OC_ZOMBIE ||
                     o->cancel == HGX_EMUL_OC_ZOMBIE_YES ||
@@ -402,8 +403,8 @@ int emul_origin_timers(struct hgx_emul *e)
                             "%llu ms, releasing its id",
                             o->id, o->peer,
                             (unsigned long long)(e->zombie_life_us / 1000));
-            oreq_set_cancel(o, HGX_EMUL_OC_EXPIRED);
-            oreq_step(o);
+            emul_oreq_set_cancel(o, HGX_EMUL_OC_EXPIRED);
+            emul_oreq_step(o);
             n++;
         }
     }

@@ -7,55 +7,35 @@
 
 /*------------------------------------------------------------ target */
 
-static unsigned tkey(int src, uint32_t rid)
+static unsigned emul_tkey(int src, uint32_t rid)
 {
     return ((unsigned)src * 2654435761u + rid) % TBUCKETS;
 }
 
-static struct trec *tindex_find(struct hgx_emul *e, int src, uint32_t rid)
+/* The newest record of (src, rid), or NULL. */
+static struct trec *emul_tindex_find(struct hgx_emul *e, int src, uint32_t rid)
 {
-    for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
+    struct hgx_list *it;
+    hgx_list_for_each(it, &e->index[emul_tkey(src, rid)])
+    {
+        struct trec *t = hgx_list_entry(it, struct trec, hlink);
         if (t->src == src && t->pkt.req_id == rid)
-            return t; /* newest first */
+            return t;
+    }
     return NULL;
 }
 
-static void tindex_remove(struct hgx_emul *e, struct trec *t)
-{
-    struct trec **pp = &e->index[tkey(t->src, t->pkt.req_id)];
-    while (*pp && *pp != t)
-        pp = &(*pp)->hnext;
-    if (*pp)
-        *pp = t->hnext;
-}
-
+/* Unlink t from every list it is on (index, pend, aborted, rx) and free it. */
 void emul_trec_free(struct hgx_emul *e, struct trec *t)
 {
-    if (t->state == HGX_EMUL_T_ABORTED) {
-        struct trec **pp = &e->aborted;
-        while (*pp && *pp != t)
-            pp = &(*pp)->anext;
-        if (*pp)
-            *pp = t->anext;
-    }
-    tindex_remove(e, t);
+    hgx_list_remove(&t->alink);
+    hgx_list_remove(&t->hlink);
+    hgx_list_remove(&t->plink);
     emul_rx_del(e, &t->rx);
-    trec_set_state(t, HGX_EMUL_T_DONE);
+    emul_trec_set_state(t, HGX_EMUL_T_DONE);
     CDEC(G_TREC);
     e->ntrec--;
     free(t);
-}
-
-static void pend_remove(struct hgx_emul *e, struct trec *t)
-{
-    struct trec **pp = &e->pend_head, *prev = NULL;
-    while (*pp && *pp != t)
-        prev = *pp, pp = &(*pp)->pnext;
-    if (!*pp)
-        return;
-    *pp = t->pnext;
-    if (e->pend_tail == t)
-        e->pend_tail = prev;
 }
 
 void emul_tomb_expire(struct hgx_emul *e, uint64_t t)
@@ -68,19 +48,19 @@ void emul_tomb_expire(struct hgx_emul *e, uint64_t t)
         }
 }
 
-static void tomb_add(struct hgx_emul *e, int src, uint64_t seq)
+static void emul_tomb_add(struct hgx_emul *e, int src, uint64_t seq)
 {
-    emul_tomb_expire(e, emul_now_us());
+    emul_tomb_expire(e, hgx_clock_now_us());
     struct tomb *tb = &e->tombs[e->tomb_next];
     e->tomb_next = (e->tomb_next + 1) % NTOMB;
     if (tb->src < 0) {
         e->ntombs++;
         CINC(G_TOMB);
     }
-    *tb = (struct tomb){src, seq, emul_now_us() + TOMB_LIFE_US};
+    *tb = (struct tomb){src, seq, hgx_clock_now_us() + TOMB_LIFE_US};
 }
 
-static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
+static bool emul_tomb_take(struct hgx_emul *e, int src, uint64_t seq)
 {
     if (!e->ntombs)
         return false;
@@ -96,17 +76,17 @@ static bool tomb_take(struct hgx_emul *e, int src, uint64_t seq)
 
 /* The end of a target record: nothing in flight, and for a put no chunk left
  * to take (all taken, or ABORT); a put then reports its result (ACK). */
-static void trec_check(struct trec *t)
+static void emul_trec_check(struct trec *t)
 {
     struct hgx_emul *e = t->e;
-    if (t->outstanding > 0 || (t->rx.on && !e->closing))
+    if (t->outstanding > 0 || (emul_rx_on(&t->rx) && !e->closing))
         return;
     if (t->put && t->state != HGX_EMUL_T_ABORTED && !e->closing)
         emul_ctrl_reply(e, t->src, HGX_EMUL_CT_ACK, t->pkt.req_id, t->pkt.seq, t->result);
     emul_trec_free(e, t);
 }
 
-static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void emul_trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux;
     struct trec *t = obj;
@@ -120,8 +100,8 @@ static void trec_done(void *obj, uintptr_t aux, int err, const MPI_Status *st)
     }
     t->outstanding--;
     if (t->put)
-        t->last_us = emul_now_us();
-    trec_check(t);
+        t->last_us = hgx_clock_now_us();
+    emul_trec_check(t);
 }
 
 /* A request whose control packet arrived: RECEIVED until the end of this batch. */
@@ -135,7 +115,7 @@ void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl
     }
     if (p->seq > e->maxseq[src])
         e->maxseq[src] = p->seq;
-    if (tomb_take(e, src, p->seq)) {
+    if (emul_tomb_take(e, src, p->seq)) {
         CINC(C_TOMBDROP); /* cancelled before it arrived: already answered CANCELYES */
         return;
     }
@@ -152,21 +132,18 @@ void emul_target_request(struct hgx_emul *e, int src, const struct hgx_emul_ctrl
     t->src = src;
     t->pkt = *p;
     t->result = NA_SUCCESS;
-    unsigned k = tkey(src, p->req_id);
-    t->hnext = e->index[k];
-    e->index[k] = t;
-    if (e->pend_tail)
-        e->pend_tail->pnext = t;
-    else
-        e->pend_head = t;
-    e->pend_tail = t;
+    emul_rx_init(&t->rx);
+    hgx_list_init(&t->alink);
+    hgx_list_push_front(&e->index[emul_tkey(src, p->req_id)], &t->hlink);
+    hgx_list_push_back(&e->pend, &t->plink);
 }
 
 /* The registered region request p names, checked: handle and generation,
  * bounds, permission (put: write, get: read); and tags for the generation
  * bits it announces (p->status). */
-static na_return_t target_region(const struct hgx_emul *e, const struct hgx_emul_ctrl *p,
-                                 bool put, struct hgx_emul_mem **mp)
+static na_return_t emul_target_region(const struct hgx_emul *e,
+                                      const struct hgx_emul_ctrl *p, bool put,
+                                      struct hgx_emul_mem **mp)
 {
     unsigned long need = put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY;
     const struct hgx_emul *r = e->regsrc ? e->regsrc : e;
@@ -189,7 +166,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
 {
     const struct hgx_emul_ctrl *p = &t->pkt;
     struct hgx_emul_mem *m = NULL;
-    na_return_t ret = target_region(e, p, t->put, &m);
+    na_return_t ret = emul_target_region(e, p, t->put, &m);
     if (ret != NA_SUCCESS) {
         e->stats.refused++;
         HGX_LOG_WARNING(
@@ -205,11 +182,11 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
         return;
     }
     t->n = emul_nchunks_of(p->size);
-    trec_set_state(t, HGX_EMUL_T_APPLYING);
+    emul_trec_set_state(t, HGX_EMUL_T_APPLYING);
     t->dtag = emul_data_tag(e, t->put, p->req_id, p->seq, (unsigned)p->status);
     if (t->put) { /* chunks are taken as they arrive (emul_target_data), nothing is posted
                    */
-        t->last_us = emul_now_us();
+        t->last_us = hgx_clock_now_us();
         emul_rx_add(e, &t->rx, t->dtag);
         emul_ctrl_reply(e, t->src, HGX_EMUL_CT_CTS, p->req_id, p->seq, NA_SUCCESS);
         return;
@@ -227,7 +204,7 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
             emul_type_release(&dt);
         }
         /* no room in the table: sent now */
-        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, r, trec_done, t, i) != 0 &&
+        if (rc == MPI_SUCCESS && hgx_mreqtab_add(e->tab, r, emul_trec_done, t, i) != 0 &&
             (rc = MPI_Wait(&r, MPI_STATUS_IGNORE)) == MPI_SUCCESS)
             continue;
         if (rc != MPI_SUCCESS) { /* the origin's cancel or timeout recovers the rest */
@@ -237,23 +214,27 @@ void emul_target_start(struct hgx_emul *e, struct trec *t)
         }
         t->outstanding++;
     }
-    trec_done(t, UINTPTR_MAX, MPI_SUCCESS, NULL); /* drop the guard */
+    emul_trec_done(t, UINTPTR_MAX, MPI_SUCCESS, NULL); /* drop the guard */
 }
 
 /* The put whose next chunk a message from src on the put-data tag of rid
  * is: the newest record of (src, rid) still taking chunks on that tag (the
  * tag generation tells an aborted put's late chunk from one of the put that
  * reused its id). *older: a record of (src, rid) takes chunks on another tag. */
-static struct trec *tfind_put(struct hgx_emul *e, int src, uint32_t rid, int tag,
-                              bool *older)
+static struct trec *emul_tfind_put(struct hgx_emul *e, int src, uint32_t rid, int tag,
+                                   bool *older)
 {
     *older = false;
-    for (struct trec *t = e->index[tkey(src, rid)]; t; t = t->hnext)
-        if (t->src == src && t->pkt.req_id == rid && t->rx.on) {
+    struct hgx_list *it;
+    hgx_list_for_each(it, &e->index[emul_tkey(src, rid)])
+    {
+        struct trec *t = hgx_list_entry(it, struct trec, hlink);
+        if (t->src == src && t->pkt.req_id == rid && emul_rx_on(&t->rx)) {
             if (t->dtag == tag)
                 return t;
             *older = true;
         }
+    }
     return NULL;
 }
 
@@ -265,14 +246,14 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                       int count, uint32_t rid)
 {
     bool older;
-    struct trec *t = tfind_put(e, st->MPI_SOURCE, rid, st->MPI_TAG, &older);
+    struct trec *t = emul_tfind_put(e, st->MPI_SOURCE, rid, st->MPI_TAG, &older);
     if (!t) {
         emul_data_drop(e, msg, st, count, false,
                        older ? "a chunk of another use of the put's id (tag generation)"
                              : "no put from that rank in progress on this tag");
         return;
     }
-    t->last_us = emul_now_us();
+    t->last_us = hgx_clock_now_us();
     uint32_t k = t->next++;
     if (t->next == t->n)
         emul_rx_del(e, &t->rx);
@@ -281,14 +262,14 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                           t->result == NA_SUCCESS && t->state != HGX_EMUL_T_ABORTED,
                           "its put failed or was aborted",
                           "not the size of its chunk; the put fails", &t->result)) {
-        trec_check(t);
+        emul_trec_check(t);
         return;
     }
     struct hgx_emul_mem *m = NULL;
     void *ptr;
     int n;
     MPI_Datatype dt;
-    na_return_t ret = target_region(e, &t->pkt, true, &m);
+    na_return_t ret = emul_target_region(e, &t->pkt, true, &m);
     int rc = ret == NA_SUCCESS
                  ? emul_mem_chunk(m, t->pkt.offset + (uint64_t)k * HGX_EMUL_CHUNK, len,
                                   &ptr, &n, &dt)
@@ -303,19 +284,19 @@ void emul_target_data(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
                             rid, st->MPI_SOURCE);
         emul_data_drop(e, msg, st, count, true, "its put failed");
         t->result = rc != MPI_SUCCESS ? hgx_mpi_err_to_na(rc) : ret;
-        trec_check(t);
+        emul_trec_check(t);
         return;
     }
     t->outstanding++;
-    emul_chunk_recv(e, msg, ptr, n, dt, len, trec_done, t, k);
+    emul_chunk_recv(e, msg, ptr, n, dt, len, emul_trec_done, t, k);
 }
 
 void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
+    struct trec *t =
+        p->req_id < HGX_EMUL_NSLOTS ? emul_tindex_find(e, src, p->req_id) : NULL;
     if (t && t->pkt.seq == p->seq) {
         if (t->state == HGX_EMUL_T_RECEIVED) { /* nothing written or sent: drop it */
-            pend_remove(e, t);
             emul_trec_free(e, t);
             CINC(C_TYES);
             emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
@@ -332,42 +313,43 @@ void emul_target_cancel(struct hgx_emul *e, int src, const struct hgx_emul_ctrl 
         return;
     }
     /* Never arrived: answer YES and make sure it is dropped if it ever does. */
-    tomb_add(e, src, p->seq);
+    emul_tomb_add(e, src, p->seq);
     CINC(C_TYES);
     emul_ctrl_reply(e, src, HGX_EMUL_CT_CANCELYES, p->req_id, p->seq, NA_SUCCESS);
 }
 
 void emul_target_abort(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
-    struct trec *t = p->req_id < HGX_EMUL_NSLOTS ? tindex_find(e, src, p->req_id) : NULL;
+    struct trec *t =
+        p->req_id < HGX_EMUL_NSLOTS ? emul_tindex_find(e, src, p->req_id) : NULL;
     if (!t || t->pkt.seq != p->seq || !t->put || t->state == HGX_EMUL_T_ABORTED)
         return; /* finished meanwhile */
     CINC(C_ABORT);
     if (t->state == HGX_EMUL_T_RECEIVED) {
-        pend_remove(e, t);
         emul_trec_free(e, t);
         return;
     }
     /* No ACK. The chunks the origin could not recall still come: they are
      * taken and dropped (the origin's sends complete only then), until all
      * came or the zombie life passed (those MPI cancelled never come). */
-    trec_set_state(t, HGX_EMUL_T_ABORTED);
-    t->expire_at = emul_now_us() + e->zombie_life_us;
-    t->anext = e->aborted;
-    e->aborted = t;
-    trec_check(t);
+    emul_trec_set_state(t, HGX_EMUL_T_ABORTED);
+    t->expire_at = hgx_clock_now_us() + e->zombie_life_us;
+    hgx_list_push_front(&e->aborted, &t->alink);
+    emul_trec_check(t);
 }
 
 void emul_aborted_expire(struct hgx_emul *e, uint64_t now)
 {
-    for (struct trec *t = e->aborted, *next; t; t = next) {
-        next = t->anext;
-        if (now >= t->expire_at && t->rx.on) {
+    struct hgx_list *it, *tmp;
+    hgx_list_for_each_safe(it, tmp, &e->aborted)
+    {
+        struct trec *t = hgx_list_entry(it, struct trec, alink);
+        if (now >= t->expire_at && emul_rx_on(&t->rx)) {
             HGX_LOG_DEBUG(MPI_EMUL,
                           "aborted put %u from rank %d: %u chunks never came, released",
                           t->pkt.req_id, t->src, t->n - t->next);
             emul_rx_del(e, &t->rx);
-            trec_check(t);
+            emul_trec_check(t);
         }
     }
 }
@@ -382,10 +364,12 @@ int emul_put_idle_expire(struct hgx_emul *e, uint64_t now)
     uint64_t every = e->idle_us / 8;
     e->idle_check_at = now + (every < 1000 ? 1000 : every);
     int n = 0;
-    for (unsigned i = 0; i < TBUCKETS; i++)
-        for (struct trec *t = e->index[i], *next; t; t = next) {
-            next = t->hnext;
-            if (!t->put || t->state != HGX_EMUL_T_APPLYING || !t->rx.on ||
+    for (unsigned i = 0; i < TBUCKETS; i++) {
+        struct hgx_list *it, *tmp;
+        hgx_list_for_each_safe(it, tmp, &e->index[i])
+        {
+            struct trec *t = hgx_list_entry(it, struct trec, hlink);
+            if (!t->put || t->state != HGX_EMUL_T_APPLYING || !emul_rx_on(&t->rx) ||
                 t->outstanding || now - t->last_us < e->idle_us)
                 continue;
             int flag = 0;
@@ -402,8 +386,9 @@ int emul_put_idle_expire(struct hgx_emul *e, uint64_t now)
             if (t->result == NA_SUCCESS)
                 t->result = NA_TIMEOUT;
             emul_rx_del(e, &t->rx);
-            trec_check(t); /* ACK (the error) and free */
+            emul_trec_check(t); /* ACK (the error) and free */
             n++;
         }
+    }
     return n;
 }

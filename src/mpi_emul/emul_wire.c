@@ -100,7 +100,7 @@ int emul_data_tag_decode(const struct hgx_emul *e, int tag, uint32_t *id)
 
 /*------------------------------------------------------------ control sends */
 
-static void ctrl_sent(void *obj, uintptr_t aux, int err, const MPI_Status *st)
+static void emul_ctrl_sent(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 {
     (void)aux, (void)st;
     if (err != MPI_SUCCESS && err != MPI_ERR_REQUEST)
@@ -113,7 +113,7 @@ static void ctrl_sent(void *obj, uintptr_t aux, int err, const MPI_Status *st)
 _Static_assert(sizeof(struct hgx_emul_ctrl) == CTRL_WIRE_SIZE,
                "struct hgx_emul_ctrl has the size of its wire format");
 
-static void ctrl_encode(const struct hgx_emul_ctrl *p, unsigned char *b)
+static void emul_ctrl_encode(const struct hgx_emul_ctrl *p, unsigned char *b)
 {
     hgx_put_u32(b, HGX_EMUL_CTRL_MAGIC);
     hgx_put_u32(b + 4, p->type);
@@ -145,14 +145,14 @@ int emul_ctrl_send(struct hgx_emul *e, int dest, const struct hgx_emul_ctrl *p)
     unsigned char *c = malloc(CTRL_WIRE_SIZE);
     if (!c)
         return MPI_ERR_NO_MEM;
-    ctrl_encode(p, c);
+    emul_ctrl_encode(p, c);
     MPI_Request r;
     int rc = MPI_Isend(c, CTRL_WIRE_SIZE, MPI_BYTE, dest, e->tag_ctrl, e->comm, &r);
     if (rc != MPI_SUCCESS) {
         free(c);
         return rc;
     }
-    if (hgx_mreqtab_add(e->tab, r, ctrl_sent, c, 0) != 0) {
+    if (hgx_mreqtab_add(e->tab, r, emul_ctrl_sent, c, 0) != 0) {
         MPI_Wait(&r, MPI_STATUS_IGNORE); /* small, eager */
         free(c);
     }

@@ -30,23 +30,6 @@ void hgx_emul_get_counters(struct hgx_emul_counters *c)
                                     .tombstones = v[G_TOMB]};
 }
 
-uint64_t emul_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static uint64_t env_ms(const char *name, uint64_t def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    return (*end || x > 86400000ull) ? def : (uint64_t)x;
-}
-
 void emul_err_log(const char *what, int rc)
 {
     char s[MPI_MAX_ERROR_STRING];
@@ -58,7 +41,7 @@ void emul_err_log(const char *what, int rc)
 
 /*------------------------------------------------------------ control receive */
 
-static void ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
+static void emul_ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctrl *p)
 {
     switch (p->type) {
     case HGX_EMUL_CT_PUT:
@@ -89,7 +72,7 @@ static void ctrl_dispatch(struct hgx_emul *e, int src, const struct hgx_emul_ctr
 /* Receive and handle the control packet msg (matched on the control tag;
  * the size is known before receiving, so an oversized packet is read whole
  * and dropped, never truncated: MPICH raises truncation on MPI_COMM_WORLD). */
-static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
+static void emul_ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
     int count = 0;
     MPI_Get_count(st, MPI_BYTE, &count);
@@ -102,7 +85,7 @@ static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
             return;
         }
         if (emul_ctrl_decode(b, &p) && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < e->size) {
-            ctrl_dispatch(e, st->MPI_SOURCE, &p);
+            emul_ctrl_dispatch(e, st->MPI_SOURCE, &p);
             return;
         }
     } else {
@@ -116,13 +99,13 @@ static void ctrl_recv(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st
 
 void hgx_emul_ctrl_msg(struct hgx_emul *e, MPI_Message *msg, const MPI_Status *st)
 {
-    ctrl_recv(e, msg, st);
+    emul_ctrl_recv(e, msg, st);
     e->batch_open = true;
 }
 
 /* Take one control packet with MPI_Improbe. Returns 1 if a packet was taken,
  * 0 if none, -1 on MPI error. */
-static int ctrl_take_one(struct hgx_emul *e)
+static int emul_ctrl_take_one(struct hgx_emul *e)
 {
     int flag = 0;
     MPI_Message msg;
@@ -134,7 +117,7 @@ static int ctrl_take_one(struct hgx_emul *e)
     }
     if (!flag)
         return 0;
-    ctrl_recv(e, &msg, &st);
+    emul_ctrl_recv(e, &msg, &st);
     return 1;
 }
 
@@ -158,7 +141,7 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
      * nothing to complete; most passes carry no control packet at all). */
     for (int k = e->batch_open, misses = 0;
          take_ctrl && k < CTRL_BATCH && misses < (k ? 3 : 1);) {
-        int r = ctrl_take_one(e);
+        int r = emul_ctrl_take_one(e);
         if (r < 0)
             break;
         if (r == 0) {
@@ -171,14 +154,9 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
     }
     e->batch_open = false;
     /* 2. Start the requests of this batch, in arrival order. */
-    while (e->pend_head) {
-        struct trec *t = e->pend_head;
-        e->pend_head = t->pnext;
-        if (!e->pend_head)
-            e->pend_tail = NULL;
-        t->pnext = NULL;
-        emul_target_start(e, t);
-    }
+    struct hgx_list *it;
+    while ((it = hgx_list_pop_front(&e->pend)))
+        emul_target_start(e, hgx_list_entry(it, struct trec, plink));
     /* 3. Data chunks that arrived. */
     if (e->dcomm != e->comm)
         n += emul_data_take_any(e);
@@ -188,11 +166,11 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
     if (e->ntimed)
         n += emul_origin_timers(e);
     if (e->ntombs)
-        emul_tomb_expire(e, emul_now_us());
-    if (e->aborted)
-        emul_aborted_expire(e, emul_now_us());
+        emul_tomb_expire(e, hgx_clock_now_us());
+    if (!hgx_list_empty(&e->aborted))
+        emul_aborted_expire(e, hgx_clock_now_us());
     if (e->ntrec && e->idle_us) {
-        uint64_t t = emul_now_us();
+        uint64_t t = hgx_clock_now_us();
         if (t >= e->idle_check_at)
             n += emul_put_idle_expire(e, t);
     }
@@ -201,8 +179,38 @@ int hgx_emul_progress_ex(struct hgx_emul *e, bool take_ctrl)
 
 /*------------------------------------------------------------ life */
 
-static uint64_t g_timeout_ms, g_zombie_ms, g_idle_ms;
-static bool g_env_read;
+/* Bounds of the cancel protocol (docs/mpi-emul-cancel.md): at most a day each. */
+#define EMUL_PARAM_MAX_MS 86400000
+
+const struct hgx_param hgx_emul_param_cancel_timeout_ms = {
+    .name = "HGX_MPI_CANCEL_TIMEOUT_MS",
+    .type = HGX_PARAM_INT,
+    .def = 200,
+    .min = 0,
+    .max = EMUL_PARAM_MAX_MS,
+    .help = "milliseconds an MPI put/get cancel waits for the target's answer before "
+            "it completes the operation locally",
+};
+
+const struct hgx_param hgx_emul_param_zombie_ms = {
+    .name = "HGX_MPI_CANCEL_ZOMBIE_MS",
+    .type = HGX_PARAM_INT,
+    .def = 60000,
+    .min = 0,
+    .max = EMUL_PARAM_MAX_MS,
+    .help = "milliseconds the id of a locally completed MPI put/get stays reserved for "
+            "a late answer",
+};
+
+const struct hgx_param hgx_emul_param_target_idle_ms = {
+    .name = "HGX_MPI_TARGET_IDLE_MS",
+    .type = HGX_PARAM_INT,
+    .def = -1,
+    .min = -1,
+    .max = EMUL_PARAM_MAX_MS,
+    .help = "milliseconds a target keeps a put whose origin went silent (0: forever; "
+            "-1: HGX_MPI_CANCEL_ZOMBIE_MS)",
+};
 
 na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
                             int tag_ctrl, int tag_putdata_base, int tag_getdata_base)
@@ -212,22 +220,23 @@ na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreq
         return NA_NOMEM;
     e->comm = comm;
     e->dcomm = comm;
-    e->rx_head.next = e->rx_head.prev = &e->rx_head;
+    hgx_list_init(&e->rx);
+    hgx_list_init(&e->pend);
+    hgx_list_init(&e->aborted);
+    for (unsigned i = 0; i < TBUCKETS; i++)
+        hgx_list_init(&e->index[i]);
     e->tab = tab;
     e->tag_ctrl = tag_ctrl;
     e->tag_put = tag_putdata_base;
     e->tag_get = tag_getdata_base;
     MPI_Comm_rank(comm, &e->rank);
     MPI_Comm_size(comm, &e->size);
-    if (!g_env_read) {
-        g_timeout_ms = env_ms("HGX_MPI_CANCEL_TIMEOUT_MS", 200);
-        g_zombie_ms = env_ms("HGX_MPI_CANCEL_ZOMBIE_MS", 60000);
-        g_idle_ms = env_ms("HGX_MPI_TARGET_IDLE_MS", g_zombie_ms);
-        g_env_read = true;
-    }
-    e->cancel_timeout_us = g_timeout_ms * 1000u;
-    e->zombie_life_us = g_zombie_ms * 1000u;
-    e->idle_us = g_idle_ms * 1000u;
+    uint64_t zombie_ms = (uint64_t)hgx_param_get_int(&hgx_emul_param_zombie_ms);
+    int64_t idle_ms = hgx_param_get_int(&hgx_emul_param_target_idle_ms);
+    e->cancel_timeout_us =
+        (uint64_t)hgx_param_get_int(&hgx_emul_param_cancel_timeout_ms) * 1000u;
+    e->zombie_life_us = zombie_ms * 1000u;
+    e->idle_us = (idle_ms < 0 ? zombie_ms : (uint64_t)idle_ms) * 1000u;
     for (unsigned i = 0; i < NTOMB; i++)
         e->tombs[i].src = -1;
     e->maxseq = calloc((size_t)e->size, sizeof(uint64_t));
@@ -245,14 +254,13 @@ void hgx_emul_close(struct hgx_emul *e)
     for (uint32_t i = 0; i < HGX_EMUL_NSLOTS; i++)
         if (e->slots[i] && e->slots[i]->outstanding == 0)
             emul_oreq_free(e->slots[i]); /* waits for an answer no table entry tracks */
-    while (e->pend_head) {
-        struct trec *t = e->pend_head;
-        e->pend_head = t->pnext;
-        emul_trec_free(e, t);
-    }
-    e->pend_tail = NULL;
+    struct hgx_list *it;
+    while ((it = hgx_list_first(&e->pend)))
+        emul_trec_free(e, hgx_list_entry(it, struct trec, plink));
     for (unsigned i = 0; i < TBUCKETS; i++)
-        for (struct trec *t = e->index[i]; t; t = t->hnext) {
+        hgx_list_for_each(it, &e->index[i])
+        {
+            const struct trec *t = hgx_list_entry(it, struct trec, hlink);
             uint32_t left = t->put ? t->n - t->next + t->outstanding : t->outstanding;
             HGX_LOG_WARNING(MPI_EMUL,
                             "closing with a %s from rank %d still applying (id %u, "
@@ -270,8 +278,9 @@ void hgx_emul_free(struct hgx_emul *e)
         if (e->slots[i])
             emul_oreq_free(e->slots[i]);
     for (unsigned i = 0; i < TBUCKETS; i++)
-        while (e->index[i])
-            emul_trec_free(e, e->index[i]);
+        while (!hgx_list_empty(&e->index[i]))
+            emul_trec_free(
+                e, hgx_list_entry(hgx_list_first(&e->index[i]), struct trec, hlink));
     for (unsigned i = 0; i < NTOMB; i++)
         if (e->tombs[i].src >= 0)
             CDEC(G_TOMB);

@@ -36,6 +36,7 @@
 #define HGX_EMUL_H
 
 #include "hgx_mreqtab.h"
+#include "hgx_param.h"
 #include "na_types.h"
 
 #include <stdbool.h>
@@ -145,6 +146,12 @@ struct hgx_emul_stats {
     unsigned long late_dropped; /* late data chunks dropped (see late_data_dropped) */
     unsigned long bad_data;     /* data messages that failed a check, dropped */
 };
+
+/* The emulation's parameters (listed in the MPI plugin's ops table), read by
+ * each hgx_emul_create. */
+extern const struct hgx_param hgx_emul_param_cancel_timeout_ms;
+extern const struct hgx_param hgx_emul_param_zombie_ms;
+extern const struct hgx_param hgx_emul_param_target_idle_ms;
 
 na_return_t hgx_emul_create(struct hgx_emul **ep, MPI_Comm comm, struct hgx_mreqtab *tab,
                             int tag_ctrl, int tag_putdata_base, int tag_getdata_base);

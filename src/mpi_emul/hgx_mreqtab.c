@@ -2,6 +2,7 @@
  * hgx_mreqtab.c -- outstanding MPI requests, tested with MPI_Testsome.
  */
 #include "hgx_mreqtab.h"
+#include "hgx_clock.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -50,17 +51,17 @@ struct done_ent {
     MPI_Status status;
 };
 
-static int cmp_desc(const void *a, const void *b)
+static int mreqtab_cmp_desc(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     return (x < y) - (x > y);
 }
 
 /* Remove the completed slots t->indices[0..outcount) and run their handlers. */
-static void finish(struct hgx_mreqtab *t, struct done_ent *done, int outcount)
+static void mreqtab_finish(struct hgx_mreqtab *t, struct done_ent *done, int outcount)
 {
     /* highest index first, so swap-remove stays valid */
-    qsort(t->indices, (size_t)outcount, sizeof(int), cmp_desc);
+    qsort(t->indices, (size_t)outcount, sizeof(int), mreqtab_cmp_desc);
     for (int i = 0; i < outcount; i++) {
         int ix = t->indices[i];
         t->n--;
@@ -75,7 +76,7 @@ static void finish(struct hgx_mreqtab *t, struct done_ent *done, int outcount)
 /* Open MPI raises a request's error (e.g. MPI_ERR_TRUNCATE) on the request's
  * own communicator (ours: MPI_ERRORS_RETURN) also from MPI_Testsome, and
  * every MPI call runs its whole progress engine (~90 ns): one call for all. */
-static int poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
+static int mreqtab_poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
 {
     int rc = MPI_Testsome(t->n, t->reqs, outcount, t->indices, t->statuses);
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
@@ -94,7 +95,7 @@ static int poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount
 /* MPI_Test per request: MPICH raises an error of MPI_Testsome (e.g.
  * MPI_ERR_TRUNCATE of one receive) on MPI_COMM_WORLD, aborting the job; its
  * calls are cheap (~30 ns). */
-static int poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
+static int mreqtab_poll_some(struct hgx_mreqtab *t, struct done_ent *done, int *outcount)
 {
     *outcount = 0;
     for (int i = 0; i < t->n; i++) {
@@ -124,9 +125,9 @@ int hgx_mreqtab_poll(struct hgx_mreqtab *t, int *ndone)
     struct done_ent *done = t->n <= 32 ? stackbuf : malloc(sizeof(*done) * (size_t)t->n);
     if (!done)
         return MPI_ERR_NO_MEM;
-    int rc = poll_some(t, done, &outcount);
+    int rc = mreqtab_poll_some(t, done, &outcount);
     if (rc == MPI_SUCCESS && outcount > 0)
-        finish(t, done, outcount);
+        mreqtab_finish(t, done, outcount);
     if (done != stackbuf)
         free(done);
     *ndone = outcount;
@@ -139,15 +140,12 @@ void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms)
     for (int i = 0; i < t->n; i++)
         if (t->reqs[i] != MPI_REQUEST_NULL)
             MPI_Cancel(&t->reqs[i]);
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t deadline = hgx_clock_after_ms(hgx_clock_now_ns(), timeout_ms);
     while (t->n > 0) {
         int ndone = 0;
         if (hgx_mreqtab_poll(t, &ndone) != MPI_SUCCESS)
             break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (ms >= (long)timeout_ms)
+        if (hgx_clock_passed(hgx_clock_now_ns(), deadline))
             break;
         if (ndone == 0) {
             struct timespec ts = {0, 200000};
@@ -176,7 +174,7 @@ void hgx_mreqtab_destroy(struct hgx_mreqtab *t, unsigned int timeout_ms)
 /* Receive msg of bytes bytes into one DROP_BLOCK of scratch: hindexed types
  * whose blocks all start at the scratch, nested once above 2 GiB (so no array
  * grows past DROP_FANOUT entries up to 2^46 bytes). */
-static int mrecv_drop_bytes(MPI_Message *msg, MPI_Count bytes)
+static int mreqtab_mrecv_drop_bytes(MPI_Message *msg, MPI_Count bytes)
 {
     MPI_Count nblocks = bytes > DROP_BLOCK ? (bytes - 1) / DROP_BLOCK + 1 : 1;
     int inner = nblocks > DROP_FANOUT ? DROP_FANOUT : (int)nblocks;
@@ -226,7 +224,7 @@ int hgx_mpi_mrecv_drop(MPI_Message *msg, const MPI_Status *st)
     int rc = MPI_Get_elements_x(st, MPI_BYTE, &bytes);
     if (rc != MPI_SUCCESS)
         return rc;
-    return mrecv_drop_bytes(msg, bytes > 0 ? bytes : 0);
+    return mreqtab_mrecv_drop_bytes(msg, bytes > 0 ? bytes : 0);
 }
 
 na_return_t hgx_mpi_err_to_na(int rc)

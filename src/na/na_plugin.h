@@ -259,6 +259,10 @@ static inline na_addr_t *na_addr_ref(na_addr_t *addr)
 /* Plugin tables built into this library (NULL-terminated). */
 extern const struct na_ops *const na_plugin_table[];
 
+/* The index-th parameter the library reads (the core's, then each plugin's)
+ * and who reads it ("core" or the plugin's class name); NULL past the last. */
+const struct hgx_param *na_param_at(unsigned int index, const char **scope);
+
 /* Each built plugin's table, for the plugin's own files (configure's list). */
 #define X(ops) extern const struct na_ops ops;
 HGX_NA_PLUGIN_LIST

@@ -48,6 +48,16 @@ static inline bool hgx_clock_passed(uint64_t now_ns, uint64_t deadline_ns)
     return now_ns >= deadline_ns;
 }
 
+/* A time of this clock as a struct timespec: the deadline of a
+ * pthread_cond_timedwait on a condition variable set to CLOCK_MONOTONIC
+ * (pthread_condattr_setclock), so that wait does not move with the wall
+ * clock either. */
+static inline struct timespec hgx_clock_timespec(uint64_t ns)
+{
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000u),
+                             .tv_nsec = (long)(ns % 1000000000u)};
+}
+
 /* Whole milliseconds left until deadline_ns, rounded up so that a wait of
  * that length never ends before the deadline; 0 once it has passed. */
 static inline uint64_t hgx_clock_left_ms(uint64_t now_ns, uint64_t deadline_ns)

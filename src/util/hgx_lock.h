@@ -38,6 +38,13 @@ typedef struct {
     pthread_mutex_t mutex; /* HGX_LOCK_MUTEX */
 } hgx_lock_t;
 
+/* A static lock of HGX_LOCK_MUTEX mode, usable before any code runs (a
+ * process-wide lock); it is never finalized. */
+#define HGX_LOCK_MUTEX_INITIALIZER                                                       \
+    {                                                                                    \
+        .held = false, .mode = HGX_LOCK_MUTEX, .mutex = PTHREAD_MUTEX_INITIALIZER        \
+    }
+
 static inline void hgx_lock_init_as(hgx_lock_t *lock, enum hgx_lock_mode mode)
 {
     atomic_init(&lock->held, false);

@@ -56,12 +56,9 @@ const struct hgx_param hgx_param_na_unexpected_max = {
 };
 
 const struct hgx_param *const hgx_core_params[] = {
-    &hgx_param_log_level,
-    &hgx_param_log_subsys,
-    &hgx_param_na_spin_us,
-    &hgx_param_na_cancel_timeout_ms,
-    &hgx_param_na_unexpected_max,
-    NULL,
+    &hgx_param_log_level,         &hgx_param_log_subsys,
+    &hgx_param_na_spin_us,        &hgx_param_na_cancel_timeout_ms,
+    &hgx_param_na_unexpected_max, NULL,
 };
 
 /* The variable's text, or NULL when unset or empty (both mean "default"). */

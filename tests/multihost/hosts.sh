@@ -71,6 +71,8 @@ mh_fail_setup() {
 }
 
 mh_setup() {
+    [ -z "${HGX_NO_NETNS_TESTS:-}" ] ||
+        mh_skip "HGX_NO_NETNS_TESTS is set (the namespace tests run in another tree)"
     [ "$(id -u)" = 0 ] || mh_skip "simulated hosts need root (network and UTS namespaces)"
     for _t in ip unshare nsenter; do
         command -v $_t >/dev/null 2>&1 || mh_skip "no $_t (install iproute2 / util-linux)"

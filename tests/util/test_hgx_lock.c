@@ -1,7 +1,7 @@
 /*
  * test_hgx_lock.c -- the lock in its three modes: mutual exclusion of spin
- * and mutex locks under contention, trylock, and the single-thread mode that
- * takes nothing.
+ * and mutex locks under contention, trylock, a statically initialized mutex,
+ * and the single-thread mode that takes nothing.
  */
 #include "hgx_lock.h"
 
@@ -74,6 +74,24 @@ static void test_trylock(void **state)
     }
 }
 
+/* A process-wide lock from HGX_LOCK_MUTEX_INITIALIZER: a mutex, no init call. */
+static struct shared static_shared = {.lock = HGX_LOCK_MUTEX_INITIALIZER};
+
+static void test_static_mutex(void **state)
+{
+    (void)state;
+    assert_int_equal(static_shared.lock.mode, HGX_LOCK_MUTEX);
+    assert_true(hgx_trylock(&static_shared.lock));
+    assert_false(hgx_trylock(&static_shared.lock));
+    hgx_unlock(&static_shared.lock);
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, hammer, &static_shared), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(static_shared.counter, (unsigned long)THREADS * ROUNDS);
+}
+
 static void test_none(void **state)
 {
     (void)state;
@@ -93,9 +111,8 @@ static void test_none(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spin),
-        cmocka_unit_test(test_mutex),
-        cmocka_unit_test(test_trylock),
+        cmocka_unit_test(test_spin),    cmocka_unit_test(test_mutex),
+        cmocka_unit_test(test_trylock), cmocka_unit_test(test_static_mutex),
         cmocka_unit_test(test_none),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

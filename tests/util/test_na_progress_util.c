@@ -34,6 +34,16 @@ static void test_clock(void **state)
     assert_int_equal(hgx_clock_left_ms(d - HGX_NS_PER_MS - 1, d), 2);
     assert_int_equal(hgx_clock_left_ms(d, d), 0);
     assert_int_equal(hgx_clock_left_ms(d + 7, d), 0);
+    struct timespec at = hgx_clock_timespec(3 * 1000000000ull + 999999999u);
+    assert_int_equal(at.tv_sec, 3);
+    assert_int_equal(at.tv_nsec, 999999999);
+    /* The same clock: CLOCK_MONOTONIC read now lies at or after a converted earlier
+     * reading. */
+    struct timespec mono;
+    at = hgx_clock_timespec(hgx_clock_now_ns());
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    assert_true(mono.tv_sec > at.tv_sec ||
+                (mono.tv_sec == at.tv_sec && mono.tv_nsec >= at.tv_nsec));
 }
 
 static void test_backoff(void **state)

@@ -19,6 +19,9 @@ MERCURY_GEN_PROC(hgx_info_ping_t, ((uint64_t)(seq)))
 /** Print the built-in plugins and protocols with the interfaces each can use. */
 int hgx_info_list_protocols(void);
 
+/** Print every environment parameter hgx reads; 0 on success. */
+int hgx_info_list_params(void);
+
 /** Print hgx's, Mercury's and the transports' versions (built with, running). */
 void hgx_info_list_versions(void);
 

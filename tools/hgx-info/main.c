@@ -3,6 +3,7 @@
  * spirit of fi_info, ucx_info and Mercury's hg_info.
  *
  *   hgx-info                       protocols, interfaces, versions
+ *   hgx-info --params              the environment parameters hgx reads
  *   hgx-info --listen INFO         the address a server on INFO advertises
  *   hgx-info --serve INFO          answer pings until SIGINT/SIGTERM
  *   hgx-info --ping ADDR [--count N] [--timeout MS]
@@ -22,6 +23,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: hgx-info                 list protocols, interfaces and versions\n"
+            "       hgx-info --params        list the environment parameters hgx "
+            "reads\n"
             "       hgx-info --listen INFO   print the address a server on INFO "
             "advertises\n"
             "       hgx-info --serve INFO    print that address, then answer pings "
@@ -89,6 +92,11 @@ int main(int argc, char *argv[])
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         usage(stdout);
         return 0;
+    }
+    if (strcmp(cmd, "--params") == 0) {
+        if (argc > 2)
+            return bad_usage("unexpected argument \"%s\"", argv[2]);
+        return hgx_info_list_params();
     }
     bool takes_arg = strcmp(cmd, "--listen") == 0 || strcmp(cmd, "--serve") == 0 ||
                      strcmp(cmd, "--ping") == 0;

@@ -7,20 +7,20 @@
 static MPI_Comm na_mpi_user_comm = MPI_COMM_NULL;
 static MPI_Comm na_mpi_intra_comm = MPI_COMM_NULL; /* NA_MPI_Set_init_intra_comm */
 static int na_mpi_init_refs; /* classes that rely on MPI_Init done by us */
-static pthread_mutex_t na_mpi_global_lock = PTHREAD_MUTEX_INITIALIZER;
+static hgx_lock_t na_mpi_global_lock = HGX_LOCK_MUTEX_INITIALIZER; /* MPI init, comms */
 
 void na_mpi_set_comm(MPI_Comm comm)
 {
-    pthread_mutex_lock(&na_mpi_global_lock);
+    hgx_lock(&na_mpi_global_lock);
     na_mpi_user_comm = comm;
-    pthread_mutex_unlock(&na_mpi_global_lock);
+    hgx_unlock(&na_mpi_global_lock);
 }
 
 void na_mpi_set_intra_comm(MPI_Comm comm)
 {
-    pthread_mutex_lock(&na_mpi_global_lock);
+    hgx_lock(&na_mpi_global_lock);
     na_mpi_intra_comm = comm;
-    pthread_mutex_unlock(&na_mpi_global_lock);
+    hgx_unlock(&na_mpi_global_lock);
 }
 
 void nm_log_err(const char *what, int rc)
@@ -58,13 +58,6 @@ static na_return_t nm_intra_base(MPI_Comm intra, MPI_Comm *base)
     HGX_LOG_DEBUG(MPI, "mpi+static: intra communicator of %d of %d ranks, running on %s",
                   n, world, n == world ? "it" : "MPI_COMM_WORLD");
     return NA_SUCCESS;
-}
-
-uint64_t nm_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Date the activity noted since the last call at t. A note can be up to
@@ -176,24 +169,24 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         HGX_LOG_ERROR(MPI, "MPI was already finalized; it cannot be initialized again");
         return NA_PROTOCOL_ERROR;
     }
-    pthread_mutex_lock(&na_mpi_global_lock);
+    hgx_lock(&na_mpi_global_lock);
     MPI_Initialized(&inited);
     if (!inited) {
         if (na_mpi_user_comm != MPI_COMM_NULL || na_mpi_intra_comm != MPI_COMM_NULL) {
-            pthread_mutex_unlock(&na_mpi_global_lock);
+            hgx_unlock(&na_mpi_global_lock);
             HGX_LOG_ERROR(MPI, "a communicator was given (NA_MPI_Set_init_intra_comm or "
                                "hgx_init_mpi) but MPI is not initialized");
             return NA_INVALID_ARG;
         }
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
         if (rc != MPI_SUCCESS) {
-            pthread_mutex_unlock(&na_mpi_global_lock);
+            hgx_unlock(&na_mpi_global_lock);
             nm_log_err("MPI_Init_thread", rc);
             return NA_PROTOCOL_ERROR;
         }
         if (provided < MPI_THREAD_SERIALIZED) {
             MPI_Finalize();
-            pthread_mutex_unlock(&na_mpi_global_lock);
+            hgx_unlock(&na_mpi_global_lock);
             HGX_LOG_ERROR(
                 MPI,
                 "MPI provides thread level %d, below MPI_THREAD_SERIALIZED which the NA "
@@ -220,7 +213,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
     MPI_Comm base = na_mpi_user_comm != MPI_COMM_NULL ? na_mpi_user_comm : MPI_COMM_WORLD;
     MPI_Comm intra =
         na_mpi_user_comm == MPI_COMM_NULL ? na_mpi_intra_comm : MPI_COMM_NULL;
-    pthread_mutex_unlock(&na_mpi_global_lock);
+    hgx_unlock(&na_mpi_global_lock);
     /* mpi+dynamic connects each process on its own: an intra comm changes nothing */
     if (!dynamic && intra != MPI_COMM_NULL &&
         (ret = nm_intra_base(intra, &base)) != NA_SUCCESS)
@@ -261,7 +254,12 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         goto undo_init;
     }
     pc->we_init_mpi = we_init;
-    nm_lock_init(&pc->lock, na_class->single);
+    hgx_list_init(&pc->uq);
+    hgx_list_init(&pc->eq);
+    hgx_list_init(&pc->held);
+    hgx_list_init(&pc->conns);
+    pc->held_max = (int)hgx_param_get_int(&hgx_param_na_unexpected_max);
+    hgx_lock_init_as(&pc->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     hgx_mreqtab_init(&pc->tab);
 
     rc = MPI_Comm_dup(base, &pc->comm); /* collective over base */
@@ -371,16 +369,16 @@ free_comm:
     MPI_Comm_free(&pc->comm);
 free_pc:
     free(pc->rank_addrs);
-    nm_lock_destroy(&pc->lock);
+    hgx_lock_fini(&pc->lock);
     free(pc);
 undo_init:
     if (port[0])
         nm_dyn_close_port(port);
     if (we_init) {
-        pthread_mutex_lock(&na_mpi_global_lock);
+        hgx_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0)
             MPI_Finalize();
-        pthread_mutex_unlock(&na_mpi_global_lock);
+        hgx_unlock(&na_mpi_global_lock);
     }
     return ret;
 }
@@ -388,7 +386,7 @@ undo_init:
 static na_return_t nm_finalize(na_class_t *na_class)
 {
     struct nm_class *pc = PC(na_class);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     struct hgx_emul_stats st;
     hgx_emul_get_stats(pc->emul, &st);
     if (st.bad_packets || st.refused)
@@ -399,15 +397,18 @@ static na_return_t nm_finalize(na_class_t *na_class)
     nm_drop_held(pc);
     if (pc->dynamic) {
         nm_dyn_finalize(pc);
-        for (struct dyn_conn *k = pc->conns; k; k = k->next)
-            hgx_emul_close(k->emul);
+        struct hgx_list *it;
+        hgx_list_for_each(it, &pc->conns)
+        {
+            hgx_emul_close(hgx_list_entry(it, struct dyn_conn, link)->emul);
+        }
     }
     hgx_emul_close(pc->emul);
     hgx_mreqtab_destroy(&pc->tab, 1000);
     if (pc->dynamic) {
-        while (pc->conns) {
-            struct dyn_conn *k = pc->conns;
-            pc->conns = k->next;
+        struct hgx_list *it;
+        while ((it = hgx_list_pop_front(&pc->conns))) {
+            struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
             nm_dyn_disconnect(k, true, pc->tag_bye);
             hgx_emul_free(k->emul);
             free(k->port);
@@ -426,21 +427,21 @@ static na_return_t nm_finalize(na_class_t *na_class)
         rc = MPI_Comm_free(&pc->dcomm);
     if (rc != MPI_SUCCESS)
         nm_log_err("MPI_Comm_free", rc);
-    nm_unlock(&pc->lock);
-    nm_lock_destroy(&pc->lock);
+    hgx_unlock(&pc->lock);
+    hgx_lock_fini(&pc->lock);
     for (int r = 0; r < pc->size; r++)
         free(atomic_load(&pc->rank_addrs[r]));
     free(pc->rank_addrs);
     bool we_init = pc->we_init_mpi;
     free(pc);
     if (we_init) {
-        pthread_mutex_lock(&na_mpi_global_lock);
+        hgx_lock(&na_mpi_global_lock);
         if (--na_mpi_init_refs == 0) {
             rc = MPI_Finalize();
             if (rc != MPI_SUCCESS)
                 nm_log_err("MPI_Finalize", rc);
         }
-        pthread_mutex_unlock(&na_mpi_global_lock);
+        hgx_unlock(&na_mpi_global_lock);
     }
     return NA_SUCCESS;
 }
@@ -475,36 +476,23 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     (void)context;
     struct nm_class *pc = PC(na_class);
     struct nm_op *mo = na_op_plugin(op);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     if (atomic_load(&op->state) != NA_OP_CANCELING) {
-        nm_unlock(&pc->lock); /* completed meanwhile */
+        hgx_unlock(&pc->lock); /* completed meanwhile */
         return NA_SUCCESS;
     }
     switch (op->info.type) {
     case NA_CB_RECV_UNEXPECTED:
-        if (mo->in_uq) {
-            struct nm_op **pp = &pc->uq_head, *prev = NULL;
-            while (*pp && *pp != mo)
-                prev = *pp, pp = &(*pp)->next;
-            if (*pp) {
-                *pp = mo->next;
-                if (pc->uq_tail == mo)
-                    pc->uq_tail = prev;
-            }
-            mo->in_uq = false;
+        if (hgx_list_linked(&mo->link)) { /* still waiting on uq */
+            hgx_list_remove(&mo->link);
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
             nm_cancel_irecv(mo); /* its handler tells cancelled from received */
         } /* else: already matched, its local Imrecv completes soon */
         break;
     case NA_CB_RECV_EXPECTED:
-        if (mo->in_eq) {
-            struct nm_op **pp = &pc->eq_head;
-            while (*pp && *pp != mo)
-                pp = &(*pp)->next;
-            if (*pp)
-                *pp = mo->next;
-            mo->in_eq = false;
+        if (hgx_list_linked(&mo->link)) { /* still waiting on eq */
+            hgx_list_remove(&mo->link);
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
             nm_cancel_irecv(mo); /* nm_recv_exp_done tells cancelled from received */
@@ -529,14 +517,21 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     default:
         break;
     }
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
+
+static const struct hgx_param *const nm_params[] = {
+    &nm_param_connect_timeout_ms,      &nm_param_service,
+    &hgx_emul_param_cancel_timeout_ms, &hgx_emul_param_zombie_ms,
+    &hgx_emul_param_target_idle_ms,    NULL,
+};
 
 const struct na_ops na_mpi_ops = {
     .class_name = "mpi",
     .protocols = (const char *const[]){"static", "dynamic", NULL},
     .log_subsys = HGX_SUBSYS_MPI,
+    .params = nm_params,
     /* Every piece is one emulated transfer with its own request and CTS
      * round trip; the emulation moves a transfer in HGX_EMUL_CHUNK (16 MiB)
      * messages itself. With 256 KiB pieces Open MPI bulk ran at 0.77-0.90x raw at

@@ -60,24 +60,28 @@ static na_return_t nm_dyn_lookup(na_class_t *na_class, const char *name,
     /* Port names (Open MPI "JOBID.VPID:TAG", MPICH "tag#...$") hold ':' or '$';
      * anything else is a service name for MPI_Lookup_name. */
     bool is_name = !strchr(target, ':') && !strchr(target, '$');
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     if (!is_name && pc->listening && strcmp(target, pc->port) == 0) {
-        nm_unlock(&pc->lock);
+        hgx_unlock(&pc->lock);
         return nm_addr_new(na_class, pc->self_conn, 0, addr_p);
     }
-    for (struct dyn_conn *k = pc->conns; k; k = k->next)
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
         if (!k->dead && k->port && !is_name && strcmp(k->port, target) == 0) {
-            nm_unlock(&pc->lock);
+            hgx_unlock(&pc->lock);
             return nm_addr_new(na_class, k, 0, addr_p);
         }
-    nm_unlock(&pc->lock);
+    }
+    hgx_unlock(&pc->lock);
     MPI_Comm c = MPI_COMM_NULL;
     na_return_t ret = nm_dyn_connect(target, is_name, &c, port); /* unlocked: may block */
     if (ret != NA_SUCCESS)
         return ret;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     struct dyn_conn *k = nm_conn_add(pc, c, port);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     if (!k) {
         MPI_Comm_disconnect(&c);
         return NA_NOMEM;
@@ -195,13 +199,13 @@ const char *na_mpi_port_string(na_class_t *na_class)
     struct nm_class *pc = PC(na_class);
     if (pc->dynamic && !pc->listening)
         return NULL;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     if (!pc->port_str[0]) {
         struct nm_addr self = {.rank = pc->rank, .conn = pc->self_conn};
         if (nm_addr_string(pc, &self, pc->port_str, sizeof(pc->port_str)) != NA_SUCCESS)
             pc->port_str[0] = '\0';
     }
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return pc->port_str[0] ? pc->port_str : NULL;
 }
 

@@ -57,7 +57,7 @@ static const char *nm_library_name(char *buf, size_t n)
  * with MPI_ERRORS_RETURN, so the acceptor blocked in MPI_Comm_accept for the
  * life of a listener changes nothing of the application's.
  */
-static pthread_mutex_t dyn_eh_lock = PTHREAD_MUTEX_INITIALIZER;
+static hgx_lock_t dyn_eh_lock = HGX_LOCK_MUTEX_INITIALIZER;
 static int dyn_eh_depth;
 static MPI_Errhandler dyn_eh_world, dyn_eh_self;
 static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
@@ -65,26 +65,26 @@ static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
 
 static void nm_dyn_eh_enter(void)
 {
-    pthread_mutex_lock(&dyn_eh_lock);
+    hgx_lock(&dyn_eh_lock);
     if (dyn_eh_depth++ == 0) {
         MPI_Comm_get_errhandler(MPI_COMM_WORLD, &dyn_eh_world);
         MPI_Comm_get_errhandler(MPI_COMM_SELF, &dyn_eh_self);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     }
-    pthread_mutex_unlock(&dyn_eh_lock);
+    hgx_unlock(&dyn_eh_lock);
 }
 
 static void nm_dyn_eh_leave(void)
 {
-    pthread_mutex_lock(&dyn_eh_lock);
+    hgx_lock(&dyn_eh_lock);
     if (--dyn_eh_depth == 0) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, dyn_eh_world);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, dyn_eh_self);
         MPI_Errhandler_free(&dyn_eh_world);
         MPI_Errhandler_free(&dyn_eh_self);
     }
-    pthread_mutex_unlock(&dyn_eh_lock);
+    hgx_unlock(&dyn_eh_lock);
 }
 
 int nm_dyn_close_port(const char *port)
@@ -99,13 +99,13 @@ int nm_dyn_close_port(const char *port)
 int nm_dyn_self_comm(void)
 {
     int rc = MPI_SUCCESS;
-    pthread_mutex_lock(&dyn_eh_lock);
+    hgx_lock(&dyn_eh_lock);
     if (dyn_self == MPI_COMM_NULL) {
         rc = MPI_Comm_dup(MPI_COMM_SELF, &dyn_self);
         if (rc == MPI_SUCCESS)
             rc = MPI_Comm_set_errhandler(dyn_self, MPI_ERRORS_RETURN);
     }
-    pthread_mutex_unlock(&dyn_eh_lock);
+    hgx_unlock(&dyn_eh_lock);
     return rc;
 }
 
@@ -177,8 +177,25 @@ bool nm_dyn_unescape(const char *in, char *out, size_t n)
     return o > 0;
 }
 
+const struct hgx_param nm_param_connect_timeout_ms = {
+    .name = "HGX_MPI_CONNECT_TIMEOUT_MS",
+    .type = HGX_PARAM_INT,
+    .def = 10000,
+    .min = 1,
+    .max = 86400000,
+    .help = "milliseconds an mpi+dynamic lookup waits for MPI_Lookup_name and "
+            "MPI_Comm_connect before it fails with NA_ADDRNOTAVAIL",
+};
+
+const struct hgx_param nm_param_service = {
+    .name = "HGX_MPI_SERVICE",
+    .type = HGX_PARAM_STRING,
+    .def_string = "hgx",
+    .help = "service name an mpi+dynamic server publishes (MPI_Publish_name)",
+};
+
 struct dyn_acceptor {
-    pthread_mutex_t mu;
+    hgx_lock_t mu; /* HGX_LOCK_MUTEX: nm_dyn_take_accepted holds it across MPI calls */
     int refs;
     bool closing, in_accept;
     char port[MPI_MAX_PORT_NAME];
@@ -189,12 +206,12 @@ struct dyn_acceptor {
 
 static void nm_acceptor_unref(struct dyn_acceptor *a)
 {
-    pthread_mutex_lock(&a->mu);
+    hgx_lock(&a->mu);
     int left = --a->refs;
-    pthread_mutex_unlock(&a->mu);
+    hgx_unlock(&a->mu);
     if (left == 0) {
         free(a->pending);
-        pthread_mutex_destroy(&a->mu);
+        hgx_lock_fini(&a->mu);
         free(a);
     }
 }
@@ -203,22 +220,22 @@ static void *nm_acceptor_main(void *arg)
 {
     struct dyn_acceptor *a = arg;
     for (;;) {
-        pthread_mutex_lock(&a->mu);
+        hgx_lock(&a->mu);
         bool closing = a->closing;
         a->in_accept = !closing;
-        pthread_mutex_unlock(&a->mu);
+        hgx_unlock(&a->mu);
         if (closing)
             break;
         MPI_Comm c = MPI_COMM_NULL;
         int rc = MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, dyn_self, &c);
-        pthread_mutex_lock(&a->mu);
+        hgx_lock(&a->mu);
         a->in_accept = false;
         if (a->closing) { /* the class is gone: the connection is never used */
-            pthread_mutex_unlock(&a->mu);
+            hgx_unlock(&a->mu);
             break;
         }
         if (rc != MPI_SUCCESS) {
-            pthread_mutex_unlock(&a->mu);
+            hgx_unlock(&a->mu);
             nm_log_err("MPI_Comm_accept (acceptor thread stops; no new connections)", rc);
             break;
         }
@@ -226,7 +243,7 @@ static void *nm_acceptor_main(void *arg)
             size_t cap = a->cap ? a->cap * 2 : 8;
             MPI_Comm *p = realloc(a->pending, cap * sizeof(*p));
             if (!p) {
-                pthread_mutex_unlock(&a->mu);
+                hgx_unlock(&a->mu);
                 HGX_LOG_ERROR(MPI, "out of memory: dropping an accepted connection");
                 MPI_Comm_disconnect(&c);
                 continue;
@@ -235,13 +252,14 @@ static void *nm_acceptor_main(void *arg)
             a->cap = cap;
         }
         a->pending[a->npending++] = c;
-        pthread_mutex_unlock(&a->mu);
+        hgx_unlock(&a->mu);
     }
     nm_acceptor_unref(a);
     return NULL;
 }
 
 struct dyn_connector {
+    /* a pthread mutex, not an hgx_lock_t: the caller waits on cv with it */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int refs;
@@ -303,8 +321,14 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
     struct dyn_connector *k = calloc(1, sizeof(*k));
     if (!k)
         return NA_NOMEM;
+    /* a monotonic deadline (hgx_clock_timespec): a wall clock step cannot
+     * cut the wait short or stretch it */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
+    pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
     k->refs = 2;
     k->is_name = is_name;
     snprintf(k->target, sizeof(k->target), "%s", target);
@@ -315,16 +339,9 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
         return NA_NOMEM;
     }
     pthread_detach(t);
-    const char *env = getenv("HGX_MPI_CONNECT_TIMEOUT_MS");
-    long ms = env && *env ? strtol(env, NULL, 10) : 10000;
-    if (ms <= 0)
-        ms = 10000;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L)
-        dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    int64_t ms = hgx_param_get_int(&nm_param_connect_timeout_ms);
+    struct timespec dl =
+        hgx_clock_timespec(hgx_clock_after_ms(hgx_clock_now_ns(), (uint64_t)ms));
     na_return_t ret = NA_SUCCESS;
     pthread_mutex_lock(&k->mu);
     while (!k->done) {
@@ -335,7 +352,7 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
         k->abandoned = true;
         HGX_LOG_ERROR(
             MPI,
-            "mpi+dynamic: %s \"%s\" did not complete within %ld ms "
+            "mpi+dynamic: %s \"%s\" did not complete within %" PRId64 " ms "
             "(HGX_MPI_CONNECT_TIMEOUT_MS): is the server running and accepting, and were "
             "both "
             "jobs started with the same ompi-server (mpirun --ompi-server file:URI)?",
@@ -377,8 +394,7 @@ struct dyn_conn *nm_conn_add(struct nm_class *pc, MPI_Comm c, const char *port)
     hgx_emul_set_tag_gens(k->emul, pc->conn_gen_base, pc->conn_gen_bits);
     k->comm = c;
     k->id = ++pc->nconns;
-    k->next = pc->conns;
-    pc->conns = k;
+    hgx_list_push_front(&pc->conns, &k->link);
     return k;
 }
 
@@ -389,7 +405,7 @@ int nm_dyn_take_accepted(struct nm_class *pc)
     int n = 0;
     if (!a)
         return 0;
-    pthread_mutex_lock(&a->mu);
+    hgx_lock(&a->mu);
     for (size_t i = 0; i < a->npending; i++) {
         MPI_Comm c = a->pending[i];
         struct dyn_conn *k = nm_conn_add(pc, c, NULL);
@@ -402,7 +418,7 @@ int nm_dyn_take_accepted(struct nm_class *pc)
         }
     }
     a->npending = 0;
-    pthread_mutex_unlock(&a->mu);
+    hgx_unlock(&a->mu);
     return n;
 }
 
@@ -445,7 +461,7 @@ na_return_t nm_dyn_listen(struct nm_class *pc)
     struct dyn_acceptor *a = calloc(1, sizeof(*a));
     if (!a)
         return NA_NOMEM;
-    pthread_mutex_init(&a->mu, NULL);
+    hgx_lock_init_as(&a->mu, HGX_LOCK_MUTEX);
     a->refs = 2;
     memcpy(a->port, pc->port, sizeof(a->port));
     if (pthread_create(&a->thr, NULL, nm_acceptor_main, a) != 0) {
@@ -455,8 +471,8 @@ na_return_t nm_dyn_listen(struct nm_class *pc)
         return NA_NOMEM;
     }
     pc->acc = a;
-    const char *svc = getenv("HGX_MPI_SERVICE");
-    snprintf(pc->service, sizeof(pc->service), "%s", svc && *svc ? svc : "hgx");
+    snprintf(pc->service, sizeof(pc->service), "%s",
+             hgx_param_get_string(&nm_param_service));
     nm_dyn_eh_enter();
     int rc = MPI_Publish_name(pc->service, MPI_INFO_NULL, pc->port);
     nm_dyn_eh_leave();
@@ -479,10 +495,10 @@ void nm_dyn_finalize(struct nm_class *pc)
 {
     if (pc->acc) {
         struct dyn_acceptor *a = pc->acc;
-        pthread_mutex_lock(&a->mu);
+        hgx_lock(&a->mu);
         a->closing = true;
         bool blocked = a->in_accept;
-        pthread_mutex_unlock(&a->mu);
+        hgx_unlock(&a->mu);
         if (blocked)
             pthread_detach(a->thr); /* ends with MPI_Finalize; see the comment above */
         else

@@ -63,10 +63,10 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
     struct nm_op *mo = na_op_plugin(op);
     nm_op_start(mo, na_class);
     mo->bounce = bounce;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     MPI_Comm comm;
     if (!nm_addr_comm(pc, dest_addr, &comm)) {
-        nm_unlock(&pc->lock);
+        hgx_unlock(&pc->lock);
         free(bounce);
         mo->bounce = NULL;
         return NA_ADDRNOTAVAIL;
@@ -80,7 +80,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         rc = MPI_Test(&mo->req, &flag, &st);
         if (rc != MPI_SUCCESS || flag) {
             nm_send_done(op, 0, rc, &st);
-            nm_unlock(&pc->lock);
+            hgx_unlock(&pc->lock);
             return NA_SUCCESS;
         }
     }
@@ -90,7 +90,7 @@ static na_return_t nm_post_send(na_class_t *na_class, na_op_id_t *op, const void
         MPI_Wait(&mo->req, MPI_STATUS_IGNORE);
         rc = MPI_ERR_NO_MEM;
     }
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     if (rc != MPI_SUCCESS) {
         nm_log_err("MPI_Isend", rc);
         free(bounce);
@@ -135,14 +135,9 @@ na_return_t nm_recv_unexpected(na_class_t *na_class, na_context_t *context,
     nm_op_start(mo, na_class);
     mo->buf = buf;
     mo->buf_size = buf_size;
-    mo->in_uq = true;
-    nm_lock(&pc->lock);
-    if (pc->uq_tail)
-        pc->uq_tail->next = mo;
-    else
-        pc->uq_head = mo;
-    pc->uq_tail = mo;
-    nm_unlock(&pc->lock);
+    hgx_lock(&pc->lock);
+    hgx_list_push_back(&pc->uq, &mo->link);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
@@ -212,20 +207,14 @@ static void nm_unexp_done(void *obj, uintptr_t aux, int err, const MPI_Status *s
     free(bounce);
 }
 
-/* Pop the first posted unexpected receive. Lock held. */
+/* Pop the first posted unexpected receive (uq not empty). Lock held. */
 static struct nm_op *nm_uq_pop(struct nm_class *pc)
 {
-    struct nm_op *mo = pc->uq_head;
-    pc->uq_head = mo->next;
-    if (!pc->uq_head)
-        pc->uq_tail = NULL;
-    mo->in_uq = false;
-    mo->next = NULL;
-    return mo;
+    return hgx_list_entry(hgx_list_pop_front(&pc->uq), struct nm_op, link);
 }
 
 /* Receive the matched unexpected message msg into the first posted NA
- * unexpected receive. Lock held, pc->uq_head set. */
+ * unexpected receive. Lock held, pc->uq not empty. */
 static void nm_unexp_recv(struct nm_class *pc, MPI_Message *msg, MPI_Status *st,
                           struct dyn_conn *conn)
 {
@@ -280,7 +269,7 @@ static int nm_match_unexpected_on(struct nm_class *pc, MPI_Comm comm,
     int flag = 0;
     MPI_Message msg;
     MPI_Status st;
-    if (!pc->uq_head || pc->upost)
+    if (hgx_list_empty(&pc->uq) || pc->upost)
         return MPI_SUCCESS;
     int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_UNEXP, comm, &flag, &msg, &st);
     if (rc == MPI_SUCCESS && flag)
@@ -292,10 +281,15 @@ int nm_match_unexpected(struct nm_class *pc)
 {
     int rc =
         pc->waiting ? nm_match_unexpected_on(pc, pc->comm, pc->self_conn) : MPI_SUCCESS;
-    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS && pc->uq_head;
-         k = k->next)
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        if (rc != MPI_SUCCESS || hgx_list_empty(&pc->uq))
+            break;
+        struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
         if (!k->dead && k->waiting)
             rc = nm_match_unexpected_on(pc, k->comm, k);
+    }
     return rc;
 }
 
@@ -386,18 +380,14 @@ static void nm_unexp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Stat
 void nm_unexp_arm(struct nm_class *pc)
 {
 #ifdef OPEN_MPI
-    if (pc->upost || !pc->uq_head || pc->nheld_unexp || pc->dynamic)
+    if (pc->upost || hgx_list_empty(&pc->uq) || pc->nheld_unexp || pc->dynamic)
         return;
     struct nm_op *mo = nm_uq_pop(pc);
     pc->upost = mo;
     if (nm_sink_irecv(pc, mo, MPI_ANY_SOURCE, TAG_UNEXP, pc->comm, nm_unexp_sink_done))
         return;
     pc->upost = NULL; /* back to the head of the list: the probed path serves it */
-    mo->in_uq = true;
-    mo->next = pc->uq_head;
-    pc->uq_head = mo;
-    if (!pc->uq_tail)
-        pc->uq_tail = mo;
+    hgx_list_push_front(&pc->uq, &mo->link);
 #else
     (void)pc;
 #endif
@@ -459,13 +449,20 @@ static void nm_exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status
  * source and tag still waits in the list: mo must then queue behind them. */
 static bool nm_exp_queued(const struct nm_class *pc, const struct nm_op *mo)
 {
-    for (const struct held_msg *h = pc->held_head; h; h = h->next)
-        if (mo->comm == pc->comm && h->st.MPI_SOURCE == mo->src &&
-            h->st.MPI_TAG == mo->tag)
-            return true;
-    for (const struct nm_op *e = pc->eq_head; e; e = e->next)
+    const struct hgx_list *it;
+    if (mo->comm == pc->comm)
+        hgx_list_for_each(it, &pc->held)
+        {
+            const struct held_msg *h = hgx_list_entry(it, const struct held_msg, link);
+            if (h->st.MPI_SOURCE == mo->src && h->st.MPI_TAG == mo->tag)
+                return true;
+        }
+    hgx_list_for_each(it, &pc->eq)
+    {
+        const struct nm_op *e = hgx_list_entry(it, const struct nm_op, link);
         if (e->comm == mo->comm && e->src == mo->src && e->tag == mo->tag)
             return true;
+    }
     return false;
 }
 #endif
@@ -514,21 +511,15 @@ na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_
     mo->buf_size = buf_size;
     mo->src = ((struct nm_addr *)source_addr)->rank;
     mo->tag = TAG_EXP_BASE + (int)tag;
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     if (!nm_addr_comm(pc, source_addr, &mo->comm)) {
-        nm_unlock(&pc->lock);
+        hgx_unlock(&pc->lock);
         return NA_ADDRNOTAVAIL;
     }
     nm_mark_active(pc, ACT_POST);
-    if (!nm_exp_post_irecv(pc, mo)) {
-        /* append: posting order is matching order, as for MPI receives */
-        struct nm_op **pp = &pc->eq_head;
-        while (*pp)
-            pp = &(*pp)->next;
-        *pp = mo;
-        mo->in_eq = true;
-    }
-    nm_unlock(&pc->lock);
+    if (!nm_exp_post_irecv(pc, mo)) /* last: posting order is matching order, as in MPI */
+        hgx_list_push_back(&pc->eq, &mo->link);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
@@ -537,9 +528,13 @@ static bool nm_comm_waiting(const struct nm_class *pc, MPI_Comm comm)
 {
     if (comm == pc->comm)
         return pc->waiting;
-    for (const struct dyn_conn *k = pc->conns; k; k = k->next)
+    const struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        const struct dyn_conn *k = hgx_list_entry(it, const struct dyn_conn, link);
         if (k->comm == comm)
             return k->waiting;
+    }
     return false;
 }
 
@@ -549,8 +544,6 @@ static void nm_exp_recv(struct nm_class *pc, struct nm_op *mo, MPI_Message *msg,
                         MPI_Status *st)
 {
     int count = 0, rc;
-    mo->next = NULL;
-    mo->in_eq = false;
     na_op_id_t *op = na_op_from_plugin(mo);
     MPI_Get_count(st, MPI_BYTE, &count);
     if (count < 0 || (size_t)count > mo->buf_size) {
@@ -581,9 +574,10 @@ static void nm_exp_recv(struct nm_class *pc, struct nm_op *mo, MPI_Message *msg,
  * nm_probe_waiting marked. */
 int nm_match_expected(struct nm_class *pc)
 {
-    struct nm_op **pp = &pc->eq_head;
-    while (*pp) {
-        struct nm_op *mo = *pp;
+    struct hgx_list *it, *tmp;
+    hgx_list_for_each_safe(it, tmp, &pc->eq)
+    {
+        struct nm_op *mo = hgx_list_entry(it, struct nm_op, link);
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
@@ -592,11 +586,9 @@ int nm_match_expected(struct nm_class *pc)
                      : MPI_Improbe(mo->src, mo->tag, mo->comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS)
             return rc;
-        if (!flag) {
-            pp = &mo->next;
+        if (!flag)
             continue;
-        }
-        *pp = mo->next;
+        hgx_list_remove(&mo->link);
         nm_exp_recv(pc, mo, &msg, &st);
     }
     return MPI_SUCCESS;
@@ -606,10 +598,12 @@ int nm_match_expected(struct nm_class *pc)
  * if none. Posting order is matching order, as for MPI receives. Lock held. */
 static struct nm_op *nm_eq_take(struct nm_class *pc, int src, int tag)
 {
-    for (struct nm_op **pp = &pc->eq_head; *pp; pp = &(*pp)->next) {
-        struct nm_op *mo = *pp;
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->eq)
+    {
+        struct nm_op *mo = hgx_list_entry(it, struct nm_op, link);
         if (mo->comm == pc->comm && mo->tag == tag && mo->src == src) {
-            *pp = mo->next;
+            hgx_list_remove(&mo->link);
             return mo;
         }
     }
@@ -621,7 +615,8 @@ static struct nm_op *nm_eq_take(struct nm_class *pc, int src, int tag)
 static bool nm_deliver(struct nm_class *pc, MPI_Message *msg, MPI_Status *st)
 {
     if (st->MPI_TAG == TAG_UNEXP) {
-        if (!pc->uq_head || pc->upost) /* upost: its message is older than this */
+        if (hgx_list_empty(&pc->uq) ||
+            pc->upost) /* upost: its message is older than this */
             return false;
         nm_unexp_recv(pc, msg, st, pc->self_conn);
         return true;
@@ -639,22 +634,29 @@ static bool nm_deliver(struct nm_class *pc, MPI_Message *msg, MPI_Status *st)
 int nm_take_held(struct nm_class *pc)
 {
     int n = 0;
-    struct held_msg **pp = &pc->held_head, *prev = NULL;
-    while (*pp && (pc->uq_head || pc->eq_head)) {
-        struct held_msg *h = *pp;
-        if (!nm_deliver(pc, &h->msg, &h->st)) {
-            prev = h;
-            pp = &h->next;
+    struct hgx_list *it, *tmp;
+    hgx_list_for_each_safe(it, tmp, &pc->held)
+    {
+        if (hgx_list_empty(&pc->uq) && hgx_list_empty(&pc->eq))
+            break;
+        struct held_msg *h = hgx_list_entry(it, struct held_msg, link);
+        if (!nm_deliver(pc, &h->msg, &h->st))
             continue;
-        }
-        *pp = h->next;
-        if (pc->held_tail == h)
-            pc->held_tail = prev;
+        hgx_list_remove(&h->link);
         pc->nheld--;
         pc->nheld_unexp -= h->st.MPI_TAG == TAG_UNEXP;
         free(h);
         n++;
     }
+    return n;
+}
+
+int na_mpi_held_count(na_class_t *na_class)
+{
+    struct nm_class *pc = PC(na_class);
+    hgx_lock(&pc->lock);
+    int n = pc->nheld;
+    hgx_unlock(&pc->lock);
     return n;
 }
 
@@ -671,12 +673,7 @@ void nm_hold(struct nm_class *pc, MPI_Message *msg, const MPI_Status *st)
     }
     h->msg = *msg;
     h->st = *st;
-    h->next = NULL;
-    if (pc->held_tail)
-        pc->held_tail->next = h;
-    else
-        pc->held_head = h;
-    pc->held_tail = h;
+    hgx_list_push_back(&pc->held, &h->link);
     pc->nheld++;
     pc->nheld_unexp += st->MPI_TAG == TAG_UNEXP;
 }
@@ -718,9 +715,9 @@ int nm_claim_any(struct nm_class *pc, int *rc)
 
 void nm_drop_held(struct nm_class *pc)
 {
-    while (pc->held_head) {
-        struct held_msg *h = pc->held_head;
-        pc->held_head = h->next;
+    struct hgx_list *it;
+    while ((it = hgx_list_pop_front(&pc->held))) {
+        struct held_msg *h = hgx_list_entry(it, struct held_msg, link);
         int rc = hgx_mpi_mrecv_drop(&h->msg, &h->st);
         if (rc != MPI_SUCCESS)
             nm_log_err("MPI_Mrecv (dropping a message at finalize)", rc);
@@ -729,6 +726,5 @@ void nm_drop_held(struct nm_class *pc)
     if (pc->nheld)
         HGX_LOG_DEBUG(MPI, "finalize: dropped %d messages no receive was posted for",
                       pc->nheld);
-    pc->held_tail = NULL;
     pc->nheld = pc->nheld_unexp = 0;
 }

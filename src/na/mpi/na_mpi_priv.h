@@ -2,6 +2,15 @@
  * na_mpi_priv.h -- the MPI NA plugin ("mpi+static" and "mpi+dynamic"),
  * its types and the calls between its files (private).
  *
+ * Files: na_mpi.c (class, contexts, cancel, ops table), na_mpi_msg.c
+ * (messages, held messages), na_mpi_progress.c (claim, poll, poll_wait),
+ * na_mpi_rma.c (memory handles, put/get over mpi_emul), na_mpi_addr.c,
+ * na_mpi_dynamic.c (mpi+dynamic ports and connections), na_mpi_api.c
+ * (Mercury's NA_MPI_* calls). Like every plugin it builds on the shared
+ * helpers: hgx_clock for every time, hgx_list for its queues, hgx_lock_t for
+ * its locks, hgx_param for its settings (na_mpi_ops.params, with the
+ * emulation's), na_backoff for the idle sleep, and the core's
+ * HGX_NA_UNEXPECTED_MAX for the held-message bound.
  *
  * One MPI_Comm_dup of MPI_COMM_WORLD (or of the comm given to
  * na_mpi_set_comm()) with MPI_ERRORS_RETURN carries all traffic, so no tag of
@@ -26,24 +35,27 @@
  * hgx_mreqtab.h). Each poll pass takes the oldest message waiting on comm with
  * one MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) and dispatches it by tag
  * (nm_claim_any); a message whose NA receive is not posted yet is held (as its
- * MPI_Message, in arrival order, at most HELD_MAX) and later receives take held
- * messages first. Every MPI call runs Open MPI's whole progress engine, so one
- * call that both detects and claims beats a probe per kind. Under Open MPI,
- * posted NA receives are also MPI_Irecvs into sinks (nm_sink_get: never
- * truncated), reported by the table's MPI_Testsome, and the claim runs only as
- * often as something needs it (nm_claim_due). One class mutex serializes every MPI
- * call, so MPI_THREAD_SERIALIZED is enough.
+ * MPI_Message, in arrival order, at most HGX_NA_UNEXPECTED_MAX) and later
+ * receives take held messages first. Every MPI call runs Open MPI's whole
+ * progress engine, so one call that both detects and claims beats a probe per
+ * kind. Under Open MPI, posted NA receives are also MPI_Irecvs into sinks
+ * (nm_sink_get: never truncated), reported by the table's MPI_Testsome, and
+ * the claim runs only as often as something needs it (nm_claim_due). One
+ * class lock serializes every MPI call, so MPI_THREAD_SERIALIZED is enough.
  */
 #ifndef NA_MPI_PRIV_H
 #define NA_MPI_PRIV_H
 
 #include "na_mpi_int.h"
+#include "hgx_clock.h"
 #include "hgx_emul.h"
+#include "hgx_list.h"
 #include "hgx_mreqtab.h"
 #include "na_plugin.h"
 #include "hgx_spin.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +79,6 @@
  * match and MPI_Mrecv returns at once, where MPI_Imrecv would cost a request
  * and an MPI_Test in a later pass. Larger ones use MPI_Imrecv. */
 #define MRECV_MAX 4096
-/* Claimed messages held for NA receives not posted yet; past this, claiming
- * stops and the per-kind probes run (see nm_probe_waiting). */
-#define HELD_MAX 4096
 
 /* Longest address string: mpi+dynamic:// and a percent-escaped port. */
 #define DYN_ADDR_MAX (16 + 3 * MPI_MAX_PORT_NAME)
@@ -81,44 +90,10 @@ struct dyn_acceptor;
 struct held_msg {
     MPI_Message msg;
     MPI_Status st;
-    struct held_msg *next;
+    struct hgx_list link; /* nm_class.held, in arrival order */
 };
 
 struct nm_addr;
-
-/* The class lock. It serializes every MPI call of the class (so
- * MPI_THREAD_SERIALIZED is enough) and is held across them, which can take
- * long: a mutex, never a spin lock (hgx_lock.h). A class of
- * NA_THREAD_MODE_SINGLE is used by one thread alone and takes none. */
-struct nm_lock {
-    pthread_mutex_t mu;
-    bool single;
-};
-
-static inline void nm_lock_init(struct nm_lock *l, bool single)
-{
-    l->single = single;
-    if (!single)
-        pthread_mutex_init(&l->mu, NULL);
-}
-
-static inline void nm_lock_destroy(struct nm_lock *l)
-{
-    if (!l->single)
-        pthread_mutex_destroy(&l->mu);
-}
-
-static inline void nm_lock(struct nm_lock *l)
-{
-    if (!l->single)
-        pthread_mutex_lock(&l->mu);
-}
-
-static inline void nm_unlock(struct nm_lock *l)
-{
-    if (!l->single)
-        pthread_mutex_unlock(&l->mu);
-}
 
 struct nm_class {
     /* mpi+static: the address of each rank of comm, created on first use and
@@ -128,22 +103,30 @@ struct nm_class {
     MPI_Comm dcomm; /* mpi_emul data chunks of comm's emulation */
     int rank, size;
     bool we_init_mpi;
-    struct nm_lock lock;
+    /* Serializes every MPI call of the class (so MPI_THREAD_SERIALIZED is
+     * enough) and is held across them, which can take long: HGX_LOCK_MUTEX,
+     * never a spin lock (hgx_lock.h); HGX_LOCK_NONE for a class of
+     * NA_THREAD_MODE_SINGLE, which one thread alone uses. */
+    hgx_lock_t lock;
     struct hgx_mreqtab tab;
     struct hgx_emul *emul;
     size_t max_unexp, max_exp;
     na_tag_t max_tag;
-    struct nm_op *uq_head, *uq_tail; /* posted unexpected receives */
-    struct nm_op *eq_head;           /* posted expected receives (not yet in MPI) */
+    struct hgx_list uq; /* posted unexpected receives (nm_op.link), in posting order */
+    struct hgx_list eq; /* posted expected receives not yet in MPI, in posting order */
     unsigned long ncompleted;
     _Atomic unsigned noted;            /* ACT_* noted, not dated yet (nm_mark_active) */
     _Atomic uint64_t last_activity_us; /* last post or progress event */
     _Atomic uint64_t spin_until_us;    /* nm_poll_wait polls without sleeping until */
     bool waiting; /* this pass: probe comm per kind (held list full; see nm_probe_waiting)
                    */
-    bool take_ctrl; /* this pass: probe comm for mpi_emul control packets */
-    struct held_msg *held_head, *held_tail;
+    bool take_ctrl;       /* this pass: probe comm for mpi_emul control packets */
+    struct hgx_list held; /* struct held_msg, oldest first */
     int nheld;
+    /* Claimed messages held for NA receives not posted yet; past this
+     * (HGX_NA_UNEXPECTED_MAX, read at initialize), claiming stops and the
+     * per-kind probes run (see nm_probe_waiting). */
+    int held_max;
     int nheld_unexp;     /* held messages of tag TAG_UNEXP */
     struct nm_op *upost; /* Open MPI: unexpected receive in MPI (nm_unexp_arm) */
     char *sink_free;  /* unused sinks, linked through their first bytes (nm_sink_get) */
@@ -156,9 +139,10 @@ struct nm_class {
     /* mpi+dynamic only */
     bool dynamic, listening, published;
     int tag_bye;
-    int conn_gen_base;                  /* connections: data tags of generations >= 1 */
-    unsigned conn_gen_bits;             /* connections: tag-generation bits */
-    struct dyn_conn *self_conn, *conns; /* conns: remote connections, newest first */
+    int conn_gen_base;      /* connections: data tags of generations >= 1 */
+    unsigned conn_gen_bits; /* connections: tag-generation bits */
+    struct dyn_conn *self_conn;
+    struct hgx_list conns; /* remote connections (dyn_conn.link), newest first */
     int nconns;
     struct dyn_acceptor *acc;
     char port[MPI_MAX_PORT_NAME];
@@ -174,8 +158,8 @@ struct dyn_conn {
     char *port; /* port we connected to (client side), else NULL */
     int id;
     bool is_self, dead;
-    bool waiting; /* this pass: a message waits on comm */
-    struct dyn_conn *next;
+    bool waiting;         /* this pass: a message waits on comm */
+    struct hgx_list link; /* on nm_class.conns */
 };
 
 struct nm_addr {
@@ -197,14 +181,13 @@ struct nm_op {
     void *bounce;
     void *buf;
     size_t buf_size;
-    struct nm_op *next;
+    struct hgx_list link; /* on uq or eq while its receive waits there */
     struct hgx_emul_oreq *oreq;
     struct hgx_emul *emul; /* emulation instance of oreq */
     struct dyn_conn *conn; /* unexpected receive: connection it arrived on */
     char *sink;            /* receive posted as an MPI_Irecv into a sink (Open MPI) */
     MPI_Comm comm;         /* expected receive: communicator to match on */
-    bool in_uq, in_eq;
-    bool irecv; /* receive posted as an MPI_Irecv (Open MPI; sink) */
+    bool irecv;            /* receive posted as an MPI_Irecv (Open MPI; sink) */
     int src, tag;
 };
 
@@ -217,13 +200,12 @@ static inline void nm_op_start(struct nm_op *mo, na_class_t *na_class)
     mo->bounce = NULL;
     mo->buf = NULL;
     mo->buf_size = 0;
-    mo->next = NULL;
+    hgx_list_init(&mo->link);
     mo->oreq = NULL;
     mo->emul = NULL;
     mo->conn = NULL;
     mo->sink = NULL;
     memset(&mo->comm, 0, sizeof(mo->comm)); /* all-zero: "not set", not MPI_COMM_NULL */
-    mo->in_uq = mo->in_eq = false;
     mo->irecv = false;
     mo->src = mo->tag = 0;
 }
@@ -279,7 +261,6 @@ static inline void nm_op_done(struct nm_class *pc, na_op_id_t *op, na_return_t r
 
 /* na_mpi.c */
 void nm_log_err(const char *what, int rc);
-uint64_t nm_now_us(void);
 void nm_date_activity(struct nm_class *pc, uint64_t t);
 #ifdef OPEN_MPI
 char *nm_sink_get(struct nm_class *pc);
@@ -287,6 +268,8 @@ void nm_sink_put(struct nm_class *pc, char *s, int err, size_t count);
 #endif
 
 /* na_mpi_dynamic.c */
+extern const struct hgx_param nm_param_connect_timeout_ms;
+extern const struct hgx_param nm_param_service;
 int nm_dyn_close_port(const char *port);
 int nm_dyn_self_comm(void);
 na_return_t nm_dyn_open_port(char *port, const char *why);

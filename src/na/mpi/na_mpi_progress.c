@@ -3,6 +3,7 @@
  * and poll_wait. The plugin as a whole: na_mpi_priv.h.
  */
 #include "na_mpi_priv.h"
+#include "na_backoff.h"
 
 /*------------------------------------------------------------ progress */
 
@@ -23,8 +24,9 @@
 static bool nm_claim_due(struct nm_class *pc)
 {
 #ifdef OPEN_MPI
-    if (pc->tab.n > 0 && !pc->eq_head && (!pc->uq_head || pc->upost) && !pc->nrma &&
-        !pc->dynamic && ++pc->npass < CLAIM_EVERY)
+    if (pc->tab.n > 0 && hgx_list_empty(&pc->eq) &&
+        (hgx_list_empty(&pc->uq) || pc->upost) && !pc->nrma && !pc->dynamic &&
+        ++pc->npass < CLAIM_EVERY)
         return false;
     pc->npass = 0;
     return true;
@@ -72,7 +74,7 @@ static int nm_conn_peek(struct nm_class *pc, struct dyn_conn *k, int *flag, int 
 
 /*
  * pc->comm: held messages first, then nm_claim_any (one MPI call whether or not
- * anything waits). With HELD_MAX messages held, claiming stops: pc->waiting
+ * anything waits). With held_max messages held, claiming stops: pc->waiting
  * makes the per-kind probes (posted receives, control packets) run instead,
  * so the held messages bound the memory without blocking anything else.
  * Connections (mpi+dynamic) carry emulation data with RPC messages on one
@@ -85,16 +87,21 @@ static int nm_conn_peek(struct nm_class *pc, struct dyn_conn *k, int *flag, int 
 int nm_probe_waiting(struct nm_class *pc, int *events)
 {
     int rc = MPI_SUCCESS;
-    *events = pc->held_head ? nm_take_held(pc) : 0;
-    if (pc->uq_head && !pc->upost)
+    *events = hgx_list_empty(&pc->held) ? 0 : nm_take_held(pc);
+    if (!hgx_list_empty(&pc->uq) && !pc->upost)
         nm_unexp_arm(pc);
     pc->take_ctrl = false;
-    pc->waiting = pc->nheld >= HELD_MAX;
+    pc->waiting = pc->nheld >= pc->held_max;
     if (pc->waiting)
         pc->take_ctrl = true;
     else if (nm_claim_due(pc))
         *events += nm_claim_any(pc, &rc);
-    for (struct dyn_conn *k = pc->conns; k && rc == MPI_SUCCESS; k = k->next) {
+    struct hgx_list *it;
+    hgx_list_for_each(it, &pc->conns)
+    {
+        if (rc != MPI_SUCCESS)
+            break;
+        struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
         int flag = 0;
         if (!k->dead)
             rc = nm_conn_peek(pc, k, &flag, events);
@@ -132,12 +139,16 @@ static int nm_poll_locked(struct nm_class *pc)
         ndone += hgx_emul_progress_ex(pc->emul, pc->take_ctrl);
         if (pc->dynamic) {
             ndone += nm_dyn_take_accepted(pc);
-            for (struct dyn_conn *k = pc->conns; k; k = k->next)
-                if (!k->dead) {
-                    ndone += hgx_emul_progress_ex(k->emul, k->waiting);
-                    if (k->waiting)
-                        ndone += nm_dyn_check_bye(pc, k);
-                }
+            struct hgx_list *it;
+            hgx_list_for_each(it, &pc->conns)
+            {
+                struct dyn_conn *k = hgx_list_entry(it, struct dyn_conn, link);
+                if (k->dead)
+                    continue;
+                ndone += hgx_emul_progress_ex(k->emul, k->waiting);
+                if (k->waiting)
+                    ndone += nm_dyn_check_bye(pc, k);
+            }
         }
         events += ndone;
         /* An NA completion ends the pass at once: its callback is on the
@@ -153,7 +164,7 @@ static int nm_poll_locked(struct nm_class *pc)
  * for a peer) marks the class active. */
 static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inflight)
 {
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     unsigned long before = pc->ncompleted;
     int events = nm_poll_locked(pc);
     *n = pc->ncompleted - before;
@@ -162,7 +173,7 @@ static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inf
      * request above the eager size it took meanwhile may then finish only at
      * the next wake-up) */
     *inflight = pc->tab.n > (pc->upost ? 1 : 0);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     if (events > 0 || *n > 0)
         nm_mark_active(pc, ACT_EVENT);
     return events < 0 ? NA_PROTOCOL_ERROR : NA_SUCCESS;
@@ -186,29 +197,23 @@ na_return_t nm_poll(na_class_t *na_class, na_context_t *context, unsigned int *c
  * event: a peer's bulk chunk or control packet served here counts, not only
  * an NA completion; see nm_mark_active), or while MPI requests are in flight and
  * progressing, it polls (hgx_spin_pause between polls). Past it, it sleeps
- * between polls for half the time idle so far, at most 1 ms while the last
- * activity is under NM_IDLE_US old, then at most 4 ms: a wake-up costs
- * ~25 us of CPU in a VM, so an idle process stays around 1% of a core, and a
- * request after a long idle period waits at most ~4 ms. The sleep depends
- * only on the idle time, so it does not restart short at every call.
+ * between polls in the steps of NA's one idle policy (na_backoff.h: an eighth
+ * of the time idle so far, at most 4 ms), and at most NM_SLEEP_BUSY_MAX_NS
+ * while the last activity is under NM_IDLE_US old, so that a peer's post
+ * window (NM_POST_SPIN_US) outlasts its sleep. A wake-up costs ~25 us of CPU
+ * in a VM, so an idle process stays around 1% of a core, and a request after
+ * a long idle period waits at most ~4 ms. The sleep depends only on the idle
+ * time, so it does not restart short at every call.
  */
 #define NM_IDLE_US 100000
-#define NM_SLEEP_BUSY_MAX_NS 1000000L
-#define NM_SLEEP_IDLE_MAX_NS 4000000L
+#define NM_SLEEP_BUSY_MAX_NS 1000000u
 #define NM_POLLS_PER_CLOCK 16
-
-static long nm_idle_sleep_ns(uint64_t idle_us)
-{
-    long cap = idle_us < NM_IDLE_US ? NM_SLEEP_BUSY_MAX_NS : NM_SLEEP_IDLE_MAX_NS;
-    uint64_t half_ns = idle_us * 500u;
-    return half_ns < (uint64_t)cap ? (long)half_ns : cap;
-}
 
 na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
                          unsigned int timeout_ms)
 {
     struct nm_class *pc = PC(na_class);
-    uint64_t t = nm_now_us(), deadline = t + (uint64_t)timeout_ms * 1000u;
+    uint64_t t = hgx_clock_now_us(), deadline = t + (uint64_t)timeout_ms * 1000u;
     nm_date_activity(pc, t);
     for (unsigned int polls = 1;; polls++) {
         unsigned long n = 0;
@@ -223,7 +228,7 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
          * hundreds of microseconds long, and a read costs ~22 ns. */
         if (polls % NM_POLLS_PER_CLOCK == 0 ||
             atomic_load_explicit(&pc->noted, memory_order_relaxed)) {
-            t = nm_now_us();
+            t = hgx_clock_now_us();
             nm_date_activity(pc, t);
         }
         uint64_t last = atomic_load(&pc->last_activity_us);
@@ -234,10 +239,11 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
             hgx_spin_pause();
             continue;
         }
-        long ns = nm_idle_sleep_ns(t > last ? t - last : 0);
-        long max_ns = (long)(deadline - t) * 1000;
-        struct timespec ts = {0, ns < max_ns ? ns : max_ns};
-        nanosleep(&ts, NULL);
+        uint64_t idle_us = t > last ? t - last : 0;
+        uint64_t left_ns = (deadline - t) * HGX_NS_PER_US;
+        if (idle_us < NM_IDLE_US && left_ns > NM_SLEEP_BUSY_MAX_NS)
+            left_ns = NM_SLEEP_BUSY_MAX_NS;
+        na_backoff_sleep(idle_us * HGX_NS_PER_US, left_ns);
         polls = NM_POLLS_PER_CLOCK - 1; /* the clock again after the sleep */
     }
 }

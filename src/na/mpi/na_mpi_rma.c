@@ -74,18 +74,18 @@ size_t nm_mem_max_segments(const na_class_t *na_class)
 na_return_t nm_mem_register(na_class_t *na_class, na_mem_handle_t *mh)
 {
     struct nm_class *pc = PC(na_class);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     na_return_t ret = hgx_emul_mem_register(pc->emul, &((struct nm_mem *)mh)->em);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return ret;
 }
 
 na_return_t nm_mem_deregister(na_class_t *na_class, na_mem_handle_t *mh)
 {
     struct nm_class *pc = PC(na_class);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     hgx_emul_mem_deregister(pc->emul, &((struct nm_mem *)mh)->em);
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return NA_SUCCESS;
 }
 
@@ -149,9 +149,9 @@ na_return_t nm_rma(na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle
         struct hgx_emul_mem rem = rm->em;
         rem.owner = rank;
         nm_op_start(mo, na_class);
-        nm_lock(&pc->lock);
+        hgx_lock(&pc->lock);
         if (k->dead) {
-            nm_unlock(&pc->lock);
+            hgx_unlock(&pc->lock);
             HGX_LOG_ERROR(MPI, "mpi+dynamic: connection %d was closed by the peer",
                           k->id);
             return NA_ADDRNOTAVAIL;
@@ -167,7 +167,7 @@ na_return_t nm_rma(na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle
         } else {
             pc->nrma--;
         }
-        nm_unlock(&pc->lock);
+        hgx_unlock(&pc->lock);
         return ret;
     }
     if (!rm->head.remote && rm->em.id != 0)
@@ -180,7 +180,7 @@ na_return_t nm_rma(na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle
         return NA_INVALID_ARG;
     }
     nm_op_start(mo, na_class);
-    nm_lock(&pc->lock);
+    hgx_lock(&pc->lock);
     struct hgx_emul_oreq *o = NULL;
     pc->nrma++; /* before: a 0-byte transfer completes inside hgx_emul_xfer */
     na_return_t ret =
@@ -192,6 +192,6 @@ na_return_t nm_rma(na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle
     } else {
         pc->nrma--;
     }
-    nm_unlock(&pc->lock);
+    hgx_unlock(&pc->lock);
     return ret;
 }
