@@ -531,7 +531,9 @@ HG_PUBLIC hg_return_t HG_Reset(hg_handle_t handle, hg_addr_t addr, hg_id_t id);
 HG_PUBLIC hg_return_t HG_Ref_incr(hg_handle_t handle);
 
 /**
- * Get the reference count of a handle.
+ * Get the reference count of a handle. In an RPC handler it is 2 while a
+ * response is owed (the handler's and the response's, which HG_Respond()
+ * gives up), as in Mercury.
  * \param[in] handle RPC handle
  * \return the reference count, or -1 for HG_HANDLE_NULL
  */
@@ -701,6 +703,10 @@ HG_PUBLIC hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg
 /**
  * At the target: send the response, encoded with the registered output proc.
  * For an RPC whose response is disabled nothing is sent and callback still runs.
+ * The handle's second reference, held while a response is owed, goes with the
+ * first call (successful or not); a handler that never responds drops it with
+ * a second HG_Destroy(), as Mercury's handlers do to leave a request
+ * unanswered.
  * \param[in] handle RPC handle
  * \param[in] callback completion callback (may be NULL)
  * \param[in] arg its argument

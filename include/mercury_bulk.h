@@ -83,7 +83,7 @@ HG_PUBLIC hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle);
  * \param[in] flags access wanted (must be allowed by the handle)
  * \param[in] max_count room in buf_ptrs / buf_sizes
  * \param[out] buf_ptrs segment pointers
- * \param[out] buf_sizes segment sizes
+ * \param[out] buf_sizes segment sizes (optional)
  * \param[out] actual_count segments returned (optional)
  * \return HG_SUCCESS, HG_INVALID_ARG (remote handle, out of bounds), HG_PERMISSION
  */

@@ -2,11 +2,11 @@
  * \file mercury_proc_string.h
  * Proc routines for C strings.
  *
- * Wire format (hgx): a uint64 length counting the terminating NUL (0 for a
- * NULL pointer), then the characters and the NUL. Mercury appends the
- * is_const and is_owned flags of the string object (2 bytes): hgx does not
- * send them (the receiver decides who owns its copy), so a string's payload
- * is 2 bytes smaller than Mercury's. Decoding allocates the
+ * Wire format, as Mercury's: a uint64 length counting the terminating NUL
+ * (0 for a NULL pointer), then the characters and the NUL, then the is_const
+ * and is_owned flags of the string object (one byte each; none for NULL), so
+ * payload sizes (HG_Get_input_payload_size()) are Mercury's. The receiver
+ * ignores the flags: its decoded copy is always its own. Decoding allocates the
  * string with malloc(); the HG_FREE pass frees it and sets the pointer to NULL.
  * A decoded length that does not fit in the rest of the buffer fails with
  * HG_OVERFLOW, a string that is not exactly NUL-terminated with

@@ -274,7 +274,7 @@ static void string_roundtrip(char *s, size_t buf_size)
 
     assert_non_null(buf);
     size_t used = encode(hg_proc_hg_string_t, &s, buf, buf_size);
-    assert_int_equal(used, 8 + (s ? strlen(s) + 1 : 0));
+    assert_int_equal(used, 8 + (s ? strlen(s) + 1 + 2 : 0)); /* + is_const, is_owned */
     assert_int_equal(decode(hg_proc_hg_string_t, &out, buf, used), HG_SUCCESS);
     assert_int_equal(encode(hg_proc_hg_const_string_t, &cs, buf, buf_size), used);
     assert_int_equal(decode(hg_proc_hg_const_string_t, &cout, buf, used), HG_SUCCESS);
@@ -340,10 +340,16 @@ static void test_corrupt_strings(void **state)
     assert_int_equal(decode(hg_proc_hg_string_t, &out, buf, sizeof(buf)),
                      HG_PROTOCOL_ERROR);
     assert_null(out);
-    /* Repaired: accepted. */
+    /* Repaired, but no room for the two flag bytes: overflow. */
     buf[8 + 10] = 'x';
+    assert_int_equal(decode(hg_proc_hg_string_t, &out, buf, sizeof(buf)), HG_OVERFLOW);
+    assert_null(out);
+    /* Shorter by the flags: accepted. */
+    len = 54;
+    encode(hg_proc_uint64_t, &len, buf, sizeof(buf));
+    buf[8 + 53] = '\0';
     assert_int_equal(decode(hg_proc_hg_string_t, &out, buf, sizeof(buf)), HG_SUCCESS);
-    assert_int_equal(strlen(out), 55);
+    assert_int_equal(strlen(out), 53);
     free_value(hg_proc_hg_string_t, &out);
 }
 
@@ -358,8 +364,9 @@ static void test_gen_struct_roundtrip(void **state)
 
     fill_big(&in, name, sizeof(name));
     size_t used = encode(hg_proc_big_in_t, &in, buf, sizeof(buf));
-    /* 1+1+2+2+4+4+8+8 + 8+1+8 + (8+32) + (8+1) + (4+4) + 8 */
-    assert_int_equal(used, 30 + 17 + 40 + 9 + 8 + 8);
+    /* 1+1+2+2+4+4+8+8 + 8+1+8 + (8+32+2) + (8+1+2) + (4+4) + 8; a string's two
+     * bytes after its NUL are the is_const and is_owned flags */
+    assert_int_equal(used, 30 + 17 + 42 + 11 + 8 + 8);
     memset(&out, 0xA5, sizeof(out));
     assert_int_equal(decode(hg_proc_big_in_t, &out, buf, used), HG_SUCCESS);
     assert_big_equal(&in, &out);
@@ -375,7 +382,7 @@ static void test_gen_struct_proc(void **state)
     handle_t in = {.cookie = 77, .path = (char *)"/tmp/x", .local_only = 5}, out;
 
     size_t used = encode(hg_proc_handle_t, &in, buf, sizeof(buf));
-    assert_int_equal(used, 8 + 8 + 7);
+    assert_int_equal(used, 8 + 8 + 7 + 2);
     out.local_only = 99;
     assert_int_equal(decode(hg_proc_handle_t, &out, buf, used), HG_SUCCESS);
     assert_int_equal(out.cookie, 77);
@@ -397,7 +404,7 @@ static void test_gen_wide_struct(void **state)
         bytes[i] = (unsigned char)(i + 1);
     in.last = (char *)"end";
     size_t used = encode(hg_proc_wide_t, &in, buf, sizeof(buf));
-    assert_int_equal(used, WIDE_BYTES + 8 + 4);
+    assert_int_equal(used, WIDE_BYTES + 8 + 4 + 2);
     assert_int_equal(decode(hg_proc_wide_t, &out, buf, used), HG_SUCCESS);
     assert_memory_equal(&out, &in, WIDE_BYTES);
     assert_int_equal(out.i7, WIDE_BYTES);

@@ -213,8 +213,10 @@ hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
 {
     uint32_t n = 0;
 
+    /* As Mercury, the sizes and the count are optional (a caller that knows
+     * its handle has one segment asks for the pointer alone). */
     if (!handle || handle->remote || offset > handle->len ||
-        size > handle->len - offset || (max_count > 0 && (!buf_ptrs || !buf_sizes)))
+        size > handle->len - offset || (max_count > 0 && !buf_ptrs))
         return HG_INVALID_ARG;
     if ((flags & handle->flags) != flags)
         return HG_PERMISSION;
@@ -228,7 +230,8 @@ hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
         if (len > size)
             len = (size_t)size;
         buf_ptrs[n] = (char *)seg->base + offset;
-        buf_sizes[n] = len;
+        if (buf_sizes)
+            buf_sizes[n] = len;
         n++;
         size -= len;
         offset = 0;

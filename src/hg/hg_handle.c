@@ -88,6 +88,7 @@ static void hg_handle_reset(hg_handle_t handle)
     handle->req_flags = 0;
     handle->origin_id = 0;
     handle->self_target = false;
+    handle->resp_ref = false;
     handle->pull_op = HG_OP_ID_NULL;
     handle->completion = (struct hg_completion){0};
     handle->self_peer = NULL;

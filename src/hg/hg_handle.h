@@ -55,6 +55,7 @@ struct hg_handle {
     uint8_t req_flags;       /* header flags of the received request */
     uint8_t origin_id;       /* context id of the origin (target side) */
     bool self_target;        /* target end of a forward to self */
+    bool resp_ref;           /* holds the reference a response is owed (target) */
     hg_op_id_t pull_op;      /* internal bulk pull in flight */
     struct hg_completion completion;
     struct hg_handle *self_peer;  /* other end of a forward to self */

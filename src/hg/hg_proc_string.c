@@ -9,6 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The object's is_const and is_owned flags follow a non-NULL string, one byte
+ * each, as in Mercury (payload sizes match). The receiver reads and ignores
+ * them: its decoded copy is always its own. */
+static hg_return_t hg_proc_string_flags(hg_proc_t proc, hg_string_object_t *strobj)
+{
+    uint8_t flags[2] = {strobj->is_const ? 1 : 0, strobj->is_owned ? 1 : 0};
+    return hg_proc_bytes(proc, flags, sizeof(flags));
+}
+
 static hg_return_t hg_proc_string_encode(hg_proc_t proc, hg_string_object_t *strobj)
 {
     uint64_t len = strobj->data ? (uint64_t)strlen(strobj->data) + 1 : 0;
@@ -16,7 +25,10 @@ static hg_return_t hg_proc_string_encode(hg_proc_t proc, hg_string_object_t *str
 
     if (ret != HG_SUCCESS || len == 0)
         return ret;
-    return hg_proc_bytes(proc, strobj->data, len);
+    ret = hg_proc_bytes(proc, strobj->data, len);
+    if (ret != HG_SUCCESS)
+        return ret;
+    return hg_proc_string_flags(proc, strobj);
 }
 
 static hg_return_t hg_proc_string_decode(hg_proc_t proc, hg_string_object_t *strobj)
@@ -48,6 +60,8 @@ static hg_return_t hg_proc_string_decode(hg_proc_t proc, hg_string_object_t *str
                       (unsigned long long)len);
         ret = HG_PROTOCOL_ERROR;
     }
+    if (ret == HG_SUCCESS)
+        ret = hg_proc_string_flags(proc, strobj);
     if (ret != HG_SUCCESS) {
         free(s);
         return ret;

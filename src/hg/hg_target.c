@@ -18,8 +18,16 @@ static void rpc_run(struct hg_completion *completion)
         (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
     hg_return_t (*rpc_cb)(hg_handle_t) = handle->rpc.rpc_cb;
 
-    /* The handler owns the handle's reference and releases it with HG_Destroy(). */
+    /* The handler owns the handle's reference and releases it with HG_Destroy().
+     * As in Mercury, a second one is held while a response is owed and
+     * HG_Respond() gives it up: a handler may destroy the handle before its
+     * response completes, and one that destroys it twice drops the request
+     * unanswered (the origin then cancels). */
     handle->op = HG_HANDLE_IDLE;
+    if (!handle->rpc.no_response) {
+        atomic_fetch_add(&handle->refcount, 1);
+        handle->resp_ref = true;
+    }
     hg_return_t ret = rpc_cb(handle);
     if (ret != HG_SUCCESS)
         HGX_LOG_DEBUG(HG, "RPC %#llx handler returned %s",
@@ -316,7 +324,15 @@ hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *ou
         return HG_INVALID_ARG;
     if (handle->op != HG_HANDLE_IDLE)
         return HG_BUSY;
-    if (handle->self_target)
-        return hg_self_respond(handle, callback, arg, out_struct);
-    return hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
+    hg_return_t ret =
+        handle->self_target
+            ? hg_self_respond(handle, callback, arg, out_struct)
+            : hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
+    /* The response (or its failure) settles what was owed; a response in
+     * flight holds its own reference. */
+    if (handle->resp_ref) {
+        handle->resp_ref = false;
+        hg_handle_release(handle);
+    }
+    return ret;
 }

@@ -635,7 +635,7 @@ na_return_t NA_Msg_init_expected(na_class_t *na_class, void *buf, size_t buf_siz
 __attribute__((cold, noinline)) static na_return_t
 na_msg_refuse(na_class_t *na_class, na_context_t *context, const void *buf,
               size_t buf_size, size_t size_max, size_t header, na_addr_t *addr,
-              bool need_addr, uint8_t ctx_id, na_tag_t tag)
+              bool need_addr, na_tag_t tag)
 {
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!context || !buf) {
@@ -654,31 +654,27 @@ na_msg_refuse(na_class_t *na_class, na_context_t *context, const void *buf,
     }
     if (need_addr && !na_addr_valid(na_class, addr))
         return NA_INVALID_ARG;
-    if (ctx_id >= na_class->max_contexts) {
-        HGX_LOG_ERROR(NA, "context id %u out of range (max %u)", ctx_id,
-                      na_class->max_contexts);
-        return NA_INVALID_ARG;
-    }
     HGX_LOG_ERROR(NA, "tag %u above the maximum %u", tag, na_class->msg.max_tag);
     return NA_INVALID_ARG;
 }
 
 /* Checks shared by all message posts (receives pass size_max SIZE_MAX and
- * no tag check). Inline, as one predicted branch: every message passes here. */
+ * no tag check). Inline, as one predicted branch: every message passes here.
+ * A message's context id names a context of the peer, which this class
+ * cannot know: it is passed on unchecked (docs/mercury-compat.md). */
 static inline na_return_t na_msg_check(na_class_t *na_class, na_context_t *context,
                                        const void *buf, size_t buf_size, size_t size_max,
                                        size_t header, na_addr_t *addr, bool need_addr,
-                                       uint8_t ctx_id, na_tag_t tag, bool check_tag)
+                                       na_tag_t tag, bool check_tag)
 {
     if (__builtin_expect(na_class && context && buf && buf_size <= size_max &&
                              buf_size >= header &&
                              (!need_addr || (addr && addr->na_class == na_class)) &&
-                             ctx_id < na_class->max_contexts &&
                              (!check_tag || tag <= na_class->msg.max_tag),
                          1))
         return NA_SUCCESS;
     return na_msg_refuse(na_class, context, buf, buf_size, size_max, header, addr,
-                         need_addr, ctx_id, tag);
+                         need_addr, tag);
 }
 
 na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context,
@@ -689,7 +685,7 @@ na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context,
 {
     na_return_t ret = na_msg_check(
         na_class, context, buf, buf_size, NA_Msg_get_max_unexpected_size(na_class),
-        NA_Msg_get_unexpected_header_size(na_class), dest_addr, true, dest_id, tag, true);
+        NA_Msg_get_unexpected_header_size(na_class), dest_addr, true, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_SEND_UNEXPECTED, callback, arg,
@@ -701,9 +697,9 @@ na_return_t NA_Msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
                                    na_cb_t callback, void *arg, void *buf,
                                    size_t buf_size, void *plugin_data, na_op_id_t *op_id)
 {
-    na_return_t ret = na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
-                                   NA_Msg_get_unexpected_header_size(na_class), NULL,
-                                   false, 0, 0, false);
+    na_return_t ret =
+        na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
+                     NA_Msg_get_unexpected_header_size(na_class), NULL, false, 0, false);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_RECV_UNEXPECTED, callback, arg,
@@ -729,7 +725,7 @@ na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *context,
 {
     na_return_t ret = na_msg_check(
         na_class, context, buf, buf_size, NA_Msg_get_max_expected_size(na_class),
-        NA_Msg_get_expected_header_size(na_class), dest_addr, true, dest_id, tag, true);
+        NA_Msg_get_expected_header_size(na_class), dest_addr, true, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_SEND_EXPECTED, callback, arg,
@@ -744,7 +740,7 @@ na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context,
 {
     na_return_t ret = na_msg_check(na_class, context, buf, buf_size, SIZE_MAX,
                                    NA_Msg_get_expected_header_size(na_class), source_addr,
-                                   true, source_id, tag, true);
+                                   true, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
     NA_POST(na_class, context, op_id, NA_CB_RECV_EXPECTED, callback, arg,
