@@ -350,14 +350,14 @@ static na_return_t na_idle_sleep(na_class_t *na_class, na_context_t *context,
     return ret;
 }
 
-na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
-                         unsigned int timeout_ms, unsigned int *count_p)
+/* The wait loop, inlined twice: with lead NULL (the only thread, or a zero
+ * timeout) every role check folds away, so that path costs what it would
+ * without threads to share the transport with. */
+static inline __attribute__((always_inline)) na_return_t
+na_poll_wait_loop(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms,
+                  unsigned int *count_p, struct na_lead *lead)
 {
-    na_return_t ret = na_progress_check(na_class, context);
-    if (ret != NA_SUCCESS)
-        return ret;
-
-    struct na_lead *lead = na_lead_of(na_class, context, timeout_ms);
+    na_return_t ret = NA_SUCCESS;
     if (lead)
         na_lead_enter(lead);
     /* The clock is read only once a poll found nothing: a completion that is
@@ -425,6 +425,18 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
     if (count_p)
         *count_p = count;
     return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
+                         unsigned int timeout_ms, unsigned int *count_p)
+{
+    na_return_t ret = na_progress_check(na_class, context);
+    if (ret != NA_SUCCESS)
+        return ret;
+    struct na_lead *lead = na_lead_of(na_class, context, timeout_ms);
+    if (__builtin_expect(lead != NULL, 0))
+        return na_poll_wait_loop(na_class, context, timeout_ms, count_p, lead);
+    return na_poll_wait_loop(na_class, context, timeout_ms, count_p, NULL);
 }
 
 na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,
