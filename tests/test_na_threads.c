@@ -9,7 +9,7 @@
  * leave one by one: a thread that leaves while the others sleep hands the
  * transport on (else they would sleep out their timeout). Runs over every
  * transport built (ofi+tcp, ofi+shm, ucx+tcp, ucx+shm), client and server
- * in one process.
+ * in one process. Idle, the process must use under 2% of a CPU.
  */
 #include "na_plugin.h"
 #include "na_test_proto.h"
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <setjmp.h>
@@ -27,12 +28,14 @@
 #include <cmocka.h>
 
 #define THR_CONTEXTS 4
-#define THR_ROUNDS 6         /* messages to context i: THR_ROUNDS - i */
-#define THR_PROGRESS_MS 5000 /* the server threads' NA_Progress timeout */
-#define THR_LATE_S 1.0       /* a delivery this late slept out a wait */
-#define THR_GAP_NS 20000000L /* idle gap before each message: threads sleep */
-#define THR_SETTLE_S 2.0     /* bound on reaching the idle roles */
-#define THR_TIMEOUT_S 20.0   /* bound on any one wait */
+#define THR_ROUNDS 6           /* messages to context i: THR_ROUNDS - i */
+#define THR_PROGRESS_MS 5000   /* the server threads' NA_Progress timeout */
+#define THR_LATE_S 1.0         /* a delivery this late slept out a wait */
+#define THR_GAP_NS 20000000L   /* idle gap before each message: threads sleep */
+#define THR_SETTLE_S 2.0       /* bound on reaching the idle roles */
+#define THR_TIMEOUT_S 20.0     /* bound on any one wait */
+#define THR_IDLE_NS 500000000L /* idle measured over this long */
+#define THR_IDLE_PCT 2.0       /* CPU an idle server may use, % of one CPU */
 
 struct server_thread {
     na_class_t *cls;
@@ -82,6 +85,15 @@ out:
     NA_Op_destroy(s->cls, op);
     free(buf);
     return NULL;
+}
+
+/* CPU time (user + system) of the process so far, in seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* Wait (progressing the client) until the idle roles are reached: one
@@ -137,6 +149,17 @@ static void run(const char *plugin, const char *proto)
     assert_non_null(sbuf);
     na_op_id_t *sop = NA_Op_create(cli, NA_OP_SINGLE);
     assert_non_null(sop);
+
+    /* Idle, the four server threads must sleep: the process (the client's
+     * thread asleep too) uses under THR_IDLE_PCT of one CPU. */
+    assert_true(idle_roles(srv, cli, cctx, THR_CONTEXTS));
+    double wall0 = test_now(), cpu0 = cpu_s();
+    struct timespec idle = {0, THR_IDLE_NS};
+    nanosleep(&idle, NULL);
+    double idle_pct = 100 * (cpu_s() - cpu0) / (test_now() - wall0);
+    print_message("%s: idle with %d threads: %.2f%% CPU\n", info, THR_CONTEXTS, idle_pct);
+    if (idle_pct >= THR_IDLE_PCT)
+        fail_msg("%s: idle server used %.2f%% CPU", info, idle_pct);
 
     double worst = 0;
     for (int k = 0; k < THR_ROUNDS; k++) {
