@@ -211,6 +211,7 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
     na_class->progress_mode = info.init_info->progress_mode;
     na_class->single =
         (info.init_info->thread_mode & NA_THREAD_MODE_SINGLE) == NA_THREAD_MODE_SINGLE;
+    na_lead_init(&na_class->lead);
 
     ret = ops->initialize(na_class, &info, listen);
     if (ret != NA_SUCCESS) {
@@ -232,8 +233,10 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
     return na_class;
 
 error:
-    if (na_class)
+    if (na_class) {
+        na_lead_fini(&na_class->lead);
         free(na_class->protocol_name);
+    }
     free(na_class);
     na_info_free(&info);
     return NULL;
@@ -257,6 +260,7 @@ na_return_t NA_Finalize(na_class_t *na_class)
     na_return_t ret = na_class->ops->finalize(na_class);
     if (ret != NA_SUCCESS)
         return ret;
+    na_lead_fini(&na_class->lead);
     free(na_class->protocol_name);
     free(na_class);
     return NA_SUCCESS;

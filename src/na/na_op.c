@@ -7,8 +7,10 @@
 #include "hgx_clock.h"
 #include "hgx_spin.h"
 #include "na_backoff.h"
+#include "na_lead.h"
 
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -238,22 +240,143 @@ na_return_t NA_Poll(na_class_t *na_class, na_context_t *context, unsigned int *c
     return ret == NA_TIMEOUT ? NA_SUCCESS : ret;
 }
 
-na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
-                         unsigned int timeout_ms, unsigned int *count_p)
+/* The class's progress roles, when this wait takes part in them: several
+ * contexts of a thread-safe class whose plugin can wake them. A zero timeout
+ * polls as NA_Poll does. */
+static struct na_lead *na_lead_of(na_class_t *na_class, na_context_t *context,
+                                  unsigned int timeout_ms)
 {
-    na_return_t ret = na_progress_check(na_class, context);
-    if (ret != NA_SUCCESS)
-        return ret;
+    if (timeout_ms == 0 || context->wake_fd < 0 ||
+        atomic_load_explicit(&na_class->n_contexts, memory_order_relaxed) < 2)
+        return NULL;
+    return &na_class->lead;
+}
 
+/* Sleep until this context has a completion (queued and woken by the thread
+ * that blocks on the transport), the blocker's role is handed to this thread,
+ * or the timeout passes. */
+static void na_follow_sleep(struct na_lead *lead, na_context_t *context,
+                            unsigned int timeout_ms)
+{
+    int fd = na_lead_thread_fd();
+    if (fd < 0) {
+        hgx_spin_pause(); /* no fd to be woken on: stay awake */
+        return;
+    }
+    if (!na_sleep_begin(context))
+        return; /* a completion is queued */
+    struct na_lead_waiter waiter;
+    if (na_lead_sleep_begin(lead, &waiter, fd)) {
+        struct pollfd pfd[2] = {{.fd = context->wake_fd, .events = POLLIN},
+                                {.fd = fd, .events = POLLIN}};
+        if (poll(pfd, 2, timeout_ms > INT_MAX ? -1 : (int)timeout_ms) > 0) {
+            if (pfd[0].revents & POLLIN)
+                na_context_wake_drain(context);
+            if (pfd[1].revents & POLLIN)
+                na_lead_fd_drain(fd);
+        }
+        na_lead_sleep_end(lead, &waiter);
+    }
+    na_sleep_end(context);
+}
+
+/* Sleep in the transport's wait object (which also watches the wake fd). */
+static na_return_t na_transport_sleep(na_class_t *na_class, na_context_t *context,
+                                      unsigned int timeout_ms)
+{
+    bool counted = context->wake_fd >= 0;
+    if (counted && !na_sleep_begin(context))
+        return NA_SUCCESS; /* another thread queued a completion meanwhile */
+    na_return_t ret = na_class->ops->poll_wait(na_class, context, timeout_ms);
+    if (counted)
+        na_sleep_end(context);
+    return ret;
+}
+
+/* A thread's part in polling a shared transport while it spins. */
+struct na_turn {
+    bool poller;    /* holds the poller's role */
+    bool stalled;   /* the poller made no poll between two clock reads */
+    bool seen;      /* polls is set */
+    unsigned polls; /* the poller's poll count at the last clock read */
+};
+
+/* Whether this thread polls the transport now: always without a shared
+ * transport, else as the poller or once when the poller stalled. */
+static inline bool na_turn_poll(struct na_lead *lead, struct na_turn *turn)
+{
+    if (!lead)
+        return true;
+    if (!turn->poller)
+        turn->poller = na_lead_poll_try(lead);
+    bool poll = turn->poller || turn->stalled;
+    turn->stalled = false;
+    return poll;
+}
+
+/* At a clock read: has the poller polled since the last one? */
+static void na_turn_check(struct na_lead *lead, struct na_turn *turn)
+{
+    if (!lead || turn->poller)
+        return;
+    unsigned polls = atomic_load_explicit(&lead->polls, memory_order_relaxed);
+    turn->stalled = turn->seen && polls == turn->polls;
+    turn->polls = polls;
+    turn->seen = true;
+}
+
+/* Stop spinning: give the poller's role up. */
+static void na_turn_end(struct na_lead *lead, struct na_turn *turn)
+{
+    if (turn->poller) {
+        na_lead_poll_done(lead);
+        turn->poller = false;
+    }
+}
+
+/* Idle: one thread of the class sleeps in the transport's wait object, the
+ * others until it has work for them (or hands its role on). */
+static na_return_t na_idle_sleep(na_class_t *na_class, na_context_t *context,
+                                 struct na_lead *lead, unsigned int timeout_ms)
+{
+    if (!lead)
+        return na_transport_sleep(na_class, context, timeout_ms);
+    if (!na_lead_try(lead)) {
+        na_follow_sleep(lead, context, timeout_ms);
+        return NA_SUCCESS;
+    }
+    na_return_t ret = na_transport_sleep(na_class, context, timeout_ms);
+    na_lead_release(lead);
+    return ret;
+}
+
+/* The wait loop, inlined twice: with lead NULL (the only thread, or a zero
+ * timeout) every role check folds away, so that path costs what it would
+ * without threads to share the transport with. */
+static inline __attribute__((always_inline)) na_return_t
+na_poll_wait_loop(na_class_t *na_class, na_context_t *context, unsigned int timeout_ms,
+                  unsigned int *count_p, struct na_lead *lead)
+{
+    na_return_t ret = NA_SUCCESS;
+    if (lead)
+        na_lead_enter(lead);
     /* The clock is read only once a poll found nothing: a completion that is
      * already there, or arrives during the spin, is returned without one. */
     unsigned int count = 0;
     uint64_t now = 0, deadline = 0, spin_end = 0;
     bool dated = false;
+    struct na_turn turn = {0};
     for (unsigned int polls = 0;; polls++) {
-        ret = na_class->ops->poll(na_class, context, NULL);
-        if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
-            return ret;
+        /* While another thread polls the shared transport, this one would
+         * only wait for its lock or poll it empty: that thread completes
+         * this context's ops as well. */
+        if (na_turn_poll(lead, &turn)) {
+            ret = na_class->ops->poll(na_class, context, NULL);
+            if (turn.poller)
+                na_lead_polled(lead);
+            if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
+                break;
+        }
         count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
         if (count > 0) {
             na_activity_note();
@@ -268,6 +391,7 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
                 deadline = hgx_clock_after_ms(now, timeout_ms);
             }
             na_activity_date(now);
+            na_turn_check(lead, &turn);
             /* Poll while activity is recent: a busy exchange then never pays
              * for a sleep and a wake-up, while an idle process blocks at once
              * (the window is anchored on activity, not on the call). */
@@ -284,21 +408,35 @@ na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
             hgx_spin_pause();
             continue;
         }
-        /* Idle: sleep in the transport's wait object rather than spin. */
-        bool counted = context->wake_fd >= 0;
-        if (counted && !na_sleep_begin(context))
-            continue; /* another thread queued a completion meanwhile */
-        ret = na_class->ops->poll_wait(na_class, context,
-                                       (unsigned int)hgx_clock_left_ms(now, deadline));
-        if (counted)
-            na_sleep_end(context);
+        if (lead)
+            na_turn_end(lead, &turn);
+        ret = na_idle_sleep(na_class, context, lead,
+                            (unsigned int)hgx_clock_left_ms(now, deadline));
         if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
-            return ret;
+            break;
         polls = UINT_MAX; /* read the clock after the sleep */
     }
+    if (lead) {
+        na_turn_end(lead, &turn);
+        na_lead_leave(lead);
+    }
+    if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
+        return ret;
     if (count_p)
         *count_p = count;
     return count > 0 ? NA_SUCCESS : NA_TIMEOUT;
+}
+
+na_return_t NA_Poll_wait(na_class_t *na_class, na_context_t *context,
+                         unsigned int timeout_ms, unsigned int *count_p)
+{
+    na_return_t ret = na_progress_check(na_class, context);
+    if (ret != NA_SUCCESS)
+        return ret;
+    struct na_lead *lead = na_lead_of(na_class, context, timeout_ms);
+    if (__builtin_expect(lead != NULL, 0))
+        return na_poll_wait_loop(na_class, context, timeout_ms, count_p, lead);
+    return na_poll_wait_loop(na_class, context, timeout_ms, count_p, NULL);
 }
 
 na_return_t NA_Progress(na_class_t *na_class, na_context_t *context,

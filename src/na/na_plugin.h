@@ -19,6 +19,7 @@
 #include "hgx_log.h"
 #include "hgx_param.h"
 #include "na.h"
+#include "na_lead.h"
 
 #include <pthread.h>
 #include <stdalign.h>
@@ -46,7 +47,10 @@ struct na_class {
     atomic_int n_contexts; /* live contexts (each refuses to go with ops pending) */
     atomic_long n_addrs;   /* live address references */
     atomic_long n_mem;     /* live memory handles */
-    struct {               /* the plugin's message limits, read once at initialize */
+    /* How the progress threads of several contexts share the transport
+     * (thread-safe classes of a plugin with wakes_contexts). */
+    struct na_lead lead;
+    struct { /* the plugin's message limits, read once at initialize */
         size_t max_unexpected, max_expected, unexpected_header, expected_header;
         na_tag_t max_tag;
     } msg;
