@@ -58,13 +58,14 @@ tests/test_na_plugins tests/compat/util_prog tests/tput-smoke.sh tests/test_na_u
 tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
-# ThreadSanitizer over the part that runs threads: the MPI progress thread behind
+# ThreadSanitizer over the parts that run threads: the contexts of one class
+# sharing its transport (test_na_threads, test_na_lead), the MPI progress thread behind
 # hgx_request_to_mpi (mpi+dynamic's accept thread is not covered: Open MPI's
 # dynamic-process code crashes under TSan before reaching hgx).
 # UCX's memory hooks (pulled in by Open MPI and by hgx) crash threads under TSan
 # when a thread exits; they are turned off for this stage only.
 TSAN_OPTIONS="suppressions=$top/tools/tsan.supp exitcode=66" UCX_MEM_MMAP_HOOK_MODE=none \
-    UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no run_config tsan mpitests/test_hgx_mpi.sh MPICC=mpicc.openmpi --enable-sanitizers=thread ||
+    UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no run_config tsan "mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead" MPICC=mpicc.openmpi --enable-sanitizers=thread ||
     status=1
 
 echo "=== [valgrind] NA and HG tests over ofi+tcp and ucx+tcp"
@@ -151,10 +152,12 @@ for cfg in openmpi asan; do
         status=1
     fi
 done
-if ! grep -q "^PASS: mpitests/test_hgx_mpi.sh" "$logdir/tsan.check" 2>/dev/null; then
-    echo "hgx CI: mpitests/test_hgx_mpi.sh did not pass in the tsan build"
-    status=1
-fi
+for t in mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead; do
+    if ! grep -q "^PASS: $t" "$logdir/tsan.check" 2>/dev/null; then
+        echo "hgx CI: $t did not pass in the tsan build"
+        status=1
+    fi
+done
 for cfg in openmpi mpich; do
     for t in $mpi_tests; do
         if ! grep -q "^PASS: $t" "$logdir/$cfg.check" 2>/dev/null; then
