@@ -6,6 +6,16 @@
 
 #include "hgx_wire.h"
 
+/* A character of a provider's string address: ASCII letters and digits (in
+ * any locale) and ":._-/". Checked for each byte of every unexpected
+ * message's sender address, so without a call per byte. */
+static inline bool ofi_name_char(unsigned char c)
+{
+    unsigned char lower = c | 0x20;
+    return (c >= '0' && c <= '9') || (lower >= 'a' && lower <= 'z') || c == ':' ||
+           c == '.' || c == '_' || c == '-' || c == '/';
+}
+
 /* Check untrusted raw address bytes and put them in canonical form, so that
  * equal peers have equal bytes. */
 bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, size_t *len)
@@ -20,7 +30,7 @@ bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, siz
         /* Provider names are made of these; anything else (a '#' fragment,
          * spaces, controls) is a malformed address, not another peer. */
         for (size_t i = plen; i < n; i++)
-            if (!isalnum(raw[i]) && !strchr(":._-/", raw[i]))
+            if (!ofi_name_char(raw[i]))
                 return false;
         *len = n; /* drop the NUL libfabric may count */
         return true;
@@ -205,7 +215,7 @@ na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t
         }
     }
     peer->removed = false;
-    atomic_fetch_add(&peer->refs, 1);
+    hgx_int_add(&peer->refs, 1, cls->single);
     *peer_p = peer;
 out:
     ofi_mutex_unlock(cls, &cls->lock);
@@ -222,15 +232,15 @@ void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer)
         HGX_LOG_ERROR(OFI, "fi_av_remove failed: %s", fi_strerror(-rc));
 }
 
-void ofi_peer_ref(struct ofi_peer *peer)
+void ofi_peer_ref(const struct ofi_class *cls, struct ofi_peer *peer)
 {
-    atomic_fetch_add(&peer->refs, 1);
+    hgx_int_add(&peer->refs, 1, cls->single);
 }
 
 /* Unreferenced peers stay cached for the next message, unless removed. */
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
-    int refs = atomic_fetch_sub(&peer->refs, 1);
+    int refs = hgx_int_add(&peer->refs, -1, cls->single);
     HGX_ASSERT(refs > 0);
     if (refs != 1)
         return;

@@ -68,7 +68,6 @@
 #include <rdma/fi_tagged.h>
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netdb.h>
@@ -386,7 +385,7 @@ struct ofi_class {
     atomic_size_t n_canceling;               /* ops on either: read without the lock */
     atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
 
-    pthread_mutex_t ctx_lock; /* context pool and bounce cache */
+    hgx_lock_t ctx_lock; /* context pool and bounce cache: short sections */
     struct ofi_ctx *ctx_free;
     struct ofi_ctx_chunk *ctx_chunks;
     struct ofi_bounce *bounce_free;
@@ -515,6 +514,10 @@ static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
     return (uint64_t)context_id << OFI_TAG_CTX_SHIFT | tag;
 }
 
+/* Claim a context's op: the completion or a forced cancel, whichever comes
+ * first (one thread alone runs both in NA_THREAD_MODE_SINGLE). */
+HGX_ATOMIC_SWAP_FN(ofi_ctx_op_swap, _Atomic(struct ofi_op *), struct ofi_op *)
+
 static inline struct ofi_ctrl_rx *ofi_ctrl_rx_of(struct ofi_ctx *ctx)
 {
     return (struct ofi_ctrl_rx *)((char *)ctx - offsetof(struct ofi_ctrl_rx, ctx));
@@ -534,7 +537,7 @@ size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw
 na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t len,
                          struct ofi_peer **peer_p);
 void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer);
-void ofi_peer_ref(struct ofi_peer *peer);
+void ofi_peer_ref(const struct ofi_class *cls, struct ofi_peer *peer);
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer);
 na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer,
                                     fi_addr_t *fi_addr);
