@@ -4,8 +4,6 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
-
 /* A character of a provider's string address: ASCII letters and digits (in
  * any locale) and ":._-/". Checked for each byte of every unexpected
  * message's sender address, so without a call per byte. */
@@ -237,6 +235,46 @@ void ofi_peer_ref(const struct ofi_class *cls, struct ofi_peer *peer)
     hgx_int_add(&peer->refs, 1, cls->single);
 }
 
+/* The sender of an unexpected message, from its header, referenced in
+ * *peer_p (NULL if it could not be added); false if the header is malformed.
+ * Most messages come from the sender of the one before: header bytes equal
+ * to its bytes as sent normalize to the same address, so they skip the
+ * checks and the table. */
+bool ofi_peer_of_hdr(struct ofi_class *cls, const unsigned char *buf, size_t len,
+                     struct ofi_peer **peer_p)
+{
+    size_t sent_len;
+    const unsigned char *sent = ofi_hdr_raw(buf, len, &sent_len);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t raw_len;
+
+    *peer_p = NULL;
+    if (!sent)
+        return false;
+    ofi_mutex_lock(cls, &cls->lock);
+    struct ofi_peer *peer = cls->last_sender;
+    if (peer && cls->last_sender_len == sent_len &&
+        memcmp(cls->last_sender_raw, sent, sent_len) == 0) {
+        peer->removed = false; /* as ofi_peer_get revives it */
+        hgx_int_add(&peer->refs, 1, cls->single);
+        ofi_mutex_unlock(cls, &cls->lock);
+        *peer_p = peer;
+        return true;
+    }
+    ofi_mutex_unlock(cls, &cls->lock);
+    if (!ofi_hdr_parse(cls, buf, len, raw, &raw_len))
+        return false;
+    if (ofi_peer_get(cls, raw, raw_len, &peer) != NA_SUCCESS)
+        return true;
+    ofi_mutex_lock(cls, &cls->lock);
+    cls->last_sender = peer; /* referenced: alive while we store it */
+    cls->last_sender_len = sent_len;
+    memcpy(cls->last_sender_raw, sent, sent_len);
+    ofi_mutex_unlock(cls, &cls->lock);
+    *peer_p = peer;
+    return true;
+}
+
 /* Unreferenced peers stay cached for the next message, unless removed. */
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
@@ -252,6 +290,8 @@ void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
         struct ofi_peer *gone = na_peer_map_remove(&cls->peers, peer->raw, peer->len);
         HGX_ASSERT(gone == peer);
         (void)gone;
+        if (cls->last_sender == peer)
+            cls->last_sender = NULL;
     }
     ofi_mutex_unlock(cls, &cls->lock);
     if (drop)

@@ -4,8 +4,6 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
-
 static const struct ofi_proto ofi_protos[] = {
     {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
      OFI_CANCEL_FORCE_GETS},

@@ -3,20 +3,16 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
 #include "na_backoff.h"
 
 /* Parse the sender's header; false if it is malformed. */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
                    unsigned char *raw, size_t *raw_len)
 {
-    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
+    const unsigned char *sent = ofi_hdr_raw(buf, len, raw_len);
+    if (!sent)
         return false;
-    size_t n = hgx_get_u16(buf + 2);
-    if (n == 0 || n > OFI_RAW_ADDR_MAX)
-        return false;
-    memcpy(raw, buf + 4, n);
-    *raw_len = n;
+    memcpy(raw, sent, *raw_len);
     return ofi_raw_addr_normalize(cls, raw, raw_len);
 }
 
@@ -26,14 +22,11 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
                                          size_t len, uint64_t data)
 {
     na_op_id_t *op = na_op_from_plugin(oop);
-    unsigned char raw[OFI_RAW_ADDR_MAX];
-    size_t raw_len;
     na_addr_t *source = NULL;
+    struct ofi_peer *peer;
 
-    if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
-        struct ofi_peer *peer;
-        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS &&
-            ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+    if (ofi_peer_of_hdr(cls, oop->buf, len, &peer)) {
+        if (peer && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
             op->info.info.recv_unexpected.actual_buf_size = len;
             op->info.info.recv_unexpected.source = source;
             op->info.info.recv_unexpected.tag = (na_tag_t)(data & OFI_TAG_NA_MASK);
