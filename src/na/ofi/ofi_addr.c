@@ -4,7 +4,15 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
+/* A character of a provider's string address: ASCII letters and digits (in
+ * any locale) and ":._-/". Checked for each byte of every unexpected
+ * message's sender address, so without a call per byte. */
+static inline bool ofi_name_char(unsigned char c)
+{
+    unsigned char lower = c | 0x20;
+    return (c >= '0' && c <= '9') || (lower >= 'a' && lower <= 'z') || c == ':' ||
+           c == '.' || c == '_' || c == '-' || c == '/';
+}
 
 /* Check untrusted raw address bytes and put them in canonical form, so that
  * equal peers have equal bytes. */
@@ -20,7 +28,7 @@ bool ofi_raw_addr_normalize(const struct ofi_class *cls, unsigned char *raw, siz
         /* Provider names are made of these; anything else (a '#' fragment,
          * spaces, controls) is a malformed address, not another peer. */
         for (size_t i = plen; i < n; i++)
-            if (!isalnum(raw[i]) && !strchr(":._-/", raw[i]))
+            if (!ofi_name_char(raw[i]))
                 return false;
         *len = n; /* drop the NUL libfabric may count */
         return true;
@@ -205,7 +213,7 @@ na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t
         }
     }
     peer->removed = false;
-    atomic_fetch_add(&peer->refs, 1);
+    hgx_int_add(&peer->refs, 1, cls->single);
     *peer_p = peer;
 out:
     ofi_mutex_unlock(cls, &cls->lock);
@@ -222,15 +230,55 @@ void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer)
         HGX_LOG_ERROR(OFI, "fi_av_remove failed: %s", fi_strerror(-rc));
 }
 
-void ofi_peer_ref(struct ofi_peer *peer)
+void ofi_peer_ref(const struct ofi_class *cls, struct ofi_peer *peer)
 {
-    atomic_fetch_add(&peer->refs, 1);
+    hgx_int_add(&peer->refs, 1, cls->single);
+}
+
+/* The sender of an unexpected message, from its header, referenced in
+ * *peer_p (NULL if it could not be added); false if the header is malformed.
+ * Most messages come from the sender of the one before: header bytes equal
+ * to its bytes as sent normalize to the same address, so they skip the
+ * checks and the table. */
+bool ofi_peer_of_hdr(struct ofi_class *cls, const unsigned char *buf, size_t len,
+                     struct ofi_peer **peer_p)
+{
+    size_t sent_len;
+    const unsigned char *sent = ofi_hdr_raw(buf, len, &sent_len);
+    unsigned char raw[OFI_RAW_ADDR_MAX];
+    size_t raw_len;
+
+    *peer_p = NULL;
+    if (!sent)
+        return false;
+    ofi_mutex_lock(cls, &cls->lock);
+    struct ofi_peer *peer = cls->last_sender;
+    if (peer && cls->last_sender_len == sent_len &&
+        memcmp(cls->last_sender_raw, sent, sent_len) == 0) {
+        peer->removed = false; /* as ofi_peer_get revives it */
+        hgx_int_add(&peer->refs, 1, cls->single);
+        ofi_mutex_unlock(cls, &cls->lock);
+        *peer_p = peer;
+        return true;
+    }
+    ofi_mutex_unlock(cls, &cls->lock);
+    if (!ofi_hdr_parse(cls, buf, len, raw, &raw_len))
+        return false;
+    if (ofi_peer_get(cls, raw, raw_len, &peer) != NA_SUCCESS)
+        return true;
+    ofi_mutex_lock(cls, &cls->lock);
+    cls->last_sender = peer; /* referenced: alive while we store it */
+    cls->last_sender_len = sent_len;
+    memcpy(cls->last_sender_raw, sent, sent_len);
+    ofi_mutex_unlock(cls, &cls->lock);
+    *peer_p = peer;
+    return true;
 }
 
 /* Unreferenced peers stay cached for the next message, unless removed. */
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
-    int refs = atomic_fetch_sub(&peer->refs, 1);
+    int refs = hgx_int_add(&peer->refs, -1, cls->single);
     HGX_ASSERT(refs > 0);
     if (refs != 1)
         return;
@@ -242,6 +290,8 @@ void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
         struct ofi_peer *gone = na_peer_map_remove(&cls->peers, peer->raw, peer->len);
         HGX_ASSERT(gone == peer);
         (void)gone;
+        if (cls->last_sender == peer)
+            cls->last_sender = NULL;
     }
     ofi_mutex_unlock(cls, &cls->lock);
     if (drop)

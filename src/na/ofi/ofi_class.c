@@ -4,8 +4,6 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
-
 static const struct ofi_proto ofi_protos[] = {
     {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
      OFI_CANCEL_FORCE_GETS},
@@ -367,7 +365,7 @@ static void ofi_class_free(struct ofi_class *cls)
         free(c);
     }
     pthread_mutex_destroy(&cls->ctrl_lock);
-    pthread_mutex_destroy(&cls->ctx_lock);
+    hgx_lock_fini(&cls->ctx_lock);
     pthread_mutex_destroy(&cls->lock);
     free(cls);
 }
@@ -383,7 +381,6 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     (void)listen; /* an rxm endpoint always accepts connections */
     HGX_CHECK(OFI, !cls, error, ret, NA_NOMEM, "out of memory for the ofi class");
     pthread_mutex_init(&cls->lock, NULL);
-    pthread_mutex_init(&cls->ctx_lock, NULL);
     pthread_mutex_init(&cls->ctrl_lock, NULL);
     hgx_ofi_keytab_init(&cls->keys);
     ofi_list_init(&cls->retry);
@@ -393,6 +390,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->single = na_class->single;
+    hgx_lock_init_mode(&cls->ctx_lock, cls->single);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
     HGX_CHECK(OFI, !cls->proto, error, ret, NA_PROTONOSUPPORT,
               "protocol \"%s\" not supported by ofi", info->protocol_name);

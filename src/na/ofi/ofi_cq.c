@@ -3,20 +3,16 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
 #include "na_backoff.h"
 
 /* Parse the sender's header; false if it is malformed. */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
                    unsigned char *raw, size_t *raw_len)
 {
-    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
+    const unsigned char *sent = ofi_hdr_raw(buf, len, raw_len);
+    if (!sent)
         return false;
-    size_t n = hgx_get_u16(buf + 2);
-    if (n == 0 || n > OFI_RAW_ADDR_MAX)
-        return false;
-    memcpy(raw, buf + 4, n);
-    *raw_len = n;
+    memcpy(raw, sent, *raw_len);
     return ofi_raw_addr_normalize(cls, raw, raw_len);
 }
 
@@ -26,14 +22,11 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
                                          size_t len, uint64_t data)
 {
     na_op_id_t *op = na_op_from_plugin(oop);
-    unsigned char raw[OFI_RAW_ADDR_MAX];
-    size_t raw_len;
     na_addr_t *source = NULL;
+    struct ofi_peer *peer;
 
-    if (ofi_hdr_parse(cls, oop->buf, len, raw, &raw_len)) {
-        struct ofi_peer *peer;
-        if (ofi_peer_get(cls, raw, raw_len, &peer) == NA_SUCCESS &&
-            ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+    if (ofi_peer_of_hdr(cls, oop->buf, len, &peer)) {
+        if (peer && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
             op->info.info.recv_unexpected.actual_buf_size = len;
             op->info.info.recv_unexpected.source = source;
             op->info.info.recv_unexpected.tag = (na_tag_t)(data & OFI_TAG_NA_MASK);
@@ -64,7 +57,7 @@ static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t
         ofi_ctrl_received(cls, ofi_ctrl_rx_of(ctx), ret, len);
         return;
     }
-    struct ofi_op *oop = atomic_exchange(&ctx->op, NULL);
+    struct ofi_op *oop = ofi_ctx_op_swap(&ctx->op, NULL, cls->single);
 
     if (!oop) {
         /* Its op was completed by a forced cancel; the context is free now. */
@@ -151,26 +144,45 @@ int ofi_poll_get_fd(na_class_t *na_class, na_context_t *context)
     return ofi_class(na_class)->wait_fd;
 }
 
+/* Posts the provider refused (ops, control messages, control receives): only
+ * progress retries them, and the wait fd does not announce when. The counts
+ * are read without the locks of their lists on every poll; a change missed
+ * here is seen at the next one. */
+static inline bool ofi_retrying(const struct ofi_class *cls)
+{
+    return atomic_load_explicit(&cls->retry.count, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&cls->outbox_count, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&cls->ctrl_unposted, memory_order_relaxed) > 0;
+}
+
+/* Ops waiting for a deadline: RMA checks and stuck cancels. */
+static inline bool ofi_deadlines(const struct ofi_class *cls)
+{
+    return atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0;
+}
+
 bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
 {
     struct ofi_class *cls = ofi_class(na_class);
     struct fid *fid = &cls->cq->fid;
 
     (void)context;
-    return cls->wait_fd >= 0 && atomic_load(&cls->retry.count) == 0 &&
-           atomic_load(&cls->outbox_count) == 0 &&
-           atomic_load(&cls->ctrl_unposted) == 0 &&
+    return cls->wait_fd >= 0 && !ofi_retrying(cls) &&
            fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
 }
 
 /* Retry refused posts, process completions, move the RMA check on, escalate
- * stuck cancels. */
+ * stuck cancels. A poll that finds none of these to do costs the CQ read and
+ * two tests. */
 static unsigned int ofi_progress(struct ofi_class *cls)
 {
     ofi_retry_progress(cls);
     unsigned int count = ofi_cq_drain(cls);
-    ofi_ctrl_progress(cls);
-    ofi_cancel_check(cls);
+    if (ofi_retrying(cls) || ofi_deadlines(cls)) {
+        ofi_ctrl_progress(cls);
+        ofi_cancel_check(cls);
+    }
     if (count > 0)
         ofi_activity_mark(cls);
     return count;
@@ -270,14 +282,9 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
     unsigned int count;
 
     /* Retries and deadlines need progress the fd does not announce. */
-    bool retrying = atomic_load(&cls->retry.count) > 0 ||
-                    atomic_load(&cls->outbox_count) > 0 ||
-                    atomic_load(&cls->ctrl_unposted) > 0;
-    if (retrying && timeout_ms > OFI_RETRY_POLL_MS)
+    if (ofi_retrying(cls) && timeout_ms > OFI_RETRY_POLL_MS)
         timeout_ms = OFI_RETRY_POLL_MS;
-    bool deadlines =
-        atomic_load(&cls->n_canceling) > 0 || atomic_load(&cls->checking.count) > 0;
-    if (deadlines && timeout_ms > OFI_CANCEL_POLL_MS)
+    if (ofi_deadlines(cls) && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
     if (cls->wait_fd < 0) {
         count = ofi_sleep_poll(cls, context, timeout_ms);

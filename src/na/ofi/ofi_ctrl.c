@@ -81,7 +81,7 @@ static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer,
     struct ofi_ctrl_out *o = malloc(sizeof(*o) + len);
     if (!o)
         return -FI_ENOMEM;
-    ofi_peer_ref(peer);
+    ofi_peer_ref(cls, peer);
     o->peer = peer;
     o->deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
     o->len = len;
@@ -315,7 +315,7 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
         return;
     }
     uint64_t cookie = oop->cookie;
-    ofi_peer_ref(peer); /* the op may end before we are done */
+    ofi_peer_ref(cls, peer); /* the op may end before we are done */
     while (rc == 0 && cur.left > 0) {
         size_t n = ofi_check_ranges(&cur, ranges);
         rc = ofi_ctrl_send(

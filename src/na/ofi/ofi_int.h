@@ -48,6 +48,7 @@
 #include "hgx_assert.h"
 #include "hgx_clock.h"
 #include "hgx_list.h"
+#include "hgx_wire.h"
 #include "hgx_spin.h"
 #include "ofi_cancel_state.h"
 #include "na_cancel_watch.h"
@@ -68,7 +69,6 @@
 #include <rdma/fi_tagged.h>
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netdb.h>
@@ -379,14 +379,19 @@ struct ofi_class {
 
     pthread_mutex_t lock;     /* peer table, retry queue and cancel lists */
     struct na_peer_map peers; /* ofi_peer by raw address */
-    struct ofi_list retry;    /* ops the provider refused with EAGAIN, in order */
-    atomic_int anon_queued;   /* queued ops without a peer (unexpected receives) */
+    /* The sender of the last unexpected message and the raw address bytes
+     * of its header as sent (ofi_peer_of_hdr); NULL once that peer is freed. */
+    struct ofi_peer *last_sender;
+    size_t last_sender_len;
+    unsigned char last_sender_raw[OFI_RAW_ADDR_MAX];
+    struct ofi_list retry;  /* ops the provider refused with EAGAIN, in order */
+    atomic_int anon_queued; /* queued ops without a peer (unexpected receives) */
     struct na_cancel_watcher cancel_watcher; /* canceled ops in OFI_CST_WATCHED */
     struct hgx_list escalated;               /* those in OFI_CST_ESCALATED, in order */
     atomic_size_t n_canceling;               /* ops on either: read without the lock */
     atomic_ulong n_bad_headers; /* unexpected messages dropped as malformed */
 
-    pthread_mutex_t ctx_lock; /* context pool and bounce cache */
+    hgx_lock_t ctx_lock; /* context pool and bounce cache: short sections */
     struct ofi_ctx *ctx_free;
     struct ofi_ctx_chunk *ctx_chunks;
     struct ofi_bounce *bounce_free;
@@ -515,6 +520,24 @@ static inline uint64_t ofi_tag(uint8_t context_id, na_tag_t tag)
     return (uint64_t)context_id << OFI_TAG_CTX_SHIFT | tag;
 }
 
+/* Claim a context's op: the completion or a forced cancel, whichever comes
+ * first (one thread alone runs both in NA_THREAD_MODE_SINGLE). */
+HGX_ATOMIC_SWAP_FN(ofi_ctx_op_swap, _Atomic(struct ofi_op *), struct ofi_op *)
+
+/* The sender's raw address in an unexpected header, unchecked, and its
+ * length; NULL if the header is malformed. */
+static inline const unsigned char *ofi_hdr_raw(const unsigned char *buf, size_t len,
+                                               size_t *raw_len)
+{
+    if (len < OFI_HDR_SIZE || buf[0] != OFI_HDR_MAGIC || buf[1] != OFI_HDR_VERSION)
+        return NULL;
+    size_t n = hgx_get_u16(buf + 2);
+    if (n == 0 || n > OFI_RAW_ADDR_MAX)
+        return NULL;
+    *raw_len = n;
+    return buf + 4;
+}
+
 static inline struct ofi_ctrl_rx *ofi_ctrl_rx_of(struct ofi_ctx *ctx)
 {
     return (struct ofi_ctrl_rx *)((char *)ctx - offsetof(struct ofi_ctrl_rx, ctx));
@@ -533,8 +556,10 @@ size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw
                            size_t len, char *buf, size_t buf_size);
 na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t len,
                          struct ofi_peer **peer_p);
+bool ofi_peer_of_hdr(struct ofi_class *cls, const unsigned char *buf, size_t len,
+                     struct ofi_peer **peer_p);
 void ofi_av_remove_locked(struct ofi_class *cls, struct ofi_peer *peer);
-void ofi_peer_ref(struct ofi_peer *peer);
+void ofi_peer_ref(const struct ofi_class *cls, struct ofi_peer *peer);
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer);
 na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer,
                                     fi_addr_t *fi_addr);

@@ -3,8 +3,6 @@
  */
 #include "ofi_int.h"
 
-#include "hgx_wire.h"
-
 /* Register one buffer; FI_MR_ENDPOINT providers also need it bound and enabled. */
 struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
                            uint64_t access, na_return_t *ret)

@@ -3,29 +3,42 @@
  */
 #include "ofi_int.h"
 
+/* A new chunk of contexts, allocated without the pool's lock (a spin lock):
+ * its first context for the caller, the others to the pool. */
+static struct ofi_ctx *ofi_ctx_grow(struct ofi_class *cls)
+{
+    struct ofi_ctx_chunk *chunk = malloc(sizeof(*chunk));
+
+    if (!chunk) {
+        HGX_LOG_ERROR(OFI, "out of memory for operation contexts");
+        return NULL;
+    }
+    for (size_t i = 0; i < OFI_CTX_CHUNK; i++) {
+        chunk->ctx[i].bounce = NULL;
+        chunk->ctx[i].ctrl = false;
+        chunk->ctx[i].next_free = i + 1 < OFI_CTX_CHUNK ? &chunk->ctx[i + 1] : NULL;
+    }
+    hgx_lock(&cls->ctx_lock);
+    chunk->next = cls->ctx_chunks;
+    cls->ctx_chunks = chunk;
+    chunk->ctx[OFI_CTX_CHUNK - 1].next_free = cls->ctx_free;
+    cls->ctx_free = &chunk->ctx[1];
+    hgx_unlock(&cls->ctx_lock);
+    return &chunk->ctx[0];
+}
+
+/* The context's op is published to other threads by the provider's post
+ * (and the provider's locks), so a release store is enough. */
 static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
 {
-    ofi_mutex_lock(cls, &cls->ctx_lock);
-    if (!cls->ctx_free) {
-        struct ofi_ctx_chunk *chunk = malloc(sizeof(*chunk));
-        if (!chunk) {
-            ofi_mutex_unlock(cls, &cls->ctx_lock);
-            HGX_LOG_ERROR(OFI, "out of memory for operation contexts");
-            return NULL;
-        }
-        chunk->next = cls->ctx_chunks;
-        cls->ctx_chunks = chunk;
-        for (size_t i = 0; i < OFI_CTX_CHUNK; i++) {
-            chunk->ctx[i].bounce = NULL;
-            chunk->ctx[i].ctrl = false;
-            chunk->ctx[i].next_free = cls->ctx_free;
-            cls->ctx_free = &chunk->ctx[i];
-        }
-    }
+    hgx_lock(&cls->ctx_lock);
     struct ofi_ctx *ctx = cls->ctx_free;
-    cls->ctx_free = ctx->next_free;
-    ofi_mutex_unlock(cls, &cls->ctx_lock);
-    atomic_store(&ctx->op, oop);
+    if (ctx)
+        cls->ctx_free = ctx->next_free;
+    hgx_unlock(&cls->ctx_lock);
+    if (!ctx && !(ctx = ofi_ctx_grow(cls)))
+        return NULL;
+    atomic_store_explicit(&ctx->op, oop, memory_order_release);
     ctx->bounce = oop->bounce;
     if (ctx->bounce)
         atomic_fetch_add(&ctx->bounce->refs, 1);
@@ -38,13 +51,14 @@ void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx)
         ofi_bounce_put(ctx->bounce);
         ctx->bounce = NULL;
     }
-    ofi_mutex_lock(cls, &cls->ctx_lock);
+    hgx_lock(&cls->ctx_lock);
     ctx->next_free = cls->ctx_free;
     cls->ctx_free = ctx;
-    ofi_mutex_unlock(cls, &cls->ctx_lock);
+    hgx_unlock(&cls->ctx_lock);
 }
 
-/* Reset the op area for a new operation; peer (may be NULL) gains a reference. */
+/* Reset the op area for a new operation; peer (may be NULL) gains a reference.
+ * No other thread reads the op before it is posted: relaxed stores. */
 struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_peer *peer)
 {
     struct ofi_op *oop = ofi_op(op);
@@ -52,12 +66,12 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     oop->kind = kind;
     oop->peer = peer;
     if (peer)
-        ofi_peer_ref(peer);
+        ofi_peer_ref(ofi_class(op->na_class), peer);
     oop->desc = NULL;
     oop->tmp_mr = NULL;
     oop->bounce = NULL;
     oop->gated = false;
-    atomic_store(&oop->gate_open, false);
+    atomic_store_explicit(&oop->gate_open, false, memory_order_relaxed);
     oop->one_part = NULL;
     oop->parts = &oop->one_part;
     oop->nparts = 1;
@@ -70,7 +84,7 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     hgx_list_init(&oop->cancel_link);
     oop->checking = false;
     hgx_list_init(&oop->check_link);
-    atomic_store(&oop->done, false);
+    atomic_store_explicit(&oop->done, false, memory_order_relaxed);
     return oop;
 }
 
@@ -97,8 +111,12 @@ void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
     na_op_id_t *op = na_op_from_plugin(oop);
 
     /* Store done before reading the state; ofi_cancel does the reverse, so
-     * one of us sees the other (both are seq_cst). */
-    atomic_store(&oop->done, true);
+     * one of us sees the other (both are seq_cst). One thread alone does
+     * both in NA_THREAD_MODE_SINGLE. */
+    if (cls->single)
+        atomic_store_explicit(&oop->done, true, memory_order_relaxed);
+    else
+        atomic_store(&oop->done, true);
     if (na_op_cancel_requested(op)) {
         ofi_mutex_lock(cls, &cls->lock);
         ofi_cancel_unlist_locked(cls, oop);

@@ -16,7 +16,7 @@ static struct ofi_bounce *ofi_bounce_cached(struct ofi_class *cls, size_t len)
 {
     struct ofi_bounce **best = NULL;
 
-    ofi_mutex_lock(cls, &cls->ctx_lock);
+    hgx_lock(&cls->ctx_lock);
     for (struct ofi_bounce **p = &cls->bounce_free; *p; p = &(*p)->next_free)
         if ((*p)->cap >= len && (!best || (*p)->cap < (*best)->cap))
             best = p;
@@ -26,14 +26,14 @@ static struct ofi_bounce *ofi_bounce_cached(struct ofi_class *cls, size_t len)
         cls->bounce_free_count--;
         cls->bounce_free_bytes -= b->cap;
     }
-    ofi_mutex_unlock(cls, &cls->ctx_lock);
+    hgx_unlock(&cls->ctx_lock);
     return b;
 }
 
 /* Keep a buffer nobody references any more, within the cache bounds. */
 static void ofi_bounce_recycle(struct ofi_class *cls, struct ofi_bounce *b)
 {
-    ofi_mutex_lock(cls, &cls->ctx_lock);
+    hgx_lock(&cls->ctx_lock);
     bool keep = cls->bounce_free_count < OFI_BOUNCE_CACHE_MAX &&
                 b->cap <= OFI_BOUNCE_CACHE_BYTES - cls->bounce_free_bytes;
     if (keep) {
@@ -42,7 +42,7 @@ static void ofi_bounce_recycle(struct ofi_class *cls, struct ofi_bounce *b)
         cls->bounce_free_count++;
         cls->bounce_free_bytes += b->cap;
     }
-    ofi_mutex_unlock(cls, &cls->ctx_lock);
+    hgx_unlock(&cls->ctx_lock);
     if (!keep)
         ofi_bounce_free(b);
 }
@@ -78,7 +78,7 @@ static struct ofi_bounce *ofi_bounce_new(struct ofi_class *cls, struct ofi_peer 
     b->cls = cls;
     b->peer = peer;
     b->len = len;
-    ofi_peer_ref(peer);
+    ofi_peer_ref(cls, peer);
     atomic_fetch_add(&peer->bounces, 1);
     return b;
 }
