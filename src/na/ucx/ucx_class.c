@@ -121,7 +121,8 @@ static na_return_t ucx_worker_open(struct ucx_class *cls)
         HGX_LOG_ERROR(UCX, "cannot create the worker: %s", ucs_status_string(st));
         return NA_PROTOCOL_ERROR;
     }
-    return ucx_am_handler_set(cls);
+    na_return_t ret = ucx_wait_add_worker(cls);
+    return ret == NA_SUCCESS ? ucx_am_handler_set(cls) : ret;
 }
 
 /* A free port for port 0: the listener's id is derived from its address,
@@ -295,6 +296,7 @@ static void ucx_class_free(struct ucx_class *cls)
         ucp_worker_destroy(cls->worker);
     if (cls->context)
         ucp_cleanup(cls->context);
+    ucx_wait_close(cls);
     hgx_lock_fini(&cls->lock);
     free(cls);
 }
@@ -350,7 +352,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     /* Held across ucp_worker_progress (ucx_class.lock says why a mutex). */
     hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     cls->na_class = na_class;
-    cls->efd = -1;
+    cls->efd = cls->wait_fd = cls->timer_fd = -1;
     cls->send_window = (unsigned)hgx_param_get_int(&ucx_param_send_window);
     cls->unexp_max = (unsigned)hgx_param_get_int(&hgx_param_na_unexpected_max);
     na_cancel_watcher_init_param(&cls->cancel_watcher, &ucx_param_cancel_escalate_ms);
@@ -362,7 +364,9 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
         if (ret != NA_SUCCESS)
             goto error;
     }
-    ret = ucx_context_open(cls, cls->proto, ifname);
+    ret = ucx_wait_open(cls);
+    if (ret == NA_SUCCESS)
+        ret = ucx_context_open(cls, cls->proto, ifname);
     if (ret != NA_SUCCESS)
         goto error;
     if (listen) {

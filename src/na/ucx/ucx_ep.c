@@ -365,6 +365,21 @@ void ucx_connect_check(struct ucx_class *cls)
     }
 }
 
+/* The earliest deadline of the wire-ups in progress (UINT64_MAX for none):
+ * when the wait fd's timer must fire for ucx_connect_check. Lock held. */
+uint64_t ucx_connect_next_ns(struct ucx_class *cls)
+{
+    uint64_t next = UINT64_MAX;
+    struct hgx_list *it;
+    hgx_list_for_each(it, &cls->peers)
+    {
+        const struct ucx_peer *p = ucx_peer_at(it);
+        if (p->state == UCX_CONN_CONNECTING && p->connect_deadline_ns < next)
+            next = p->connect_deadline_ns;
+    }
+    return next;
+}
+
 /* The slow half of ucx_peer_ready: a failed accepted peer, or an outgoing
  * one to connect. */
 na_return_t ucx_peer_wake(struct ucx_class *cls, struct ucx_peer *p, const char *what)

@@ -108,8 +108,8 @@
 #define UCX_CONNECT_MS 5000   /* a wire-up not done by then fails */
 #define UCX_LISTEN_TRIES 8    /* free ports picked for port 0 before giving up */
 #define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
-/* poll_wait wakes up this often during a wire-up (its deadline) and while the
- * unexpected backlog is at its bound (a receive posted by another thread). */
+/* poll_wait wakes up this often while the unexpected backlog is at its bound
+ * (a receive posted by another thread). */
 #define UCX_TIMER_POLL_MS 100
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
@@ -189,7 +189,10 @@ struct ucx_class {
     ucp_context_h context;
     ucp_worker_h worker;
     ucp_listener_h listener;
-    int efd;
+    int efd;      /* the worker's event fd, in wait_fd */
+    int wait_fd;  /* what a thread sleeps on: efd and timer_fd (ucx_wait.c) */
+    int timer_fd; /* fires at the plugin's next deadline */
+    bool timer_set;
     uint32_t id;
     char proto[8];
     struct hgx_list peers;        /* every peer, until finalize */
@@ -284,6 +287,7 @@ void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to);
 void ucx_pending_fail(struct ucx_peer *p, na_return_t ret);
 void ucx_peer_down(struct ucx_class *cls, struct ucx_peer *p, bool close);
 void ucx_connect_check(struct ucx_class *cls);
+uint64_t ucx_connect_next_ns(struct ucx_class *cls);
 na_return_t ucx_peer_wake(struct ucx_class *cls, struct ucx_peer *p, const char *what);
 void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
                          size_t size);
@@ -297,6 +301,11 @@ na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *
 na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
                           unsigned int timeout_ms);
 int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context);
+/* The wait fd (ucx_wait.c). */
+na_return_t ucx_wait_open(struct ucx_class *cls);
+na_return_t ucx_wait_add_worker(struct ucx_class *cls);
+void ucx_wait_close(struct ucx_class *cls);
+ucs_status_t ucx_wait_arm(struct ucx_class *cls);
 bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context);
 void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg);
 na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);

@@ -140,25 +140,19 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
 
     hgx_lock(&cls->lock);
     /* Stalled on the backlog: UCX's events wait for receives, so sleep on the
-     * wake fd alone and look again soon. */
+     * wake fd alone and look again soon (a cancel's escalation waits as
+     * long). Else the wait fd fires on UCX's next event and at the plugin's
+     * next deadline (ucx_wait.c). */
     bool stalled = ucx_stalled(cls);
-    ucs_status_t st = stalled ? UCS_OK : ucp_worker_arm(cls->worker);
-    /* Cancels waiting for escalation, connections for their deadline: wake
-     * up in time to act on them. */
-    if (ucx_cancels_watched(cls)) {
-        uint64_t left =
-            na_cancel_watcher_next_ms(&cls->cancel_watcher, hgx_clock_now_ns());
-        if (left < timeout_ms)
-            timeout_ms = (unsigned int)left;
-    }
-    if ((cls->connecting || stalled) && timeout_ms > UCX_TIMER_POLL_MS)
+    ucs_status_t st = stalled ? UCS_OK : ucx_wait_arm(cls);
+    if (stalled && timeout_ms > UCX_TIMER_POLL_MS)
         timeout_ms = UCX_TIMER_POLL_MS;
     hgx_unlock(&cls->lock);
     if (st == UCS_OK) {
         /* Armed: the fd fires on the next event, so sleeping cannot miss one.
          * The context's wake fd fires when another context's thread took the
          * event and queued a completion here. poll skips a negative fd. */
-        struct pollfd pfd[2] = {{.fd = stalled ? -1 : cls->efd, .events = POLLIN},
+        struct pollfd pfd[2] = {{.fd = stalled ? -1 : cls->wait_fd, .events = POLLIN},
                                 {.fd = context->wake_fd, .events = POLLIN}};
         int rc = poll(pfd, context->wake_fd >= 0 ? 2 : 1,
                       timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
@@ -181,7 +175,7 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
 int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context)
 {
     (void)context;
-    return ucx_cls(na_class)->efd;
+    return ucx_cls(na_class)->wait_fd;
 }
 
 bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
@@ -189,12 +183,11 @@ bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
     hgx_lock(&cls->lock);
-    /* No sleeping on the fd while cancels wait for escalation or connections
-     * for their deadline (timers, not events), nor while stalled on the
-     * backlog (the fd would fire for events progress leaves alone). */
-    ucs_status_t st = ucx_cancels_watched(cls) || cls->connecting || ucx_stalled(cls)
-                          ? UCS_ERR_BUSY
-                          : ucp_worker_arm(cls->worker);
+    /* No sleeping on the fd while stalled on the backlog: it would fire for
+     * events progress leaves alone. Wire-ups and cancels waiting for
+     * escalation do not keep the caller awake: the fd's timer fires at their
+     * deadlines. */
+    ucs_status_t st = ucx_stalled(cls) ? UCS_ERR_BUSY : ucx_wait_arm(cls);
     hgx_unlock(&cls->lock);
     return st == UCS_OK;
 }
