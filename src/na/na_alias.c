@@ -46,18 +46,20 @@ na_return_t na_alias_lookup_name(const na_class_t *na_class, const char *name, c
         bare = plus + 1;
     }
     /* The same protocol check as at initialization, so a name for a protocol
-     * the class lacks gets the same code on every plugin. A bare name is the
-     * plugin's to judge, unless the class is an alias, whose only protocol is
-     * its own. */
+     * the class lacks gets the same code on every plugin. A name without
+     * "plugin+" is the plugin's to judge, unless the class is an alias, whose
+     * only protocol is its own; one without any protocol is malformed, and
+     * the plugin says so. */
+    *plugin_name_p = bare;
     size_t plen = sep ? (size_t)(sep - bare) : strlen(bare);
+    if ((bare == name && !sep) || plen == 0)
+        return NA_SUCCESS;
     const struct na_alias *alias = na_class->alias;
-    bool known;
+    bool known = true;
     if (alias)
         known =
             plen == strlen(alias->protocol) && strncmp(bare, alias->protocol, plen) == 0;
-    else if (bare == name || plen == 0 || plen >= 64)
-        known = true;
-    else {
+    else if (bare != name && plen < 64) {
         char proto[64];
         memcpy(proto, bare, plen);
         proto[plen] = '\0';
@@ -68,7 +70,6 @@ na_return_t na_alias_lookup_name(const na_class_t *na_class, const char *name, c
                       na_alias_class(na_class), (int)plen, bare);
         return NA_PROTONOSUPPORT;
     }
-    *plugin_name_p = bare;
     if (!alias)
         return NA_SUCCESS;
     int len = snprintf(buf, size, "%s%s", alias->serves, bare + plen);
