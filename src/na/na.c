@@ -197,7 +197,7 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
     if (ret != NA_SUCCESS) {
         HGX_LOG_ERROR(
             NA,
-            "bad info string \"%s\": expected \"plugin+protocol[://host[:port]]\", "
+            "bad info string \"%s\": expected \"[plugin+]protocol[://host[:port]]\", "
             "e.g. \"ofi+tcp\" (%s)",
             info_string ? info_string : "(null)", NA_Error_to_string(ret));
         return NULL;
@@ -212,11 +212,9 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
     }
 
     const struct na_alias *alias = NULL;
-    const struct na_ops *ops = na_info_resolve(&info, &alias);
-    if (!ops) {
-        HGX_LOG_ERROR(NA, "no plugin for info string \"%s\"", info_string);
+    const struct na_ops *ops = na_info_resolve(&info, info_string, &alias);
+    if (!ops)
         goto error;
-    }
     na_class = calloc(1, sizeof(*na_class));
     if (!na_class || !(na_class->protocol_name = strdup(info.protocol_name))) {
         HGX_LOG_ERROR(NA, "out of memory");

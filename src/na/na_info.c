@@ -101,7 +101,7 @@ static const struct na_ops *na_info_plugin_named(const char *plugin)
     return NULL;
 }
 
-/* The first plugin serving protocol (any plugin when only a protocol is named). */
+/* The first plugin of the table that has protocol. */
 static const struct na_ops *na_info_plugin_serving(const char *protocol)
 {
     for (const struct na_ops *const *p = na_plugin_table; *p; p++)
@@ -128,7 +128,7 @@ static na_return_t na_info_unalias(struct na_info *info, const struct na_ops *op
     return NA_SUCCESS;
 }
 
-const struct na_ops *na_info_resolve(struct na_info *info,
+const struct na_ops *na_info_resolve(struct na_info *info, const char *info_string,
                                      const struct na_alias **alias_p)
 {
     const struct na_ops *ops = NULL;
@@ -136,18 +136,24 @@ const struct na_ops *na_info_resolve(struct na_info *info,
         na_alias_find(info->plugin_name, info->protocol_name, &ops);
 
     *alias_p = alias;
-    if (alias)
-        return na_info_unalias(info, ops, alias) == NA_SUCCESS ? ops : NULL;
+    if (alias) {
+        if (na_info_unalias(info, ops, alias) == NA_SUCCESS)
+            return ops;
+        HGX_LOG_ERROR(NA, "out of memory");
+        return NULL;
+    }
     if (!info->plugin_name) {
         ops = na_info_plugin_serving(info->protocol_name);
         if (!ops)
-            HGX_LOG_ERROR(NA, "no plugin in this build serves protocol \"%s\"",
-                          info->protocol_name);
+            HGX_LOG_ERROR(
+                NA, "no plugin in this build serves protocol \"%s\" (info string \"%s\")",
+                info->protocol_name, info_string);
         return ops;
     }
     ops = na_info_plugin_named(info->plugin_name);
     if (!ops) {
-        HGX_LOG_ERROR(NA, "no plugin \"%s\" in this build", info->plugin_name);
+        HGX_LOG_ERROR(NA, "no plugin \"%s\" in this build (info string \"%s\")",
+                      info->plugin_name, info_string);
         return NULL;
     }
     if (!na_plugin_has_protocol(ops, info->protocol_name)) {

@@ -16,8 +16,8 @@ void na_info_free(struct na_info *info);
 /* The plugin serving a parsed info: an alias's best-ranked plugin (*alias_p
  * set and info renamed to that plugin's own protocol), else the named plugin
  * if it has the protocol, else (no plugin named) the first plugin that has it.
- * NULL, logged, when none does. */
-const struct na_ops *na_info_resolve(struct na_info *info,
+ * NULL, logged with info_string, when none does. */
+const struct na_ops *na_info_resolve(struct na_info *info, const char *info_string,
                                      const struct na_alias **alias_p);
 
 #endif /* NA_INFO_H */
