@@ -23,7 +23,7 @@ const struct na_alias *na_alias_find(const char *plugin, const char *protocol,
     return best;
 }
 
-/* Public class name and protocol of a class. */
+/* The class name a class answers to: its alias's, else its plugin's. */
 static const char *na_alias_class(const na_class_t *na_class)
 {
     return na_class->alias ? na_class->alias->class_name : na_class->ops->class_name;
