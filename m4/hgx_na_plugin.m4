@@ -6,7 +6,10 @@ dnl       HGX_SUBSYS_ID in its code, "name" in HG_LOG_SUBSYS, below HGX_SUBSYS_P
 dnl       (NA for the plugin itself). Called whether or not the plugin is built, so
 dnl       that log settings mean the same in every build.
 dnl   HGX_NA_PLUGIN([ops_symbol])  when the plugin is built: its ops table (which
-dnl       brings its name, protocols and log subsystem) joins the NA plugin table.
+dnl       brings its name, protocols, aliases and log subsystem) joins the NA
+dnl       plugin table. An alias (another NA implementation's name, such as
+dnl       Mercury's "na+sm") is served by the highest-ranked built plugin that
+dnl       declares it, so a plugin joins with no change to the core.
 dnl HGX_NA_PLUGINS_DEFINE, once after every plugin, writes both lists into config.h
 dnl as X-macro lists (HGX_NA_PLUGIN_LIST, HGX_LOG_PLUGIN_SUBSYS) for na.c and
 dnl hgx_log.h, so that no source file names a plugin.

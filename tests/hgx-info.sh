@@ -2,13 +2,14 @@
 # hgx-info.sh -- hgx-info lists the built protocols and versions, --listen
 # prints a loopback address with its port and rejects an unknown protocol,
 # --params lists the parameters with a set value shown, --ping gets three
-# answers from --serve servers on ofi+tcp and ucx+tcp, and a ping to a closed
-# port fails within its timeout. Traffic stays on lo.
+# answers from --serve servers on ofi+tcp, ucx+tcp and Mercury's na+sm, and a
+# ping to a closed port fails within its timeout. Traffic stays on lo.
 set -u
 name=hgx-info
 info=${top_builddir:-.}/hgx-info
 [ -x "$info" ] || { echo "$name: SKIP: $info not built"; exit 77; }
 have() { grep -q "define HGX_HAVE_$1 1" "${top_builddir:-.}/config.h"; }
+have_sm() { have UCX || have OFI; } # na+sm is served by ucx+shm, else ofi+shm
 out=$(mktemp "${TMPDIR:-/tmp}/hgx-info.XXXXXX") || exit 1
 srv_out=$(mktemp "${TMPDIR:-/tmp}/hgx-info-srv.XXXXXX") || exit 1
 srv=
@@ -32,6 +33,7 @@ expect=" hgx mercury na"
 have OFI && expect="$expect ofi+tcp ofi+sockets ofi+shm libfabric"
 have UCX && expect="$expect ucx+tcp ucx+shm ucx+all UCX"
 have MPI && expect="$expect mpi+static mpi+dynamic MPI"
+have_sm && expect="$expect na+sm"
 missing=
 for word in $expect; do
     grep -q "^  $word " "$out" || missing="$missing $word"
@@ -63,6 +65,15 @@ if have OFI; then
         pass "--listen ofi+tcp://127.0.0.1 prints $(cat "$out")"
     else
         bad "--listen ofi+tcp://127.0.0.1 (exit $rc)"
+    fi
+fi
+if have_sm; then
+    "$info" --listen na+sm >"$out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -Eqx 'na\+sm://[^ ]+' "$out"; then
+        pass "--listen na+sm prints $(cat "$out")"
+    else
+        bad "--listen na+sm (exit $rc)"
     fi
 fi
 "$info" --listen nosuch+proto >"$out" 2>&1
@@ -101,9 +112,13 @@ start_server() {
 
 # --- --ping against a server, then against its closed port
 timeout_ms=500
-for proto in ofi+tcp ucx+tcp; do
-    case $proto in ofi+*) have OFI || continue ;; ucx+*) have UCX || continue ;; esac
-    start_server "$proto://127.0.0.1" || continue
+for server in ofi+tcp://127.0.0.1 ucx+tcp://127.0.0.1 na+sm; do
+    case $server in
+    ofi+*) have OFI || continue ;;
+    ucx+*) have UCX || continue ;;
+    na+*) have_sm || continue ;;
+    esac
+    start_server "$server" || continue
     "$info" --ping "$addr" --count 3 --timeout 5000 >"$out" 2>&1
     rc=$?
     answers=$(awk -v a="$addr" '$1 == "ping" && $3 == "answer" && $5 == a &&

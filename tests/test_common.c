@@ -20,16 +20,18 @@
 static const char *test_pin_loopback(const char *transport, char *buf, size_t size)
 {
     if (strstr(transport, "://") || strstr(transport, "shm") ||
-        strchr(transport, '+') == NULL || strncmp(transport, "mpi+", 4) == 0)
+        strstr(transport, "+sm") || strchr(transport, '+') == NULL ||
+        strncmp(transport, "mpi+", 4) == 0)
         return transport;
     snprintf(buf, size, "%s://127.0.0.1", transport);
     return buf;
 }
 
-size_t test_transports(const char *const **list)
+/* The transports to test: $HGX_TEST_TRANSPORTS, or those of candidates[0..n)
+ * built into the library. */
+static size_t test_transports_of(const char *const *candidates, size_t n_candidates,
+                                 const char *const **list)
 {
-    static const char *const candidates[] = {"ofi+tcp", "ofi+shm", "ofi+sockets",
-                                             "ucx+tcp", "ucx+shm"};
     static const char *chosen[16];
     static char pinned[16][64];
     static char buf[512];
@@ -38,7 +40,7 @@ size_t test_transports(const char *const **list)
 
     if (!env || !*env) {
         /* Every transport of every plugin built into the library. */
-        for (size_t i = 0; i < sizeof(candidates) / sizeof(*candidates); i++) {
+        for (size_t i = 0; i < n_candidates; i++) {
             struct na_protocol_info *info = NULL;
             if (NA_Get_protocol_info(candidates[i], &info) == NA_SUCCESS && info)
                 chosen[n++] = candidates[i];
@@ -54,6 +56,23 @@ size_t test_transports(const char *const **list)
         chosen[i] = test_pin_loopback(chosen[i], pinned[i], sizeof(pinned[i]));
     *list = chosen;
     return n;
+}
+
+/* hgx's own transports, then the alias Mercury programs name. */
+static const char *const test_candidates[] = {"ofi+tcp", "ofi+shm", "ofi+sockets",
+                                              "ucx+tcp", "ucx+shm", "na+sm"};
+#define TEST_N_ALIASES 1
+
+size_t test_transports(const char *const **list)
+{
+    const size_t n = sizeof(test_candidates) / sizeof(*test_candidates);
+    return test_transports_of(test_candidates, n - TEST_N_ALIASES, list);
+}
+
+size_t test_transports_mercury(const char *const **list)
+{
+    const size_t n = sizeof(test_candidates) / sizeof(*test_candidates);
+    return test_transports_of(test_candidates, n, list);
 }
 
 void test_client_info(const char *addr, char *info, size_t size)

@@ -17,6 +17,11 @@
  * ("ofi+tcp://127.0.0.1"): test traffic stays on this host's lo. */
 size_t test_transports(const char *const **list);
 
+/* test_transports() with, by default, also the info strings Mercury programs
+ * hard-code and hgx serves through an alias ("na+sm"): for the tests of the
+ * calls such a program makes (NA, HG, Margo's). */
+size_t test_transports_mercury(const char *const **list);
+
 /* The info string of a client of the server at addr: "ofi+tcp" for
  * "ofi+tcp://IP:PORT", "ofi+tcp://127.0.0.1" for a server on loopback. */
 void test_client_info(const char *addr, char *info, size_t size);

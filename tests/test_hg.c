@@ -1047,7 +1047,7 @@ static void test_misc_api(void **state)
 int main(void)
 {
     const char *const *transports;
-    size_t n = test_transports(&transports);
+    size_t n = test_transports_mercury(&transports);
     int failed = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_misc_api),

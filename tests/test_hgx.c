@@ -522,7 +522,7 @@ static void test_duplicate_in_set(void **state)
 int main(void)
 {
     const char *const *transports;
-    size_t n = test_transports(&transports);
+    size_t n = test_transports_mercury(&transports);
     int failed = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_null_and_inactive), cmocka_unit_test(test_forward_wait),

@@ -1,7 +1,7 @@
 /*
  * test_na.c -- NA layer over real transports: a client (this process) and a
  * forked server, plus self-addressed operations. One cmocka group per
- * transport in $HGX_TEST_TRANSPORTS (default: ofi+tcp ofi+shm ofi+sockets).
+ * transport in $HGX_TEST_TRANSPORTS (default: every built one, and na+sm).
  */
 #include "na_test_proto.h"
 
@@ -723,7 +723,7 @@ static void test_bad_info(void **state)
 int main(void)
 {
     const char *const *transports;
-    size_t n = test_transports(&transports);
+    size_t n = test_transports_mercury(&transports);
     int failed = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_info),

@@ -10,7 +10,7 @@
  *
  *   test_na_conformance [TRANSPORT...]
  *
- * Without arguments it runs every transport of test_transports(); the MPI
+ * Without arguments it runs every transport of test_transports_mercury(); the MPI
  * plugin runs as `mpirun -np 1 test_na_conformance mpi+static`. Every case
  * prints one line; the failures are listed again at the end and make the
  * exit status 1.
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
         transports = (const char *const *)argv + 1;
         n = (size_t)argc - 1;
     } else {
-        n = test_transports(&transports);
+        n = test_transports_mercury(&transports);
     }
     if (n == 0) {
         printf("SKIP: no transport built\n");

@@ -65,13 +65,50 @@ bool na_plugin_has_protocol(const struct na_ops *ops, const char *protocol_name)
     return false;
 }
 
-static const struct na_ops *na_plugin_find(const char *plugin, const char *protocol)
+/* True if filter (NULL, "plugin", "protocol" or "plugin+protocol", split
+ * at the '+' into filter_plugin and filter_proto) selects class+protocol. */
+static bool na_protocol_selected(const char *filter_plugin, const char *filter_proto,
+                                 const char *class_name, const char *protocol)
 {
-    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
-        if (strcmp((*p)->class_name, plugin) == 0 &&
-            (!protocol || na_plugin_has_protocol(*p, protocol)))
-            return *p;
-    return NULL;
+    if (filter_plugin && strcmp(filter_plugin, class_name) != 0 &&
+        strcmp(filter_plugin, protocol) != 0)
+        return false;
+    return !filter_proto || strcmp(filter_proto, protocol) == 0;
+}
+
+/* Prepend class+protocol to *head; false when out of memory. */
+static bool na_protocol_push(struct na_protocol_info **head, const char *class_name,
+                             const char *protocol)
+{
+    struct na_protocol_info *e = calloc(1, sizeof(*e));
+    if (!e)
+        return false;
+    e->next = *head;
+    *head = e;
+    return (e->class_name = strdup(class_name)) &&
+           (e->protocol_name = strdup(protocol)) && (e->device_name = strdup(""));
+}
+
+/* Each plugin's protocols, and each alias once (from the plugin that serves it). */
+static bool na_protocol_list(const char *filter_plugin, const char *filter_proto,
+                             struct na_protocol_info **head)
+{
+    for (const struct na_ops *const *p = na_plugin_table; *p; p++) {
+        for (const char *const *proto = (*p)->protocols; proto && *proto; proto++)
+            if (na_protocol_selected(filter_plugin, filter_proto, (*p)->class_name,
+                                     *proto) &&
+                !na_protocol_push(head, (*p)->class_name, *proto))
+                return false;
+        for (const struct na_alias *a = (*p)->aliases; a && a->class_name; a++) {
+            const struct na_ops *server = NULL;
+            if (na_alias_find(a->class_name, a->protocol, &server) == a &&
+                na_protocol_selected(filter_plugin, filter_proto, a->class_name,
+                                     a->protocol) &&
+                !na_protocol_push(head, a->class_name, a->protocol))
+                return false;
+        }
+    }
+    return true;
 }
 
 na_return_t NA_Get_protocol_info(const char *info_string,
@@ -92,26 +129,12 @@ na_return_t NA_Get_protocol_info(const char *info_string,
             filter_proto = plus + 1;
         }
     }
-    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
-        for (const char *const *proto = (*p)->protocols; proto && *proto; proto++) {
-            if (filter_plugin && strcmp(filter_plugin, (*p)->class_name) != 0 &&
-                strcmp(filter_plugin, *proto) != 0)
-                continue;
-            if (filter_proto && strcmp(filter_proto, *proto) != 0)
-                continue;
-            struct na_protocol_info *e = calloc(1, sizeof(*e));
-            if (!e || !(e->class_name = strdup((*p)->class_name)) ||
-                !(e->protocol_name = strdup(*proto)) || !(e->device_name = strdup(""))) {
-                if (e)
-                    e->next = head;
-                NA_Free_protocol_info(e ? e : head);
-                free(filter_plugin);
-                return NA_NOMEM;
-            }
-            e->next = head;
-            head = e;
-        }
+    bool ok = na_protocol_list(filter_plugin, filter_proto, &head);
     free(filter_plugin);
+    if (!ok) {
+        NA_Free_protocol_info(head);
+        return NA_NOMEM;
+    }
     *info_p = head;
     return NA_SUCCESS;
 }
@@ -174,7 +197,7 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
     if (ret != NA_SUCCESS) {
         HGX_LOG_ERROR(
             NA,
-            "bad info string \"%s\": expected \"plugin+protocol[://host[:port]]\", "
+            "bad info string \"%s\": expected \"[plugin+]protocol[://host[:port]]\", "
             "e.g. \"ofi+tcp\" (%s)",
             info_string ? info_string : "(null)", NA_Error_to_string(ret));
         return NULL;
@@ -188,23 +211,17 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
         goto error;
     }
 
-    const struct na_ops *ops = na_plugin_find(info.plugin_name, NULL);
-    if (!ops) {
-        HGX_LOG_ERROR(NA, "no plugin \"%s\" in this build (info string \"%s\")",
-                      info.plugin_name, info_string);
+    const struct na_alias *alias = NULL;
+    const struct na_ops *ops = na_info_resolve(&info, info_string, &alias);
+    if (!ops)
         goto error;
-    }
-    if (!na_plugin_has_protocol(ops, info.protocol_name)) {
-        HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"",
-                      info.plugin_name, info.protocol_name);
-        goto error;
-    }
     na_class = calloc(1, sizeof(*na_class));
     if (!na_class || !(na_class->protocol_name = strdup(info.protocol_name))) {
         HGX_LOG_ERROR(NA, "out of memory");
         goto error;
     }
     na_class->ops = ops;
+    na_class->alias = alias;
     na_class->listen = listen;
     na_class->max_contexts =
         info.init_info->max_contexts ? info.init_info->max_contexts : 1;
@@ -281,12 +298,16 @@ bool NA_Has_opt_feature(na_class_t *na_class, unsigned long flags)
 
 const char *NA_Get_class_name(const na_class_t *na_class)
 {
-    return na_class ? na_class->ops->class_name : NULL;
+    if (!na_class)
+        return NULL;
+    return na_class->alias ? na_class->alias->class_name : na_class->ops->class_name;
 }
 
 const char *NA_Get_class_protocol(const na_class_t *na_class)
 {
-    return na_class ? na_class->protocol_name : NULL;
+    if (!na_class)
+        return NULL;
+    return na_class->alias ? na_class->alias->protocol : na_class->protocol_name;
 }
 
 bool NA_Is_listening(const na_class_t *na_class)
@@ -400,32 +421,13 @@ na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name, na_addr_t **a
         return NA_INVALID_ARG;
     }
     /* Accept "plugin+proto://..." and the bare "proto://..." form. */
-    const char *bare = name;
-    const char *plus = strchr(name, '+');
-    const char *sep = strstr(name, "://");
-    if (plus && (!sep || plus < sep)) {
-        size_t n = (size_t)(plus - name);
-        const char *cls = na_class->ops->class_name;
-        if (n != strlen(cls) || strncmp(name, cls, n) != 0) {
-            HGX_LOG_ERROR(NA, "address \"%s\" is not for plugin \"%s\"", name, cls);
-            return NA_PROTONOSUPPORT;
-        }
-        bare = plus + 1;
-        /* The same protocol check as at initialization, so a name for a
-         * protocol this plugin lacks gets the same code on every plugin. */
-        char proto[64];
-        size_t plen = sep ? (size_t)(sep - bare) : strlen(bare);
-        if (plen > 0 && plen < sizeof(proto)) {
-            memcpy(proto, bare, plen);
-            proto[plen] = '\0';
-            if (!na_plugin_has_protocol(na_class->ops, proto)) {
-                HGX_LOG_ERROR(NA, "address \"%s\": plugin \"%s\" has no protocol \"%s\"",
-                              name, na_class->ops->class_name, proto);
-                return NA_PROTONOSUPPORT;
-            }
-        }
-    }
-    na_return_t ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
+    char renamed[NA_INFO_STRING_MAX + 1];
+    const char *bare = NULL;
+    na_return_t ret =
+        na_alias_lookup_name(na_class, name, renamed, sizeof(renamed), &bare);
+    if (ret != NA_SUCCESS)
+        return ret;
+    ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
     if (ret != NA_SUCCESS)
         HGX_LOG_ERROR(NA, "lookup of \"%s\" failed: %s", name, NA_Error_to_string(ret));
     return ret;
@@ -500,6 +502,8 @@ na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
         return NA_INVALID_ARG;
     }
     na_return_t ret = na_class->ops->addr_to_string(na_class, tmp, &need, addr);
+    if (ret == NA_SUCCESS)
+        ret = na_alias_addr_string(na_class, tmp, sizeof(tmp));
     if (ret != NA_SUCCESS)
         return ret;
     need = strlen(tmp) + 1;

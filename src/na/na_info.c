@@ -1,5 +1,6 @@
 /*
- * na_info.c -- parse "plugin+protocol[://host[:port]]" info strings (untrusted).
+ * na_info.c -- parse "[plugin+]protocol[://host[:port]]" info strings
+ * (untrusted) and find the plugin that serves one.
  */
 #include "na_info.h"
 
@@ -60,16 +61,19 @@ na_return_t na_info_parse(const char *info_string, struct na_info *info)
 
     const char *plus = strchr(info_string, '+');
     const char *sep = strstr(info_string, "://");
-    if (!plus || (sep && plus > sep) || plus == info_string)
+    if (plus && sep && plus > sep)
+        plus = NULL; /* a '+' in the host part */
+    if (plus == info_string)
         return NA_INVALID_ARG;
-    const char *proto = plus + 1;
+    const char *proto = plus ? plus + 1 : info_string;
     size_t proto_len = sep ? (size_t)(sep - proto) : strlen(proto);
     if (proto_len == 0)
         return NA_INVALID_ARG;
 
-    info->plugin_name = strndup(info_string, (size_t)(plus - info_string));
+    if (plus)
+        info->plugin_name = strndup(info_string, (size_t)(plus - info_string));
     info->protocol_name = strndup(proto, proto_len);
-    if (!info->plugin_name || !info->protocol_name) {
+    if ((plus && !info->plugin_name) || !info->protocol_name) {
         na_info_free(info);
         return NA_NOMEM;
     }
@@ -86,4 +90,76 @@ na_return_t na_info_parse(const char *info_string, struct na_info *info)
         }
     }
     return NA_SUCCESS;
+}
+
+/* The plugin table's entry named plugin (NULL: none). */
+static const struct na_ops *na_info_plugin_named(const char *plugin)
+{
+    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
+        if (strcmp((*p)->class_name, plugin) == 0)
+            return *p;
+    return NULL;
+}
+
+/* The first plugin of the table that has protocol. */
+static const struct na_ops *na_info_plugin_serving(const char *protocol)
+{
+    for (const struct na_ops *const *p = na_plugin_table; *p; p++)
+        if (na_plugin_has_protocol(*p, protocol))
+            return *p;
+    return NULL;
+}
+
+/* Make info name the plugin's own protocol: the core and the plugin then
+ * speak of the plugin's protocol and never of the alias. */
+static na_return_t na_info_unalias(struct na_info *info, const struct na_ops *ops,
+                                   const struct na_alias *alias)
+{
+    char *plugin = strdup(ops->class_name), *protocol = strdup(alias->serves);
+    if (!plugin || !protocol) {
+        free(plugin);
+        free(protocol);
+        return NA_NOMEM;
+    }
+    free(info->plugin_name);
+    free(info->protocol_name);
+    info->plugin_name = plugin;
+    info->protocol_name = protocol;
+    return NA_SUCCESS;
+}
+
+const struct na_ops *na_info_resolve(struct na_info *info, const char *info_string,
+                                     const struct na_alias **alias_p)
+{
+    const struct na_ops *ops = NULL;
+    const struct na_alias *alias =
+        na_alias_find(info->plugin_name, info->protocol_name, &ops);
+
+    *alias_p = alias;
+    if (alias) {
+        if (na_info_unalias(info, ops, alias) == NA_SUCCESS)
+            return ops;
+        HGX_LOG_ERROR(NA, "out of memory");
+        return NULL;
+    }
+    if (!info->plugin_name) {
+        ops = na_info_plugin_serving(info->protocol_name);
+        if (!ops)
+            HGX_LOG_ERROR(
+                NA, "no plugin in this build serves protocol \"%s\" (info string \"%s\")",
+                info->protocol_name, info_string);
+        return ops;
+    }
+    ops = na_info_plugin_named(info->plugin_name);
+    if (!ops) {
+        HGX_LOG_ERROR(NA, "no plugin \"%s\" in this build (info string \"%s\")",
+                      info->plugin_name, info_string);
+        return NULL;
+    }
+    if (!na_plugin_has_protocol(ops, info->protocol_name)) {
+        HGX_LOG_ERROR(NA, "plugin \"%s\" does not support protocol \"%s\"",
+                      info->plugin_name, info->protocol_name);
+        return NULL;
+    }
+    return ops;
 }

@@ -2,12 +2,12 @@
  * na_plugin.h -- the contract between the NA core (na.c) and its plugins (private).
  *
  * A plugin is one `struct na_ops` table, which also brings the plugin's name,
- * the protocols it serves and its log subsystem: the core knows no plugin by
- * name. configure lists the built plugins' tables (HGX_NA_PLUGIN_LIST, see
- * m4/hgx_na_plugin.m4) and na.c makes na_plugin_table of them. The core validates every
- * argument a user passes, owns op ids, contexts, completion queues and reference counts,
- * and calls the plugin only with checked input. A plugin reports the end of
- * an operation with na_op_complete(); the core queues the callback and
+ * the protocols it serves, the aliases it answers to and its log subsystem:
+ * the core knows no plugin by name. configure lists the built plugins' tables
+ * (HGX_NA_PLUGIN_LIST, see m4/hgx_na_plugin.m4) and na.c makes na_plugin_table of them.
+ * The core validates every argument a user passes, owns op ids, contexts, completion
+ * queues and reference counts, and calls the plugin only with checked input. A plugin
+ * reports the end of an operation with na_op_complete(); the core queues the callback and
  * NA_Trigger() runs it.
  */
 #ifndef NA_PLUGIN_H
@@ -35,8 +35,9 @@ enum na_op_state {
 
 struct na_class {
     const struct na_ops *ops;
-    void *plugin_class;  /* plugin private state */
-    char *protocol_name; /* "tcp", "shm", ... */
+    const struct na_alias *alias; /* the name the class was made with, or NULL */
+    void *plugin_class;           /* plugin private state */
+    char *protocol_name;          /* the plugin's: "tcp", "shm", ... */
     bool listen;
     uint8_t max_contexts;
     uint8_t progress_mode; /* NA_NO_BLOCK to never block */
@@ -99,9 +100,24 @@ struct na_mem_handle {
     bool registered;     /* local and registered with the transport */
 };
 
+/*
+ * Another name for one of a plugin's protocols, for programs written against
+ * a plugin hgx does not have (Mercury's "na+sm"). A class made with
+ * "class_name+protocol" is the declaring plugin serving its protocol
+ * `serves`; NA_Get_class_name/protocol answer the alias, and its address
+ * strings read "class_name+protocol://..." both ways. When several plugins
+ * declare one alias, the highest rank serves it in every process of a build.
+ */
+struct na_alias {
+    const char *class_name; /* "na" */
+    const char *protocol;   /* "sm" */
+    const char *serves;     /* "shm": one of the plugin's protocols */
+    unsigned int rank;
+};
+
 /* Parsed info string "plugin+protocol://host:port". */
 struct na_info {
-    char *plugin_name;                    /* "ofi" */
+    char *plugin_name;                    /* "ofi"; NULL when only a protocol is named */
     char *protocol_name;                  /* "tcp" */
     char *host;                           /* NULL or the host part, port stripped */
     int port;                             /* 0 when absent */
@@ -113,6 +129,8 @@ struct na_ops {
     /* Protocols served, NULL-terminated: NA_Get_protocol_info lists them, and
      * an info string naming another is refused unless check_protocol accepts it. */
     const char *const *protocols;
+    /* Aliases this plugin can serve, ended by a NULL class_name; or NULL. */
+    const struct na_alias *aliases;
     enum hgx_log_subsys log_subsys; /* where the core logs about this plugin */
     /* The plugin's environment parameters (hgx_param.h), NULL-terminated, or
      * NULL: with hgx_core_params, every parameter the library reads. */

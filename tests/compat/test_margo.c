@@ -899,8 +899,12 @@ static void test_bulk_edges(void **state)
     struct fwd f = {0};
     hg_size_t len = 4096;
 
-    assert_string_equal(HG_Class_get_name(env->cli),
-                        strstr(env->info, "ucx") ? "ucx" : "ofi");
+    /* The class is named as its info string names it: "na" for na+sm,
+     * whichever hgx plugin serves it. */
+    const char *cls_name = HG_Class_get_name(env->cli);
+    assert_non_null(cls_name);
+    assert_int_equal(strncmp(env->info, cls_name, strlen(cls_name)), 0);
+    assert_int_equal(env->info[strlen(cls_name)], '+');
     assert_int_equal(HG_Bulk_create(env->cli, 2, ptrs, sizes, HG_BULK_READ_ONLY, &empty),
                      HG_SUCCESS);
     assert_int_equal(HG_Bulk_get_size(empty), 0);
@@ -989,7 +993,7 @@ static void test_version(void **state)
 int main(void)
 {
     const char *const *transports;
-    size_t n = test_transports(&transports);
+    size_t n = test_transports_mercury(&transports);
     const struct CMUnitTest local_tests[] = {cmocka_unit_test(test_version)};
     int failed = cmocka_run_group_tests_name("margo-local", local_tests, NULL, NULL);
 

@@ -27,6 +27,9 @@ static const struct medium *protocol_medium(const char *protocol)
         {"sockets", "IP interfaces that are up:", true},
         {"all", "this host (shared memory) and IP interfaces that are up:", true},
         {"shm", "this host only (shared memory)", false},
+        {"sm",
+         "this host only (Mercury's shared memory: served by ucx+shm, else ofi+shm)",
+         false},
         {"static", "the processes of one mpirun (address: rank)", false},
         {"dynamic", "MPI ports (MPI_Open_port / MPI_Comm_connect)", false},
     };
@@ -92,7 +95,8 @@ static void print_protocols(const struct na_protocol_info *p, const struct ifadd
         return;
     print_protocols(p->next, ifs);
     const struct medium *m = protocol_medium(p->protocol_name);
-    printf("  %s+%-10s %s", p->class_name, p->protocol_name, m->text);
+    int pad = 13 - (int)strlen(p->class_name); /* "class+protocol" in 14 columns */
+    printf("  %s+%-*s %s", p->class_name, pad > 0 ? pad : 0, p->protocol_name, m->text);
     if (m->ip)
         print_usable(ifs);
     else

@@ -424,6 +424,9 @@ static na_return_t ucx_context_destroy(na_class_t *na_class, na_context_t *conte
 const struct na_ops na_ucx_ops = {
     .class_name = "ucx",
     .protocols = (const char *const[]){"tcp", "shm", "all", NULL},
+    /* Mercury's shared-memory plugin: ucx+shm is preferred to ofi+shm, as it
+     * is the faster and has a wait fd. */
+    .aliases = (const struct na_alias[]){{"na", "sm", "shm", 2}, {NULL, NULL, NULL, 0}},
     .log_subsys = HGX_SUBSYS_UCX,
     .params = ucx_params,
     /* One put is one put_nbx plus a flush: with 256 KiB pieces a 1 MiB push
