@@ -102,9 +102,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0: {
         struct na_info info;
         if (na_info_parse(s, &info) == NA_SUCCESS) {
-            if (!info.plugin_name || !*info.plugin_name || !info.protocol_name ||
-                !*info.protocol_name || info.port < 0 || info.port > 65535 ||
-                strchr(info.plugin_name, '+') != NULL)
+            /* "protocol" alone (no plugin, as Mercury takes it) or "plugin+protocol" */
+            if ((info.plugin_name &&
+                 (!*info.plugin_name || strchr(info.plugin_name, '+') != NULL)) ||
+                !info.protocol_name || !*info.protocol_name || info.port < 0 ||
+                info.port > 65535)
                 abort();
             (void)strlen(info.protocol_name);
             if (info.host)
