@@ -25,6 +25,7 @@
  *    origin gets an NA_TIMEOUT ACK, a chunk after that is a stray, not written.
  */
 #include "hgx_emul.h"
+#include "hgx_test_hooks.h"
 #include "na.h"
 #include "mpitest_report.h"
 

@@ -10,8 +10,8 @@
  * message in send order, every message exactly once, and a receive posted
  * after the last one gets nothing.
  */
+#include "hgx_test_hooks.h"
 #include "mpitest_na.h"
-#include "na_mpi_int.h"
 
 #include <mpi.h>
 #include <stdint.h>

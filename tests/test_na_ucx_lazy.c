@@ -9,6 +9,7 @@
  *   complete (queued ones that are cancelled end NA_CANCELED at once), and
  *   the plugin's queue is empty afterwards.
  */
+#include "hgx_test_hooks.h"
 #include "mercury.h"
 #include "na_test_proto.h"
 
@@ -31,9 +32,6 @@
 /* The plugin fails a wire-up after 5 s; a closed port fails at once. */
 #define LAZY_SILENT_BOUND_S 8.0
 #define LAZY_REFUSED_BOUND_S 3.0
-
-/* Ops queued in the UCX plugin's peer queues (src/na/ucx/). */
-long na_ucx_pending_count(void);
 
 static const char *current_info;
 

@@ -10,6 +10,7 @@
  * that succeeds must have moved only region bytes; the secret bytes must
  * stay untouched and never reach the origin.
  */
+#include "hgx_test_hooks.h"
 #include "na_test_proto.h"
 
 #include <pthread.h>
@@ -22,8 +23,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-void na_ucx_rma_counts(long *refused, long *dropped);
 
 #define REG 4096        /* bytes of each exposed region */
 #define SECRET 0x5a     /* the bytes around every region */

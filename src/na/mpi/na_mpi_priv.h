@@ -53,6 +53,7 @@
 #include "hgx_mreqtab.h"
 #include "na_plugin.h"
 #include "hgx_spin.h"
+#include "hgx_test_hooks.h"
 
 #include <errno.h>
 #include <inttypes.h>

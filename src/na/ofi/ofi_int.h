@@ -50,6 +50,7 @@
 #include "hgx_list.h"
 #include "hgx_wire.h"
 #include "hgx_spin.h"
+#include "hgx_test_hooks.h"
 #include "ofi_cancel_state.h"
 #include "na_cancel_watch.h"
 #include "na_netif.h"

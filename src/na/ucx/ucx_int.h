@@ -80,6 +80,7 @@
 
 #include "hgx_lock.h"
 #include "hgx_list.h"
+#include "hgx_test_hooks.h"
 #include "na_cancel_watch.h"
 #include "na_peer_map.h"
 #include "na_plugin.h"
