@@ -550,15 +550,5 @@ int main(int argc, char **argv)
     HG_Context_destroy(ctx);
     HG_Finalize(cls);
 
-    int mine[2] = {passes, failures}, sum[2] = {0, 0};
-    MPI_Reduce(mine, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Bcast(sum, 2, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("[  PASSED  ] %d test(s).\n", sum[0]);
-        if (sum[1])
-            printf("[  FAILED  ] %d test(s).\n", sum[1]);
-        fflush(stdout);
-    }
-    MPI_Finalize();
-    return sum[1] ? 1 : 0;
+    return mpitest_finish(passes, failures);
 }

@@ -154,14 +154,5 @@ int main(int argc, char **argv)
         sender();
     NA_Context_destroy(cls, ctx);
     result("NA_Finalize", NA_Finalize(cls) == NA_SUCCESS, "");
-    int tot[2] = {passes, failures}, sum[2] = {0, 0};
-    MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("[==========] %d test(s) run over %d ranks.\n", sum[0] + sum[1], nprocs);
-        printf("[  PASSED  ] %d test(s).\n", sum[0]);
-        if (sum[1])
-            printf("[  FAILED  ] %d test(s).\n", sum[1]);
-    }
-    MPI_Finalize();
-    return sum[1] || failures ? 1 : 0;
+    return mpitest_finish(passes, failures);
 }
