@@ -500,10 +500,7 @@ static void register_rpcs(int srv)
 
 int main(int argc, char **argv)
 {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    int provided = mpitest_init(&argc, &argv, &rank, &nprocs);
     if (nprocs < 2) {
         if (rank == 0)
             printf("[  FAILED  ] test_hgx_mpi needs at least 2 ranks (got %d)\n", nprocs);

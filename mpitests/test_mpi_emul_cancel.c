@@ -1179,17 +1179,10 @@ static double raw_rtt_us(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs < 2) {
-        if (rank == 0)
-            printf("[  SKIPPED ] test_mpi_emul_cancel needs at least 2 processes (mpirun "
-                   "-np 3)\n");
-        MPI_Finalize();
-        return 77;
-    }
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs < 2)
+        return mpitest_skip(
+            rank, "test_mpi_emul_cancel needs at least 2 processes (mpirun -np 3)");
     unsigned long total = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20240605u;
     setenv("HGX_MPI_TARGET_IDLE_MS", B_IDLE_MS, 0); /* read once, by NA_Initialize */

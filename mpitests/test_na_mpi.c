@@ -670,17 +670,10 @@ static void server_pingpong(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs < 2) {
-        if (rank == 0)
-            printf(
-                "[  SKIPPED ] test_na_mpi needs at least 2 processes (mpirun -np 3)\n");
-        MPI_Finalize();
-        return 77;
-    }
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs < 2)
+        return mpitest_skip(rank,
+                            "test_na_mpi needs at least 2 processes (mpirun -np 3)");
     struct na_init_info info = NA_INIT_INFO_INITIALIZER;
     if (rank != 0) /* can send a message larger than the server takes */
         info.max_unexpected_size = CLIENT_MAX_UNEXP;

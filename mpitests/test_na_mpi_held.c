@@ -130,17 +130,11 @@ static void receiver(int want_held)
 
 int main(int argc, char **argv)
 {
-    int provided, nprocs;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs != 2 || argc != 2) {
-        if (rank == 0)
-            printf("[  SKIPPED ] test_na_mpi_held needs 2 processes and the count to "
-                   "hold (mpirun -np 2 ./test_na_mpi_held 16)\n");
-        MPI_Finalize();
-        return 77;
-    }
+    int nprocs;
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs != 2 || argc != 2)
+        return mpitest_skip(rank, "test_na_mpi_held needs 2 processes and the count to "
+                                  "hold (mpirun -np 2 ./test_na_mpi_held 16)");
     int want_held = atoi(argv[1]);
     cls = NA_Initialize("mpi+static", rank == 0);
     if (!cls) {
