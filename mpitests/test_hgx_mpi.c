@@ -500,10 +500,7 @@ static void register_rpcs(int srv)
 
 int main(int argc, char **argv)
 {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    int provided = mpitest_init(&argc, &argv, &rank, &nprocs);
     if (nprocs < 2) {
         if (rank == 0)
             printf("[  FAILED  ] test_hgx_mpi needs at least 2 ranks (got %d)\n", nprocs);
@@ -550,15 +547,5 @@ int main(int argc, char **argv)
     HG_Context_destroy(ctx);
     HG_Finalize(cls);
 
-    int mine[2] = {passes, failures}, sum[2] = {0, 0};
-    MPI_Reduce(mine, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Bcast(sum, 2, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("[  PASSED  ] %d test(s).\n", sum[0]);
-        if (sum[1])
-            printf("[  FAILED  ] %d test(s).\n", sum[1]);
-        fflush(stdout);
-    }
-    MPI_Finalize();
-    return sum[1] ? 1 : 0;
+    return mpitest_finish(passes, failures);
 }

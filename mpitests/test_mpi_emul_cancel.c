@@ -25,6 +25,7 @@
  *    origin gets an NA_TIMEOUT ACK, a chunk after that is a stray, not written.
  */
 #include "hgx_emul.h"
+#include "hgx_test_hooks.h"
 #include "na.h"
 #include "mpitest_report.h"
 
@@ -1178,17 +1179,10 @@ static double raw_rtt_us(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs < 2) {
-        if (rank == 0)
-            printf("[  SKIPPED ] test_mpi_emul_cancel needs at least 2 processes (mpirun "
-                   "-np 3)\n");
-        MPI_Finalize();
-        return 77;
-    }
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs < 2)
+        return mpitest_skip(
+            rank, "test_mpi_emul_cancel needs at least 2 processes (mpirun -np 3)");
     unsigned long total = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20240605u;
     setenv("HGX_MPI_TARGET_IDLE_MS", B_IDLE_MS, 0); /* read once, by NA_Initialize */
@@ -1252,14 +1246,5 @@ int main(int argc, char **argv)
     } else if (rank == 0) {
         printf("[  SKIPPED ] misbehaving data peer: needs 3 processes (mpirun -np 3)\n");
     }
-    int tot[2] = {passes, failures}, sum[2] = {0, 0};
-    MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("[==========] %d test(s) run over %d ranks.\n", sum[0] + sum[1], nprocs);
-        printf("[  PASSED  ] %d test(s).\n", sum[0]);
-        if (sum[1])
-            printf("[  FAILED  ] %d test(s).\n", sum[1]);
-    }
-    MPI_Finalize();
-    return sum[1] || failures ? 1 : 0;
+    return mpitest_finish(passes, failures);
 }

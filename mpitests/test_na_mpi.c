@@ -670,17 +670,10 @@ static void server_pingpong(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs < 2) {
-        if (rank == 0)
-            printf(
-                "[  SKIPPED ] test_na_mpi needs at least 2 processes (mpirun -np 3)\n");
-        MPI_Finalize();
-        return 77;
-    }
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs < 2)
+        return mpitest_skip(rank,
+                            "test_na_mpi needs at least 2 processes (mpirun -np 3)");
     struct na_init_info info = NA_INIT_INFO_INITIALIZER;
     if (rank != 0) /* can send a message larger than the server takes */
         info.max_unexpected_size = CLIENT_MAX_UNEXP;
@@ -709,14 +702,5 @@ int main(int argc, char **argv)
     int flag = 0;
     MPI_Finalized(&flag);
     result("MPI still usable after NA_Finalize (application owns it)", !flag, "");
-    int tot[2] = {passes, failures}, sum[2] = {0, 0};
-    MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("[==========] %d test(s) run over %d ranks.\n", sum[0] + sum[1], nprocs);
-        printf("[  PASSED  ] %d test(s).\n", sum[0]);
-        if (sum[1])
-            printf("[  FAILED  ] %d test(s).\n", sum[1]);
-    }
-    MPI_Finalize();
-    return sum[1] || failures ? 1 : 0;
+    return mpitest_finish(passes, failures);
 }

@@ -185,16 +185,10 @@ static void test_dynamic(int mpich)
 
 int main(int argc, char **argv)
 {
-    int provided;
     const char *flavor = getenv("MPI_FLAVOR");
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs < 2) {
-        printf("SKIP: needs at least 2 processes\n");
-        MPI_Finalize();
-        return 77;
-    }
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs < 2)
+        return mpitest_skip(rank, "test_na_mpi_compat needs at least 2 processes");
     test_split();
     test_whole_and_default();
     test_refusals();

@@ -10,8 +10,8 @@
  * message in send order, every message exactly once, and a receive posted
  * after the last one gets nothing.
  */
+#include "hgx_test_hooks.h"
 #include "mpitest_na.h"
-#include "na_mpi_int.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -130,17 +130,11 @@ static void receiver(int want_held)
 
 int main(int argc, char **argv)
 {
-    int provided, nprocs;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs != 2 || argc != 2) {
-        if (rank == 0)
-            printf("[  SKIPPED ] test_na_mpi_held needs 2 processes and the count to "
-                   "hold (mpirun -np 2 ./test_na_mpi_held 16)\n");
-        MPI_Finalize();
-        return 77;
-    }
+    int nprocs;
+    mpitest_init(&argc, &argv, &rank, &nprocs);
+    if (nprocs != 2 || argc != 2)
+        return mpitest_skip(rank, "test_na_mpi_held needs 2 processes and the count to "
+                                  "hold (mpirun -np 2 ./test_na_mpi_held 16)");
     int want_held = atoi(argv[1]);
     cls = NA_Initialize("mpi+static", rank == 0);
     if (!cls) {
@@ -154,14 +148,5 @@ int main(int argc, char **argv)
         sender();
     NA_Context_destroy(cls, ctx);
     result("NA_Finalize", NA_Finalize(cls) == NA_SUCCESS, "");
-    int tot[2] = {passes, failures}, sum[2] = {0, 0};
-    MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("[==========] %d test(s) run over %d ranks.\n", sum[0] + sum[1], nprocs);
-        printf("[  PASSED  ] %d test(s).\n", sum[0]);
-        if (sum[1])
-            printf("[  FAILED  ] %d test(s).\n", sum[1]);
-    }
-    MPI_Finalize();
-    return sum[1] || failures ? 1 : 0;
+    return mpitest_finish(passes, failures);
 }

@@ -1,19 +1,27 @@
 /*
- * test_common.c -- transport list, forked server, data patterns.
+ * test_common.c -- transport list and groups, forked server, loopback
+ * sockets, data patterns.
  */
 #include "test_common.h"
 
 #include "na.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 /* Tests run on one host: a TCP-capable transport named without a host is
  * pinned to loopback, as a plain string would take a routable interface. */
@@ -193,4 +201,53 @@ void test_group_banner(const char *name)
 {
     printf("[----------] group %s\n", name);
     fflush(stdout);
+}
+
+int test_run_per_transport(const char *suite, const char *prefix, const char **info,
+                           const struct CMUnitTest *tests, size_t count,
+                           int (*setup)(void **state), int (*teardown)(void **state))
+{
+    const char *const *transports;
+    size_t n = test_transports(&transports);
+    int failed = 0, ran = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(transports[i], prefix, strlen(prefix)) != 0)
+            continue;
+        char name[64];
+        *info = transports[i];
+        snprintf(name, sizeof(name), "%s/%s", suite, transports[i]);
+        test_group_banner(name);
+        failed += _cmocka_run_group_tests(name, tests, count, setup, teardown);
+        ran++;
+    }
+    if (!ran) {
+        printf("SKIP: no %s transport among the transports to test\n", prefix);
+        return 77;
+    }
+    return failed ? 1 : 0;
+}
+
+int test_loopback_socket(bool listening, unsigned *port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        (listening && listen(fd, 16) != 0) ||
+        getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+void test_loopback_addr(const char *info, unsigned port, char *out, size_t size)
+{
+    const char *sep = strstr(info, "://");
+    int n = sep ? (int)(sep - info) : (int)strlen(info);
+    snprintf(out, size, "%.*s://127.0.0.1:%u", n, info, port);
 }

@@ -1,6 +1,7 @@
 /*
  * test_common.h -- helpers shared by the cmocka tests: which transports to
- * run, and a server child process reached through pipes.
+ * run (and the groups run over them), a server child process reached through
+ * pipes, loopback sockets that answer nothing.
  */
 #ifndef TEST_COMMON_H
 #define TEST_COMMON_H
@@ -22,6 +23,18 @@ size_t test_transports(const char *const **list);
  * calls such a program makes (NA, HG, Margo's). */
 size_t test_transports_mercury(const char *const **list);
 
+struct CMUnitTest;
+
+/* Run the cmocka group tests[0..count), with setup and teardown (or NULL),
+ * once over each transport to test whose info string starts with prefix (""
+ * for all): named "suite/TRANSPORT" after a banner, with *info pointing at the
+ * transport's info string while it runs. Returns the program's exit code: 1
+ * if a group failed, 77 (SKIP, the reason printed) if no transport matched,
+ * else 0. */
+int test_run_per_transport(const char *suite, const char *prefix, const char **info,
+                           const struct CMUnitTest *tests, size_t count,
+                           int (*setup)(void **state), int (*teardown)(void **state));
+
 /* The info string of a client of the server at addr: "ofi+tcp" for
  * "ofi+tcp://IP:PORT", "ofi+tcp://127.0.0.1" for a server on loopback. */
 void test_client_info(const char *addr, char *info, size_t size);
@@ -42,6 +55,15 @@ bool test_server_start(struct test_server *srv, const char *info,
 void test_server_publish(int publish_fd, const char *addr);
 /* Wait for the child to exit (killing it after timeout_ms); its exit status, or -1. */
 int test_server_wait(struct test_server *srv, unsigned int timeout_ms);
+
+/* A TCP socket on a free loopback port (*port) that never accepts; -1 on
+ * error. Listening, it completes a peer's handshake in the kernel and then
+ * answers nothing (a peer that never wires up); closed without listening, it
+ * leaves a port where nothing listens (a refused peer). */
+int test_loopback_socket(bool listening, unsigned *port);
+
+/* "PLUGIN+PROTOCOL://127.0.0.1:PORT" in the plugin and protocol of info. */
+void test_loopback_addr(const char *info, unsigned port, char *out, size_t size);
 
 /* Fill buf with a pattern derived from seed; check it. */
 void test_fill(void *buf, size_t len, unsigned int seed);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "hgx_test_hooks.h"
 #include "test_common.h"
 
 #include <signal.h>
@@ -24,9 +25,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Test-only hook of the HG layer (hg_internal.h). */
-void hgx_test_corrupt_next_header(hg_class_t *hg_class);
 
 #define BIG_SIZE ((uint64_t)1 << 20)
 #define BULK_SIZE ((size_t)3 * 1024 * 1024 + 777)

@@ -6,6 +6,7 @@
  * and forged answers and malformed control messages must be dropped and
  * counted while the class keeps answering.
  */
+#include "hgx_test_hooks.h"
 #include "na.h"
 #include "na_ofi_check.h"
 #include "na_slots.h"

@@ -10,6 +10,7 @@
  * short and one of the largest size, must arrive intact, with their tags
  * and source.
  */
+#include "hgx_test_hooks.h"
 #include "na_test_proto.h"
 
 #include <setjmp.h>
@@ -28,8 +29,6 @@
 #define GOOD_TAG 77u
 
 #define HDR 12 /* the plugin's header: sender id, tag, target context id */
-
-long na_ucx_held_count(long *peak);
 
 /* The header of a message for context 0. */
 static void put_hdr(unsigned char *p, uint32_t sender, uint32_t tag)

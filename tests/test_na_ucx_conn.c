@@ -4,6 +4,8 @@
  * other pair and every state out of range is refused (ucx_peer_move asserts
  * on it).
  */
+#include "hgx_test_hooks.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,9 +13,6 @@
 #include <stdio.h>
 
 #include <cmocka.h>
-
-/* The plugin's check of a move (src/na/ucx/ucx_ep.c). */
-bool na_ucx_conn_legal(int from, int to);
 
 enum { IDLE, CONNECTING, UP, FAILED, STATES };
 

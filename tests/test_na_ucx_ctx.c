@@ -10,6 +10,7 @@
  * kept. Cancelling a receive on one context leaves the other's posted.
  * Runs over ucx+tcp and ucx+shm, client and server in one process.
  */
+#include "hgx_test_hooks.h"
 #include "na_test_proto.h"
 
 #include <setjmp.h>
@@ -26,10 +27,6 @@
 #define CTX_BAD_ID 7     /* a target id the server does not have */
 #define CTX_ROUNDS 3     /* rounds of posted receives */
 #define CTX_TIMEOUT_S 10 /* bound on waiting for any one event */
-
-/* Counters of the UCX plugin (src/na/ucx/). */
-long na_ucx_held_count(long *peak);
-long na_ucx_misaddressed_count(void);
 
 struct pair {
     na_class_t *srv, *cli;

@@ -9,17 +9,15 @@
  *   complete (queued ones that are cancelled end NA_CANCELED at once), and
  *   the plugin's queue is empty afterwards.
  */
+#include "hgx_test_hooks.h"
 #include "mercury.h"
 #include "na_test_proto.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,9 +29,6 @@
 /* The plugin fails a wire-up after 5 s; a closed port fails at once. */
 #define LAZY_SILENT_BOUND_S 8.0
 #define LAZY_REFUSED_BOUND_S 3.0
-
-/* Ops queued in the UCX plugin's peer queues (src/na/ucx/). */
-long na_ucx_pending_count(void);
 
 static const char *current_info;
 
@@ -88,39 +83,11 @@ static int group_teardown(void **state)
 /* A loopback port nothing listens on. */
 static unsigned closed_port(void)
 {
-    struct sockaddr_in sin = {.sin_family = AF_INET,
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    unsigned port = 0;
+    int fd = test_loopback_socket(false, &port);
     assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
     close(fd);
-    return ntohs(sin.sin_port);
-}
-
-/* A loopback listener that never accepts: the kernel completes the TCP
- * handshake, and UCX's wire-up then waits for an answer that never comes. */
-static int silent_listener(unsigned *port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET,
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    assert_int_equal(listen(fd, 16), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    *port = ntohs(sin.sin_port);
-    return fd;
-}
-
-/* "ucx+tcp://127.0.0.1:PORT" in the group's protocol. */
-static void lazy_addr(char *out, size_t size, unsigned port)
-{
-    const char *sep = strstr(current_info, "://");
-    int n = sep ? (int)(sep - current_info) : (int)strlen(current_info);
-    snprintf(out, size, "%.*s://127.0.0.1:%u", n, current_info, port);
+    return port;
 }
 
 /* Post one unexpected message of an op the server ignores (op 0) or runs. */
@@ -170,7 +137,7 @@ struct lazy_dead {
 static void dead_start(struct lazy *l, struct lazy_dead *d, unsigned port)
 {
     char name[64];
-    lazy_addr(name, sizeof(name), port);
+    test_loopback_addr(current_info, port, name, sizeof(name));
     double t0 = test_now();
     assert_int_equal(NA_Addr_lookup(l->cls, name, &d->addr), NA_SUCCESS);
     assert_true(test_now() - t0 < 0.5);
@@ -204,7 +171,10 @@ static void test_unreachable(void **state)
     struct lazy *l = *state;
     struct lazy_dead refused = {0}, silent = {0};
     unsigned silent_port = 0;
-    int fd = silent_listener(&silent_port);
+    /* Listening but never accepting: UCX's wire-up waits for an answer that
+     * never comes. */
+    int fd = test_loopback_socket(true, &silent_port);
+    assert_true(fd >= 0);
 
     double t0 = test_now();
     dead_start(l, &refused, closed_port());
@@ -252,7 +222,7 @@ static void test_forward_unreachable(void **state)
     assert_non_null(ctx);
     hg_id_t id = HG_Register_name(cls, "lazy_noop", NULL, NULL, NULL);
     hg_addr_t addr = HG_ADDR_NULL;
-    lazy_addr(name, sizeof(name), closed_port());
+    test_loopback_addr(current_info, closed_port(), name, sizeof(name));
     assert_int_equal(HG_Addr_lookup2(cls, name, &addr), HG_SUCCESS);
     hg_handle_t h = HG_HANDLE_NULL;
     assert_int_equal(HG_Create(ctx, addr, id, &h), HG_SUCCESS);
@@ -398,28 +368,12 @@ static void test_flood_before_up(void **state)
 
 int main(void)
 {
-    const char *const *transports;
-    size_t n = test_transports(&transports);
-    int failed = 0, ran = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_forward_unreachable),
         cmocka_unit_test(test_flood_before_up),
     };
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(transports[i], "ucx+", 4) != 0)
-            continue;
-        char name[64];
-        current_info = transports[i];
-        snprintf(name, sizeof(name), "na_ucx_lazy/%s", transports[i]);
-        test_group_banner(name);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-                                          group_setup, group_teardown);
-        ran++;
-    }
-    if (!ran) {
-        printf("SKIP: no ucx transport among the transports to test\n");
-        return 77;
-    }
-    return failed ? 1 : 0;
+    return test_run_per_transport("na_ucx_lazy", "ucx+", &current_info, tests,
+                                  sizeof(tests) / sizeof(*tests), group_setup,
+                                  group_teardown);
 }

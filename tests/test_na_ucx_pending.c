@@ -14,6 +14,7 @@
  * queue), then hands every one over, in order and once each, as the server
  * posts receives.
  */
+#include "hgx_test_hooks.h"
 #include "na_test_proto.h"
 
 #include <poll.h>
@@ -42,11 +43,6 @@
 /* held: messages one progress pass may take past the bound (UCX hands a
  * pass's arrivals to the plugin before it can stop) */
 #define FLOOD_UNEXP_SLACK 64
-
-/* Sends queued for resources in the UCX plugin (src/na/ucx/); unexpected
- * messages it keeps with no receive posted, and the most kept at once. */
-long na_ucx_pending_count(void);
-long na_ucx_held_count(long *peak);
 
 /* The server finalizes once the client has (end of file on [0]): whichever
  * side progresses after the other closed logs a connection error. */

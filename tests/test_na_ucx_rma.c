@@ -10,6 +10,7 @@
  * that succeeds must have moved only region bytes; the secret bytes must
  * stay untouched and never reach the origin.
  */
+#include "hgx_test_hooks.h"
 #include "na_test_proto.h"
 
 #include <pthread.h>
@@ -22,8 +23,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-void na_ucx_rma_counts(long *refused, long *dropped);
 
 #define REG 4096        /* bytes of each exposed region */
 #define SECRET 0x5a     /* the bytes around every region */
@@ -375,29 +374,12 @@ static void test_every_byte(void **state)
 
 int main(void)
 {
-    const char *const *transports;
-    size_t n = test_transports(&transports);
-    int failed = 0, ran = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),       cmocka_unit_test(test_wrong_name),
         cmocka_unit_test(test_past_end),   cmocka_unit_test(test_permission),
         cmocka_unit_test(test_every_byte), cmocka_unit_test(test_wire_layout),
     };
-    for (size_t i = 0; i < n; i++) {
-        /* "ucx+tcp" comes pinned to loopback: "ucx+tcp://127.0.0.1". */
-        if (strncmp(transports[i], "ucx+", 4) != 0)
-            continue;
-        char name[64];
-        current_info = transports[i];
-        snprintf(name, sizeof(name), "na_ucx_rma/%s", transports[i]);
-        test_group_banner(name);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-                                          group_setup, group_teardown);
-        ran++;
-    }
-    if (!ran) {
-        printf("SKIP: no ucx transport among the transports to test\n");
-        return 77;
-    }
-    return failed ? 1 : 0;
+    return test_run_per_transport("na_ucx_rma", "ucx+", &current_info, tests,
+                                  sizeof(tests) / sizeof(*tests), group_setup,
+                                  group_teardown);
 }

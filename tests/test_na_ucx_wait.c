@@ -11,15 +11,12 @@
  */
 #include "na_test_proto.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,32 +154,18 @@ static void test_wireup_then_idle(void **state)
     client_stop(&c);
 }
 
-/* A loopback listener that never accepts: the kernel completes the TCP
- * handshake, and UCX's wire-up then waits for an answer that never comes. */
-static int silent_listener(char *name, size_t size)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET,
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    assert_int_equal(listen(fd, 16), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    const char *sep = strstr(current_info, "://");
-    int n = sep ? (int)(sep - current_info) : (int)strlen(current_info);
-    snprintf(name, size, "%.*s://127.0.0.1:%u", n, current_info,
-             (unsigned)ntohs(sin.sin_port));
-    return fd;
-}
-
 /* Nothing but the wire-up deadline can end this send: the wait fd's timer
  * wakes the client for it. */
 static void test_silent_deadline(void **state)
 {
     (void)state;
     char name[64], buf[256];
-    int lfd = silent_listener(name, sizeof(name));
+    unsigned port = 0;
+    /* Listening but never accepting: UCX's wire-up waits for an answer that
+     * never comes. */
+    int lfd = test_loopback_socket(true, &port);
+    assert_true(lfd >= 0);
+    test_loopback_addr(current_info, port, name, sizeof(name));
     na_class_t *cls = NA_Initialize(current_info, false);
     assert_non_null(cls);
     na_context_t *ctx = NA_Context_create(cls);
@@ -212,27 +195,10 @@ static void test_silent_deadline(void **state)
 
 int main(void)
 {
-    const char *const *transports;
-    size_t n = test_transports(&transports);
-    int failed = 0, ran = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wireup_then_idle),
         cmocka_unit_test(test_silent_deadline),
     };
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(transports[i], "ucx+", 4) != 0)
-            continue;
-        char name[64];
-        current_info = transports[i];
-        snprintf(name, sizeof(name), "na_ucx_wait/%s", transports[i]);
-        test_group_banner(name);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-                                          NULL, NULL);
-        ran++;
-    }
-    if (!ran) {
-        printf("SKIP: no ucx transport among the transports to test\n");
-        return 77;
-    }
-    return failed ? 1 : 0;
+    return test_run_per_transport("na_ucx_wait", "ucx+", &current_info, tests,
+                                  sizeof(tests) / sizeof(*tests), NULL, NULL);
 }

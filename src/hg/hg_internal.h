@@ -13,6 +13,7 @@
 #include "hgx_list.h"
 #include "hgx_lock.h"
 #include "hgx_log.h"
+#include "hgx_test_hooks.h"
 #include "mercury.h"
 #include "mercury_bulk.h"
 #include "na.h"
@@ -143,10 +144,6 @@ hg_return_t hg_bulk_transfer_internal(hg_context_t *context, hg_bulk_done_cb_t d
                                       hg_size_t origin_offset, hg_bulk_t local_handle,
                                       hg_size_t local_offset, hg_size_t size,
                                       hg_op_id_t *op_id);
-
-/* Test hook: flip a byte of the next RPC header this class sends (after its
- * checksum was computed), so the peer sees a checksum mismatch. */
-HG_PUBLIC void hgx_test_corrupt_next_header(hg_class_t *hg_class);
 
 /* True once after the hook was set; a plain load while it is not. */
 static inline bool hg_corrupt_next_take(hg_class_t *hg_class)

@@ -37,6 +37,7 @@
 
 #include "hgx_mreqtab.h"
 #include "hgx_param.h"
+#include "hgx_test_hooks.h"
 #include "na_types.h"
 
 #include <stdbool.h>
@@ -105,36 +106,6 @@ struct hgx_emul_ctrl {
 };
 
 /* The request state machines: emul_state.h. */
-
-/* Process-wide cancel counters (all mpi_emul instances), for tests and benchmarks. */
-struct hgx_emul_counters {
-    unsigned long cancel_requested; /* CANCEL packets sent by origins */
-    unsigned long cancel_yes;       /* CANCELYES received in time */
-    unsigned long cancel_no;        /* CANCELNO received in time */
-    unsigned long cancel_timeout;   /* no answer within the bound: turned local */
-    unsigned long late_replies; /* answers for timed-out / forgotten requests, dropped */
-    /* data chunks received into scratch and dropped: the rest of a get cancelled
-     * locally, or of a transfer that failed */
-    unsigned long late_data_dropped;
-    /* data messages that failed a check (size, source, no transfer on the tag):
-     * received into scratch and dropped, logged */
-    unsigned long bad_data;
-    /* timed-out get whose data had partly landed (target stalled mid-transfer;
-     * see docs/mpi-emul-cancel.md) */
-    unsigned long partial_local;
-    unsigned long target_yes;      /* requests dropped by a target (answered CANCELYES) */
-    unsigned long target_no;       /* cancels refused by a target (CANCELNO) */
-    unsigned long tombstone_drops; /* requests dropped because a tombstone named them */
-    unsigned long aborts; /* ABORTs handled by a target (timed-out put after CTS) */
-    /* put records a target dropped after CTS because no chunk came for the
-     * target bound (HGX_MPI_TARGET_IDLE_MS): origin dead or silent */
-    unsigned long target_expired;
-    /* gauges: what is alive right now (0 when everything is quiet => nothing leaked) */
-    unsigned long origin_active;  /* origin requests holding an id (incl. zombies) */
-    unsigned long target_records; /* target request records (RECEIVED + APPLYING) */
-    unsigned long tombstones;     /* live tombstones */
-};
-void hgx_emul_get_counters(struct hgx_emul_counters *c);
 
 struct hgx_emul;
 struct hgx_emul_oreq;

@@ -124,6 +124,116 @@ struct na_info {
     const struct na_init_info *init_info; /* never NULL */
 };
 
+/* Unformatted: clang-format would space these pointer parameters as products. */
+/* clang-format off */
+/* The parameters of both sends (unexpected and expected messages). */
+#define NA_OPS_SEND_PARAMS                                                               \
+    (na_class_t *na_class, na_context_t *context, na_op_id_t *op, const void *buf,       \
+     size_t buf_size, void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,          \
+     na_tag_t tag)
+
+/*
+ * The calls of a plugin's table, each as X(return type, name, parameters):
+ * struct na_ops has a pointer member of each, and each has a function type
+ * (na_ops_NAME_fn) the plugins declare their functions with, so a signature
+ * is written here only. An op marked optional may be NULL.
+ */
+#define NA_OPS(X)                                                                        \
+    X(bool, check_protocol, (const char *protocol_name)) /* optional: protocols */       \
+    X(na_return_t, initialize,                                                           \
+      (na_class_t *na_class, const struct na_info *info, bool listen))                   \
+    X(na_return_t, finalize, (na_class_t *na_class))                                     \
+    X(void, cleanup, (void))                                                             \
+    X(na_return_t, context_create,                                                       \
+      (na_class_t *na_class, na_context_t *context, uint8_t id))                         \
+    X(na_return_t, context_destroy, (na_class_t *na_class, na_context_t *context))       \
+    /* name is the part after "plugin+" (e.g. "tcp://1.2.3.4:5"). The plugin             \
+     * returns an address with refcount 1 (core sets na_class). */                       \
+    X(na_return_t, addr_lookup,                                                          \
+      (na_class_t *na_class, const char *name, na_addr_t **addr_p))                      \
+    /* last reference gone */                                                            \
+    X(void, addr_destroy, (na_class_t *na_class, na_addr_t *addr))                       \
+    X(na_return_t, addr_set_remove, (na_class_t *na_class, na_addr_t *addr))             \
+    X(na_return_t, addr_self, (na_class_t *na_class, na_addr_t **addr_p))                \
+    X(bool, addr_cmp, (na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2))        \
+    X(bool, addr_is_self, (na_class_t *na_class, na_addr_t *addr))                       \
+    /* Writes "plugin+..." string of at most *buf_size bytes; core handles NULL buf. */  \
+    X(na_return_t, addr_to_string,                                                       \
+      (na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr))              \
+    X(size_t, addr_get_serialize_size, (na_class_t *na_class, na_addr_t *addr))          \
+    X(na_return_t, addr_serialize,                                                       \
+      (na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr))               \
+    X(na_return_t, addr_deserialize,                                                     \
+      (na_class_t *na_class, na_addr_t **addr_p, const void *buf, size_t buf_size))      \
+    /* Message limits: fixed once initialize returns (the core caches them). */          \
+    X(size_t, msg_get_max_unexpected_size, (const na_class_t *na_class))                 \
+    X(size_t, msg_get_max_expected_size, (const na_class_t *na_class))                   \
+    /* optional: 0 */                                                                    \
+    X(size_t, msg_get_unexpected_header_size, (const na_class_t *na_class))              \
+    /* optional: 0 */                                                                    \
+    X(size_t, msg_get_expected_header_size, (const na_class_t *na_class))                \
+    X(na_tag_t, msg_get_max_tag, (const na_class_t *na_class))                           \
+    /* optional */                                                                       \
+    X(void *, msg_buf_alloc,                                                             \
+      (na_class_t *na_class, size_t buf_size, unsigned long flags,                       \
+       void **plugin_data_p))                                                            \
+    /* optional */                                                                       \
+    X(void, msg_buf_free, (na_class_t *na_class, void *buf, void *plugin_data))          \
+    /* optional */                                                                       \
+    X(na_return_t, msg_init_unexpected,                                                  \
+      (na_class_t *na_class, void *buf, size_t buf_size))                                \
+    /* Posting calls get a checked, POSTED op id; on error they return it unused. */     \
+    X(na_return_t, msg_send_unexpected, NA_OPS_SEND_PARAMS)                              \
+    X(na_return_t, msg_recv_unexpected,                                                  \
+      (na_class_t *na_class, na_context_t *context, na_op_id_t *op, void *buf,           \
+       size_t buf_size, void *plugin_data))                                              \
+    X(na_return_t, msg_send_expected, NA_OPS_SEND_PARAMS)                                \
+    X(na_return_t, msg_recv_expected,                                                    \
+      (na_class_t *na_class, na_context_t *context, na_op_id_t *op, void *buf,           \
+       size_t buf_size, void *plugin_data, na_addr_t *source_addr, uint8_t source_id,    \
+       na_tag_t tag))                                                                    \
+    /* Handles are returned with the common head filled in by the plugin. */             \
+    X(na_return_t, mem_handle_create,                                                    \
+      (na_class_t *na_class, void *buf, size_t buf_size, unsigned long flags,            \
+       na_mem_handle_t **mem_handle_p))                                                  \
+    X(na_return_t, mem_handle_create_segments,                                           \
+      (na_class_t *na_class, struct na_segment *segments, size_t segment_count,          \
+       unsigned long flags, na_mem_handle_t **mem_handle_p))                             \
+    X(void, mem_handle_free, (na_class_t *na_class, na_mem_handle_t *mem_handle))        \
+    X(size_t, mem_handle_get_max_segments, (const na_class_t *na_class))                 \
+    X(na_return_t, mem_register, (na_class_t *na_class, na_mem_handle_t *mem_handle))    \
+    X(na_return_t, mem_deregister,                                                       \
+      (na_class_t *na_class, na_mem_handle_t *mem_handle))                               \
+    X(size_t, mem_handle_get_serialize_size,                                             \
+      (na_class_t *na_class, na_mem_handle_t *mem_handle))                               \
+    X(na_return_t, mem_handle_serialize,                                                 \
+      (na_class_t *na_class, void *buf, size_t buf_size, na_mem_handle_t *mem_handle))   \
+    X(na_return_t, mem_handle_deserialize,                                               \
+      (na_class_t *na_class, na_mem_handle_t **mem_handle_p, const void *buf,            \
+       size_t buf_size))                                                                 \
+    /* Put (local to remote memory) or get (remote to local): one op, as the             \
+     * two differ only in direction. Bounds and permissions were checked by              \
+     * the core; the transfer targets the peer, not one of its contexts. */              \
+    X(na_return_t, rma,                                                                  \
+      (na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle_t *local,           \
+       na_offset_t local_offset, na_mem_handle_t *remote, na_offset_t remote_offset,     \
+       size_t size, na_addr_t *remote_addr))                                             \
+    /* optional: -1 */                                                                   \
+    X(int, poll_get_fd, (na_class_t *na_class, na_context_t *context))                   \
+    /* optional */                                                                       \
+    X(bool, poll_try_wait, (na_class_t *na_class, na_context_t *context))                \
+    /* Process what the transport has ready, without blocking. */                        \
+    X(na_return_t, poll,                                                                 \
+      (na_class_t *na_class, na_context_t *context, unsigned int *count_p))              \
+    /* Block on the transport's wait object for at most timeout_ms, then process         \
+     * what is ready. NA_TIMEOUT when nothing happened. */                               \
+    X(na_return_t, poll_wait,                                                            \
+      (na_class_t *na_class, na_context_t *context, unsigned int timeout_ms))            \
+    /* Start cancelling a POSTED/CANCELING op; it must later be completed (once). */     \
+    X(na_return_t, cancel,                                                               \
+      (na_class_t *na_class, na_context_t *context, na_op_id_t *op))
+/* clang-format on */
+
 struct na_ops {
     const char *class_name; /* "plugin" of "plugin+protocol" */
     /* Protocols served, NULL-terminated: NA_Get_protocol_info lists them, and
@@ -143,103 +253,17 @@ struct na_ops {
      * drains it with na_context_wake_drain). */
     bool wakes_contexts;
 
-    bool (*check_protocol)(const char *protocol_name); /* optional: protocols */
-    na_return_t (*initialize)(na_class_t *na_class, const struct na_info *info,
-                              bool listen);
-    na_return_t (*finalize)(na_class_t *na_class);
-    void (*cleanup)(void);
-    na_return_t (*context_create)(na_class_t *na_class, na_context_t *context,
-                                  uint8_t id);
-    na_return_t (*context_destroy)(na_class_t *na_class, na_context_t *context);
-
-    /* name is the part after "plugin+" (e.g. "tcp://1.2.3.4:5"). The plugin
-     * returns an address with refcount 1 (core sets na_class). */
-    na_return_t (*addr_lookup)(na_class_t *na_class, const char *name,
-                               na_addr_t **addr_p);
-    void (*addr_destroy)(na_class_t *na_class, na_addr_t *addr); /* last reference gone */
-    na_return_t (*addr_set_remove)(na_class_t *na_class, na_addr_t *addr);
-    na_return_t (*addr_self)(na_class_t *na_class, na_addr_t **addr_p);
-    bool (*addr_cmp)(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2);
-    bool (*addr_is_self)(na_class_t *na_class, na_addr_t *addr);
-    /* Writes "plugin+..." string of at most *buf_size bytes; core handles NULL buf. */
-    na_return_t (*addr_to_string)(na_class_t *na_class, char *buf, size_t *buf_size,
-                                  na_addr_t *addr);
-    size_t (*addr_get_serialize_size)(na_class_t *na_class, na_addr_t *addr);
-    na_return_t (*addr_serialize)(na_class_t *na_class, void *buf, size_t buf_size,
-                                  na_addr_t *addr);
-    na_return_t (*addr_deserialize)(na_class_t *na_class, na_addr_t **addr_p,
-                                    const void *buf, size_t buf_size);
-
-    /* Message limits: fixed once initialize returns (the core caches them). */
-    size_t (*msg_get_max_unexpected_size)(const na_class_t *na_class);
-    size_t (*msg_get_max_expected_size)(const na_class_t *na_class);
-    size_t (*msg_get_unexpected_header_size)(
-        const na_class_t *na_class);                                    /* optional: 0 */
-    size_t (*msg_get_expected_header_size)(const na_class_t *na_class); /* optional: 0 */
-    na_tag_t (*msg_get_max_tag)(const na_class_t *na_class);
-    void *(*msg_buf_alloc)(na_class_t *na_class, size_t buf_size, unsigned long flags,
-                           void **plugin_data_p); /* optional */
-    void (*msg_buf_free)(na_class_t *na_class, void *buf,
-                         void *plugin_data); /* optional */
-    na_return_t (*msg_init_unexpected)(na_class_t *na_class, void *buf,
-                                       size_t buf_size); /* optional */
-
-    /* Posting calls get a checked, POSTED op id; on error they return it unused. */
-    na_return_t (*msg_send_unexpected)(na_class_t *na_class, na_context_t *context,
-                                       na_op_id_t *op, const void *buf, size_t buf_size,
-                                       void *plugin_data, na_addr_t *dest_addr,
-                                       uint8_t dest_id, na_tag_t tag);
-    na_return_t (*msg_recv_unexpected)(na_class_t *na_class, na_context_t *context,
-                                       na_op_id_t *op, void *buf, size_t buf_size,
-                                       void *plugin_data);
-    na_return_t (*msg_send_expected)(na_class_t *na_class, na_context_t *context,
-                                     na_op_id_t *op, const void *buf, size_t buf_size,
-                                     void *plugin_data, na_addr_t *dest_addr,
-                                     uint8_t dest_id, na_tag_t tag);
-    na_return_t (*msg_recv_expected)(na_class_t *na_class, na_context_t *context,
-                                     na_op_id_t *op, void *buf, size_t buf_size,
-                                     void *plugin_data, na_addr_t *source_addr,
-                                     uint8_t source_id, na_tag_t tag);
-
-    /* Handles are returned with the common head filled in by the plugin. */
-    na_return_t (*mem_handle_create)(na_class_t *na_class, void *buf, size_t buf_size,
-                                     unsigned long flags, na_mem_handle_t **mem_handle_p);
-    na_return_t (*mem_handle_create_segments)(na_class_t *na_class,
-                                              struct na_segment *segments,
-                                              size_t segment_count, unsigned long flags,
-                                              na_mem_handle_t **mem_handle_p);
-    void (*mem_handle_free)(na_class_t *na_class, na_mem_handle_t *mem_handle);
-    size_t (*mem_handle_get_max_segments)(const na_class_t *na_class);
-    na_return_t (*mem_register)(na_class_t *na_class, na_mem_handle_t *mem_handle);
-    na_return_t (*mem_deregister)(na_class_t *na_class, na_mem_handle_t *mem_handle);
-    size_t (*mem_handle_get_serialize_size)(na_class_t *na_class,
-                                            na_mem_handle_t *mem_handle);
-    na_return_t (*mem_handle_serialize)(na_class_t *na_class, void *buf, size_t buf_size,
-                                        na_mem_handle_t *mem_handle);
-    na_return_t (*mem_handle_deserialize)(na_class_t *na_class,
-                                          na_mem_handle_t **mem_handle_p, const void *buf,
-                                          size_t buf_size);
-
-    /* Put (local to remote memory) or get (remote to local): one op, as the
-     * two differ only in direction. Bounds and permissions were checked by
-     * the core; the transfer targets the peer, not one of its contexts. */
-    na_return_t (*rma)(na_class_t *na_class, na_op_id_t *op, bool put,
-                       na_mem_handle_t *local, na_offset_t local_offset,
-                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                       na_addr_t *remote_addr);
-
-    int (*poll_get_fd)(na_class_t *na_class, na_context_t *context);    /* optional: -1 */
-    bool (*poll_try_wait)(na_class_t *na_class, na_context_t *context); /* optional */
-    /* Process what the transport has ready, without blocking. */
-    na_return_t (*poll)(na_class_t *na_class, na_context_t *context,
-                        unsigned int *count_p);
-    /* Block on the transport's wait object for at most timeout_ms, then process
-     * what is ready. NA_TIMEOUT when nothing happened. */
-    na_return_t (*poll_wait)(na_class_t *na_class, na_context_t *context,
-                             unsigned int timeout_ms);
-    /* Start cancelling a POSTED/CANCELING op; it must later be completed (once). */
-    na_return_t (*cancel)(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
+#define NA_OP_MEMBER(ret, name, params) ret(*name) params;
+    NA_OPS(NA_OP_MEMBER)
+#undef NA_OP_MEMBER
 };
+
+/* The type of each op's function, na_ops_NAME_fn: a plugin declares the
+ * functions its files share as `na_ops_poll_fn ofi_poll;`, so the parameter
+ * list is written once, in NA_OPS. */
+#define NA_OP_TYPE(ret, name, params) typedef ret na_ops_##name##_fn params;
+NA_OPS(NA_OP_TYPE)
+#undef NA_OP_TYPE
 
 /* Plugin area of an op id. */
 static inline void *na_op_plugin(na_op_id_t *op)

@@ -22,8 +22,4 @@ void na_mpi_set_intra_comm(MPI_Comm comm);
  * for an mpi+dynamic class that does not listen (it has no port). */
 const char *na_mpi_port_string(na_class_t *na_class);
 
-/* Messages an MPI class has taken from MPI and holds for NA receives not
- * posted yet: at most HGX_NA_UNEXPECTED_MAX (tests check the bound). */
-int na_mpi_held_count(na_class_t *na_class);
-
 #endif

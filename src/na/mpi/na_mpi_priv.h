@@ -53,6 +53,7 @@
 #include "hgx_mreqtab.h"
 #include "na_plugin.h"
 #include "hgx_spin.h"
+#include "hgx_test_hooks.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -287,39 +288,27 @@ void nm_dyn_finalize(struct nm_class *pc);
 /* na_mpi_addr.c */
 na_return_t nm_addr_new(na_class_t *na_class, struct dyn_conn *conn, int rank,
                         na_addr_t **addr_p);
-na_return_t nm_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p);
-void nm_addr_destroy(na_class_t *na_class, na_addr_t *addr);
-na_return_t nm_addr_self(na_class_t *na_class, na_addr_t **addr_p);
-bool nm_addr_cmp(na_class_t *na_class, na_addr_t *a1, na_addr_t *a2);
-bool nm_addr_is_self(na_class_t *na_class, na_addr_t *addr);
-na_return_t nm_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
-                              na_addr_t *addr);
-size_t nm_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr);
-na_return_t nm_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                              na_addr_t *addr);
-na_return_t nm_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p, const void *buf,
-                                size_t buf_size);
+na_ops_addr_lookup_fn nm_addr_lookup;
+na_ops_addr_destroy_fn nm_addr_destroy;
+na_ops_addr_self_fn nm_addr_self;
+na_ops_addr_cmp_fn nm_addr_cmp;
+na_ops_addr_is_self_fn nm_addr_is_self;
+na_ops_addr_to_string_fn nm_addr_to_string;
+na_ops_addr_get_serialize_size_fn nm_addr_get_serialize_size;
+na_ops_addr_serialize_fn nm_addr_serialize;
+na_ops_addr_deserialize_fn nm_addr_deserialize;
 
 /* na_mpi_msg.c */
-size_t nm_max_unexp(const na_class_t *c);
-size_t nm_max_exp(const na_class_t *c);
-na_tag_t nm_max_tag(const na_class_t *c);
-na_return_t nm_send_unexpected(na_class_t *na_class, na_context_t *context,
-                               na_op_id_t *op, const void *buf, size_t buf_size,
-                               void *plugin_data, na_addr_t *dest_addr, uint8_t dest_id,
-                               na_tag_t tag);
-na_return_t nm_send_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                             const void *buf, size_t buf_size, void *plugin_data,
-                             na_addr_t *dest_addr, uint8_t dest_id, na_tag_t tag);
-na_return_t nm_recv_unexpected(na_class_t *na_class, na_context_t *context,
-                               na_op_id_t *op, void *buf, size_t buf_size,
-                               void *plugin_data);
+na_ops_msg_get_max_unexpected_size_fn nm_max_unexp;
+na_ops_msg_get_max_expected_size_fn nm_max_exp;
+na_ops_msg_get_max_tag_fn nm_max_tag;
+na_ops_msg_send_unexpected_fn nm_send_unexpected;
+na_ops_msg_send_expected_fn nm_send_expected;
+na_ops_msg_recv_unexpected_fn nm_recv_unexpected;
 int nm_match_unexpected(struct nm_class *pc);
 void nm_unexp_arm(struct nm_class *pc);
 void nm_recv_exp_done(void *obj, uintptr_t aux, int err, const MPI_Status *st);
-na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_id_t *op,
-                             void *buf, size_t buf_size, void *plugin_data,
-                             na_addr_t *source_addr, uint8_t source_id, na_tag_t tag);
+na_ops_msg_recv_expected_fn nm_recv_expected;
 int nm_match_expected(struct nm_class *pc);
 int nm_take_held(struct nm_class *pc);
 void nm_hold(struct nm_class *pc, MPI_Message *msg, const MPI_Status *st);
@@ -327,30 +316,21 @@ int nm_claim_any(struct nm_class *pc, int *rc);
 void nm_drop_held(struct nm_class *pc);
 
 /* na_mpi_rma.c */
-na_return_t nm_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-                                 unsigned long flags, na_mem_handle_t **mem_handle_p);
-na_return_t nm_mem_handle_create_segments(na_class_t *na_class,
-                                          struct na_segment *segments,
-                                          size_t segment_count, unsigned long flags,
-                                          na_mem_handle_t **mem_handle_p);
-void nm_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mh);
-size_t nm_mem_max_segments(const na_class_t *na_class);
-na_return_t nm_mem_register(na_class_t *na_class, na_mem_handle_t *mh);
-na_return_t nm_mem_deregister(na_class_t *na_class, na_mem_handle_t *mh);
-size_t nm_mem_serialize_size(na_class_t *na_class, na_mem_handle_t *mh);
-na_return_t nm_mem_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                             na_mem_handle_t *mh);
-na_return_t nm_mem_deserialize(na_class_t *na_class, na_mem_handle_t **mh_p,
-                               const void *buf, size_t buf_size);
-na_return_t nm_rma(na_class_t *na_class, na_op_id_t *op, bool put, na_mem_handle_t *local,
-                   na_offset_t local_offset, na_mem_handle_t *remote,
-                   na_offset_t remote_offset, size_t size, na_addr_t *remote_addr);
+na_ops_mem_handle_create_fn nm_mem_handle_create;
+na_ops_mem_handle_create_segments_fn nm_mem_handle_create_segments;
+na_ops_mem_handle_free_fn nm_mem_handle_free;
+na_ops_mem_handle_get_max_segments_fn nm_mem_max_segments;
+na_ops_mem_register_fn nm_mem_register;
+na_ops_mem_deregister_fn nm_mem_deregister;
+na_ops_mem_handle_get_serialize_size_fn nm_mem_serialize_size;
+na_ops_mem_handle_serialize_fn nm_mem_serialize;
+na_ops_mem_handle_deserialize_fn nm_mem_deserialize;
+na_ops_rma_fn nm_rma;
 
 /* na_mpi_progress.c */
 int nm_probe_waiting(struct nm_class *pc, int *events);
-na_return_t nm_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
-na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
-                         unsigned int timeout_ms);
+na_ops_poll_fn nm_poll;
+na_ops_poll_wait_fn nm_poll_wait;
 
 #pragma GCC visibility pop
 

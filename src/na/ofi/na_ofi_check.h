@@ -88,13 +88,4 @@ bool hgx_ofi_ctrl_decode(const unsigned char *buf, size_t len, size_t sender_len
 void hgx_ofi_ctrl_range(const struct hgx_ofi_ctrl *msg, size_t i,
                         struct hgx_ofi_range *r);
 
-/* Counters of an ofi class's RMA check, for the tests (defined in ofi_class.c;
- * zeros for classes of other plugins). */
-struct hgx_ofi_ctrl_counts {
-    unsigned long bad;     /* malformed control messages dropped */
-    unsigned long refused; /* CHECKs this class refused */
-    unsigned long stale;   /* answers that matched no waiting op */
-};
-void hgx_ofi_ctrl_counts(const na_class_t *na_class, struct hgx_ofi_ctrl_counts *c);
-
 #endif /* NA_OFI_CHECK_H */

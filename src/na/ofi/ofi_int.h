@@ -50,6 +50,7 @@
 #include "hgx_list.h"
 #include "hgx_wire.h"
 #include "hgx_spin.h"
+#include "hgx_test_hooks.h"
 #include "ofi_cancel_state.h"
 #include "na_cancel_watch.h"
 #include "na_netif.h"
@@ -566,44 +567,32 @@ na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer
 na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer,
                              fi_addr_t *fi_addr);
 na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_addr_t **addr_p);
-na_return_t ofi_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p);
-void ofi_addr_destroy(na_class_t *na_class, na_addr_t *addr);
-na_return_t ofi_addr_set_remove(na_class_t *na_class, na_addr_t *addr);
-na_return_t ofi_addr_self(na_class_t *na_class, na_addr_t **addr_p);
-bool ofi_addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2);
-bool ofi_addr_is_self(na_class_t *na_class, na_addr_t *addr);
-na_return_t ofi_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
-                               na_addr_t *addr);
-size_t ofi_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr);
-na_return_t ofi_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                               na_addr_t *addr);
-na_return_t ofi_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
-                                 const void *buf, size_t buf_size);
+na_ops_addr_lookup_fn ofi_addr_lookup;
+na_ops_addr_destroy_fn ofi_addr_destroy;
+na_ops_addr_set_remove_fn ofi_addr_set_remove;
+na_ops_addr_self_fn ofi_addr_self;
+na_ops_addr_cmp_fn ofi_addr_cmp;
+na_ops_addr_is_self_fn ofi_addr_is_self;
+na_ops_addr_to_string_fn ofi_addr_to_string;
+na_ops_addr_get_serialize_size_fn ofi_addr_get_serialize_size;
+na_ops_addr_serialize_fn ofi_addr_serialize;
+na_ops_addr_deserialize_fn ofi_addr_deserialize;
 
 /* ofi_mem.c */
 struct fid_mr *ofi_mr_open(struct ofi_class *cls, const void *buf, size_t len,
                            uint64_t access, na_return_t *ret);
 void ofi_mr_close(struct fid_mr *mr);
-void *ofi_msg_buf_alloc(na_class_t *na_class, size_t buf_size, unsigned long flags,
-                        void **plugin_data_p);
-void ofi_msg_buf_free(na_class_t *na_class, void *buf, void *plugin_data);
-na_return_t ofi_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-                                  unsigned long flags, na_mem_handle_t **mem_handle_p);
-na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
-                                           struct na_segment *segments,
-                                           size_t segment_count, unsigned long flags,
-                                           na_mem_handle_t **mem_handle_p);
-void ofi_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle);
-size_t ofi_mem_handle_get_max_segments(const na_class_t *na_class);
-na_return_t ofi_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle);
-na_return_t ofi_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle);
-size_t ofi_mem_handle_get_serialize_size(na_class_t *na_class,
-                                         na_mem_handle_t *mem_handle);
-na_return_t ofi_mem_handle_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                                     na_mem_handle_t *mem_handle);
-na_return_t ofi_mem_handle_deserialize(na_class_t *na_class,
-                                       na_mem_handle_t **mem_handle_p, const void *buf,
-                                       size_t buf_size);
+na_ops_msg_buf_alloc_fn ofi_msg_buf_alloc;
+na_ops_msg_buf_free_fn ofi_msg_buf_free;
+na_ops_mem_handle_create_fn ofi_mem_handle_create;
+na_ops_mem_handle_create_segments_fn ofi_mem_handle_create_segments;
+na_ops_mem_handle_free_fn ofi_mem_handle_free;
+na_ops_mem_handle_get_max_segments_fn ofi_mem_handle_get_max_segments;
+na_ops_mem_register_fn ofi_mem_register;
+na_ops_mem_deregister_fn ofi_mem_deregister;
+na_ops_mem_handle_get_serialize_size_fn ofi_mem_handle_get_serialize_size;
+na_ops_mem_handle_serialize_fn ofi_mem_handle_serialize;
+na_ops_mem_handle_deserialize_fn ofi_mem_handle_deserialize;
 
 /* ofi_op.c */
 void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx);
@@ -625,41 +614,26 @@ void ofi_bounce_put(struct ofi_bounce *b);
 void ofi_bounce_copy_out(const struct ofi_op *oop);
 ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx);
 void ofi_rma_part_end(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
-na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
-                    na_mem_handle_t *local, na_offset_t local_offset,
-                    na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                    na_addr_t *remote_addr);
+na_ops_rma_fn ofi_rma;
 
 /* ofi_cq.c */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,
                    unsigned char *raw, size_t *raw_len);
-int ofi_poll_get_fd(na_class_t *na_class, na_context_t *context);
-bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context);
-na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
-na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
-                          unsigned int timeout_ms);
+na_ops_poll_get_fd_fn ofi_poll_get_fd;
+na_ops_poll_try_wait_fn ofi_poll_try_wait;
+na_ops_poll_fn ofi_poll;
+na_ops_poll_wait_fn ofi_poll_wait;
 
 /* ofi_msg.c */
-size_t ofi_msg_get_max_unexpected_size(const na_class_t *na_class);
-size_t ofi_msg_get_max_expected_size(const na_class_t *na_class);
-size_t ofi_msg_get_unexpected_header_size(const na_class_t *na_class);
-na_tag_t ofi_msg_get_max_tag(const na_class_t *na_class);
-na_return_t ofi_msg_init_unexpected(na_class_t *na_class, void *buf, size_t buf_size);
-na_return_t ofi_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
-                                    na_op_id_t *op, const void *buf, size_t buf_size,
-                                    void *plugin_data, na_addr_t *dest_addr,
-                                    uint8_t dest_id, na_tag_t tag);
-na_return_t ofi_msg_send_expected(na_class_t *na_class, na_context_t *context,
-                                  na_op_id_t *op, const void *buf, size_t buf_size,
-                                  void *plugin_data, na_addr_t *dest_addr,
-                                  uint8_t dest_id, na_tag_t tag);
-na_return_t ofi_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
-                                    na_op_id_t *op, void *buf, size_t buf_size,
-                                    void *plugin_data);
-na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
-                                  na_op_id_t *op, void *buf, size_t buf_size,
-                                  void *plugin_data, na_addr_t *source_addr,
-                                  uint8_t source_id, na_tag_t tag);
+na_ops_msg_get_max_unexpected_size_fn ofi_msg_get_max_unexpected_size;
+na_ops_msg_get_max_expected_size_fn ofi_msg_get_max_expected_size;
+na_ops_msg_get_unexpected_header_size_fn ofi_msg_get_unexpected_header_size;
+na_ops_msg_get_max_tag_fn ofi_msg_get_max_tag;
+na_ops_msg_init_unexpected_fn ofi_msg_init_unexpected;
+na_ops_msg_send_unexpected_fn ofi_msg_send_unexpected;
+na_ops_msg_send_expected_fn ofi_msg_send_expected;
+na_ops_msg_recv_unexpected_fn ofi_msg_recv_unexpected;
+na_ops_msg_recv_expected_fn ofi_msg_recv_expected;
 
 /* ofi_ctrl.c */
 na_return_t ofi_ctrl_init(struct ofi_class *cls);
@@ -670,7 +644,7 @@ bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_ctrl_progress(struct ofi_class *cls);
 
 /* ofi_cancel.c */
-na_return_t ofi_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
+na_ops_cancel_fn ofi_cancel;
 void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_cancel_check(struct ofi_class *cls);
 

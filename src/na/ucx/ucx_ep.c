@@ -173,7 +173,6 @@ static const bool ucx_conn_legal[UCX_CONN_STATES][UCX_CONN_STATES] = {
 
 /* Whether a peer may move from one state to another (tests check the table
  * against docs/na-ucx.md). */
-bool na_ucx_conn_legal(int from, int to);
 bool na_ucx_conn_legal(int from, int to)
 {
     return from >= 0 && from < UCX_CONN_STATES && to >= 0 && to < UCX_CONN_STATES &&

@@ -80,6 +80,7 @@
 
 #include "hgx_lock.h"
 #include "hgx_list.h"
+#include "hgx_test_hooks.h"
 #include "na_cancel_watch.h"
 #include "na_peer_map.h"
 #include "na_plugin.h"
@@ -297,75 +298,53 @@ void ucx_close_ep(struct ucx_class *cls, ucp_ep_h ep);
 /* ucx_progress.c */
 void ucx_held_add(struct ucx_class *cls, struct ucx_unexp_box *box, int n);
 void ucx_queued_add(struct ucx_class *cls, long n);
-na_return_t ucx_poll(na_class_t *na_class, na_context_t *context, unsigned int *count_p);
-na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
-                          unsigned int timeout_ms);
-int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context);
+na_ops_poll_fn ucx_poll;
+na_ops_poll_wait_fn ucx_poll_wait;
+na_ops_poll_get_fd_fn ucx_poll_get_fd;
 /* The wait fd (ucx_wait.c). */
 na_return_t ucx_wait_open(struct ucx_class *cls);
 na_return_t ucx_wait_add_worker(struct ucx_class *cls);
 void ucx_wait_close(struct ucx_class *cls);
 ucs_status_t ucx_wait_arm(struct ucx_class *cls);
-bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context);
+na_ops_poll_try_wait_fn ucx_poll_try_wait;
 void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg);
-na_return_t ucx_cancel(na_class_t *na_class, na_context_t *context, na_op_id_t *op);
+na_ops_cancel_fn ucx_cancel;
 
 /* ucx_msg.c */
 na_return_t ucx_failed_ret(struct ucx_op *uop, na_return_t ret);
 void ucx_pending_resume(struct ucx_class *cls);
-size_t ucx_msg_get_max_size(const na_class_t *na_class);
-na_tag_t ucx_msg_get_max_tag(const na_class_t *na_class);
-na_return_t ucx_msg_send_unexpected(na_class_t *na_class, na_context_t *context,
-                                    na_op_id_t *op, const void *buf, size_t buf_size,
-                                    void *plugin_data, na_addr_t *dest_addr,
-                                    uint8_t dest_id, na_tag_t tag);
-na_return_t ucx_msg_send_expected(na_class_t *na_class, na_context_t *context,
-                                  na_op_id_t *op, const void *buf, size_t buf_size,
-                                  void *plugin_data, na_addr_t *dest_addr,
-                                  uint8_t dest_id, na_tag_t tag);
+/* Both message limits: an expected message is as large as an unexpected one. */
+na_ops_msg_get_max_unexpected_size_fn ucx_msg_get_max_size;
+na_ops_msg_get_max_tag_fn ucx_msg_get_max_tag;
+na_ops_msg_send_unexpected_fn ucx_msg_send_unexpected;
+na_ops_msg_send_expected_fn ucx_msg_send_expected;
 na_return_t ucx_am_handler_set(struct ucx_class *cls);
-na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
-                                    na_op_id_t *op, void *buf, size_t buf_size,
-                                    void *plugin_data);
-na_return_t ucx_msg_recv_expected(na_class_t *na_class, na_context_t *context,
-                                  na_op_id_t *op, void *buf, size_t buf_size,
-                                  void *plugin_data, na_addr_t *source_addr,
-                                  uint8_t source_id, na_tag_t tag);
+na_ops_msg_recv_unexpected_fn ucx_msg_recv_unexpected;
+na_ops_msg_recv_expected_fn ucx_msg_recv_expected;
 
 /* ucx_addr.c */
 na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p, na_addr_t **addr_p);
-na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p);
-void ucx_addr_destroy(na_class_t *na_class, na_addr_t *addr);
-na_return_t ucx_addr_set_remove(na_class_t *na_class, na_addr_t *addr);
-na_return_t ucx_addr_self(na_class_t *na_class, na_addr_t **addr_p);
-bool ucx_addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2);
-bool ucx_addr_is_self(na_class_t *na_class, na_addr_t *addr);
-na_return_t ucx_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
-                               na_addr_t *addr);
-size_t ucx_addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr);
-na_return_t ucx_addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                               na_addr_t *addr);
-na_return_t ucx_addr_deserialize(na_class_t *na_class, na_addr_t **addr_p,
-                                 const void *buf, size_t buf_size);
+na_ops_addr_lookup_fn ucx_addr_lookup;
+na_ops_addr_destroy_fn ucx_addr_destroy;
+na_ops_addr_set_remove_fn ucx_addr_set_remove;
+na_ops_addr_self_fn ucx_addr_self;
+na_ops_addr_cmp_fn ucx_addr_cmp;
+na_ops_addr_is_self_fn ucx_addr_is_self;
+na_ops_addr_to_string_fn ucx_addr_to_string;
+na_ops_addr_get_serialize_size_fn ucx_addr_get_serialize_size;
+na_ops_addr_serialize_fn ucx_addr_serialize;
+na_ops_addr_deserialize_fn ucx_addr_deserialize;
 
 /* ucx_mem.c */
-na_return_t ucx_mem_handle_create_segments(na_class_t *na_class,
-                                           struct na_segment *segments,
-                                           size_t segment_count, unsigned long flags,
-                                           na_mem_handle_t **mem_handle_p);
-na_return_t ucx_mem_handle_create(na_class_t *na_class, void *buf, size_t buf_size,
-                                  unsigned long flags, na_mem_handle_t **mem_handle_p);
-size_t ucx_mem_handle_get_max_segments(const na_class_t *na_class);
-na_return_t ucx_mem_register(na_class_t *na_class, na_mem_handle_t *mem_handle);
-na_return_t ucx_mem_deregister(na_class_t *na_class, na_mem_handle_t *mem_handle);
-void ucx_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle);
-size_t ucx_mem_handle_get_serialize_size(na_class_t *na_class,
-                                         na_mem_handle_t *mem_handle);
-na_return_t ucx_mem_handle_serialize(na_class_t *na_class, void *buf, size_t buf_size,
-                                     na_mem_handle_t *mem_handle);
-na_return_t ucx_mem_handle_deserialize(na_class_t *na_class,
-                                       na_mem_handle_t **mem_handle_p, const void *buf,
-                                       size_t buf_size);
+na_ops_mem_handle_create_segments_fn ucx_mem_handle_create_segments;
+na_ops_mem_handle_create_fn ucx_mem_handle_create;
+na_ops_mem_handle_get_max_segments_fn ucx_mem_handle_get_max_segments;
+na_ops_mem_register_fn ucx_mem_register;
+na_ops_mem_deregister_fn ucx_mem_deregister;
+na_ops_mem_handle_free_fn ucx_mem_handle_free;
+na_ops_mem_handle_get_serialize_size_fn ucx_mem_handle_get_serialize_size;
+na_ops_mem_handle_serialize_fn ucx_mem_handle_serialize;
+na_ops_mem_handle_deserialize_fn ucx_mem_handle_deserialize;
 
 /* ucx_rma.c */
 void ucx_tx_end_all(struct ucx_class *cls);
@@ -381,10 +360,7 @@ ucs_status_t ucx_am_rma_rep_cb(void *arg, const void *header, size_t header_leng
                                void *data, size_t length,
                                const ucp_am_recv_param_t *param);
 void ucx_rma_resume(struct ucx_op *uop);
-na_return_t ucx_rma_op(na_class_t *na_class, na_op_id_t *op, bool put,
-                       na_mem_handle_t *local, na_offset_t local_offset,
-                       na_mem_handle_t *remote, na_offset_t remote_offset, size_t size,
-                       na_addr_t *remote_addr);
+na_ops_rma_fn ucx_rma_op;
 
 /* Start an op from a clean state. Field by field, not a compound literal:
  * GCC clears a struct this size with "rep stos", whose start-up costs more

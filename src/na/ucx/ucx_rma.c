@@ -50,7 +50,6 @@ struct ucx_tx {
  * matching no live op, across all classes (tests check them). */
 static atomic_long ucx_rma_refused, ucx_rma_dropped;
 
-void na_ucx_rma_counts(long *refused, long *dropped);
 void na_ucx_rma_counts(long *refused, long *dropped)
 {
     *refused = atomic_load(&ucx_rma_refused);
