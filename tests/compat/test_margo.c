@@ -17,7 +17,8 @@
  *     canceled while the target holds it (HG_CANCELED), a response disabled on
  *     both sides
  *   - a target id a plain client sets (HG_Set_target_id) reaching that
- *     context of a server with two
+ *     context of a server with two, and any id reaching the one context of
+ *     a server with one
  *   - an idle HG_Progress (HG_TIMEOUT) and HG_Trigger (nothing run)
  *   - over TCP, a lookup of a port nobody listens on succeeds and the first
  *     forward fails by itself with an error that is not HG_TIMEOUT
@@ -521,8 +522,55 @@ static void test_target_id(void **state)
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
 
-/* An id the server has no context for: the request is not handled (see
- * docs/mercury-compat.md); the origin ends it with HG_Cancel. */
+/* A server of one context takes every target id there, as Mercury's do: the
+ * client cannot know how many contexts a server has. The loop progresses
+ * env's contexts, so this server's context stands in for the second one. */
+static void test_target_id_one_context(void **state)
+{
+    struct env *env = *state;
+    struct hg_init_info hii = HG_INIT_INFO_INITIALIZER;
+    char str[TEST_ADDR_MAX];
+    hg_size_t len = sizeof(str);
+    hg_addr_t self, addr;
+    hg_handle_t h;
+
+    hii.na_init_info.progress_mode = cur_busy ? NA_NO_BLOCK : 0;
+    hg_class_t *one = HG_Init_opt(env->info, HG_TRUE, &hii);
+    assert_non_null(one);
+    hg_context_t *ctx = HG_Context_create(one), *second = env->srv_ctx1;
+    assert_non_null(ctx);
+    assert_true(HG_Register_name(one, "echo", in_proc, out_proc, echo_rpc) ==
+                env->echo_id);
+    assert_int_equal(HG_Register_data(one, env->echo_id, env, NULL), HG_SUCCESS);
+    assert_int_equal(HG_Addr_self(one, &self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_to_string(one, str, &len, self), HG_SUCCESS);
+    HG_Addr_free(one, self);
+    assert_int_equal(HG_Addr_lookup2(env->cli, str, &addr), HG_SUCCESS);
+
+    env->srv_ctx1 = ctx;
+    assert_int_equal(HG_Create(env->cli_ctx, addr, env->echo_id, &h), HG_SUCCESS);
+    static const uint8_t ids[] = {3, UINT8_MAX};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        int before = env->handled;
+        assert_int_equal(HG_Set_target_id(h, ids[i]), HG_SUCCESS);
+        assert_int_equal(forward_wait(env, h, 7), HG_SUCCESS);
+        assert_int_equal(output_header(h), HG_SUCCESS);
+        assert_int_equal(env->handled, before + 1);
+        assert_ptr_equal(env->last_ctx, ctx);
+    }
+    assert_int_equal(HG_Destroy(h), HG_SUCCESS);
+    for (double end = test_now() + 0.2; test_now() < end;) {
+        progress_ctx(ctx);
+        progress_ctx(env->cli_ctx);
+    }
+    env->srv_ctx1 = second;
+    HG_Addr_free(env->cli, addr);
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(one), HG_SUCCESS);
+}
+
+/* An id a server of several contexts has no context for: the request is not
+ * handled (see docs/mercury-compat.md); the origin ends it with HG_Cancel. */
 static void test_target_id_unknown(void **state)
 {
     struct env *env = *state;
@@ -971,6 +1019,7 @@ static const struct CMUnitTest transport_tests[] = {
     cmocka_unit_test(test_cancel_dropped),
     cmocka_unit_test(test_no_response),
     cmocka_unit_test(test_target_id),
+    cmocka_unit_test(test_target_id_one_context),
     cmocka_unit_test(test_target_id_unknown),
     cmocka_unit_test(test_idle),
     cmocka_unit_test(test_bulk_access),

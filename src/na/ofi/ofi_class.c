@@ -6,10 +6,10 @@
 
 static const struct ofi_proto ofi_protos[] = {
     {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
-     OFI_CANCEL_FORCE_GETS},
+     OFI_CANCEL_FORCE_GETS, false},
     {"sockets", "sockets", NULL, "FI_SOCKETS_IFACE", false, false, false, false,
-     OFI_CANCEL_WAIT},
-    {"shm", "shm", "fi_shm://", NULL, true, true, true, true, OFI_CANCEL_FORCE},
+     OFI_CANCEL_WAIT, false},
+    {"shm", "shm", "fi_shm://", NULL, true, true, true, true, OFI_CANCEL_FORCE, true},
 };
 
 /* Translate a positive libfabric error code. */
@@ -416,6 +416,8 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
             goto error;
         cls->hdr_desc = fi_mr_desc(cls->hdr_mr);
     }
+    if ((ret = ofi_msg_recv_init(cls, na_class->max_contexts)) != NA_SUCCESS)
+        goto error;
     if (cls->proto->rma_unchecked && (ret = ofi_ctrl_init(cls)) != NA_SUCCESS)
         goto error;
     na_class->plugin_class = cls;

@@ -8,7 +8,7 @@ static void ofi_ctrl_post_locked(struct ofi_class *cls, struct ofi_ctrl_rx *rx)
 {
     void *desc = cls->ctrl_rx_mr ? fi_mr_desc(cls->ctrl_rx_mr) : NULL;
     ssize_t rc = fi_trecv(cls->ep, rx->buf, sizeof(rx->buf), desc, FI_ADDR_UNSPEC,
-                          OFI_TAG_CTRL, 0, &rx->ctx.fi);
+                          OFI_TAG_CTRL, cls->recv_ignore, &rx->ctx.fi);
 
     if (rc == 0 && !rx->posted) {
         rx->posted = true;

@@ -8,17 +8,23 @@
  *
  *   bit 63      unexpected message
  *   bit 62      plugin control message (RMA check), never an NA message
- *   bits 32..39 id of the receiving context
+ *   bits 32..39 id of the receiving context (the sender's dest_id)
  *   bits 0..31  the NA tag of an expected message (0 in unexpected ones)
  *
  * An unexpected message carries its NA tag as remote CQ data instead, so
- * every receive matches its tag exactly (ignore mask 0): unexpected receives
- * take any unexpected message for their context, expected receives are
- * directed at their source. shm 1.17 matches a new receive against its queued
- * unmatched messages with the ignore mask left in each queued entry's slot by
- * the receive that last used it, not with the new receive's mask; with
- * wildcard receives those messages were never matched (lost) as soon as more
- * arrived than receives were posted. With every mask 0 the match is exact.
+ * every receive matches its NA tag exactly: unexpected receives take any
+ * unexpected message for their context, expected receives are directed at
+ * their source. Every receive of a class uses one ignore mask: none in a
+ * class of several contexts, whose receives take only their context's
+ * messages; bits 32..39 in a class of one context, which takes messages sent
+ * to any context id on it, as Mercury's do (a sender cannot know how many
+ * contexts its peer has). One mask per class matters on shm 1.17: it matches
+ * a new receive against its queued unmatched messages with the ignore mask
+ * left in each queued entry's slot by the receive that last used it (0 in a
+ * slot no receive has used), not with the new receive's mask. Receives of
+ * different masks lost queued messages that way as soon as more arrived than
+ * receives were posted; so a shm class whose mask is not 0 first posts a
+ * receive into every slot and cancels them (ofi_msg_recv_init).
  *
  * An unexpected message starts with a fixed-size header carrying the
  * sender's raw address, so a receiver can answer a peer it has never seen.
@@ -88,6 +94,7 @@
 #define OFI_TAG_UNEXPECTED (UINT64_C(1) << 63)
 #define OFI_TAG_CTRL (UINT64_C(1) << 62)
 #define OFI_TAG_CTX_SHIFT 32
+#define OFI_TAG_CTX_MASK (UINT64_C(0xff) << OFI_TAG_CTX_SHIFT)
 #define OFI_TAG_NA_MASK UINT64_C(0xffffffff)
 
 /* 8 KiB: a 4 KiB RPC payload and its headers fit one message (capped to
@@ -144,6 +151,9 @@
 #define OFI_BOUNCE_CACHE_BYTES ((size_t)64 << 20)
 
 #define OFI_CTX_CHUNK 256 /* provider contexts allocated at a time */
+/* Bound on the cancel completions of the receives that set the ignore masks
+ * of a recv_stale_ignore provider (rx_size of them, well under 1 ms). */
+#define OFI_PRIME_TIMEOUT_MS 2000
 
 /* What to do with a canceled op the provider has not completed after
  * HGX_NA_CANCEL_TIMEOUT_MS (fi_cancel only stops receives). NA_CANCELED is
@@ -203,6 +213,9 @@ struct ofi_proto {
      * waits forever. hgx checks each put/get with the target first. */
     bool rma_unchecked;
     enum ofi_cancel_policy cancel_policy;
+    /* shm 1.17: a queued message is matched with the ignore mask its entry
+     * kept from the receive that used it last (see the tag layout above). */
+    bool recv_stale_ignore;
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
@@ -371,6 +384,8 @@ struct ofi_class {
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg_size;
     size_t max_unexpected_size, max_expected_size;
+    /* The ignore mask of every receive (ofi_msg_recv_init). */
+    uint64_t recv_ignore;
 
     unsigned char self_raw[OFI_RAW_ADDR_MAX];
     size_t self_len;
@@ -625,6 +640,7 @@ na_ops_poll_fn ofi_poll;
 na_ops_poll_wait_fn ofi_poll_wait;
 
 /* ofi_msg.c */
+na_return_t ofi_msg_recv_init(struct ofi_class *cls, uint8_t max_contexts);
 na_ops_msg_get_max_unexpected_size_fn ofi_msg_get_max_unexpected_size;
 na_ops_msg_get_max_expected_size_fn ofi_msg_get_max_expected_size;
 na_ops_msg_get_unexpected_header_size_fn ofi_msg_get_unexpected_header_size;

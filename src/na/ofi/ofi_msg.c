@@ -122,3 +122,50 @@ na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
     return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
                           ofi_tag(context->id, tag));
 }
+
+/* Post a receive into every entry of the provider's pool and cancel them
+ * all, so that each entry holds the class's ignore mask (see
+ * recv_stale_ignore). Nobody sends the tag, and no message can reach the
+ * class yet: nothing else completes meanwhile. */
+static na_return_t ofi_recv_prime(struct ofi_class *cls)
+{
+    size_t n = cls->info->rx_attr->size, posted = 0, done = 0;
+    struct fi_context2 *ctx = calloc(n, sizeof(*ctx));
+
+    if (!ctx)
+        return NA_NOMEM;
+    while (posted < n && fi_trecv(cls->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
+                                  OFI_TAG_UNEXPECTED | OFI_TAG_CTRL, cls->recv_ignore,
+                                  &ctx[posted]) == 0)
+        posted++;
+    for (size_t i = 0; i < posted; i++)
+        fi_cancel(&cls->ep->fid, &ctx[i]);
+    uint64_t end = hgx_clock_after_ms(hgx_clock_now_ns(), OFI_PRIME_TIMEOUT_MS);
+    while (done < posted && hgx_clock_now_ns() < end) {
+        struct fi_cq_tagged_entry entries[OFI_CQ_BATCH];
+        struct fi_cq_err_entry err = {0};
+        ssize_t rc = fi_cq_read(cls->cq, entries, OFI_CQ_BATCH);
+        if (rc == -FI_EAVAIL && fi_cq_readerr(cls->cq, &err, 0) == 1)
+            done++;
+        else if (rc > 0)
+            done += (size_t)rc;
+    }
+    free(ctx);
+    if (done < posted) {
+        HGX_LOG_ERROR(OFI,
+                      "%zu of %zu receives posted to set the provider's ignore "
+                      "masks were not canceled",
+                      posted - done, posted);
+        return NA_PROTOCOL_ERROR;
+    }
+    HGX_LOG_DEBUG(OFI, "ignore mask set in %zu receive entries", posted);
+    return NA_SUCCESS;
+}
+
+na_return_t ofi_msg_recv_init(struct ofi_class *cls, uint8_t max_contexts)
+{
+    cls->recv_ignore = max_contexts == 1 ? OFI_TAG_CTX_MASK : 0;
+    if (!cls->recv_ignore || !cls->proto->recv_stale_ignore)
+        return NA_SUCCESS;
+    return ofi_recv_prime(cls);
+}

@@ -200,7 +200,7 @@ static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
         return ofi_post_send(cls, oop, ctx);
     case OFI_OP_RECV: {
         ssize_t rc = fi_trecv(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr,
-                              oop->tag, 0, ctx);
+                              oop->tag, cls->recv_ignore, ctx);
         return rc == -FI_ENOMEM && cls->proto->recv_full_nomem ? -FI_EAGAIN : rc;
     }
     default:

@@ -18,7 +18,8 @@
  * HGX_NA_UNEXPECTED_MAX kept, progress leaves further messages with UCX
  * (ucx_progress.c, ucx_stalled). Every context
  * id has its own receives and kept messages, an entry of an array sized by
- * the class's max_contexts: the handler indexes it by the header's id, a
+ * the class's max_contexts: the handler indexes it by the header's id (a
+ * class of one context takes every id on it, as Mercury's do), a
  * context's plugin data points at its entry, so nothing is searched. Expected
  * messages need no context id: their NA tag names the operation (HG's
  * cookie, unique in the origin's class), and each is posted once.
@@ -116,7 +117,7 @@
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
  * (4 bytes), target context id (4 bytes), little-endian. Untrusted: the
  * message must hold it, the sender must be a known peer and the context id
- * below the receiving class's max_contexts. */
+ * below the receiving class's max_contexts unless that is 1. */
 #define UCX_UNEXP_HDR 12
 /* Unexpected messages of up to this many bytes, header included, are sent
  * from a copy in the op (one contiguous buffer: the inline path). */
