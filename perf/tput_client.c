@@ -238,11 +238,9 @@ int tput_client(const struct tput_config *cfg, struct tput_shared *sh,
     cl.server = HG_ADDR_NULL;
     if (tput_recv_str(ch, addr, sizeof(addr)) || !addr[0])
         return 1; /* the server failed and said so */
-    /* hgx checks a target id against the origin class's own max_contexts
-     * (Mercury does not), so the client makes room for the server's. */
-    struct hg_init_info init = HG_INIT_INFO_INITIALIZER;
-    init.na_init_info.max_contexts = (uint8_t)cfg->contexts;
-    cl.cls = HG_Init_opt(cfg->info, HG_FALSE, &init);
+    /* A target id is the server's context, passed on unchecked: a plain
+     * client class reaches every context of the server. */
+    cl.cls = HG_Init(cfg->info, HG_FALSE);
     cl.ctx = cl.cls ? HG_Context_create(cl.cls) : NULL;
     if (!cl.ctx) {
         fprintf(stderr, "hgx-tput client %d: HG_Init(%s) failed\n", cfg->client_id,
