@@ -285,14 +285,18 @@ static void test_other_progress_wakes(void **state)
         struct helper h = {.server = sctx, .other = b};
         pthread_t t;
         assert_int_equal(pthread_create(&t, NULL, helper_main, &h), 0);
-        /* Several RPCs: each must end long before a poll(2) timeout. */
-        double worst = 0;
-        for (uint32_t i = 0; i < 5; i++) {
+        /* Several RPCs after the first (which connects): each must end long
+         * before a poll(2) timeout. */
+        double first = 0, worst = 0;
+        for (uint32_t i = 0; i < 6; i++) {
             struct call call = {.handle = HG_HANDLE_NULL};
             forward(&call, a, srv_addr, id, i);
             event_loop(a, fd, &call.done);
             double ms = (test_now() - call.sent) * 1e3;
-            worst = ms > worst ? ms : worst;
+            if (i == 0)
+                first = ms;
+            else
+                worst = ms > worst ? ms : worst;
             assert_int_equal(call.value, i + 1);
             HG_Destroy(call.handle);
         }
@@ -302,8 +306,9 @@ static void test_other_progress_wakes(void **state)
         drain(a);
         drain(b);
         drain(sctx);
-        printf("%s: RPCs completed by another thread's progress: slowest %.2f ms\n",
-               cur_info, worst);
+        printf("%s: RPCs completed by another thread's progress: first (connecting) "
+               "%.2f ms, slowest of the next 5 %.2f ms\n",
+               cur_info, first, worst);
         assert_true(worst < WAKE_MAX_MS * 5);
     }
     assert_int_equal(atomic_load(&thread_errors), 0);
