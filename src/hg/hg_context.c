@@ -34,7 +34,8 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
     bool wake = context->cq_waiters > 0;
     /* An event loop sleeping on the wait fd: one signal per sleep. */
     bool signal = context->ev_armed;
-    context->ev_armed = false;
+    if (signal)
+        context->ev_armed = false;
     hgx_unlock(&context->cq_lock);
     if (signal)
         hg_event_signal(context);
