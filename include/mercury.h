@@ -742,10 +742,14 @@ HG_PUBLIC hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
  * Events API (Mercury 2.4.1): drive a context from the program's own event
  * loop. Loop: if HG_Event_ready() is false, poll(2) the fd of
  * HG_Event_get_wait_fd() for reading; then HG_Event_progress() and
- * HG_Event_trigger(). None of them blocks.
+ * HG_Event_trigger(). None of them blocks. The fd (the context's own, made
+ * on the first call) becomes readable for every completion of the context:
+ * its traffic, an RPC to self, work another thread queued on it or another
+ * thread's progress completed for it.
  * \param[in] context context
  * \return a file descriptor to poll for reading, or -1 when the plugin has
- *         none (mpi+; a class in NA_NO_BLOCK mode): use HG_Progress() then
+ *         none (mpi+, ofi+shm; a class in NA_NO_BLOCK mode): use
+ *         HG_Event_progress() in the loop or HG_Progress() then
  */
 HG_PUBLIC int HG_Event_get_wait_fd(const hg_context_t *context);
 

@@ -35,7 +35,7 @@ struct hg_init_info {
     hg_checksum_level_t checksum_level; /**< what RPC messages carry a CRC for */
     uint8_t no_bulk_eager;              /**< never inline small bulk data in the RPC */
     uint8_t no_loopback;                /**< send RPCs to self through NA as well */
-    uint8_t stats;                      /**< print statistics at exit */
+    uint8_t stats;                      /**< log the counters at HG_Finalize */
     uint8_t no_multi_recv;              /**< do not use multi-receive buffers */
     uint8_t release_input_early;        /**< release input buffers after HG_Get_input() */
     enum na_traffic_class traffic_class;    /**< preferred traffic class */

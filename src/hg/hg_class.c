@@ -159,6 +159,8 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
     hg_class->single =
         (info.na_init_info.thread_mode & NA_THREAD_MODE_SINGLE) == NA_THREAD_MODE_SINGLE;
     hg_class->checksum_level = info.checksum_level;
+    hg_class->no_loopback = info.no_loopback;
+    hg_class->stats = info.stats;
     hg_class->post_count =
         info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;
     hg_class->unexpected_size = NA_Msg_get_max_unexpected_size(hg_class->na_class);
@@ -218,6 +220,8 @@ hg_return_t HG_Finalize(hg_class_t *hg_class)
                         "released %ld address(es) and %ld handle(s) the program did not "
                         "free",
                         addrs, handles);
+    if (hg_class->stats)
+        hg_diag_print(hg_class);
     if (hg_class->own_na_class) {
         na_return_t na_ret = NA_Finalize(hg_class->na_class);
         if (na_ret != NA_SUCCESS) {

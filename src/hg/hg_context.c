@@ -32,7 +32,13 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
     atomic_store_explicit(&context->cq_count, context->cq_count + 1,
                           memory_order_release);
     bool wake = context->cq_waiters > 0;
+    /* An event loop sleeping on the wait fd: one signal per sleep. */
+    bool signal = context->ev_armed;
+    if (signal)
+        context->ev_armed = false;
     hgx_unlock(&context->cq_lock);
+    if (signal)
+        hg_event_signal(context);
     if (wake) {
         /* A waiter counted itself under cq_lock before it found the queue
          * empty, and holds wait_lock until it sleeps: the signal is not lost. */
@@ -99,7 +105,7 @@ static struct hg_completion *completion_wait(hg_context_t *context, uint64_t dea
 }
 
 /* Without the lock: a push racing with this read is seen by the next one. */
-static unsigned int completion_count(hg_context_t *context)
+unsigned int hg_completion_count(hg_context_t *context)
 {
     return atomic_load_explicit(&context->cq_count, memory_order_acquire);
 }
@@ -162,7 +168,7 @@ static void post_cb(const struct na_cb_info *info)
 /* Take the whole repost stack. */
 HGX_ATOMIC_SWAP_FN(repost_swap, _Atomic(struct hg_post *), struct hg_post *)
 
-static void posts_flush(hg_context_t *context)
+void hg_posts_flush(hg_context_t *context)
 {
     if (!atomic_load_explicit(&context->repost, memory_order_relaxed))
         return;
@@ -244,6 +250,8 @@ hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id)
     }
     context->hg_class = hg_class;
     context->id = id;
+    atomic_init(&context->ev_epfd, -1);
+    context->ev_fd = -1;
     hgx_lock_init_mode(&context->cq_lock, hg_class->single);
     hgx_list_init(&context->live);
     pthread_mutex_init(&context->wait_lock, NULL);
@@ -277,10 +285,10 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
     hg_class_t *hg_class = context->hg_class;
     /* Handles the program forgot go (counted for HG_Finalize's warning);
      * those still in progress keep the context busy. */
-    if (completion_count(context) == 0 && atomic_load(&context->n_handles) > 0)
+    if (hg_completion_count(context) == 0 && atomic_load(&context->n_handles) > 0)
         atomic_fetch_add(&hg_class->n_forgotten_handles,
                          hg_handle_release_forgotten(context));
-    if (completion_count(context) > 0 || atomic_load(&context->n_handles) > 0) {
+    if (hg_completion_count(context) > 0 || atomic_load(&context->n_handles) > 0) {
         HGX_LOG_ERROR(HG,
                       "cannot destroy context: %ld handle(s) / transfer(s) alive or "
                       "callbacks not yet triggered",
@@ -301,6 +309,7 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
         return hg_ret_from_na(na_ret);
     }
     hg_addr_source_forget(context);
+    hg_event_fini(context);
     if (context->data_free)
         context->data_free(context->data);
     pthread_cond_destroy(&context->cq_cond);
@@ -343,9 +352,9 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
     uint64_t deadline = 0;
 
     for (;;) {
-        posts_flush(context);
+        hg_posts_flush(context);
         NA_Trigger(context->na_context, UINT32_MAX, NULL);
-        if (completion_count(context) > 0)
+        if (hg_completion_count(context) > 0)
             return HG_SUCCESS;
         /* One clock read per call on the common path: the first pass waits
          * the whole timeout. */
@@ -362,7 +371,7 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
             return hg_ret_from_na(na_ret);
         }
         NA_Trigger(context->na_context, UINT32_MAX, NULL);
-        if (completion_count(context) > 0)
+        if (hg_completion_count(context) > 0)
             return HG_SUCCESS;
         if (left == 0)
             return HG_TIMEOUT;
@@ -378,7 +387,7 @@ hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
         return HG_INVALID_ARG;
     uint64_t deadline = timeout ? hgx_clock_now_ms() + timeout : 0;
     while (count < max_count) {
-        if (timeout == 0 && completion_count(context) == 0)
+        if (timeout == 0 && hg_completion_count(context) == 0)
             break;
         struct hg_completion *c = completion_pop(context);
         if (!c && count == 0 && timeout > 0)
@@ -401,52 +410,4 @@ hg_return_t HG_Context_unpost(hg_context_t *context)
     if (context->posts)
         posts_destroy(context);
     return HG_SUCCESS;
-}
-
-/*
- * Events API: the program polls the wait fd itself. HG_Event_ready() says
- * whether there is work already (then it must not block); HG_Event_progress()
- * moves completed NA operations into the context's queue without blocking;
- * HG_Event_trigger() runs queued callbacks without waiting.
- */
-int HG_Event_get_wait_fd(const hg_context_t *context)
-{
-    if (!context)
-        return -1;
-    return NA_Poll_get_fd(context->hg_class->na_class, context->na_context);
-}
-
-hg_bool_t HG_Event_ready(hg_context_t *context)
-{
-    if (!context)
-        return HG_FALSE;
-    /* Receives handed back by the last requests are posted before blocking. */
-    posts_flush(context);
-    NA_Trigger(context->na_context, UINT32_MAX, NULL);
-    if (completion_count(context) > 0)
-        return HG_TRUE;
-    return !NA_Poll_try_wait(context->hg_class->na_class, context->na_context);
-}
-
-hg_return_t HG_Event_progress(hg_context_t *context, unsigned int *count_p)
-{
-    if (!context)
-        return HG_INVALID_ARG;
-    posts_flush(context);
-    na_return_t na_ret = NA_Poll(context->hg_class->na_class, context->na_context, NULL);
-    if (na_ret != NA_SUCCESS && na_ret != NA_TIMEOUT) {
-        HGX_LOG_ERROR(HG, "NA poll failed: %s", NA_Error_to_string(na_ret));
-        return hg_ret_from_na(na_ret);
-    }
-    NA_Trigger(context->na_context, UINT32_MAX, NULL);
-    if (count_p)
-        *count_p = completion_count(context);
-    return HG_SUCCESS;
-}
-
-hg_return_t HG_Event_trigger(hg_context_t *context, unsigned int max_count,
-                             unsigned int *actual_count_p)
-{
-    hg_return_t ret = HG_Trigger(context, 0, max_count, actual_count_p);
-    return ret == HG_TIMEOUT ? HG_SUCCESS : ret;
 }

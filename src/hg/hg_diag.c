@@ -66,26 +66,29 @@ hg_return_t HG_Class_get_counters(const hg_class_t *hg_class,
     return HG_SUCCESS;
 }
 
+void hg_diag_print(hg_class_t *hg_class)
+{
+    struct hg_diag_counters c;
+    (void)HG_Class_get_counters(hg_class, &c);
+    hgx_log_print(HGX_SUBSYS_HG,
+                  "class %p (%s): requests sent %llu, received %llu, active %llu; "
+                  "responses sent %llu, received %llu; extra requests %llu, "
+                  "extra responses %llu; bulk transfers %llu",
+                  (void *)hg_class, NA_Get_class_protocol(hg_class->na_class),
+                  (unsigned long long)c.rpc_req_sent_count,
+                  (unsigned long long)c.rpc_req_recv_count,
+                  (unsigned long long)c.rpc_req_recv_active_count,
+                  (unsigned long long)c.rpc_resp_sent_count,
+                  (unsigned long long)c.rpc_resp_recv_count,
+                  (unsigned long long)c.rpc_req_extra_count,
+                  (unsigned long long)c.rpc_resp_extra_count,
+                  (unsigned long long)c.bulk_count);
+}
+
 void HG_Diag_dump_counters(void)
 {
     pthread_mutex_lock(&hg_diag_lock);
-    for (size_t i = 0; i < hg_diag_n; i++) {
-        struct hg_diag_counters c;
-        (void)HG_Class_get_counters(hg_diag_classes[i], &c);
-        hgx_log_print(HGX_SUBSYS_HG,
-                      "class %p (%s): requests sent %llu, received %llu, active %llu; "
-                      "responses sent %llu, received %llu; extra requests %llu, "
-                      "extra responses %llu; bulk transfers %llu",
-                      (void *)hg_diag_classes[i],
-                      NA_Get_class_protocol(hg_diag_classes[i]->na_class),
-                      (unsigned long long)c.rpc_req_sent_count,
-                      (unsigned long long)c.rpc_req_recv_count,
-                      (unsigned long long)c.rpc_req_recv_active_count,
-                      (unsigned long long)c.rpc_resp_sent_count,
-                      (unsigned long long)c.rpc_resp_recv_count,
-                      (unsigned long long)c.rpc_req_extra_count,
-                      (unsigned long long)c.rpc_resp_extra_count,
-                      (unsigned long long)c.bulk_count);
-    }
+    for (size_t i = 0; i < hg_diag_n; i++)
+        hg_diag_print(hg_diag_classes[i]);
     pthread_mutex_unlock(&hg_diag_lock);
 }

@@ -80,6 +80,8 @@ struct hg_class {
     atomic_long counters[HG_COUNT_MAX];
     /* Bytes reserved before the input / output payload (HG_Class_set_*_offset). */
     size_t in_offset, out_offset;
+    bool no_loopback; /* RPCs to self go through NA (init info) */
+    bool stats;       /* print the counters at HG_Finalize (init info) */
     /* Run on every handle HG_Create() or a received request makes. */
     hg_return_t (*handle_create)(hg_handle_t handle, void *arg);
     void *handle_create_arg;
@@ -112,6 +114,13 @@ struct hg_context {
     unsigned int rpc_last_gen;     /* hg_class->rpc_gen it was read at */
     bool rpc_last_ok;
     bool unposting;
+    /* Events API (hg_event.c): the wait fd (-1 until HG_Event_get_wait_fd),
+     * the eventfd written for work queued while the event loop sleeps
+     * (ev_armed, under cq_lock), and whether the loop sleeps on it. */
+    atomic_int ev_epfd;
+    int ev_fd;
+    bool ev_armed;
+    atomic_bool ev_watching;
     void *data;
     void (*data_free)(void *);
 };
@@ -126,6 +135,15 @@ struct hg_addr {
 
 /* Context completion queue (hg_context.c). */
 void hg_completion_push(hg_context_t *context, struct hg_completion *completion);
+/* Completions queued (read without the lock). */
+unsigned int hg_completion_count(hg_context_t *context);
+/* Post again the receives handed back by handled requests. */
+void hg_posts_flush(hg_context_t *context);
+
+/* Events API state of a context (hg_event.c): wake the sleeping event loop;
+ * release the wait fd. */
+void hg_event_signal(hg_context_t *context);
+void hg_event_fini(hg_context_t *context);
 
 /* Wrap an NA address (ownership of the NA reference moves to the result). */
 hg_addr_t hg_addr_wrap(hg_class_t *hg_class, na_addr_t *na_addr);
@@ -155,6 +173,8 @@ static inline bool hg_corrupt_next_take(hg_class_t *hg_class)
 /* Track live classes for HG_Diag_dump_counters (hg_diag.c). */
 void hg_diag_register(hg_class_t *hg_class);
 void hg_diag_deregister(hg_class_t *hg_class);
+/* Log the class's counters. */
+void hg_diag_print(hg_class_t *hg_class);
 
 /* Add delta to a diagnostic counter. */
 static inline void hg_count(hg_class_t *hg_class, enum hg_counter counter, long delta)

@@ -204,7 +204,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
     }
     hg_handle_clear_decode(handle);
 
-    if (handle->info.addr->is_self)
+    if (handle->info.addr->is_self && !hg_class->no_loopback)
         return hg_self_forward(handle, callback, arg, in_struct);
 
     hg_return_t ret = hg_handle_alloc_send(handle, true);

@@ -138,14 +138,28 @@ void na_context_wake_drain(na_context_t *context)
     (void)eventfd_read(context->wake_fd, &n); /* non-blocking: EAGAIN if none */
 }
 
-/* Count this thread as asleep on the context unless a completion is queued. */
-static bool na_sleep_begin(na_context_t *context)
+/* Count one more sleeper unless a completion is queued. */
+static bool na_sleeper_add(na_context_t *context)
 {
     hgx_lock(&context->cq_lock);
     bool empty = context->cq_head == NULL;
     if (empty)
         context->sleepers++;
     hgx_unlock(&context->cq_lock);
+    return empty;
+}
+
+static void na_sleeper_remove(na_context_t *context)
+{
+    hgx_lock(&context->cq_lock);
+    context->sleepers--;
+    hgx_unlock(&context->cq_lock);
+}
+
+/* Count this thread as asleep on the context unless a completion is queued. */
+static bool na_sleep_begin(na_context_t *context)
+{
+    bool empty = na_sleeper_add(context);
     if (empty)
         na_waiting_context = context;
     return empty;
@@ -154,9 +168,26 @@ static bool na_sleep_begin(na_context_t *context)
 static void na_sleep_end(na_context_t *context)
 {
     na_waiting_context = NULL;
-    hgx_lock(&context->cq_lock);
-    context->sleepers--;
-    hgx_unlock(&context->cq_lock);
+    na_sleeper_remove(context);
+}
+
+int na_context_watch_fd(const na_context_t *context)
+{
+    return context->wake_fd;
+}
+
+bool na_context_watch_begin(na_context_t *context)
+{
+    /* Without a wake fd no other thread completes this context's ops. */
+    return context->wake_fd < 0 || na_sleeper_add(context);
+}
+
+void na_context_watch_end(na_context_t *context)
+{
+    if (context->wake_fd < 0)
+        return;
+    na_sleeper_remove(context);
+    na_context_wake_drain(context);
 }
 
 unsigned int NA_Context_get_completion_count(const na_context_t *context)

@@ -289,6 +289,15 @@ void na_op_complete(na_op_id_t *op, na_return_t ret);
 /* Consume the wake-ups of context->wake_fd (a poll_wait that saw it readable). */
 void na_context_wake_drain(na_context_t *context);
 
+/* An outside event loop that polls the context's wake fd (-1: none) beside the
+ * plugin's fd: between watch_begin and watch_end it counts as a sleeper, so a
+ * completion another thread queues on the context writes the fd. watch_begin
+ * is false (nothing counted) when a completion is already queued; watch_end
+ * drains the fd. */
+int na_context_watch_fd(const na_context_t *context);
+bool na_context_watch_begin(na_context_t *context);
+void na_context_watch_end(na_context_t *context);
+
 /* Initialize the common head of a new plugin address (refcount 1). */
 void na_addr_init(na_class_t *na_class, na_addr_t *addr);
 /* Initialize an address the plugin keeps for a peer's lifetime, holding one

@@ -1,0 +1,467 @@
+/*
+ * test_hg_events.c -- the events API wakes for every completion of a context,
+ * and the init-info fields no_loopback and stats, on every transport built:
+ *   - a thread asleep in poll(2) on context A's wait fd wakes at once when
+ *     another thread forwards an RPC to self on A (work no NA fd announces);
+ *   - it wakes when another thread's progress, on context B of the same
+ *     class, completes A's operations (the response to A's RPC);
+ *   - idle, the loop really sleeps: its CPU time stays small;
+ *   - no_loopback: an RPC to self goes through the plugin (the counters show
+ *     the request sent and received); without it, it does not;
+ *   - stats: the class's counters are logged at HG_Finalize.
+ * Callbacks that other threads run record failures in thread_errors (cmocka
+ * asserts only on the main thread).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "mercury.h"
+#include "mercury_macros.h"
+#include "test_common.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLEEP_MS 5000   /* a poll that nothing should need to reach the end of */
+#define WAKE_MAX_MS 100 /* a wake-up later than this was not caused by the work */
+#define KICK_DELAY_US 200000
+#define IDLE_S 0.5
+#define IDLE_CPU_MAX 0.05 /* seconds of CPU in IDLE_S of idle event loop */
+
+MERCURY_GEN_PROC(ev_in_t, ((uint32_t)(value)))
+MERCURY_GEN_PROC(ev_out_t, ((uint32_t)(value)))
+
+static const char *cur_info;
+static atomic_int thread_errors;
+
+#define CHECK(x)                                                                         \
+    do {                                                                                 \
+        if (!(x)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x);        \
+            atomic_fetch_add(&thread_errors, 1);                                         \
+        }                                                                                \
+    } while (0)
+
+static hg_return_t ev_rpc(hg_handle_t handle)
+{
+    ev_in_t in;
+    CHECK(HG_Get_input(handle, &in) == HG_SUCCESS);
+    ev_out_t out = {.value = in.value + 1};
+    HG_Free_input(handle, &in);
+    CHECK(HG_Respond(handle, NULL, NULL, &out) == HG_SUCCESS);
+    HG_Destroy(handle);
+    return HG_SUCCESS;
+}
+
+struct call {
+    hg_handle_t handle;
+    atomic_int done;
+    uint32_t value;
+    _Atomic double sent; /* test_now() just before HG_Forward */
+};
+
+static hg_return_t forwarded(const struct hg_cb_info *info)
+{
+    struct call *call = info->arg;
+    ev_out_t out;
+
+    CHECK(info->ret == HG_SUCCESS);
+    if (info->ret == HG_SUCCESS &&
+        HG_Get_output(info->info.forward.handle, &out) == HG_SUCCESS) {
+        call->value = out.value;
+        HG_Free_output(info->info.forward.handle, &out);
+    }
+    atomic_store(&call->done, 1);
+    return HG_SUCCESS;
+}
+
+static void forward(struct call *call, hg_context_t *ctx, hg_addr_t addr, hg_id_t id,
+                    uint32_t value)
+{
+    ev_in_t in = {.value = value};
+    CHECK(HG_Create(ctx, addr, id, &call->handle) == HG_SUCCESS);
+    call->sent = test_now();
+    CHECK(HG_Forward(call->handle, forwarded, call, &in) == HG_SUCCESS);
+}
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Handle everything ctx has until HG_Event_ready lets the loop sleep. */
+static void settle(hg_context_t *ctx)
+{
+    double end = test_now() + 10.0;
+    while (HG_Event_ready(ctx)) {
+        assert_true(test_now() < end);
+        assert_int_equal(HG_Event_progress(ctx, NULL), HG_SUCCESS);
+        assert_int_equal(HG_Event_trigger(ctx, 64, NULL), HG_SUCCESS);
+    }
+}
+
+/* Progress and trigger ctx until it stays quiet for 50 ms. */
+static void drain(hg_context_t *ctx)
+{
+    for (int quiet = 0; quiet < 5;) {
+        unsigned int n = 0;
+        bool moved = HG_Progress(ctx, 10) == HG_SUCCESS;
+        HG_Trigger(ctx, 0, 64, &n);
+        quiet = moved || n ? 0 : quiet + 1;
+    }
+}
+
+/* Drive ctx from poll(2) on fd alone until *done (10 s at most). */
+static void event_loop(hg_context_t *ctx, int fd, atomic_int *done)
+{
+    double end = test_now() + 10.0;
+    while (!atomic_load(done) && test_now() < end) {
+        if (!HG_Event_ready(ctx)) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            (void)poll(&p, 1, SLEEP_MS);
+        }
+        assert_int_equal(HG_Event_progress(ctx, NULL), HG_SUCCESS);
+        assert_int_equal(HG_Event_trigger(ctx, 64, NULL), HG_SUCCESS);
+    }
+    assert_true(atomic_load(done));
+}
+
+/* Sleep in poll(2) on fd; the time it fired, or -1 after SLEEP_MS. */
+static double sleep_on(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, SLEEP_MS) > 0 ? test_now() : -1.0;
+}
+
+/* Sleep on ctx's wait fd until the work sent at *sent (set by another
+ * thread) wakes it; how long after *sent, in ms. A wake-up before *sent (the
+ * transport's own timers) is counted in *spurious and the loop sleeps again;
+ * a 5 s sleep fails. */
+static double woken_after_ms(hg_context_t *ctx, int fd, _Atomic double *sent,
+                             unsigned int *spurious)
+{
+    for (;;) {
+        double woke = sleep_on(fd);
+        assert_true(woke >= 0);
+        if (woke >= *sent)
+            return (woke - *sent) * 1e3;
+        ++*spurious;
+        while (HG_Event_ready(ctx)) {
+            if (*sent != HUGE_VAL) /* the work came meanwhile: it is queued */
+                return (test_now() - *sent) * 1e3;
+            assert_int_equal(HG_Event_progress(ctx, NULL), HG_SUCCESS);
+            assert_int_equal(HG_Event_trigger(ctx, 64, NULL), HG_SUCCESS);
+        }
+    }
+}
+
+/* The wait fd of ctx, or -1 where the transport has none (then said so). */
+static int wait_fd_of(hg_context_t *ctx)
+{
+    int fd = HG_Event_get_wait_fd(ctx);
+    if (fd < 0) {
+        /* libfabric's shm provider has no wait object: as Mercury for a
+         * plugin without an fd, there is no wait fd (src/na/ofi). */
+        assert_int_equal(strncmp(cur_info, "ofi+shm", 7), 0);
+        printf("%s: no wait fd (the provider has no wait object)\n", cur_info);
+    }
+    return fd;
+}
+
+/* ---- an RPC to self from another thread ---- */
+
+struct kick {
+    hg_context_t *ctx;
+    hg_addr_t addr;
+    hg_id_t id;
+    struct call call;
+};
+
+static void *kick_main(void *arg)
+{
+    struct kick *k = arg;
+    usleep(KICK_DELAY_US); /* the main thread is asleep in poll(2) by then */
+    forward(&k->call, k->ctx, k->addr, k->id, 41);
+    return NULL;
+}
+
+static void test_self_rpc_wakes(void **state)
+{
+    (void)state;
+    hg_class_t *c = HG_Init(cur_info, HG_TRUE);
+    assert_non_null(c);
+    hg_context_t *ctx = HG_Context_create(c);
+    assert_non_null(ctx);
+    struct kick k = {.ctx = ctx};
+    k.id = MERCURY_REGISTER(c, "ev_self", ev_in_t, ev_out_t, ev_rpc);
+    assert_int_equal(HG_Addr_self(c, &k.addr), HG_SUCCESS);
+    int fd = wait_fd_of(ctx);
+    if (fd >= 0) {
+        settle(ctx);
+        k.call.sent = HUGE_VAL;
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, kick_main, &k), 0);
+        unsigned int spurious = 0;
+        double ms = woken_after_ms(ctx, fd, &k.call.sent, &spurious);
+        pthread_join(t, NULL);
+        printf("%s: RPC to self from another thread woke the loop after %.2f ms "
+               "(%u earlier wake-up(s) of the transport)\n",
+               cur_info, ms, spurious);
+        assert_true(ms < WAKE_MAX_MS);
+        event_loop(ctx, fd, &k.call.done);
+        assert_int_equal(k.call.value, 42);
+        HG_Destroy(k.call.handle);
+    }
+    assert_int_equal(atomic_load(&thread_errors), 0);
+    HG_Addr_free(c, k.addr);
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(c), HG_SUCCESS);
+}
+
+/* ---- A's operations completed by another thread's progress ---- */
+
+struct helper {
+    hg_context_t *server, *other; /* the server's context, the client's B */
+    atomic_int stop;
+};
+
+/* Keep polling without sleeping, so this thread takes the transport's
+ * events before the main thread's poll(2) sees them. */
+static void *helper_main(void *arg)
+{
+    struct helper *h = arg;
+    while (!atomic_load(&h->stop)) {
+        unsigned int n;
+        HG_Progress(h->server, 0);
+        HG_Trigger(h->server, 0, 64, &n);
+        HG_Progress(h->other, 0);
+        HG_Trigger(h->other, 0, 64, &n);
+    }
+    return NULL;
+}
+
+static void test_other_progress_wakes(void **state)
+{
+    (void)state;
+    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
+    hg_size_t len = sizeof(addr_str);
+    hg_addr_t self, srv_addr;
+
+    hg_class_t *srv = HG_Init(cur_info, HG_TRUE);
+    assert_non_null(srv);
+    hg_context_t *sctx = HG_Context_create(srv);
+    assert_non_null(sctx);
+    (void)MERCURY_REGISTER(srv, "ev_remote", ev_in_t, ev_out_t, ev_rpc);
+    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_to_string(srv, addr_str, &len, self), HG_SUCCESS);
+    HG_Addr_free(srv, self);
+
+    struct hg_init_info info = HG_INIT_INFO_INITIALIZER;
+    info.na_init_info.max_contexts = 2;
+    test_client_info(addr_str, cli_info, sizeof(cli_info));
+    hg_class_t *cli = HG_Init_opt2(cli_info, HG_FALSE, HG_VERSION(2, 4), &info);
+    assert_non_null(cli);
+    hg_context_t *a = HG_Context_create_id(cli, 0), *b = HG_Context_create_id(cli, 1);
+    assert_non_null(a);
+    assert_non_null(b);
+    hg_id_t id = MERCURY_REGISTER(cli, "ev_remote", ev_in_t, ev_out_t, NULL);
+    assert_int_equal(HG_Addr_lookup2(cli, addr_str, &srv_addr), HG_SUCCESS);
+
+    int fd = wait_fd_of(a);
+    if (fd >= 0) {
+        struct helper h = {.server = sctx, .other = b};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, helper_main, &h), 0);
+        /* Several RPCs after the first (which connects): each must end long
+         * before a poll(2) timeout. */
+        double first = 0, worst = 0;
+        for (uint32_t i = 0; i < 6; i++) {
+            struct call call = {.handle = HG_HANDLE_NULL};
+            forward(&call, a, srv_addr, id, i);
+            event_loop(a, fd, &call.done);
+            double ms = (test_now() - call.sent) * 1e3;
+            if (i == 0)
+                first = ms;
+            else
+                worst = ms > worst ? ms : worst;
+            assert_int_equal(call.value, i + 1);
+            HG_Destroy(call.handle);
+        }
+        atomic_store(&h.stop, 1);
+        pthread_join(t, NULL);
+        /* Sends whose completions came after the responses. */
+        drain(a);
+        drain(b);
+        drain(sctx);
+        printf("%s: RPCs completed by another thread's progress: first (connecting) "
+               "%.2f ms, slowest of the next 5 %.2f ms\n",
+               cur_info, first, worst);
+        assert_true(worst < WAKE_MAX_MS * 5);
+    }
+    assert_int_equal(atomic_load(&thread_errors), 0);
+    HG_Addr_free(cli, srv_addr);
+    assert_int_equal(HG_Context_destroy(a), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(b), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(sctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+}
+
+/* ---- idle: the loop sleeps ---- */
+
+static void test_idle_sleeps(void **state)
+{
+    (void)state;
+    hg_class_t *c = HG_Init(cur_info, HG_TRUE);
+    assert_non_null(c);
+    hg_context_t *ctx = HG_Context_create(c);
+    assert_non_null(ctx);
+    int fd = wait_fd_of(ctx);
+    if (fd >= 0) {
+        settle(ctx);
+        unsigned int wakes = 0;
+        double cpu = thread_cpu(), start = test_now(), now;
+        while ((now = test_now()) < start + IDLE_S) {
+            if (!HG_Event_ready(ctx)) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                int ms = (int)((start + IDLE_S - now) * 1e3) + 1;
+                wakes += poll(&p, 1, ms) > 0;
+            }
+            assert_int_equal(HG_Event_progress(ctx, NULL), HG_SUCCESS);
+            assert_int_equal(HG_Event_trigger(ctx, 64, NULL), HG_SUCCESS);
+        }
+        cpu = thread_cpu() - cpu;
+        printf("%s: idle %.1f s: %u wake-up(s), %.2f ms of CPU\n", cur_info, IDLE_S,
+               wakes, cpu * 1e3);
+        assert_true(cpu < IDLE_CPU_MAX);
+    }
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(c), HG_SUCCESS);
+}
+
+/* ---- no_loopback ---- */
+
+/* One RPC to self with no_loopback as given; the class's counters after it. */
+static struct hg_diag_counters self_rpc_counters(bool no_loopback)
+{
+    struct hg_init_info info = HG_INIT_INFO_INITIALIZER;
+    info.no_loopback = no_loopback;
+    hg_class_t *c = HG_Init_opt2(cur_info, HG_TRUE, HG_VERSION(2, 4), &info);
+    assert_non_null(c);
+    hg_context_t *ctx = HG_Context_create(c);
+    assert_non_null(ctx);
+    hg_id_t id = MERCURY_REGISTER(c, "ev_loop", ev_in_t, ev_out_t, ev_rpc);
+    hg_addr_t self;
+    assert_int_equal(HG_Addr_self(c, &self), HG_SUCCESS);
+    struct call call = {.handle = HG_HANDLE_NULL};
+    forward(&call, ctx, self, id, 7);
+    double end = test_now() + 10.0;
+    while (!atomic_load(&call.done) && test_now() < end) {
+        unsigned int n;
+        HG_Progress(ctx, 100);
+        HG_Trigger(ctx, 0, 64, &n);
+    }
+    assert_true(atomic_load(&call.done));
+    assert_int_equal(call.value, 8);
+    assert_int_equal(atomic_load(&thread_errors), 0);
+    HG_Destroy(call.handle);
+    HG_Addr_free(c, self);
+    drain(ctx); /* the response's send may complete after its arrival */
+    struct hg_diag_counters counters;
+    assert_int_equal(HG_Class_get_counters(c, &counters), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(c), HG_SUCCESS);
+    return counters;
+}
+
+static void test_no_loopback(void **state)
+{
+    (void)state;
+    /* Through the plugin: sent, received and answered like any request. */
+    struct hg_diag_counters n = self_rpc_counters(true);
+    assert_int_equal(n.rpc_req_sent_count, 1);
+    assert_int_equal(n.rpc_req_recv_count, 1);
+    assert_int_equal(n.rpc_resp_sent_count, 1);
+    assert_int_equal(n.rpc_resp_recv_count, 1);
+    /* In-process: no message at all. */
+    struct hg_diag_counters l = self_rpc_counters(false);
+    assert_int_equal(l.rpc_req_sent_count, 0);
+    assert_int_equal(l.rpc_resp_recv_count, 0);
+}
+
+/* ---- stats ---- */
+
+/* Finalize a class made with stats as given; what was logged. */
+static char *finalize_logged(bool stats, hg_class_t **class_p)
+{
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    assert_non_null(f);
+    struct hg_init_info info = HG_INIT_INFO_INITIALIZER;
+    info.stats = stats;
+    hg_class_t *c = HG_Init_opt2(cur_info, HG_FALSE, HG_VERSION(2, 4), &info);
+    assert_non_null(c);
+    *class_p = c;
+    HG_Set_log_stream("debug", f);
+    assert_int_equal(HG_Finalize(c), HG_SUCCESS);
+    HG_Set_log_stream("debug", NULL);
+    fclose(f);
+    return mem;
+}
+
+static void test_stats(void **state)
+{
+    (void)state;
+    hg_class_t *c;
+    char name[64];
+
+    char *log = finalize_logged(true, &c);
+    snprintf(name, sizeof(name), "class %p", (void *)c);
+    assert_non_null(strstr(log, name));
+    assert_non_null(strstr(log, "requests sent 0"));
+    free(log);
+    log = finalize_logged(false, &c);
+    assert_null(strstr(log, "requests sent"));
+    free(log);
+}
+
+int main(void)
+{
+    const char *const *transports;
+    size_t n = test_transports(&transports);
+    int failed = 0;
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_self_rpc_wakes),
+        cmocka_unit_test(test_other_progress_wakes),
+        cmocka_unit_test(test_idle_sleeps),
+        cmocka_unit_test(test_no_loopback),
+        cmocka_unit_test(test_stats),
+    };
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(transports[i], "mpi", 3) == 0) {
+            /* One process per rank: the MPI plugin's runs are in mpitests. */
+            printf("%s: not run here (needs mpirun)\n", transports[i]);
+            continue;
+        }
+        cur_info = transports[i];
+        test_group_banner(transports[i]);
+        failed |= _cmocka_run_group_tests(transports[i], tests,
+                                          sizeof(tests) / sizeof(*tests), NULL, NULL);
+    }
+    return failed;
+}
