@@ -55,17 +55,18 @@ examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge t
 tests/util/test_hgx_list tests/util/test_hgx_lock tests/util/test_hgx_param tests/util/test_hgx_assert \
 tests/util/test_na_seg_cursor tests/util/test_na_peer_map tests/util/test_na_progress_util \
 tests/test_na_plugins tests/compat/util_prog tests/tput-smoke.sh tests/test_na_ucx_lazy \
-tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_na_ucx_wait tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo tests/test_na_threads tests/util/test_na_lead"
+tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_na_ucx_wait tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo tests/test_na_threads tests/util/test_na_lead tests/test_hg_events"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the parts that run threads: the contexts of one class
-# sharing its transport (test_na_threads, test_na_lead), the MPI progress thread behind
-# hgx_request_to_mpi (mpi+dynamic's accept thread is not covered: Open MPI's
+# sharing its transport (test_na_threads, test_na_lead), a thread in poll(2) on
+# a context's events fd woken by another's progress (test_hg_events), the MPI
+# progress thread behind hgx_request_to_mpi (mpi+dynamic's accept thread is not covered: Open MPI's
 # dynamic-process code crashes under TSan before reaching hgx).
 # UCX's memory hooks (pulled in by Open MPI and by hgx) crash threads under TSan
 # when a thread exits; they are turned off for this stage only.
 TSAN_OPTIONS="suppressions=$top/tools/tsan.supp exitcode=66" UCX_MEM_MMAP_HOOK_MODE=none \
-    UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no run_config tsan "mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead" MPICC=mpicc.openmpi --enable-sanitizers=thread ||
+    UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no run_config tsan "mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead tests/test_hg_events" MPICC=mpicc.openmpi --enable-sanitizers=thread ||
     status=1
 
 echo "=== [valgrind] NA and HG tests over ofi+tcp and ucx+tcp"
@@ -152,7 +153,7 @@ for cfg in openmpi asan; do
         status=1
     fi
 done
-for t in mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead; do
+for t in mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead tests/test_hg_events; do
     if ! grep -q "^PASS: $t" "$logdir/tsan.check" 2>/dev/null; then
         echo "hgx CI: $t did not pass in the tsan build"
         status=1
