@@ -403,7 +403,7 @@ na_poll_wait_loop(na_class_t *na_class, na_context_t *context, unsigned int time
          * this context's ops as well. */
         if (na_turn_poll(lead, &turn)) {
             ret = na_class->ops->poll(na_class, context, NULL);
-            if (turn.poller)
+            if (lead && turn.poller) /* lead: folds the NULL loop's branch away */
                 na_lead_polled(lead);
             if (ret != NA_SUCCESS && ret != NA_TIMEOUT)
                 break;
