@@ -335,6 +335,7 @@ struct ofi_op {
     size_t checks_left;
     uint64_t cookie;
     uint64_t check_deadline_ms;
+    uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
 };
 
@@ -412,6 +413,8 @@ struct ofi_class {
     struct na_slots cookies;        /* our ops waiting for answers */
     struct ofi_list checking;       /* those ops, first deadline first */
     _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
+    struct hgx_ofi_leases leases;   /* granted to us by targets */
+    _Atomic uint64_t lease_end_ns;  /* the last lease we granted ends */
     struct ofi_ctrl_rx *ctrl_rx;    /* OFI_CTRL_RECVS receives */
     struct fid_mr *ctrl_rx_mr;      /* FI_MR_LOCAL providers */
     atomic_int ctrl_unposted;       /* receives to post again */
@@ -666,6 +669,7 @@ na_return_t ofi_ctrl_init(struct ofi_class *cls);
 void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_t ret,
                        size_t len);
 void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop);
+bool ofi_check_leased(struct ofi_class *cls, struct ofi_op *oop);
 bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_ctrl_progress(struct ofi_class *cls);
 
