@@ -6,11 +6,12 @@
  * with process_vm_readv/writev at the descriptor's address) get a check from
  * hgx instead: before moving data the origin sends CHECK naming each remote
  * range (key, address, length) and the access it wants; the target looks the
- * keys up among its own live registrations and answers OK or the refusal
- * code. This file holds what needs no libfabric: the target's key table
- * and the message encoding (the origin names its waiting ops with na_slots).
- * ofi_ctrl.c sends and receives the messages. Every function here is called under the
- * owner's lock; none takes one.
+ * keys up among its own live registrations and answers OK (with a lease for
+ * a region in repeated use) or the refusal code. This file holds what needs
+ * no libfabric: the target's key table, the leases an origin holds and the
+ * message encoding (the origin names its waiting ops with na_slots).
+ * ofi_ctrl.c sends and receives the messages. Every function here but
+ * hgx_ofi_lease_wait is called under the owner's lock; none takes one.
  */
 #ifndef NA_OFI_CHECK_H
 #define NA_OFI_CHECK_H
@@ -67,7 +68,8 @@ na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
  * return the lease granted to all of them in microseconds (0: none). */
 uint32_t hgx_ofi_keytab_lease(struct hgx_ofi_keytab *t, const uint64_t *keys, size_t n,
                               uint64_t now_ns);
-/* Sleep until until_ns (a time hgx_ofi_keytab_remove returned). */
+/* Sleep until until_ns (a time hgx_ofi_keytab_remove returned); without the
+ * owner's lock, which answers to CHECKs need meanwhile. */
 void hgx_ofi_lease_wait(uint64_t until_ns);
 
 /* Origin: leases held, by target address and range (a few; the oldest goes

@@ -33,7 +33,7 @@
  * Where the provider does not check RMA at the target (shm), the origin
  * asks the target first: a CHECK over the control tag, answered from the
  * target's table of live registrations (na_ofi_check.h), and only an OK
- * answer lets the put/get be posted.
+ * answer, or a lease an earlier one granted, lets the put/get be posted.
  *
  * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
  * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
