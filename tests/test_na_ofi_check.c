@@ -153,15 +153,91 @@ static void test_decode(void **state)
         m[bad[i].at] = bad[i].v;
         assert_false(hgx_ofi_ctrl_decode(m, len, SENDER_HDR, &msg));
     }
-    len = hgx_ofi_answer_encode(buf, 43, NA_PERMISSION);
+    len = hgx_ofi_answer_encode(buf, 43, NA_PERMISSION, 0);
     assert_true(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
     assert_true(msg.type == HGX_OFI_CTRL_ANSWER && msg.cookie == 43 &&
                 msg.status == NA_PERMISSION);
-    len = hgx_ofi_answer_encode(buf, 43, NA_NOMEM); /* no target sends that */
+    len = hgx_ofi_answer_encode(buf, 43, NA_NOMEM, 0); /* no target sends that */
     assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
-    len = hgx_ofi_answer_encode(buf, 43, NA_SUCCESS);
+    len = hgx_ofi_answer_encode(buf, 43, NA_SUCCESS, 0);
     buf[4] = 1; /* an answer with ranges */
     assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    /* A lease comes only with an OK, and no longer than an origin accepts. */
+    const uint32_t lease = HGX_OFI_LEASE_MAX_US;
+    len = hgx_ofi_answer_encode(buf, 44, NA_SUCCESS, lease);
+    assert_true(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    assert_true(msg.status == NA_SUCCESS && msg.lease_us == lease);
+    len = hgx_ofi_answer_encode(buf, 44, NA_SUCCESS, lease + 1);
+    assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    len = hgx_ofi_answer_encode(buf, 44, NA_ACCESS, 1);
+    assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+    len = hgx_ofi_check_encode(buf, 45, HGX_OFI_CHECK_READ, sender, SENDER_HDR, r, 1);
+    buf[12] = 1; /* a CHECK carrying a lease */
+    assert_false(hgx_ofi_ctrl_decode(buf, len, SENDER_HDR, &msg));
+}
+
+/* Leases: granted on the repeated use of a region, held by the origin for a
+ * range of one target, and waited for when the key goes. */
+static void test_leases(void **state)
+{
+    struct hgx_ofi_keytab t;
+    struct hgx_ofi_leases c = {0};
+    const unsigned char a[] = "peer-a", b[] = "peer-b";
+    const uint64_t base = 0x10000, t0 = 1000000000u, key = 9;
+    const unsigned int rd = HGX_OFI_CHECK_READ, wr = HGX_OFI_CHECK_WRITE;
+    (void)state;
+
+    hgx_ofi_keytab_init(&t);
+    assert_int_equal(hgx_ofi_keytab_add(&t, key, base, 4096, rd), NA_SUCCESS);
+    assert_int_equal(hgx_ofi_keytab_add(&t, 10, base + 8192, 4096, rd), NA_SUCCESS);
+    /* First OK: none; again soon after: a lease; again after a long gap: none. */
+    assert_int_equal(hgx_ofi_keytab_lease(&t, &key, 1, t0), 0);
+    assert_int_equal(hgx_ofi_keytab_lease(&t, &key, 1, t0 + 1000),
+                     HGX_OFI_LEASE_NS / 1000u);
+    assert_int_equal(
+        hgx_ofi_keytab_lease(&t, &key, 1, t0 + 1000 + HGX_OFI_LEASE_REPEAT_NS), 0);
+    /* A CHECK naming a fresh key with a repeated one gets none. */
+    const uint64_t two[2] = {key, 10};
+    assert_int_equal(hgx_ofi_keytab_lease(&t, two, 2, t0 + 2 * HGX_OFI_LEASE_REPEAT_NS),
+                     0);
+    /* Removal returns when the last lease ends; a key never leased, 0. */
+    assert_true(hgx_ofi_keytab_remove(&t, key) == t0 + 1000 + HGX_OFI_LEASE_NS);
+    assert_true(hgx_ofi_keytab_remove(&t, 10) == 0);
+    assert_true(hgx_ofi_keytab_remove(&t, 10) == 0);
+    hgx_ofi_keytab_destroy(&t);
+
+    /* The origin's side: covered only inside the range, with the access, for
+     * the same target, before the end. */
+    struct hgx_ofi_range r = {key, base, 4096};
+    hgx_ofi_leases_add(&c, a, sizeof(a), &r, rd, t0);
+    struct {
+        const unsigned char *peer;
+        struct hgx_ofi_range r;
+        unsigned int access;
+        uint64_t now;
+        bool want;
+    } cases[] = {
+        {a, {key, base, 4096}, rd, t0 - 1, true},
+        {a, {key, base + 100, 10}, rd, t0 - 1, true},
+        {a, {key, base, 4096}, rd, t0, false},
+        {a, {key, base, 4096}, wr, t0 - 1, false},
+        {a, {key, base, 4097}, rd, t0 - 1, false},
+        {a, {key, base - 1, 2}, rd, t0 - 1, false},
+        {a, {key, base + 1, UINT64_MAX}, rd, t0 - 1, false},
+        {a, {key, base, 0}, rd, t0 - 1, false},
+        {a, {key + 1, base, 16}, rd, t0 - 1, false},
+        {b, {key, base, 16}, rd, t0 - 1, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+        if (hgx_ofi_leases_cover(&c, cases[i].peer, sizeof(a), &cases[i].r,
+                                 cases[i].access, cases[i].now) != cases[i].want)
+            fail_msg("lease case %zu: covered %d", i, !cases[i].want);
+    /* The oldest lease goes once HGX_OFI_LEASES more came. */
+    for (uint64_t i = 0; i < HGX_OFI_LEASES; i++) {
+        struct hgx_ofi_range other = {100 + i, base, 16};
+        hgx_ofi_leases_add(&c, b, sizeof(b), &other, rd, t0);
+    }
+    assert_false(hgx_ofi_leases_cover(&c, a, sizeof(a), &r, rd, t0 - 1));
 }
 
 /* ------------------------------------------------------------------------- */
@@ -321,9 +397,9 @@ static size_t live_recv(struct live *l, unsigned int ms)
     return 0;
 }
 
-/* Send a CHECK and return the class's answer. */
-static na_return_t ask(struct live *l, unsigned int access, const struct hgx_ofi_range *r,
-                       size_t n)
+/* Send a CHECK and return the class's answer, and the lease it grants. */
+static na_return_t ask_lease(struct live *l, unsigned int access,
+                             const struct hgx_ofi_range *r, size_t n, uint32_t *lease_us)
 {
     static uint64_t cookie = 1000;
     unsigned char buf[MSG_MAX];
@@ -337,7 +413,15 @@ static na_return_t ask(struct live *l, unsigned int access, const struct hgx_ofi
     assert_true(hgx_ofi_ctrl_decode(l->rbuf, len, SENDER_HDR, &msg));
     assert_int_equal(msg.type, HGX_OFI_CTRL_ANSWER);
     assert_int_equal(msg.cookie, cookie);
+    *lease_us = msg.lease_us;
     return msg.status;
+}
+
+static na_return_t ask(struct live *l, unsigned int access, const struct hgx_ofi_range *r,
+                       size_t n)
+{
+    uint32_t lease_us;
+    return ask_lease(l, access, r, n, &lease_us);
 }
 
 static void test_live_answers(void **state)
@@ -389,6 +473,36 @@ static void test_live_answers(void **state)
     assert_int_equal(c1.bad, c0.bad);
 }
 
+/* A region in repeated use is leased; its deregistration returns only once
+ * the lease has ended, and the region is refused from then on. */
+static void test_live_lease(void **state)
+{
+    struct live *l = *state;
+    na_mem_handle_t *mh;
+    uint64_t addr, key;
+    uint32_t lease_us;
+
+    live_expose(l, 4096, NA_MEM_READ_ONLY, &mh, &addr, &key);
+    struct hgx_ofi_range r = {key, addr, 4096}, part = {key, addr + 64, 64};
+    assert_int_equal(ask_lease(l, HGX_OFI_CHECK_READ, &r, 1, &lease_us), NA_SUCCESS);
+    assert_int_equal(lease_us, 0); /* first use */
+    assert_int_equal(ask_lease(l, HGX_OFI_CHECK_READ, &part, 1, &lease_us), NA_SUCCESS);
+    assert_int_equal(lease_us, HGX_OFI_LEASE_NS / 1000u);
+    double granted = test_now();
+    /* A refusal grants nothing. */
+    assert_int_equal(ask_lease(l, HGX_OFI_CHECK_WRITE, &r, 1, &lease_us), NA_PERMISSION);
+    assert_int_equal(lease_us, 0);
+    NA_Mem_deregister(l->cls, mh);
+    double done = test_now();
+    print_message("# deregistration with a lease: returned %.2f ms after the grant\n",
+                  (done - granted) * 1e3);
+    assert_true(done - granted >= HGX_OFI_LEASE_NS / 1e9 * 0.99);
+    assert_true(done - granted < HGX_OFI_LEASE_NS / 1e9 + 0.5);
+    NA_Mem_handle_free(l->cls, mh);
+    assert_int_equal(ask_lease(l, HGX_OFI_CHECK_READ, &part, 1, &lease_us), NA_ACCESS);
+    assert_int_equal(lease_us, 0);
+}
+
 static void test_live_malformed(void **state)
 {
     struct live *l = *state;
@@ -414,9 +528,9 @@ static void test_live_malformed(void **state)
     live_send(l, buf, len);
     const size_t bad = 5;
     /* Answers for cookies the class never gave out. */
-    live_send(l, buf, hgx_ofi_answer_encode(buf, 0, NA_SUCCESS));
+    live_send(l, buf, hgx_ofi_answer_encode(buf, 0, NA_SUCCESS, 0));
     live_send(l, buf,
-              hgx_ofi_answer_encode(buf, UINT64_C(0xdeadbeef00000003), NA_ACCESS));
+              hgx_ofi_answer_encode(buf, UINT64_C(0xdeadbeef00000003), NA_ACCESS, 0));
     assert_int_equal(live_recv(l, 300), 0); /* none of these is answered */
     hgx_ofi_ctrl_counts(l->cls, &c1);
     assert_int_equal(c1.bad - c0.bad, bad);
@@ -492,7 +606,7 @@ static uint64_t origin_check(struct origin_op *o)
 static void origin_answer(struct origin_op *o, uint64_t cookie, na_return_t status)
 {
     unsigned char buf[HGX_OFI_CTRL_HDR_SIZE];
-    live_send(o->l, buf, hgx_ofi_answer_encode(buf, cookie, status));
+    live_send(o->l, buf, hgx_ofi_answer_encode(buf, cookie, status, 0));
 }
 
 /* Progress and trigger for up to ms; the seconds it took the callback to run. */
@@ -565,17 +679,94 @@ static void test_live_origin(void **state)
     assert_int_equal(c1.bad, c0.bad);
 }
 
+/* The class as origin of gets from the raw endpoint's memory (this process):
+ * after an OK with a lease, gets inside the range go without a CHECK until
+ * the lease ends; a get outside it is checked. */
+static na_return_t lease_get(struct origin_op *o, struct live *l,
+                             const unsigned char *mem, uint64_t off, uint64_t len,
+                             bool checked, uint32_t lease_us)
+{
+    unsigned char desc[40] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    const uint64_t addr = (uint64_t)(uintptr_t)mem, total = 8192, key = 0x4321;
+    char name[160], *me = (char *)l->sender + 4;
+
+    memset(o, 0, sizeof(*o));
+    o->l = l;
+    memcpy(desc + 8, &total, 8);
+    memcpy(desc + 16, &addr, 8);
+    memcpy(desc + 24, &total, 8);
+    memcpy(desc + 32, &key, 8);
+    snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
+    assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
+    assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
+                     NA_SUCCESS);
+    assert_int_equal(
+        NA_Mem_handle_create(l->cls, o->buf, sizeof(o->buf), NA_MEM_READWRITE, &o->local),
+        NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(l->cls, o->local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    o->op = NA_Op_create(l->cls, NA_OP_SINGLE);
+    assert_int_equal(NA_Get(l->cls, l->ctx, origin_cb, o, o->local, 0, o->remote, off,
+                            len, o->target, 0, o->op),
+                     NA_SUCCESS);
+    if (checked) {
+        struct hgx_ofi_ctrl msg;
+        struct hgx_ofi_range r;
+        size_t n = live_recv(l, ANSWER_MS);
+        assert_true(n > 0);
+        assert_true(hgx_ofi_ctrl_decode(l->rbuf, n, SENDER_HDR, &msg));
+        assert_int_equal(msg.type, HGX_OFI_CTRL_CHECK);
+        hgx_ofi_ctrl_range(&msg, 0, &r);
+        assert_true(r.key == key && r.addr == addr + off && r.len == len);
+        unsigned char buf[HGX_OFI_CTRL_HDR_SIZE];
+        live_send(l, buf, hgx_ofi_answer_encode(buf, msg.cookie, NA_SUCCESS, lease_us));
+    } else {
+        assert_int_equal(live_recv(l, 50), 0); /* no CHECK came */
+    }
+    origin_wait(o, ANSWER_MS);
+    assert_int_equal(o->calls, 1);
+    if (o->ret == NA_SUCCESS)
+        assert_memory_equal(o->buf, mem + off, len);
+    na_return_t ret = o->ret;
+    origin_end(o);
+    return ret;
+}
+
+static void test_live_origin_lease(void **state)
+{
+    struct live *l = *state;
+    struct origin_op o;
+    static unsigned char mem[8192];
+    const uint32_t lease_us = 300000; /* 300 ms, longer than a 50 ms quiet wait */
+
+    for (size_t i = 0; i < sizeof(mem); i++)
+        mem[i] = (unsigned char)(i * 7);
+    /* Checked, no lease granted: the next get is checked again. */
+    assert_int_equal(lease_get(&o, l, mem, 0, 4096, true, 0), NA_SUCCESS);
+    assert_int_equal(lease_get(&o, l, mem, 0, 4096, true, lease_us), NA_SUCCESS);
+    double granted = test_now();
+    /* Leased: inside the range, no CHECK; outside it, a CHECK. */
+    assert_int_equal(lease_get(&o, l, mem, 0, 4096, false, 0), NA_SUCCESS);
+    assert_int_equal(lease_get(&o, l, mem, 1000, 100, false, 0), NA_SUCCESS);
+    assert_int_equal(lease_get(&o, l, mem, 4000, 200, true, 0), NA_SUCCESS);
+    assert_true(test_now() - granted < lease_us / 1e6);
+    /* Once it ended, checked again. */
+    while (test_now() - granted < lease_us / 1e6 + 0.01)
+        poll_once(l);
+    assert_int_equal(lease_get(&o, l, mem, 0, 4096, true, 0), NA_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest units[] = {
         cmocka_unit_test(test_keytab),
         cmocka_unit_test(test_cookies),
         cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_leases),
     };
     const struct CMUnitTest live[] = {
-        cmocka_unit_test(test_live_malformed),
-        cmocka_unit_test(test_live_answers),
-        cmocka_unit_test(test_live_origin),
+        cmocka_unit_test(test_live_malformed),    cmocka_unit_test(test_live_answers),
+        cmocka_unit_test(test_live_origin),       cmocka_unit_test(test_live_lease),
+        cmocka_unit_test(test_live_origin_lease),
     };
     int failed = cmocka_run_group_tests_name("ofi_check/tables", units, NULL, NULL);
     na_class_t *probe = NA_Initialize("ofi+shm", true);

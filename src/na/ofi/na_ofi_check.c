@@ -4,9 +4,12 @@
  */
 #include "na_ofi_check.h"
 
+#include "hgx_clock.h"
 #include "hgx_wire.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------
  * Key table: chained hash on the (random) keys
@@ -18,6 +21,7 @@ struct hgx_ofi_keyent {
     struct hgx_ofi_keyent *next;
     uint64_t key, base, len;
     unsigned int access;
+    uint64_t last_ok_ns, lease_until_ns; /* see HGX_OFI_LEASE_NS */
 };
 
 void hgx_ofi_keytab_init(struct hgx_ofi_keytab *t)
@@ -75,24 +79,32 @@ na_return_t hgx_ofi_keytab_add(struct hgx_ofi_keytab *t, uint64_t key, uint64_t 
     struct hgx_ofi_keyent *e = malloc(sizeof(*e));
     if (!e)
         return NA_NOMEM;
-    *e = (struct hgx_ofi_keyent){
-        .next = NULL, .key = key, .base = base, .len = len, .access = access};
+    *e = (struct hgx_ofi_keyent){.next = NULL,
+                                 .key = key,
+                                 .base = base,
+                                 .len = len,
+                                 .access = access,
+                                 .last_ok_ns = 0,
+                                 .lease_until_ns = 0};
     *slot = e;
     t->count++;
     return NA_SUCCESS;
 }
 
-void hgx_ofi_keytab_remove(struct hgx_ofi_keytab *t, uint64_t key)
+uint64_t hgx_ofi_keytab_remove(struct hgx_ofi_keytab *t, uint64_t key)
 {
+    uint64_t until = 0;
     if (t->nbuckets == 0)
-        return;
+        return 0;
     struct hgx_ofi_keyent **slot = keytab_slot(t, key);
     struct hgx_ofi_keyent *e = *slot;
     if (e) {
+        until = e->lease_until_ns;
         *slot = e->next;
         free(e);
         t->count--;
     }
+    return until;
 }
 
 na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
@@ -112,20 +124,86 @@ na_return_t hgx_ofi_keytab_check(const struct hgx_ofi_keytab *t, uint64_t key,
     return NA_SUCCESS;
 }
 
+uint32_t hgx_ofi_keytab_lease(struct hgx_ofi_keytab *t, const uint64_t *keys, size_t n,
+                              uint64_t now_ns)
+{
+    bool repeated = true;
+    for (size_t i = 0; i < n; i++) {
+        const struct hgx_ofi_keyent *e = *keytab_slot(t, keys[i]);
+        repeated = repeated && e->last_ok_ns != 0 &&
+                   now_ns - e->last_ok_ns < HGX_OFI_LEASE_REPEAT_NS;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct hgx_ofi_keyent *e = *keytab_slot(t, keys[i]);
+        e->last_ok_ns = now_ns;
+        if (repeated && e->lease_until_ns < now_ns + HGX_OFI_LEASE_NS)
+            e->lease_until_ns = now_ns + HGX_OFI_LEASE_NS;
+    }
+    return repeated ? HGX_OFI_LEASE_NS / 1000u : 0;
+}
+
+void hgx_ofi_lease_wait(uint64_t until_ns)
+{
+    uint64_t now;
+    while ((now = hgx_clock_now_ns()) < until_ns) {
+        struct timespec ts = hgx_clock_timespec(until_ns - now);
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Origin's leases
+ * ------------------------------------------------------------------------- */
+
+void hgx_ofi_leases_add(struct hgx_ofi_leases *c, const unsigned char *peer,
+                        size_t peer_len, const struct hgx_ofi_range *r,
+                        unsigned int access, uint64_t until_ns)
+{
+    struct hgx_ofi_lease *l = &c->l[c->next];
+
+    if (peer_len > sizeof(l->peer))
+        return; /* no lease: every transfer is checked */
+    memcpy(l->peer, peer, peer_len);
+    l->peer_len = peer_len;
+    l->key = r->key;
+    l->addr = r->addr;
+    l->len = r->len;
+    l->until_ns = until_ns;
+    l->access = access;
+    c->next = (c->next + 1) % HGX_OFI_LEASES;
+}
+
+bool hgx_ofi_leases_cover(const struct hgx_ofi_leases *c, const unsigned char *peer,
+                          size_t peer_len, const struct hgx_ofi_range *r,
+                          unsigned int access, uint64_t now_ns)
+{
+    for (size_t i = 0; i < HGX_OFI_LEASES; i++) {
+        const struct hgx_ofi_lease *l = &c->l[i];
+        /* Inside [addr, addr + len) without overflow, as keytab_check. */
+        if (now_ns < l->until_ns && l->key == r->key && (l->access & access) == access &&
+            r->len > 0 && r->addr >= l->addr && r->addr - l->addr <= l->len &&
+            r->len <= l->len - (r->addr - l->addr) && l->peer_len == peer_len &&
+            memcmp(l->peer, peer, peer_len) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* ---------------------------------------------------------------------------
  * Messages (little-endian):
  *   0 magic u8, 1 version u8, 2 type u8, 3 access u8, 4 range count u16,
- *   6 reserved u16 (0), 8 status u32, 12 reserved u32 (0), 16 cookie u64;
+ *   6 reserved u16 (0), 8 status u32, 12 lease in us u32 (ANSWER; 0 in a
+ *   CHECK), 16 cookie u64;
  *   CHECK then: the sender's address header, and key u64, addr u64, len u64
  *   per range.
  * ------------------------------------------------------------------------- */
 
 #define CTRL_MAGIC 0xc5
-#define CTRL_VERSION 1
+#define CTRL_VERSION 2 /* 2: leases */
 
 static void ctrl_header(unsigned char *buf, enum hgx_ofi_ctrl_type type,
                         unsigned int access, size_t nranges, uint32_t status,
-                        uint64_t cookie)
+                        uint32_t lease_us, uint64_t cookie)
 {
     buf[0] = CTRL_MAGIC;
     buf[1] = CTRL_VERSION;
@@ -134,7 +212,7 @@ static void ctrl_header(unsigned char *buf, enum hgx_ofi_ctrl_type type,
     hgx_put_u16(buf + 4, (uint16_t)nranges);
     hgx_put_u16(buf + 6, 0);
     hgx_put_u32(buf + 8, status);
-    hgx_put_u32(buf + 12, 0);
+    hgx_put_u32(buf + 12, lease_us);
     hgx_put_u64(buf + 16, cookie);
 }
 
@@ -144,7 +222,7 @@ size_t hgx_ofi_check_encode(unsigned char *buf, uint64_t cookie, unsigned int ac
 {
     unsigned char *p = buf + HGX_OFI_CTRL_HDR_SIZE;
 
-    ctrl_header(buf, HGX_OFI_CTRL_CHECK, access, nranges, 0, cookie);
+    ctrl_header(buf, HGX_OFI_CTRL_CHECK, access, nranges, 0, 0, cookie);
     memcpy(p, sender, sender_len);
     p += sender_len;
     for (size_t i = 0; i < nranges; i++, p += HGX_OFI_CHECK_RANGE_SIZE) {
@@ -155,9 +233,10 @@ size_t hgx_ofi_check_encode(unsigned char *buf, uint64_t cookie, unsigned int ac
     return (size_t)(p - buf);
 }
 
-size_t hgx_ofi_answer_encode(unsigned char *buf, uint64_t cookie, na_return_t status)
+size_t hgx_ofi_answer_encode(unsigned char *buf, uint64_t cookie, na_return_t status,
+                             uint32_t lease_us)
 {
-    ctrl_header(buf, HGX_OFI_CTRL_ANSWER, 0, 0, (uint32_t)status, cookie);
+    ctrl_header(buf, HGX_OFI_CTRL_ANSWER, 0, 0, (uint32_t)status, lease_us, cookie);
     return HGX_OFI_CTRL_HDR_SIZE;
 }
 
@@ -171,19 +250,22 @@ bool hgx_ofi_ctrl_decode(const unsigned char *buf, size_t len, size_t sender_len
                          struct hgx_ofi_ctrl *msg)
 {
     if (len < HGX_OFI_CTRL_HDR_SIZE || buf[0] != CTRL_MAGIC || buf[1] != CTRL_VERSION ||
-        hgx_get_u16(buf + 6) != 0 || hgx_get_u32(buf + 12) != 0)
+        hgx_get_u16(buf + 6) != 0)
         return false;
     msg->type = (enum hgx_ofi_ctrl_type)buf[2];
     msg->access = buf[3];
     msg->nranges = hgx_get_u16(buf + 4);
     msg->status = (na_return_t)hgx_get_u32(buf + 8);
+    msg->lease_us = hgx_get_u32(buf + 12);
     msg->cookie = hgx_get_u64(buf + 16);
     msg->sender = buf + HGX_OFI_CTRL_HDR_SIZE;
     msg->ranges = msg->sender + sender_len;
     if (msg->type == HGX_OFI_CTRL_ANSWER)
         return len == HGX_OFI_CTRL_HDR_SIZE && msg->access == 0 && msg->nranges == 0 &&
-               answer_status_valid(hgx_get_u32(buf + 8));
-    return msg->type == HGX_OFI_CTRL_CHECK && msg->access != 0 &&
+               answer_status_valid(hgx_get_u32(buf + 8)) &&
+               (msg->lease_us == 0 ||
+                (msg->status == NA_SUCCESS && msg->lease_us <= HGX_OFI_LEASE_MAX_US));
+    return msg->type == HGX_OFI_CTRL_CHECK && msg->lease_us == 0 && msg->access != 0 &&
            (msg->access & ~(HGX_OFI_CHECK_READ | HGX_OFI_CHECK_WRITE)) == 0 &&
            msg->status == NA_SUCCESS && msg->nranges > 0 &&
            msg->nranges <= HGX_OFI_CHECK_MAX_RANGES &&

@@ -221,7 +221,14 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
         if (atomic_exchange_explicit(&cls->active, false, memory_order_relaxed))
             atomic_store_explicit(&cls->idle_since_ns, now, memory_order_relaxed);
         uint64_t since = atomic_load_explicit(&cls->idle_since_ns, memory_order_relaxed);
+        /* A peer holding a lease of ours asks again when it ends: wake up
+         * then at the latest, and count the idle time from then. */
+        uint64_t renew = atomic_load_explicit(&cls->lease_end_ns, memory_order_relaxed);
+        if (renew > since && renew <= now)
+            since = renew;
         uint64_t step = na_backoff_step_ns(now > since ? now - since : 0);
+        if (renew > now && step > renew - now)
+            step = renew - now;
         if (step > deadline - now)
             step = deadline - now;
         /* An answer to our CHECK is due: a sleep would only delay it. */

@@ -4,6 +4,8 @@
  */
 #include "ofi_int.h"
 
+_Static_assert(OFI_RAW_ADDR_MAX <= HGX_OFI_LEASE_PEER_MAX, "a lease names its target");
+
 static void ofi_ctrl_post_locked(struct ofi_class *cls, struct ofi_ctrl_rx *rx)
 {
     void *desc = cls->ctrl_rx_mr ? fi_mr_desc(cls->ctrl_rx_mr) : NULL;
@@ -153,7 +155,9 @@ static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg
     size_t raw_len;
     struct ofi_peer *peer;
     struct hgx_ofi_range r = {0};
+    uint64_t keys[HGX_OFI_CHECK_MAX_RANGES];
     na_return_t status = NA_SUCCESS;
+    uint32_t lease_us = 0;
 
     if (!ofi_hdr_parse(cls, msg->sender, OFI_HDR_SIZE, raw, &raw_len) ||
         ofi_peer_get(cls, raw, raw_len, &peer) != NA_SUCCESS) {
@@ -165,7 +169,16 @@ static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     for (size_t i = 0; i < msg->nranges && status == NA_SUCCESS; i++) {
         hgx_ofi_ctrl_range(msg, i, &r);
+        keys[i] = r.key;
         status = hgx_ofi_keytab_check(&cls->keys, r.key, r.addr, r.len, msg->access);
+    }
+    if (status == NA_SUCCESS) {
+        uint64_t now = hgx_clock_now_ns();
+        lease_us = hgx_ofi_keytab_lease(&cls->keys, keys, msg->nranges, now);
+        if (lease_us)
+            atomic_store_explicit(&cls->lease_end_ns,
+                                  now + (uint64_t)lease_us * HGX_NS_PER_US,
+                                  memory_order_relaxed);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
     if (status != NA_SUCCESS) {
@@ -178,11 +191,86 @@ static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg
                         (unsigned long long)r.len, (unsigned long long)r.addr, who,
                         ofi_check_refusal(status), atomic_load(&cls->n_check_refused));
     }
-    ssize_t rc = ofi_ctrl_send(cls, peer, answer,
-                               hgx_ofi_answer_encode(answer, msg->cookie, status));
+    ssize_t rc = ofi_ctrl_send(
+        cls, peer, answer, hgx_ofi_answer_encode(answer, msg->cookie, status, lease_us));
     if (rc != 0)
         HGX_LOG_ERROR(OFI, "answering an RMA check failed: %s", fi_strerror((int)-rc));
     ofi_peer_put(cls, peer);
+}
+
+/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES:
+ * one per remote segment, its runs merged. */
+static size_t ofi_check_ranges(struct na_seg_cursor *cur, struct hgx_ofi_range *ranges)
+{
+    size_t n = 0, last = SIZE_MAX;
+    struct na_seg_cursor before = *cur;
+    struct na_seg_run run;
+
+    while (na_seg_cursor_next(cur, &run)) {
+        if (run.remote_index == last) {
+            ranges[n - 1].len += run.len;
+        } else if (n == HGX_OFI_CHECK_MAX_RANGES) {
+            *cur = before; /* the run starts the next CHECK */
+            break;
+        } else {
+            const struct ofi_seg *rs = ofi_seg_at(&cur->remote, run.remote_index);
+            ranges[n++] =
+                (struct hgx_ofi_range){rs->key, rs->addr + run.remote_offset, run.len};
+            last = run.remote_index;
+        }
+        before = *cur;
+    }
+    return n;
+}
+
+static unsigned int ofi_check_access(const struct ofi_op *oop)
+{
+    return oop->kind == OFI_OP_PUT ? HGX_OFI_CHECK_WRITE : HGX_OFI_CHECK_READ;
+}
+
+/* Origin: a put/get whose remote ranges fit one CHECK, and those ranges. */
+static bool ofi_check_one(const struct ofi_op *oop, struct hgx_ofi_range *ranges,
+                          size_t *n)
+{
+    struct na_seg_cursor cur = oop->cur;
+    *n = ofi_check_ranges(&cur, ranges);
+    return cur.left == 0;
+}
+
+/* Origin, under ctrl_lock: keep the lease an answer granted to a claimed op
+ * (one CHECK: a lease names every range of it), counted from when the
+ * CHECK left, before the target started it. */
+static void ofi_check_lease_keep_locked(struct ofi_class *cls, const struct ofi_op *oop,
+                                        uint32_t lease_us)
+{
+    struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
+    size_t n;
+
+    if (lease_us == 0 || !ofi_check_one(oop, ranges, &n))
+        return;
+    uint64_t until = oop->check_start_ns + (uint64_t)lease_us * HGX_NS_PER_US;
+    for (size_t i = 0; i < n; i++)
+        hgx_ofi_leases_add(&cls->leases, oop->peer->raw, oop->peer->len, &ranges[i],
+                           ofi_check_access(oop), until);
+}
+
+/* Origin: whether leases the target granted cover every remote range of a
+ * put/get now, so that it may go without a CHECK. */
+bool ofi_check_leased(struct ofi_class *cls, struct ofi_op *oop)
+{
+    struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
+    size_t n;
+
+    if (!ofi_check_one(oop, ranges, &n))
+        return false;
+    uint64_t now = hgx_clock_now_ns();
+    bool covered = true;
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    for (size_t i = 0; i < n && covered; i++)
+        covered = hgx_ofi_leases_cover(&cls->leases, oop->peer->raw, oop->peer->len,
+                                       &ranges[i], ofi_check_access(oop), now);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return covered;
 }
 
 /* Origin: the op stops waiting; the caller now owns its next step. */
@@ -224,8 +312,11 @@ static void ofi_ctrl_answer(struct ofi_class *cls, const struct hgx_ofi_ctrl *ms
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     struct ofi_op *oop = na_slots_get_cookie(&cls->cookies, msg->cookie);
     bool claimed = oop && (msg->status != NA_SUCCESS || --oop->checks_left == 0);
-    if (claimed)
+    if (claimed) {
         ofi_check_claim_locked(cls, oop);
+        if (msg->status == NA_SUCCESS)
+            ofi_check_lease_keep_locked(cls, oop, msg->lease_us);
+    }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
     if (!oop) {
         atomic_fetch_add(&cls->n_stale_answers, 1);
@@ -256,31 +347,6 @@ void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
 }
 
-/* The next remote ranges of a put/get, at most HGX_OFI_CHECK_MAX_RANGES:
- * one per remote segment, its runs merged. */
-static size_t ofi_check_ranges(struct na_seg_cursor *cur, struct hgx_ofi_range *ranges)
-{
-    size_t n = 0, last = SIZE_MAX;
-    struct na_seg_cursor before = *cur;
-    struct na_seg_run run;
-
-    while (na_seg_cursor_next(cur, &run)) {
-        if (run.remote_index == last) {
-            ranges[n - 1].len += run.len;
-        } else if (n == HGX_OFI_CHECK_MAX_RANGES) {
-            *cur = before; /* the run starts the next CHECK */
-            break;
-        } else {
-            const struct ofi_seg *rs = ofi_seg_at(&cur->remote, run.remote_index);
-            ranges[n++] =
-                (struct hgx_ofi_range){rs->key, rs->addr + run.remote_offset, run.len};
-            last = run.remote_index;
-        }
-        before = *cur;
-    }
-    return n;
-}
-
 /* Origin: ask the target to judge every remote range of a put/get (at most
  * HGX_OFI_CHECK_MAX_RANGES per CHECK); ofi_ctrl_answer posts it once all
  * answers agreed. Once the first CHECK is out an answer may end the op on
@@ -291,15 +357,15 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
     struct na_seg_cursor cur = oop->cur;
     struct ofi_peer *peer = oop->peer;
-    unsigned int access =
-        oop->kind == OFI_OP_PUT ? HGX_OFI_CHECK_WRITE : HGX_OFI_CHECK_READ;
+    unsigned int access = ofi_check_access(oop);
     ssize_t rc = 0;
 
     oop->checks_left = 0;
     for (struct na_seg_cursor c = cur; c.left > 0; oop->checks_left++)
         ofi_check_ranges(&c, ranges);
-    oop->check_deadline_ms = hgx_clock_now_ms() + OFI_CHECK_TIMEOUT_MS;
-    atomic_store_explicit(&cls->check_sent_ns, hgx_clock_now_ns(), memory_order_relaxed);
+    oop->check_start_ns = hgx_clock_now_ns();
+    oop->check_deadline_ms = oop->check_start_ns / HGX_NS_PER_MS + OFI_CHECK_TIMEOUT_MS;
+    atomic_store_explicit(&cls->check_sent_ns, oop->check_start_ns, memory_order_relaxed);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     uint32_t index, gen;
     bool ok = na_slots_add(&cls->cookies, oop, &index, &gen);

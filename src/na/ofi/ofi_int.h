@@ -39,7 +39,7 @@
  * Where the provider does not check RMA at the target (shm), the origin
  * asks the target first: a CHECK over the control tag, answered from the
  * target's table of live registrations (na_ofi_check.h), and only an OK
- * answer lets the put/get be posted.
+ * answer, or a lease an earlier one granted, lets the put/get be posted.
  *
  * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
  * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
@@ -349,6 +349,7 @@ struct ofi_op {
     size_t checks_left;
     uint64_t cookie;
     uint64_t check_deadline_ms;
+    uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
 };
 
@@ -428,6 +429,8 @@ struct ofi_class {
     struct na_slots cookies;        /* our ops waiting for answers */
     struct ofi_list checking;       /* those ops, first deadline first */
     _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
+    struct hgx_ofi_leases leases;   /* granted to us by targets */
+    _Atomic uint64_t lease_end_ns;  /* the last lease we granted ends */
     struct ofi_ctrl_rx *ctrl_rx;    /* OFI_CTRL_RECVS receives */
     struct fid_mr *ctrl_rx_mr;      /* FI_MR_LOCAL providers */
     atomic_int ctrl_unposted;       /* receives to post again */
@@ -656,6 +659,7 @@ na_return_t ofi_ctrl_init(struct ofi_class *cls);
 void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_t ret,
                        size_t len);
 void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop);
+bool ofi_check_leased(struct ofi_class *cls, struct ofi_op *oop);
 bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_ctrl_progress(struct ofi_class *cls);
 

@@ -133,8 +133,9 @@ static void ofi_mh_close_segs(struct ofi_class *cls, struct ofi_mem_handle *mh)
         if (mh->segs[i].mr) {
             if (cls->proto->rma_unchecked) {
                 ofi_mutex_lock(cls, &cls->ctrl_lock);
-                hgx_ofi_keytab_remove(&cls->keys, mh->segs[i].key);
+                uint64_t lease_end = hgx_ofi_keytab_remove(&cls->keys, mh->segs[i].key);
                 ofi_mutex_unlock(cls, &cls->ctrl_lock);
+                hgx_ofi_lease_wait(lease_end); /* no transfer starts after we return */
             }
             ofi_mr_close(mh->segs[i].mr);
             mh->segs[i].mr = NULL;

@@ -337,7 +337,7 @@ na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
     }
     atomic_store(&oop->part_ret, NA_SUCCESS);
     atomic_store(&oop->parts_left, oop->nparts + 1);
-    if (cls->proto->rma_unchecked) {
+    if (cls->proto->rma_unchecked && !ofi_check_leased(cls, oop)) {
         ofi_check_start(cls, oop);
         return NA_SUCCESS;
     }
