@@ -626,6 +626,38 @@ static void test_unreachable(void **state)
     assert_true(test_now() - start < 2.0);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
     assert_int_equal(HG_Addr_free(env->cli, a), HG_SUCCESS);
+
+    /* NA_NO_RETRY set through hg_init_info (Margo's na_no_retry): a refusal
+     * of the transport is not retried. Over ofi+tcp and ofi+shm the
+     * provider refuses the send (EAGAIN), so HG_Forward itself fails with
+     * HG_AGAIN; the others fail the forward as above. */
+    struct hg_init_info nii = HG_INIT_INFO_INITIALIZER;
+    char cinfo[TEST_ADDR_MAX];
+    test_client_info(env->addr_str, cinfo, sizeof(cinfo));
+    nii.na_init_info.progress_mode = NA_NO_RETRY;
+    hg_class_t *cls = HG_Init_opt(cinfo, HG_FALSE, &nii);
+    assert_non_null(cls);
+    hg_context_t *ctx = HG_Context_create(cls);
+    assert_non_null(ctx);
+    hg_id_t id = HG_Register_name(cls, "echo", in_proc, out_proc, NULL);
+    assert_int_equal(HG_Addr_lookup2(cls, name, &a), HG_SUCCESS);
+    assert_int_equal(HG_Create(ctx, a, id, &h), HG_SUCCESS);
+    f = (struct fwd){0};
+    ret = HG_Forward(h, fwd_cb, &f, &args);
+    for (double end = test_now() + UNREACHABLE_BOUND_S;
+         ret == HG_SUCCESS && !f.done && test_now() < end;)
+        progress_ctx(ctx);
+    if (ret == HG_SUCCESS && f.done)
+        ret = f.ret;
+    print_message("# %s NA_NO_RETRY: forward to %s: %s\n", env->info, name,
+                  HG_Error_to_string(ret));
+    if (!strncmp(env->info, "ofi+tcp", 7) || !strncmp(env->info, "ofi+shm", 7))
+        assert_int_equal(ret, HG_AGAIN);
+    assert_int_not_equal(ret, HG_SUCCESS);
+    assert_int_equal(HG_Destroy(h), HG_SUCCESS);
+    assert_int_equal(HG_Addr_free(cls, a), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(cls), HG_SUCCESS);
 }
 
 /* Mercury's test_lookup: threads look the server up, remove it from the
