@@ -221,7 +221,9 @@ typedef void (*na_cb_t)(const struct na_cb_info *callback_info);
 /* Progress modes */
 /** progress_mode: busy-poll, never block in the transport. */
 #define NA_NO_BLOCK 0x01
-/** progress_mode: Mercury's no-retry bit (no effect in hgx). */
+/** progress_mode: no retry of operations in progress: a post the transport
+ *  refuses for lack of resources (OFI: the provider's EAGAIN; UCX: the peer's
+ *  send window full) fails with NA_AGAIN instead of waiting to be retried. */
 #define NA_NO_RETRY 0x02
 
 /* Thread modes */

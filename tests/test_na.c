@@ -5,11 +5,16 @@
  */
 #include "na_test_proto.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -720,6 +725,155 @@ static void test_bad_info(void **state)
     assert_string_equal(NA_Error_to_string(NA_CANCELED), "NA_CANCELED");
 }
 
+/* An address of this transport that no process answers: the server's with
+ * a loopback port just closed, or for a shm name a process that just ended. */
+static bool dead_peer_name(const char *server, char *name, size_t size)
+{
+    const char *rest = strstr(server, "://");
+    int plen = (int)(rest - server) + 3;
+
+    if (strchr(rest, '.')) {
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(sin);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&sin, len) == 0 &&
+                  getsockname(fd, (struct sockaddr *)&sin, &len) == 0;
+        if (fd >= 0)
+            close(fd);
+        return ok && snprintf(name, size, "%.*s127.0.0.1:%u", plen, server,
+                              ntohs(sin.sin_port)) < (int)size;
+    }
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    return pid > 0 && waitpid(pid, NULL, 0) == pid &&
+           snprintf(name, size, "%.*s%d:0:0", plen, server, (int)pid) < (int)size;
+}
+
+/* Post an unexpected message to dead; its completion (or the post's own
+ * refusal) in *done, within 2 s. Returns what the post returned. */
+static na_return_t send_to_dead(na_class_t *cls, na_context_t *ctx, na_addr_t *dead,
+                                struct na_test_done *done)
+{
+    size_t size = NA_Msg_get_unexpected_header_size(cls) + 16;
+    void *plugin_data = NULL;
+    char *buf = NA_Msg_buf_alloc(cls, size, NA_SEND, &plugin_data);
+    na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
+    assert_non_null(buf);
+    NA_Msg_init_unexpected(cls, buf, size);
+    na_return_t ret = NA_Msg_send_unexpected(cls, ctx, na_test_cb, done, buf, size,
+                                             plugin_data, dead, 0, 1, op);
+    if (ret == NA_SUCCESS)
+        assert_true(na_test_wait(cls, ctx, done, 1, 2000));
+    else
+        done->ret = ret;
+    NA_Op_destroy(cls, op);
+    NA_Msg_buf_free(cls, buf, plugin_data);
+    return ret;
+}
+
+/* A peer that is not there: a default class's send fails by itself within
+ * 2 s (Margo's bound). With NA_NO_RETRY (Mercury 2.4.1: "no retry of
+ * operations in progress") the OFI providers' refusal (EAGAIN: rxm
+ * connects again at each post, shm finds no region) is the post's own
+ * NA_AGAIN at once; UCX and sockets do not refuse for resources there. */
+static void test_dead_peer(void **state)
+{
+    struct na_test_state *st = *state;
+    struct na_init_info init = NA_INIT_INFO_INITIALIZER;
+    char name[TEST_ADDR_MAX];
+    na_addr_t *dead = NULL;
+
+    assert_true(dead_peer_name(st->srv.addr, name, sizeof(name)));
+    assert_int_equal(NA_Addr_lookup(st->cls, name, &dead), NA_SUCCESS);
+    struct na_test_done done = {0};
+    double start = test_now();
+    send_to_dead(st->cls, st->ctx, dead, &done);
+    print_message("# %s: send to %s: %s after %.3f s\n", st->info, name,
+                  NA_Error_to_string(done.ret), test_now() - start);
+    assert_int_not_equal(done.ret, NA_SUCCESS);
+    assert_int_not_equal(done.ret, NA_AGAIN);
+    NA_Addr_free(st->cls, dead);
+
+    init.progress_mode = NA_NO_RETRY;
+    na_class_t *cls = NA_Initialize_opt(st->info, false, &init);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    assert_int_equal(NA_Addr_lookup(cls, name, &dead), NA_SUCCESS);
+    memset(&done, 0, sizeof(done));
+    na_return_t posted = send_to_dead(cls, ctx, dead, &done);
+    print_message("# %s NA_NO_RETRY: post %s, send %s\n", st->info,
+                  NA_Error_to_string(posted), NA_Error_to_string(done.ret));
+    if (!strncmp(st->info, "ofi+tcp", 7) || !strncmp(st->info, "ofi+shm", 7))
+        assert_int_equal(posted, NA_AGAIN);
+    assert_int_not_equal(done.ret, NA_SUCCESS);
+    NA_Addr_free(cls, dead);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
+/* UCX refuses a send for resources when the peer's send window is full
+ * (HGX_UCX_SEND_WINDOW sends holding a UCX request): with NA_NO_RETRY the
+ * post returns NA_AGAIN there, where a default class queues the send. With
+ * a window of 1 and the server stalled, sends go back to back until the
+ * transport holds one (its socket or fifo full), and the next is refused. */
+static void test_no_retry_window(void **state)
+{
+    struct na_test_state *st = *state;
+    enum { N = 4096 };
+
+    if (strncmp(st->info, "ucx+", 4) != 0 && strncmp(st->info, "na+sm", 5) != 0) {
+        print_message("# %s: no send window (OFI's refusals: test_dead_peer)\n",
+                      st->info);
+        return;
+    }
+    struct na_init_info init = NA_INIT_INFO_INITIALIZER;
+    init.progress_mode = NA_NO_RETRY;
+    setenv("HGX_UCX_SEND_WINDOW", "1", 1);
+    na_class_t *cls = NA_Initialize_opt(st->info, false, &init);
+    unsetenv("HGX_UCX_SEND_WINDOW");
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    na_addr_t *srv = NULL;
+    assert_int_equal(NA_Addr_lookup(cls, st->srv.addr, &srv), NA_SUCCESS);
+    size_t size = NA_Msg_get_max_expected_size(cls);
+    void *plugin_data = NULL;
+    char *buf = NA_Msg_buf_alloc(cls, size, NA_SEND, &plugin_data);
+    struct na_test_done *done = calloc(N, sizeof(*done));
+    na_op_id_t **ops = calloc(N, sizeof(*ops));
+    int n = 0;
+    na_return_t ret = NA_SUCCESS;
+    /* The first send waits for the wire-up (not a refusal). */
+    for (; n < N && ret == NA_SUCCESS; n++) {
+        ops[n] = NA_Op_create(cls, NA_OP_SINGLE);
+        ret = NA_Msg_send_expected(cls, ctx, na_test_cb, &done[n], buf, size, plugin_data,
+                                   srv, 0, 0xfff00000u + (na_tag_t)n, ops[n]);
+        if (n == 0) {
+            assert_int_equal(ret, NA_SUCCESS);
+            assert_true(na_test_wait(cls, ctx, &done[0], 1, 5000));
+            struct na_test_cmd stall = {.op = CMD_STALL, .a = 3000};
+            double stalled = test_now();
+            call(st, stall, NULL, 0, NULL, 0, NULL);
+            progress_until(st, stalled + 0.2); /* the server is asleep now */
+        }
+    }
+    print_message("# %s NA_NO_RETRY, window 1, server stalled: send %d: %s\n", st->info,
+                  n, NA_Error_to_string(ret));
+    for (int i = 0; i < n; i++) {
+        if (i < n - 1 || ret == NA_SUCCESS)
+            assert_true(na_test_wait(cls, ctx, &done[i], 1, 10000));
+        NA_Op_destroy(cls, ops[i]);
+    }
+    free(ops);
+    free(done);
+    NA_Msg_buf_free(cls, buf, plugin_data);
+    NA_Addr_free(cls, srv);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+    assert_int_equal(ret, NA_AGAIN);
+}
+
 int main(void)
 {
     const char *const *transports;
@@ -740,6 +894,8 @@ int main(void)
         cmocka_unit_test(test_self),
         cmocka_unit_test(test_unexpected_backlog),
         cmocka_unit_test(test_optional_features),
+        cmocka_unit_test(test_dead_peer),
+        cmocka_unit_test(test_no_retry_window),
     };
     for (size_t i = 0; i < n; i++) {
         char name[64];

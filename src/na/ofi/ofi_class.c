@@ -389,6 +389,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     ofi_list_init(&cls->checking);
     cls->wait_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
+    cls->no_retry = (na_class->progress_mode & NA_NO_RETRY) != 0;
     cls->single = na_class->single;
     hgx_lock_init_mode(&cls->ctx_lock, cls->single);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
@@ -447,11 +448,7 @@ static void ofi_cleanup(void)
     if (!dir)
         return;
     while ((ent = readdir(dir)) != NULL) {
-        int pid, a, b, end = 0;
-        if (sscanf(ent->d_name, "%d:%d:%d%n", &pid, &a, &b, &end) != 3 ||
-            ent->d_name[end] != '\0' || pid <= 0)
-            continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
+        if (!ofi_shm_owner_gone(ent->d_name))
             continue;
         char path[300];
         snprintf(path, sizeof(path), "/dev/shm/%s", ent->d_name);

@@ -41,8 +41,13 @@
  * target's table of live registrations (na_ofi_check.h), and only an OK
  * answer, or a lease an earlier one granted, lets the put/get be posted.
  *
- * Posts the provider refuses with EAGAIN (rxm while it connects) wait in a
- * retry queue that progress drains. Cancel uses fi_cancel; what happens to an
+ * Posts the provider refuses with EAGAIN (full queues, rxm while it
+ * connects) wait in a retry queue that progress drains. The providers say
+ * no more about a peer that is not there (rxm connects again at every post,
+ * shm looks for the peer's region again): while a peer's posts wait, hgx
+ * checks the peer itself (ofi_reach.c) and fails them with NA_HOSTUNREACH
+ * as soon as it finds the peer gone. NA_NO_RETRY turns every such refusal
+ * into NA_AGAIN for the caller instead. Cancel uses fi_cancel; what happens to an
  * op still pending HGX_NA_CANCEL_TIMEOUT_MS later (1 s by default) depends on
  * the provider (see ofi_cancel_policy and ofi_cancel_state.h): it may be
  * completed without the provider, whose contexts therefore live in a class
@@ -116,10 +121,22 @@
 #define OFI_MH_SEG_SIZE 24 /* addr u64, len u64, key u64 */
 
 #define OFI_CQ_BATCH 16
-#define OFI_CQ_MAX_ROUNDS 16      /* bound the work of one poll */
-#define OFI_RETRY_POLL_MS 1       /* progress often while posts wait to be retried */
-#define OFI_RETRY_TIMEOUT_MS 5000 /* then a refused post fails (peer unreachable) */
-#define OFI_RETRY_BLOCKED_MAX 16  /* refused peers tracked in one retry pass */
+#define OFI_CQ_MAX_ROUNDS 16 /* bound the work of one poll */
+#define OFI_RETRY_POLL_MS 1  /* progress often while posts wait to be retried */
+/* A refused post whose peer is not found gone (a listener that never
+ * completes the connection, a link that drops packets, a peer that stopped
+ * draining its shm queue) fails this long after its first refusal, with
+ * NA_HOSTUNREACH: the UCX plugin's bound for a connection (UCX_CONNECT_MS). */
+#define OFI_RETRY_TIMEOUT_MS 5000
+#define OFI_RETRY_BLOCKED_MAX 16 /* refused peers tracked in one retry pass */
+/* Checking a refused peer (ofi_reach.c). Over tcp and sockets hgx connects
+ * to it itself once the provider has had OFI_REACH_GRACE_MS to connect: rxm
+ * connects within a few of its 10 ms CM progress turns, and a peer that
+ * connects in time is not disturbed by a stray connection. Over shm the
+ * peer's region and process are looked at from the first refusal. Looked at
+ * again every OFI_REACH_POLL_MS while the posts wait. */
+#define OFI_REACH_GRACE_MS 100
+#define OFI_REACH_POLL_MS 10
 /* A canceled op still pending after HGX_NA_CANCEL_TIMEOUT_MS is canceled
  * again, and this long after that completed without the provider where the
  * policy allows it. */
@@ -128,7 +145,11 @@
 /* RMA check: receives kept posted for control messages, and how long an op
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
 #define OFI_CTRL_RECVS 2
-#define OFI_CHECK_TIMEOUT_MS OFI_RETRY_TIMEOUT_MS
+/* The target answers a CHECK from its progress, so this bounds how long a
+ * target may go without progress before puts and gets to it fail. Not the
+ * refusal bound: the CHECK left, the peer is there; 5 s as that bound, so
+ * both ways of not hearing from a peer end alike. */
+#define OFI_CHECK_TIMEOUT_MS 5000
 /* Without a wait fd, poll without sleeping this long after a CHECK left: its
  * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
 #define OFI_CHECK_SPIN_NS 200000
@@ -218,6 +239,16 @@ struct ofi_proto {
     bool recv_stale_ignore;
 };
 
+/* What hgx found out itself about a peer whose posts wait in the retry
+ * queue (ofi_reach.c); valid from the first of them queued to the last one
+ * out, under the class lock. */
+struct ofi_reach {
+    uint64_t next_ms; /* look again then */
+    int fd;           /* tcp and sockets: our own connect in flight, or -1 */
+    bool settled;     /* a listener answered, or there is no telling: wait */
+    int gone;         /* errno: why the peer is not there (0: not found gone) */
+};
+
 /* One remote endpoint; shared by every na_addr that names it. */
 struct ofi_peer {
     _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
@@ -225,6 +256,7 @@ struct ofi_peer {
     atomic_int queued;        /* its ops in the retry queue */
     atomic_int bounces;       /* bounced gets the provider may still serve */
     bool removed;             /* NA_Addr_set_remove: free once unreferenced */
+    struct ofi_reach reach;
     size_t len;
     unsigned char raw[];
 };
@@ -380,6 +412,7 @@ struct ofi_class {
     struct fid_cq *cq;
     int wait_fd;         /* -1 when the CQ has no fd (shm, NA_NO_BLOCK) */
     bool no_block;       /* NA_NO_BLOCK: never wait, so no CQ wait object */
+    bool no_retry;       /* NA_NO_RETRY: a refused post fails with NA_AGAIN */
     bool single;         /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
     char bind_desc[300]; /* " on HOST:PORT" for setup errors, "" for shm */
     uint64_t mr_mode;
@@ -633,6 +666,13 @@ void ofi_bounce_copy_out(const struct ofi_op *oop);
 ssize_t ofi_post_rma_part(struct ofi_class *cls, struct ofi_op *oop, struct ofi_ctx *ctx);
 void ofi_rma_part_end(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
 na_ops_rma_fn ofi_rma;
+
+/* ofi_reach.c */
+bool ofi_shm_owner_gone(const char *name);
+void ofi_reach_start(const struct ofi_class *cls, struct ofi_peer *peer, uint64_t now_ms);
+void ofi_reach_end(struct ofi_peer *peer);
+int ofi_reach_check_locked(const struct ofi_class *cls, struct ofi_peer *peer,
+                           uint64_t now_ms);
 
 /* ofi_cq.c */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,

@@ -289,12 +289,15 @@ void ofi_retry_unlink_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     ofi_list_remove(&cls->retry, &oop->retry_link);
     oop->retry_queued = false;
-    atomic_fetch_sub(ofi_queued_count(cls, oop), 1);
+    if (atomic_fetch_sub(ofi_queued_count(cls, oop), 1) == 1 && oop->peer)
+        ofi_reach_end(oop->peer);
 }
 
 /* Hand an op to the provider. Refusals with EAGAIN (full queues, rxm still
  * connecting to a new peer) park it in the retry queue that progress drains:
- * spinning here would deadlock a thread that also serves the peer. */
+ * spinning here would deadlock a thread that also serves the peer. With
+ * NA_NO_RETRY they fail with NA_AGAIN instead (Mercury's "no retry of
+ * operations in progress"). */
 na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
 {
     bool guard = ofi_post_ends_guard(oop);
@@ -307,16 +310,21 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
             ofi_post_done(cls, oop, guard);
             return NA_SUCCESS;
         }
-        if (rc != -FI_EAGAIN) {
-            ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
+        if (rc != -FI_EAGAIN || cls->no_retry) {
+            if (rc == -FI_EAGAIN)
+                HGX_LOG_DEBUG(OFI, "refused post not retried (NA_NO_RETRY)");
+            else
+                ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
             return ofi_post_failed(cls, oop, ofi_na_error((int)-rc), async);
         }
     }
-    oop->retry_deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    uint64_t now = hgx_clock_now_ms();
+    oop->retry_deadline_ms = now + OFI_RETRY_TIMEOUT_MS;
     ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
     ofi_list_push(&cls->retry, &oop->retry_link);
-    atomic_fetch_add(ofi_queued_count(cls, oop), 1);
+    if (atomic_fetch_add(ofi_queued_count(cls, oop), 1) == 0 && oop->peer)
+        ofi_reach_start(cls, oop->peer, now);
     ofi_mutex_unlock(cls, &cls->lock);
     return NA_SUCCESS;
 }
@@ -337,6 +345,9 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
         ofi_part_done(cls, oop, NA_SUCCESS); /* put/get fully posted: drop the guard */
     } else if (rc == -FI_ECANCELED) {
         ofi_abandon_canceled(cls, oop);
+    } else if (rc == -FI_EHOSTUNREACH) {
+        /* Found gone by ofi_reach_check_locked, which said why. */
+        ofi_post_failed(cls, oop, NA_HOSTUNREACH, true);
     } else if (rc == -FI_ETIMEDOUT) {
         char why[64];
         snprintf(why, sizeof(why), "still refused after %d ms (peer unreachable?)",
@@ -347,6 +358,15 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
         ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
         ofi_post_failed(cls, oop, ofi_na_error((int)-rc), true);
     }
+}
+
+/* A queued post refused again: -FI_EHOSTUNREACH once its peer is found
+ * gone, else -FI_EAGAIN (it keeps waiting). */
+static ssize_t ofi_refused_again_locked(const struct ofi_class *cls, struct ofi_op *oop,
+                                        uint64_t now_ms)
+{
+    return oop->peer && ofi_reach_check_locked(cls, oop->peer, now_ms) ? -FI_EHOSTUNREACH
+                                                                       : -FI_EAGAIN;
 }
 
 static bool ofi_peer_blocked(struct ofi_peer *const *blocked, size_t n,
@@ -362,7 +382,8 @@ static bool ofi_peer_blocked(struct ofi_peer *const *blocked, size_t n,
  * an op while we post it. A message posted here needs nothing more; every
  * other op leaving the queue is ended after unlocking (ending takes the
  * lock), which is safe as nothing of it is in flight or its posting guard
- * holds it. A peer refused in this pass keeps its later ops waiting. */
+ * holds it. A peer refused in this pass keeps its later ops waiting; one
+ * found gone has all of them fail. */
 void ofi_retry_progress(struct ofi_class *cls)
 {
     struct ofi_peer *blocked[OFI_RETRY_BLOCKED_MAX];
@@ -381,6 +402,8 @@ void ofi_retry_progress(struct ofi_class *cls)
         bool guard = ofi_post_ends_guard(oop);
         if (na_op_cancel_requested(na_op_from_plugin(oop)) && !ofi_op_unstoppable(oop))
             rc = -FI_ECANCELED;
+        else if (oop->peer && oop->peer->reach.gone)
+            rc = -FI_EHOSTUNREACH;
         else if (now >= oop->retry_deadline_ms)
             rc = -FI_ETIMEDOUT;
         else if (ofi_peer_blocked(blocked, nblocked, oop->peer))
@@ -389,7 +412,8 @@ void ofi_retry_progress(struct ofi_class *cls)
                  ofi_peer_fi_addr_locked(cls, oop->peer, &oop->fi_addr) != NA_SUCCESS)
             rc = -FI_EADDRNOTAVAIL; /* its entry was dropped meanwhile and is refused now
                                      */
-        else if ((rc = ofi_post(cls, oop)) == -FI_EAGAIN) {
+        else if ((rc = ofi_post(cls, oop)) == -FI_EAGAIN &&
+                 (rc = ofi_refused_again_locked(cls, oop, now)) == -FI_EAGAIN) {
             if (nblocked == OFI_RETRY_BLOCKED_MAX)
                 break;
             blocked[nblocked++] = oop->peer;

@@ -153,10 +153,19 @@ static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag,
 }
 
 /* A send UCX was not given: queued behind others or for resources (the
- * window is full), or failed. Lock held. */
-static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st)
+ * window is full, or sends wait for room in it), or failed. With
+ * NA_NO_RETRY a send refused for resources fails with NA_AGAIN instead;
+ * one waiting for the connection's wire-up still queues, as UCX itself
+ * takes sends on an endpoint it is wiring up. Lock held. */
+static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st, bool wiring)
 {
     struct ucx_peer *p = uop->peer;
+    if (st == UCS_ERR_NO_RESOURCE && !wiring &&
+        (p->cls->na_class->progress_mode & NA_NO_RETRY)) {
+        HGX_LOG_DEBUG(UCX, "send to %s refused (window full), not retried (NA_NO_RETRY)",
+                      p->str);
+        return NA_AGAIN;
+    }
     if (st == UCS_ERR_NO_RESOURCE) {
         hgx_list_push_back(&p->pend, &uop->qlink);
         ucx_queued_add(p->cls, 1);
@@ -191,11 +200,11 @@ ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
         uop->gen = p->gen;
         /* Behind queued sends, out of resources or not connected yet: queue
          * to keep the order. */
-        ucs_status_t st = !hgx_list_empty(&p->pend) || p->state != UCX_CONN_UP
-                              ? UCS_ERR_NO_RESOURCE
-                              : ucx_send_post(uop);
+        bool wiring = p->state != UCX_CONN_UP;
+        ucs_status_t st = wiring || !hgx_list_empty(&p->pend) ? UCS_ERR_NO_RESOURCE
+                                                              : ucx_send_post(uop);
         if (__builtin_expect(UCS_STATUS_IS_ERR(st), 0))
-            ret = ucx_send_not_posted(uop, st);
+            ret = ucx_send_not_posted(uop, st, wiring);
     }
     hgx_unlock(&cls->lock);
     return ret;
