@@ -3,8 +3,8 @@
  * access, and the serialized descriptor a peer uses to reach the memory.
  *
  * Descriptor (little-endian): 0 magic u32 | 4 version u8 | 5 flags u8 |
- * 6 reserved u16 (0) | 8 segment_count u32 | 12 na_size u32 | 16 len u64 |
- * 24 local_id u64 | 32 NA memory handle (na_size bytes).
+ * 6 options u8 | 7 reserved u8 (0) | 8 segment_count u32 | 12 na_size u32 |
+ * 16 len u64 | 24 local_id u64 | 32 NA memory handle (na_size bytes).
  * A handle bound with HG_Bulk_bind() sets bit 0 of the options field and
  * appends its owner: context_id u8 | addr_size u32 | NA address (serialized),
  * so that a holder can transfer with HG_Bulk_bind_transfer().
