@@ -1,7 +1,8 @@
 /*
  * fuzz_bulk_deserialize.c -- libFuzzer target: HG_Bulk_deserialize (hg
- * descriptor header + the NA memory handle inside) and NA_Mem_handle_deserialize
- * directly, on an ofi+tcp class, from untrusted bytes.
+ * descriptor header, the NA memory handle inside, the owner of a bound handle
+ * and the data of an eager one) and NA_Mem_handle_deserialize directly, on an
+ * ofi+tcp class, from untrusted bytes.
  *
  * Input: byte 0 selects the entry point (even: HG_Bulk_deserialize, odd:
  * NA_Mem_handle_deserialize); the rest is the descriptor.

@@ -20,7 +20,8 @@
 
 /** Serialization flag: the peer is reached through shared memory (no effect in hgx). */
 #define HG_BULK_SM (1 << 0)
-/** Serialization flag: carry the data inside the descriptor (no effect in hgx). */
+/** Serialization flag: a readable local handle's descriptor carries its data, so that
+ * the holder's pulls need no RMA. */
 #define HG_BULK_EAGER (1 << 1)
 
 #ifdef __cplusplus
@@ -140,9 +141,10 @@ HG_PUBLIC uint32_t HG_Bulk_get_segment_count(hg_bulk_t handle);
 HG_PUBLIC uint8_t HG_Bulk_get_flags(hg_bulk_t handle);
 
 /**
- * Get the size of the descriptor HG_Bulk_serialize() writes.
+ * Get the size of the descriptor HG_Bulk_serialize() writes with the same flags.
  * \param[in] handle bulk handle
- * \param[in] flags HG_BULK_SM / HG_BULK_EAGER (ignored)
+ * \param[in] flags HG_BULK_EAGER: include the data of a readable local handle
+ *        (8 bytes and its size more); HG_BULK_SM: no effect
  * \return bytes HG_Bulk_serialize() writes, 0 for HG_BULK_NULL
  */
 HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags);
@@ -151,10 +153,14 @@ HG_PUBLIC hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long f
  * Write a descriptor of the handle that a peer can deserialize. For a
  * deserialized (remote) handle it is the descriptor the handle was made from,
  * so the handle can be passed on to a third process (as in Mercury); access
- * is still checked by the owner of the memory.
+ * is still checked by the owner of the memory. With HG_BULK_EAGER, a local
+ * handle whose flags include HG_BULK_READ_ONLY (read-only or read-write)
+ * copies its bytes into the descriptor: the handle made from it keeps them
+ * and serves pulls from them with no RMA (later changes to the memory are
+ * not seen); pushes still go to the owner.
  * \param[out] buf destination
  * \param[in] buf_size its size
- * \param[in] flags HG_BULK_SM / HG_BULK_EAGER (ignored)
+ * \param[in] flags HG_BULK_EAGER: carry the data (see above); HG_BULK_SM: no effect
  * \param[in] handle bulk handle, local or deserialized
  * \return HG_SUCCESS; HG_OVERFLOW (buf too small); HG_INVALID_ARG; or the NA error
  *         of serializing the memory handle
@@ -168,7 +174,9 @@ HG_PUBLIC hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size,
  * \param[out] handle remote bulk handle, freed with HG_Bulk_free()
  * \param[in] buf bytes received (untrusted)
  * \param[in] buf_size their number
- * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTOCOL_ERROR (malformed), HG_NOMEM
+ * \return HG_SUCCESS, HG_INVALID_ARG, HG_PROTOCOL_ERROR (malformed, including
+ *         data of an eager descriptor whose length is not the handle's or runs past
+ *         buf_size), HG_NOMEM
  */
 HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle,
                                           const void *buf, hg_size_t buf_size);
@@ -177,7 +185,8 @@ HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handl
  * Move size bytes between the origin's region and a local one:
  * HG_BULK_PULL reads origin_handle at origin_offset into local_handle at
  * local_offset, HG_BULK_PUSH writes the other way. Large transfers are split
- * into several NA operations. When origin_addr is this class's own address
+ * into several NA operations. When origin_addr is this class's own address,
+ * or for a pull from a handle made from an eager descriptor (HG_BULK_EAGER),
  * the transfer is a copy. callback runs once from HG_Trigger().
  * \param[in] context context whose progress runs the transfer and its callback
  * \param[in] callback completion callback (info.bulk), run once by HG_Trigger(); may be
@@ -196,8 +205,9 @@ HG_PUBLIC hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handl
  * \return HG_SUCCESS (an error of the network operations, such as a
  *         permission refused by the owner, is reported to the callback);
  *         HG_INVALID_ARG (NULL argument, out of bounds, a local origin_handle
- *         with a remote origin_addr); HG_NOMEM; for a transfer to self
- *         HG_PERMISSION (access not granted) or HG_NOENTRY (origin handle freed)
+ *         with a remote origin_addr); HG_PERMISSION (origin_handle's flags forbid
+ *         the operation, as in Mercury; for a transfer to self, the live handle's);
+ *         HG_NOMEM; HG_NOENTRY (transfer to self, origin handle freed)
  */
 HG_PUBLIC hg_return_t HG_Bulk_transfer(hg_context_t *context, hg_cb_t callback, void *arg,
                                        hg_bulk_op_t op, hg_addr_t origin_addr,

@@ -539,6 +539,11 @@ NA_PUBLIC na_return_t NA_Mem_register(na_class_t *na_class, na_mem_handle_t *mem
 
 /**
  * Deregister: remote peers holding the old descriptor are refused from now on.
+ *
+ * Over ofi+shm a region that peers accessed repeatedly within the last 50 ms
+ * may be under a lease (docs/na-ofi.md, "ofi+shm: the RMA check and its
+ * leases"): the call then waits until the lease ends, at most 10 ms, so that
+ * no transfer can start after it returns. Other transports do not wait.
  * \param[in] na_class NA class
  * \param[in] mem_handle memory handle
  * \return NA_SUCCESS (also when not registered); NA_INVALID_ARG; or the plugin's

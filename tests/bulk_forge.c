@@ -13,6 +13,8 @@
 #define FORGE_RPC_MS 5000
 #define FORGE_SECRET_SEED 0x5ec
 #define FORGE_FOREIGN_SEED 0xf0
+#define FORGE_OPTIONS_AT 6     /* descriptor byte of the options */
+#define FORGE_OPTION_EAGER 0x2 /* the data follows the descriptor */
 
 /* Offset of each region in the server buffer; the freed one's bytes are
  * secret again once its handle is gone. */
@@ -487,12 +489,14 @@ void forge_try(struct forge_client *c, const unsigned char *desc, size_t len,
     audit(c, op, offset, size);
 }
 
-/* A legitimate transfer that must work, or the test proves nothing. */
-static void control(struct forge_client *c, enum forge_desc base, hg_bulk_op_t op)
+/* A legitimate transfer with desc (of region base) that must work, or the
+ * test proves nothing. */
+static void control_desc(struct forge_client *c, const unsigned char *desc, size_t len,
+                         enum forge_desc base, hg_bulk_op_t op)
 {
     unsigned int before = c->st.refused + c->st.hangs + c->st.violations;
     snprintf(c->what, sizeof(c->what), "legitimate, region %d", (int)base);
-    forge_try(c, c->descs[base], c->desc_len[base], base, op, 0, FORGE_REGION);
+    forge_try(c, desc, len, base, op, 0, FORGE_REGION);
     if (c->st.refused + c->st.hangs + c->st.violations != before || c->dead) {
         c->st.controls_failed++;
         fprintf(stderr, "# forge: legitimate %s on region %d failed\n",
@@ -500,12 +504,16 @@ static void control(struct forge_client *c, enum forge_desc base, hg_bulk_op_t o
     }
 }
 
-static void bounds_and_permissions(struct forge_client *c, enum forge_desc base)
+static void control(struct forge_client *c, enum forge_desc base, hg_bulk_op_t op)
+{
+    control_desc(c, c->descs[base], c->desc_len[base], base, op);
+}
+
+static void bounds_and_permissions(struct forge_client *c, const unsigned char *desc,
+                                   size_t len, enum forge_desc base)
 {
     static const hg_size_t past_end[][2] = {
         {0, FORGE_REGION + 1}, {FORGE_REGION - 1, 2}, {FORGE_REGION, 1}, {1u << 30, 16}};
-    const unsigned char *desc = c->descs[base];
-    size_t len = c->desc_len[base];
 
     snprintf(c->what, sizeof(c->what), "region %d, bounds and permission", (int)base);
     for (size_t i = 0; i < sizeof(past_end) / sizeof(*past_end); i++) {
@@ -545,15 +553,16 @@ static void foreign(struct forge_client *c)
     free(mine);
 }
 
-/* Every byte changed three ways; both directions on what the result describes. */
-static void mutations(struct forge_client *c, enum forge_desc base)
+/* Every byte of desc in [from, to) changed three ways; both directions on
+ * what the result describes. */
+static void mutations(struct forge_client *c, const unsigned char *desc, size_t len,
+                      enum forge_desc base, size_t from, size_t to)
 {
-    unsigned char forged[FORGE_DESC_MAX];
-    size_t len = c->desc_len[base];
+    unsigned char *forged = malloc(len);
 
-    for (size_t i = 0; i < len && !c->dead; i++)
+    for (size_t i = from; forged && i < to && !c->dead; i++)
         for (int way = 0; way < 3; way++) {
-            memcpy(forged, c->descs[base], len);
+            memcpy(forged, desc, len);
             unsigned char b = forged[i];
             forged[i] = way == 0   ? (unsigned char)(b ^ 0xff)
                         : way == 1 ? (unsigned char)(b + 1)
@@ -567,6 +576,73 @@ static void mutations(struct forge_client *c, enum forge_desc base)
             forge_try(c, forged, len, base, HG_BULK_PULL, 0, (hg_size_t)-1);
             forge_try(c, forged, len, base, HG_BULK_PUSH, 0, (hg_size_t)-1);
         }
+    free(forged);
+}
+
+/* Region base's descriptor as its owner serializes it with HG_BULK_EAGER
+ * (src/bulk/bulk.c): option bit 1 in byte 6, then data_len (u64, little
+ * endian) and the region's bytes. Returns its size; out has room for it. */
+static size_t eager_desc(const struct forge_client *c, enum forge_desc base,
+                         unsigned char *out)
+{
+    size_t len = c->desc_len[base];
+
+    memcpy(out, c->descs[base], len);
+    out[FORGE_OPTIONS_AT] |= FORGE_OPTION_EAGER;
+    for (int i = 0; i < 8; i++)
+        out[len + i] = (unsigned char)((uint64_t)FORGE_REGION >> (8 * i));
+    pattern_fill(out + len + 8, FORGE_REGION, contents(base), 0);
+    return len + 8 + FORGE_REGION;
+}
+
+/* A forgery the descriptor parser must refuse as malformed. */
+static void must_refuse(struct forge_client *c, const unsigned char *desc, size_t len,
+                        const char *what)
+{
+    hg_bulk_t remote = HG_BULK_NULL;
+
+    c->st.tries++;
+    hg_return_t ret = HG_Bulk_deserialize(c->cls, &remote, desc, len);
+    if (ret == HG_PROTOCOL_ERROR) {
+        c->st.refused++;
+        return;
+    }
+    HG_Bulk_free(remote);
+    snprintf(c->what, sizeof(c->what), "eager, %s", what);
+    violation(c, HG_Error_to_string(ret), HG_BULK_PULL, 0, len);
+}
+
+/* Descriptors carrying the data (HG_BULK_EAGER): pulls are served from the
+ * bytes they carry and must be right; a push into the read-only region, data
+ * lengths that disagree with the handle or run past the buffer, and data on
+ * a write-only handle are refused. */
+static void eager_attacks(struct forge_client *c)
+{
+    size_t max = FORGE_DESC_MAX + 8 + FORGE_REGION;
+    unsigned char *desc = malloc(max), *forged = malloc(max);
+
+    if (!desc || !forged) {
+        free(desc);
+        free(forged);
+        return;
+    }
+    size_t len = eager_desc(c, FORGE_RO, desc), at = c->desc_len[FORGE_RO];
+    control_desc(c, desc, len, FORGE_RO, HG_BULK_PULL);
+    bounds_and_permissions(c, desc, len, FORGE_RO);
+    mutations(c, desc, len, FORGE_RO, FORGE_OPTIONS_AT, FORGE_OPTIONS_AT + 1);
+    mutations(c, desc, len, FORGE_RO, at, at + 8);
+
+    memcpy(forged, desc, len);
+    forged[at]++;
+    must_refuse(c, forged, len, "data length one more than the handle's");
+    forged[16]++; /* the handle's length (u64 at 16) too: data past the buffer */
+    must_refuse(c, forged, len, "data past the end of the buffer");
+    must_refuse(c, desc, len - 1, "data cut short");
+    must_refuse(c, desc, at + 4, "data length cut");
+    len = eager_desc(c, FORGE_WO, forged);
+    must_refuse(c, forged, len, "data on a write-only handle");
+    free(desc);
+    free(forged);
 }
 
 void forge_attack_all(struct forge_client *c)
@@ -576,7 +652,7 @@ void forge_attack_all(struct forge_client *c)
     control(c, FORGE_RW, HG_BULK_PULL);
     control(c, FORGE_RW, HG_BULK_PUSH);
     for (int d = FORGE_RO; d <= FORGE_RW; d++)
-        bounds_and_permissions(c, (enum forge_desc)d);
+        bounds_and_permissions(c, c->descs[d], c->desc_len[d], (enum forge_desc)d);
     snprintf(c->what, sizeof(c->what), "a freed handle");
     forge_try(c, c->descs[FORGE_FREED], c->desc_len[FORGE_FREED], FORGE_FREED,
               HG_BULK_PULL, 0, FORGE_REGION);
@@ -584,7 +660,8 @@ void forge_attack_all(struct forge_client *c)
               HG_BULK_PUSH, 0, FORGE_REGION);
     foreign(c);
     for (int d = FORGE_RO; d <= FORGE_RW; d++)
-        mutations(c, (enum forge_desc)d);
+        mutations(c, c->descs[d], c->desc_len[d], (enum forge_desc)d, 0, c->desc_len[d]);
+    eager_attacks(c);
 }
 
 void forge_print_summary(const char *transport, const struct forge_stats *st)

@@ -3,11 +3,17 @@
  * access, and the serialized descriptor a peer uses to reach the memory.
  *
  * Descriptor (little-endian): 0 magic u32 | 4 version u8 | 5 flags u8 |
- * 6 reserved u16 (0) | 8 segment_count u32 | 12 na_size u32 | 16 len u64 |
- * 24 local_id u64 | 32 NA memory handle (na_size bytes).
- * A handle bound with HG_Bulk_bind() sets bit 0 of the reserved field and
+ * 6 options u8 | 7 reserved u8 (0) | 8 segment_count u32 | 12 na_size u32 |
+ * 16 len u64 | 24 local_id u64 | 32 NA memory handle (na_size bytes).
+ * A handle bound with HG_Bulk_bind() sets bit 0 of the options field and
  * appends its owner: context_id u8 | addr_size u32 | NA address (serialized),
  * so that a holder can transfer with HG_Bulk_bind_transfer().
+ * A readable handle serialized with HG_BULK_EAGER sets bit 1 and appends its
+ * data after that: data_len u64 (= len) | the len bytes, segment after
+ * segment. The holder keeps a copy and serves pulls from it without any RMA,
+ * as Mercury does to spare small transfers a round trip; the memory handle
+ * stays in the descriptor, so a push into a read-write handle still reaches
+ * the owner.
  * local_id names the handle inside its own process, so that a transfer to
  * self finds the live handle (and its permissions) instead of trusting
  * pointers from the wire.
@@ -25,8 +31,10 @@
 #define HG_BULK_VERSION 1
 #define HG_BULK_DESC_HEADER 32
 #define HG_BULK_MAX_SEGMENTS (1u << 20)
-#define HG_BULK_DESC_BOUND 1   /* reserved field: owner address appended */
+#define HG_BULK_DESC_BOUND 1   /* options: owner address appended */
+#define HG_BULK_DESC_EAGER 2   /* options: the data appended */
 #define HG_BULK_BOUND_HEADER 5 /* context_id u8, addr_size u32 */
+#define HG_BULK_EAGER_HEADER 8 /* data_len u64 */
 
 static bool flags_valid(uint8_t flags)
 {
@@ -96,6 +104,7 @@ static void bulk_destroy(struct hg_bulk *bulk)
         HG_Addr_free(bulk->hg_class, bulk->addr);
     free(bulk->owned);
     free(bulk->desc);
+    free(bulk->eager);
     free(bulk->segments);
     atomic_fetch_sub(&bulk->hg_class->n_bulks, 1);
     free(bulk);
@@ -272,14 +281,35 @@ static size_t bound_desc_size(hg_bulk_t handle)
            NA_Addr_get_serialize_size(handle->hg_class->na_class, handle->addr->na_addr);
 }
 
+/* Does serializing with flags carry the data? Only the readable memory of
+ * this process can (Mercury's rule: a read-only or read-write handle, host
+ * memory; a deserialized handle re-emits its own descriptor). */
+static bool eager_desc(hg_bulk_t handle, unsigned long flags)
+{
+    return (flags & HG_BULK_EAGER) && !handle->remote &&
+           (handle->flags & HG_BULK_READ_ONLY);
+}
+
 hg_size_t HG_Bulk_get_serialize_size(hg_bulk_t handle, unsigned long flags)
 {
-    (void)flags;
     if (!handle)
         return 0;
     if (handle->remote)
         return handle->desc_size;
-    return HG_BULK_DESC_HEADER + mem_desc_size(handle) + bound_desc_size(handle);
+    return HG_BULK_DESC_HEADER + mem_desc_size(handle) + bound_desc_size(handle) +
+           (eager_desc(handle, flags) ? HG_BULK_EAGER_HEADER + handle->len : 0);
+}
+
+/* Append the handle's bytes, segment after segment, at p. */
+static void eager_serialize(hg_bulk_t handle, unsigned char *p)
+{
+    hgx_put_u64(p, handle->len);
+    p += HG_BULK_EAGER_HEADER;
+    for (uint32_t i = 0; i < handle->segment_count; i++) {
+        if (handle->segments[i].len > 0)
+            memcpy(p, handle->segments[i].base, handle->segments[i].len);
+        p += handle->segments[i].len;
+    }
 }
 
 hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags,
@@ -312,7 +342,7 @@ hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags
     if (na_ret == NA_SUCCESS && handle->addr) {
         unsigned char *b = p + HG_BULK_DESC_HEADER + na_size;
         size_t addr_size = bound_desc_size(handle) - HG_BULK_BOUND_HEADER;
-        p[6] = HG_BULK_DESC_BOUND;
+        p[6] |= HG_BULK_DESC_BOUND;
         b[0] = handle->context_id;
         hgx_put_u32(b + 1, (uint32_t)addr_size);
         na_ret = NA_Addr_serialize(na_class, b + HG_BULK_BOUND_HEADER, addr_size,
@@ -322,6 +352,10 @@ hg_return_t HG_Bulk_serialize(void *buf, hg_size_t buf_size, unsigned long flags
         HGX_LOG_ERROR(BULK, "could not serialize bulk handle: %s",
                       NA_Error_to_string(na_ret));
         return hg_ret_from_na(na_ret);
+    }
+    if (eager_desc(handle, flags)) {
+        p[6] |= HG_BULK_DESC_EAGER;
+        eager_serialize(handle, p + need - HG_BULK_EAGER_HEADER - handle->len);
     }
     return HG_SUCCESS;
 }
@@ -354,6 +388,27 @@ static hg_return_t bound_deserialize(struct hg_bulk *bulk, const unsigned char *
     return HG_SUCCESS;
 }
 
+/* The data appended to an eager descriptor p (buf_size bytes, untrusted),
+ * after its desc_size bytes: copied into bulk->eager; sets the descriptor
+ * size. Its length must be the handle's and fit in the buffer. */
+static hg_return_t eager_deserialize(struct hg_bulk *bulk, const unsigned char *p,
+                                     hg_size_t buf_size)
+{
+    hg_size_t at = bulk->desc_size;
+    if (!(bulk->flags & HG_BULK_READ_ONLY) || buf_size - at < HG_BULK_EAGER_HEADER ||
+        hgx_get_u64(p + at) != bulk->len ||
+        bulk->len > buf_size - at - HG_BULK_EAGER_HEADER) {
+        HGX_LOG_ERROR(BULK, "malformed data in eager bulk descriptor");
+        return HG_PROTOCOL_ERROR;
+    }
+    bulk->eager = malloc(bulk->len ? (size_t)bulk->len : 1);
+    if (!bulk->eager)
+        return HG_NOMEM;
+    memcpy(bulk->eager, p + at + HG_BULK_EAGER_HEADER, (size_t)bulk->len);
+    bulk->desc_size = at + HG_BULK_EAGER_HEADER + bulk->len;
+    return HG_SUCCESS;
+}
+
 hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const void *buf,
                                 hg_size_t buf_size)
 {
@@ -363,8 +418,8 @@ hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const v
         return HG_INVALID_ARG;
     *handle = HG_BULK_NULL;
     if (buf_size < HG_BULK_DESC_HEADER || hgx_get_u32(p) != HG_BULK_MAGIC ||
-        p[4] != HG_BULK_VERSION || !flags_valid(p[5]) || p[6] > HG_BULK_DESC_BOUND ||
-        p[7] != 0) {
+        p[4] != HG_BULK_VERSION || !flags_valid(p[5]) ||
+        (p[6] & ~(HG_BULK_DESC_BOUND | HG_BULK_DESC_EAGER)) != 0 || p[7] != 0) {
         HGX_LOG_ERROR(BULK, "malformed bulk descriptor");
         return HG_PROTOCOL_ERROR;
     }
@@ -386,12 +441,14 @@ hg_return_t HG_Bulk_deserialize(hg_class_t *hg_class, hg_bulk_t *handle, const v
     bulk->len = len;
     bulk->local_id = hgx_get_u64(p + 24);
     bulk->desc_size = HG_BULK_DESC_HEADER + (hg_size_t)na_size;
-    if (p[6] == HG_BULK_DESC_BOUND) {
-        hg_return_t ret = bound_deserialize(bulk, p, buf_size);
-        if (ret != HG_SUCCESS) {
-            bulk_destroy(bulk);
-            return ret;
-        }
+    hg_return_t ret = HG_SUCCESS;
+    if (p[6] & HG_BULK_DESC_BOUND)
+        ret = bound_deserialize(bulk, p, buf_size);
+    if (ret == HG_SUCCESS && (p[6] & HG_BULK_DESC_EAGER))
+        ret = eager_deserialize(bulk, p, buf_size);
+    if (ret != HG_SUCCESS) {
+        bulk_destroy(bulk);
+        return ret;
     }
     bulk->desc = malloc((size_t)bulk->desc_size);
     if (!bulk->desc) {

@@ -20,6 +20,9 @@ struct hg_bulk {
     na_mem_handle_t *mem;        /* NA handle (NULL when len is 0) */
     uint64_t local_id;           /* id in the owning process */
     unsigned char *desc;         /* remote: the descriptor it was made from */
+    /* remote: a private copy of the len bytes an eager descriptor carried
+     * (HG_BULK_EAGER), from which pulls are served; NULL otherwise */
+    unsigned char *eager;
     hg_size_t desc_size;
     struct hg_bulk *next_local; /* class list of live local handles */
     hg_addr_t addr;             /* HG_Bulk_bind: the owner's address (a reference) */

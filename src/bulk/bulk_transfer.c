@@ -1,6 +1,7 @@
 /*
  * bulk_transfer.c -- bulk transfers: NA_Get (pull) / NA_Put (push) split into
- * chunks, a memcpy when the origin is this process, and cancellation.
+ * chunks, a memcpy when the origin is this process or when a pull reads the
+ * data an eager descriptor carried, and cancellation.
  */
 #include "bulk_internal.h"
 #include "hgx_assert.h"
@@ -179,6 +180,16 @@ static void copy_local(struct hg_bulk *dst, hg_size_t dst_off, struct hg_bulk *s
     }
 }
 
+/* Pull from the copy of the data an eager descriptor carried: no RMA. */
+static void transfer_eager(struct hg_op_id *op, hg_size_t origin_offset,
+                           hg_size_t local_offset)
+{
+    struct na_segment whole = {.base = op->origin->eager, .len = (size_t)op->origin->len};
+    struct hg_bulk flat = {.segment_count = 1, .segments = &whole};
+
+    copy_local(op->local, local_offset, &flat, origin_offset, op->size);
+}
+
 /* Transfer to self: find the live origin handle and copy, honoring its permissions. */
 static hg_return_t transfer_self(struct hg_op_id *op, hg_size_t origin_offset,
                                  hg_size_t local_offset)
@@ -232,8 +243,17 @@ transfer_start(hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_done_
         HGX_LOG_ERROR(BULK, "origin handle is local but the origin address is not self");
         return HG_INVALID_ARG;
     }
+    /* As Mercury, the origin handle's own flags are checked first; its owner
+     * still decides what a peer may do to its memory. */
+    if (!(origin->flags &
+          (op_type == HG_BULK_PULL ? HG_BULK_READ_ONLY : HG_BULK_WRITE_ONLY))) {
+        HGX_LOG_ERROR(BULK, "origin handle does not allow %s",
+                      op_type == HG_BULK_PULL ? "reads" : "writes");
+        return HG_PERMISSION;
+    }
+    bool eager = origin->eager && op_type == HG_BULK_PULL;
     size_t max = na_rma_piece_max(hg_class->na_class);
-    size_t n_ops = self || size == 0 ? 0 : (size_t)((size + max - 1) / max);
+    size_t n_ops = self || eager || size == 0 ? 0 : (size_t)((size + max - 1) / max);
     struct hg_op_id *op = calloc(1, sizeof(*op) + n_ops * sizeof(op->pieces[0]));
     if (!op)
         return HG_NOMEM;
@@ -258,7 +278,9 @@ transfer_start(hg_context_t *context, hg_cb_t callback, void *arg, hg_bulk_done_
     atomic_fetch_add(&context->n_handles, 1);
 
     hg_return_t ret = HG_SUCCESS;
-    if (self)
+    if (eager)
+        transfer_eager(op, origin_offset, local_offset);
+    else if (self)
         ret = transfer_self(op, origin_offset, local_offset);
     else if (NA_Addr_dup(hg_class->na_class, origin_addr->na_addr, &op->na_addr) !=
              NA_SUCCESS)

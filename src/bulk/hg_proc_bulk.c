@@ -1,5 +1,9 @@
 /*
  * hg_proc_bulk.c -- proc routine for hg_bulk_t: a length-prefixed descriptor.
+ * When the processor allows it (HG_PROC_BULK_EAGER: the class does not set
+ * no_bulk_eager and the peer is not this process), a readable handle's data
+ * goes inside the descriptor if all of it fits in what is left of the
+ * buffer, so that the peer's pull needs no RMA (Mercury's rule).
  */
 #include "mercury_proc_bulk.h"
 
@@ -17,14 +21,21 @@ hg_return_t hg_proc_hg_bulk_t(hg_proc_t proc, void *data)
         return HG_INVALID_ARG;
     switch (hg_proc_get_op(proc)) {
     case HG_ENCODE: {
-        len = *bulk_p ? HG_Bulk_get_serialize_size(*bulk_p, 0) : 0;
+        unsigned long flags = 0;
+        if (*bulk_p && (hg_proc_get_flags(proc) & HG_PROC_BULK_EAGER)) {
+            len = HG_Bulk_get_serialize_size(*bulk_p, HG_BULK_EAGER);
+            if (hg_proc_get_size_left(proc) >= len + sizeof(len))
+                flags = HG_BULK_EAGER;
+        }
+        if (!flags)
+            len = *bulk_p ? HG_Bulk_get_serialize_size(*bulk_p, 0) : 0;
         ret = hg_proc_uint64_t(proc, &len);
         if (ret != HG_SUCCESS || len == 0)
             return ret;
         void *buf = hg_proc_save_ptr(proc, len);
         if (!buf)
             return HG_NOMEM;
-        ret = HG_Bulk_serialize(buf, len, 0, *bulk_p);
+        ret = HG_Bulk_serialize(buf, len, flags, *bulk_p);
         hg_return_t ret2 = hg_proc_restore_ptr(proc, buf, len);
         return ret != HG_SUCCESS ? ret : ret2;
     }

@@ -166,6 +166,7 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
         (info.na_init_info.thread_mode & NA_THREAD_MODE_SINGLE) == NA_THREAD_MODE_SINGLE;
     hg_class->checksum_level = info.checksum_level;
     hg_class->no_loopback = info.no_loopback;
+    hg_class->bulk_eager = !info.no_bulk_eager;
     hg_class->stats = info.stats;
     hg_class->post_count =
         info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;

@@ -270,6 +270,10 @@ hg_return_t hg_handle_encode(hg_handle_t handle, hg_proc_cb_t proc_cb, void *str
         return HG_OVERFLOW;
     hg_proc_setup(proc, handle->info.hg_class, handle, (char *)payload + offset,
                   room - offset, HG_ENCODE);
+    /* As Mercury: bulk data inside the RPC only towards another process. */
+    if (handle->info.hg_class->bulk_eager && handle->info.addr &&
+        !handle->info.addr->is_self)
+        hg_proc_set_flags(proc, HG_PROC_BULK_EAGER);
     ret = proc_cb(proc, struct_ptr); /* no checksum: nothing to flush */
     if (ret == HG_SUCCESS) {
         hg_size_t used = hg_proc_get_size_used(proc);

@@ -85,6 +85,7 @@ struct hg_class {
     /* Bytes reserved before the input / output payload (HG_Class_set_*_offset). */
     size_t in_offset, out_offset;
     bool no_loopback; /* RPCs to self go through NA (init info) */
+    bool bulk_eager;  /* small readable bulk data may travel in RPCs (init info) */
     bool stats;       /* print the counters at HG_Finalize (init info) */
     /* Run on every handle HG_Create() or a received request makes. */
     hg_return_t (*handle_create)(hg_handle_t handle, void *arg);
