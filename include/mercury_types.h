@@ -27,11 +27,19 @@ typedef enum hg_checksum_level {
  */
 struct hg_init_info {
     struct na_init_info na_init_info; /**< passed on to NA_Initialize_opt() */
-    na_class_t *na_class;       /**< existing NA class to use (info string ignored) */
-    uint32_t request_post_init; /**< receives posted per listening context */
-    int32_t request_post_incr;  /**< receives added when exhausted (-1: none) */
-    uint8_t auto_sm;            /**< route node-local peers through shared memory */
-    const char *sm_info_string; /**< suffix for the shared-memory interface */
+    na_class_t *na_class; /**< existing NA class to use (info string ignored) */
+    /** Unexpected receives a listening context posts when created (0: 64). */
+    uint32_t request_post_init;
+    /** Receives a listening context adds each time its posted receives have
+     * all been consumed before any was posted again, as Mercury grows its
+     * pool of handles (0: 64; negative: the pool never grows). */
+    int32_t request_post_incr;
+    /** Not supported (a warning says so): hgx opens no second, shared-memory
+     * class; a class reaches node-local peers through its own transport
+     * (ucx+all picks UCX's shared-memory transports for them). */
+    uint8_t auto_sm;
+    /** Read with auto_sm only: ignored. */
+    const char *sm_info_string;
     hg_checksum_level_t checksum_level; /**< what RPC messages carry a CRC for */
     uint8_t no_bulk_eager;              /**< never inline small bulk data in the RPC */
     uint8_t no_loopback;                /**< send RPCs to self through NA as well */

@@ -46,12 +46,19 @@ enum na_mem_type {
 
 /** Options for NA_Initialize_opt(). Zero/NULL members mean "plugin default". */
 struct na_init_info {
-    const char *ip_subnet;      /**< preferred IP subnet */
-    const char *auth_key;       /**< authorization key */
+    const char *ip_subnet; /**< preferred IP subnet */
+    /** Ignored (debug log): no hgx transport takes an authorization key
+     * (Mercury passes it to libfabric's cxi provider). */
+    const char *auth_key;
     size_t max_unexpected_size; /**< hint for the unexpected message size */
     size_t max_expected_size;   /**< hint for the expected message size */
     uint8_t progress_mode;      /**< NA_NO_BLOCK to busy-poll instead of waiting */
-    /** Preferred address format (a hint). */
+    /** Address family of IP-based transports. ofi+tcp/ofi+sockets:
+     * NA_ADDR_IPV4 or NA_ADDR_IPV6 binds that family only (a host of the
+     * other family fails with NA_ADDRNOTAVAIL, as in Mercury); NA_ADDR_UNSPEC
+     * and NA_ADDR_NATIVE leave it open (IPv4 preferred). UCX plugins are IPv4
+     * only: NA_ADDR_IPV6 fails with NA_PROTONOSUPPORT. Shared-memory and MPI
+     * addresses are no IP addresses: ignored there. */
     enum na_addr_format addr_format;
     uint8_t max_contexts; /**< number of contexts the class will serve */
     /** 0 (default): any thread may post, progress and trigger, under locks.
@@ -61,7 +68,9 @@ struct na_init_info {
      *  keeps its own, shared with its connection threads). Either bit alone
      *  is accepted and changes nothing; any other bit is refused. */
     uint8_t thread_mode;
-    bool request_mem_device; /**< device memory requested (unsupported) */
+    /** Ignored (debug log): hgx registers host memory only
+     * (NA_MEM_TYPE_HOST). */
+    bool request_mem_device;
     /** Preferred traffic class (a hint). */
     enum na_traffic_class traffic_class;
 };

@@ -134,6 +134,12 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
 
     if (!hg_init_info_from_version(version, hg_init_info, &info))
         return NULL;
+    if (info.auto_sm)
+        HGX_LOG_WARNING(HG,
+                        "auto_sm not supported: node-local peers are reached "
+                        "through \"%s\" itself (ucx+all picks shared memory for "
+                        "them; docs/mercury-compat.md)",
+                        na_info_string ? na_info_string : "the given NA class");
     if (!info.na_class && !na_info_string) {
         HGX_LOG_ERROR(HG, "NULL info string and no NA class given");
         return NULL;
@@ -164,6 +170,11 @@ hg_class_t *HG_Init_opt2(const char *na_info_string, hg_bool_t na_listen,
     hg_class->stats = info.stats;
     hg_class->post_count =
         info.request_post_init ? info.request_post_init : HG_POST_POOL_DEFAULT;
+    /* Mercury 2.4.1's reading: negative turns growth off, 0 is the default. */
+    hg_class->post_incr = info.request_post_incr < 0 ? 0
+                          : info.request_post_incr == 0
+                              ? HG_POST_POOL_DEFAULT
+                              : (unsigned int)info.request_post_incr;
     hg_class->unexpected_size = NA_Msg_get_max_unexpected_size(hg_class->na_class);
     hg_class->expected_size = NA_Msg_get_max_expected_size(hg_class->na_class);
     hg_class->unexpected_header = NA_Msg_get_unexpected_header_size(hg_class->na_class);

@@ -20,6 +20,12 @@ struct hg_post {
     struct hg_post *repost_next; /* in context->repost */
 };
 
+struct hg_post_chunk {
+    struct hg_post_chunk *next;
+    unsigned int n;         /* entries set up (buffer and op tried) */
+    struct hg_post posts[]; /* stable addresses: NA holds them as callback args */
+};
+
 void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
 {
     completion->next = NULL;
@@ -137,7 +143,13 @@ static void post_cb(const struct na_cb_info *info)
     hg_context_t *context = post->context;
     na_addr_t *source = info->info.recv_unexpected.source;
 
-    hgx_long_add(&context->n_posted, -1, context->hg_class->single);
+    bool last = hgx_long_add(&context->n_posted, -1, context->hg_class->single) == 1;
+    /* Every receive consumed before any came back: as Mercury does when its
+     * pre-posted handles are all in use, the pool grows (at the next flush,
+     * outside NA's callback). */
+    if (last && info->ret == NA_SUCCESS && context->hg_class->post_incr &&
+        !context->unposting)
+        atomic_store_explicit(&context->post_grow, true, memory_order_relaxed);
     if (info->ret == NA_SUCCESS)
         hg_target_receive(context, post->buf, info->info.recv_unexpected.actual_buf_size,
                           source);
@@ -168,8 +180,18 @@ static void post_cb(const struct na_cb_info *info)
 /* Take the whole repost stack. */
 HGX_ATOMIC_SWAP_FN(repost_swap, _Atomic(struct hg_post *), struct hg_post *)
 
+static hg_return_t posts_add(hg_context_t *context, unsigned int count);
+
 void hg_posts_flush(hg_context_t *context)
 {
+    if (atomic_load_explicit(&context->post_grow, memory_order_relaxed) &&
+        atomic_exchange(&context->post_grow, false) && !context->unposting) {
+        unsigned int incr = context->hg_class->post_incr;
+        HGX_LOG_DEBUG(HG, "all %u posted receives consumed at once: posting %u more",
+                      atomic_load(&context->n_posts), incr);
+        if (posts_add(context, incr) != HG_SUCCESS)
+            HGX_LOG_ERROR(HG, "could not post %u more unexpected receives", incr);
+    }
     if (!atomic_load_explicit(&context->repost, memory_order_relaxed))
         return;
     struct hg_post *post = repost_swap(&context->repost, NULL, context->hg_class->single);
@@ -181,25 +203,32 @@ void hg_posts_flush(hg_context_t *context)
     }
 }
 
-static hg_return_t posts_create(hg_context_t *context)
+/* Set up and post count more receives, in a chunk of their own. A chunk is
+ * linked before its receives are posted, so posts_destroy frees whatever
+ * part a failure left. */
+static hg_return_t posts_add(hg_context_t *context, unsigned int count)
 {
     hg_class_t *hg_class = context->hg_class;
-
-    context->posts = calloc(hg_class->post_count, sizeof(*context->posts));
-    if (!context->posts)
+    struct hg_post_chunk *chunk =
+        calloc(1, sizeof(*chunk) + (size_t)count * sizeof(chunk->posts[0]));
+    if (!chunk)
         return HG_NOMEM;
-    for (unsigned int i = 0; i < hg_class->post_count; i++) {
-        struct hg_post *post = &context->posts[i];
+    chunk->next = atomic_load(&context->post_chunks);
+    while (!atomic_compare_exchange_weak(&context->post_chunks, &chunk->next, chunk))
+        ;
+    for (unsigned int i = 0; i < count; i++) {
+        struct hg_post *post = &chunk->posts[i];
         post->context = context;
         post->buf = NA_Msg_buf_alloc(hg_class->na_class, hg_class->unexpected_size,
                                      NA_RECV, &post->plugin);
         post->op = NA_Op_create(hg_class->na_class, NA_OP_SINGLE);
-        context->n_posts++;
+        chunk->n++;
         if (!post->buf || !post->op)
             return HG_NOMEM;
         hg_return_t ret = post_one(post);
         if (ret != HG_SUCCESS)
             return ret;
+        atomic_fetch_add(&context->n_posts, 1);
     }
     return HG_SUCCESS;
 }
@@ -209,27 +238,39 @@ static void posts_destroy(hg_context_t *context)
 {
     hg_class_t *hg_class = context->hg_class;
     uint64_t deadline = hgx_clock_now_ms() + HG_UNPOST_WAIT_MS;
+    struct hg_post_chunk *chunks = atomic_load(&context->post_chunks);
 
     context->unposting = true;
     atomic_store(&context->repost, NULL);
-    for (unsigned int i = 0; i < context->n_posts; i++)
-        if (context->posts[i].op)
-            NA_Cancel(hg_class->na_class, context->na_context, context->posts[i].op);
+    atomic_store(&context->post_grow, false);
+    for (struct hg_post_chunk *c = chunks; c; c = c->next)
+        for (unsigned int i = 0; i < c->n; i++)
+            if (c->posts[i].op)
+                NA_Cancel(hg_class->na_class, context->na_context, c->posts[i].op);
     while (atomic_load(&context->n_posted) > 0 && hgx_clock_now_ms() < deadline) {
         NA_Trigger(context->na_context, UINT32_MAX, NULL);
         if (atomic_load(&context->n_posted) > 0)
             NA_Poll_wait(hg_class->na_class, context->na_context, 10, NULL);
     }
     NA_Trigger(context->na_context, UINT32_MAX, NULL);
-    for (unsigned int i = 0; i < context->n_posts; i++) {
-        struct hg_post *post = &context->posts[i];
-        if (post->op)
-            NA_Op_destroy(hg_class->na_class, post->op);
-        NA_Msg_buf_free(hg_class->na_class, post->buf, post->plugin);
+    while (chunks) {
+        struct hg_post_chunk *next = chunks->next;
+        for (unsigned int i = 0; i < chunks->n; i++) {
+            struct hg_post *post = &chunks->posts[i];
+            if (post->op)
+                NA_Op_destroy(hg_class->na_class, post->op);
+            NA_Msg_buf_free(hg_class->na_class, post->buf, post->plugin);
+        }
+        free(chunks);
+        chunks = next;
     }
-    free(context->posts);
-    context->posts = NULL;
-    context->n_posts = 0;
+    atomic_store(&context->post_chunks, NULL);
+    atomic_store(&context->n_posts, 0);
+}
+
+unsigned int hgx_test_hg_posts(hg_context_t *context)
+{
+    return atomic_load(&context->n_posts);
 }
 
 hg_context_t *HG_Context_create(hg_class_t *hg_class)
@@ -261,7 +302,7 @@ hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id)
         HGX_LOG_ERROR(HG, "could not create NA context %u", id);
         goto error;
     }
-    if (hg_class->listening && posts_create(context) != HG_SUCCESS) {
+    if (hg_class->listening && posts_add(context, hg_class->post_count) != HG_SUCCESS) {
         HGX_LOG_ERROR(HG, "could not post unexpected receives");
         posts_destroy(context);
         goto error;
@@ -296,15 +337,15 @@ hg_return_t HG_Context_destroy(hg_context_t *context)
         return HG_BUSY;
     }
     hg_handle_cache_drain(context);
-    if (context->posts)
+    if (atomic_load(&context->post_chunks))
         posts_destroy(context);
     na_return_t na_ret = NA_Context_destroy(hg_class->na_class, context->na_context);
     if (na_ret != NA_SUCCESS) {
         HGX_LOG_ERROR(HG, "cannot destroy context: %s", NA_Error_to_string(na_ret));
-        if (hg_class->listening && !context->posts) {
+        if (hg_class->listening) {
             /* Stay usable: post the receives again. */
             context->unposting = false;
-            (void)posts_create(context);
+            (void)posts_add(context, hg_class->post_count);
         }
         return hg_ret_from_na(na_ret);
     }
@@ -407,7 +448,7 @@ hg_return_t HG_Context_unpost(hg_context_t *context)
     if (!context)
         return HG_INVALID_ARG;
     /* Received requests are handled; no new one is taken on this context. */
-    if (context->posts)
+    if (atomic_load(&context->post_chunks))
         posts_destroy(context);
     return HG_SUCCESS;
 }

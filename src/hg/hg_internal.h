@@ -21,7 +21,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* Unexpected receives each listening context keeps posted. */
+/* Unexpected receives each listening context posts first, and adds each
+ * time they have all been consumed at once (request_post_init / _incr 0). */
 #define HG_POST_POOL_DEFAULT 64
 /* Recent request sources a context keeps wrapped (hg_addr_of_source). */
 #define HG_SOURCE_CACHE 16
@@ -53,7 +54,10 @@ struct hg_class {
      * its contexts, so the contexts' locks are off. */
     bool single;
     hg_checksum_level_t checksum_level;
-    unsigned int post_count;  /* unexpected receives posted per context */
+    unsigned int post_count; /* unexpected receives posted per context */
+    /* Receives added to a context whose posted receives have all been
+     * consumed at once (request_post_incr; 0: the pool never grows). */
+    unsigned int post_incr;
     size_t unexpected_size;   /* NA max unexpected size */
     size_t expected_size;     /* NA max expected size */
     size_t unexpected_header; /* NA header bytes of unexpected messages */
@@ -88,7 +92,8 @@ struct hg_class {
     void *handle_create_arg;
 };
 
-struct hg_post; /* one pre-posted unexpected receive */
+struct hg_post;       /* one pre-posted unexpected receive */
+struct hg_post_chunk; /* receives added together (the first post_count, each growth) */
 
 struct hg_context {
     hg_class_t *hg_class;
@@ -100,9 +105,10 @@ struct hg_context {
     unsigned int cq_waiters;   /* HG_Trigger calls waiting on cq_cond (under cq_lock) */
     pthread_mutex_t wait_lock; /* held by a waiting HG_Trigger, for cq_cond */
     pthread_cond_t cq_cond;
-    struct hg_post *posts; /* array of hg_class->post_count entries */
-    unsigned int n_posts;
-    atomic_long n_posted;             /* posts currently in NA */
+    _Atomic(struct hg_post_chunk *) post_chunks; /* every receive of the context */
+    atomic_uint n_posts;                         /* receives in post_chunks */
+    atomic_long n_posted;                        /* posts currently in NA */
+    atomic_bool post_grow; /* all were consumed: the next flush adds post_incr */
     _Atomic(struct hg_post *) repost; /* received posts to post again (a stack) */
     atomic_long n_handles;          /* live handles and bulk transfers on this context */
     struct hg_handle *handle_cache; /* released target handles (under cq_lock) */
@@ -138,7 +144,8 @@ struct hg_addr {
 void hg_completion_push(hg_context_t *context, struct hg_completion *completion);
 /* Completions queued (read without the lock). */
 unsigned int hg_completion_count(hg_context_t *context);
-/* Post again the receives handed back by handled requests. */
+/* Post again the receives handed back by handled requests, after adding
+ * post_incr new ones if they had all been consumed at once. */
 void hg_posts_flush(hg_context_t *context);
 
 /* Events API state of a context (hg_event.c): wake the sleeping event loop;

@@ -179,6 +179,18 @@ static bool na_init_info_from_version(unsigned int version, const struct na_init
     return true;
 }
 
+/* Fields Mercury hands to what hgx has no counterpart of: accepted, kept
+ * out of every plugin's way, and said so in the debug log. */
+static void na_init_info_note_ignored(const struct na_init_info *init)
+{
+    if (init->auth_key)
+        HGX_LOG_DEBUG(NA, "auth_key ignored: no hgx transport takes an authorization "
+                          "key (Mercury passes it to libfabric's cxi provider)");
+    if (init->request_mem_device)
+        HGX_LOG_DEBUG(NA, "request_mem_device ignored: hgx registers host memory "
+                          "only (NA_MEM_TYPE_HOST)");
+}
+
 na_class_t *NA_Initialize_opt(const char *info_string, bool listen,
                               const struct na_init_info *na_init_info)
 {
@@ -210,6 +222,7 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
                       (unsigned)info.init_info->thread_mode);
         goto error;
     }
+    na_init_info_note_ignored(info.init_info);
 
     const struct na_alias *alias = NULL;
     const struct na_ops *ops = na_info_resolve(&info, info_string, &alias);

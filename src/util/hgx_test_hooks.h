@@ -28,6 +28,12 @@
  * computed, so that the peer meets a checksum mismatch. */
 HGX_TEST_HOOK void hgx_test_corrupt_next_header(hg_class_t *hg_class);
 
+/* ---- HG (src/hg/hg_context.c) */
+
+/* Unexpected receives a listening context owns: request_post_init, plus
+ * request_post_incr for each time they were all consumed at once. */
+HGX_TEST_HOOK unsigned int hgx_test_hg_posts(hg_context_t *context);
+
 /* ---- NA MPI plugin (src/na/mpi/na_mpi_msg.c) */
 
 /* Messages an MPI class has taken from MPI and holds for NA receives not

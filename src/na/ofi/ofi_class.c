@@ -114,9 +114,26 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto, bool single)
     return hints;
 }
 
+/* The address family na_init_info.addr_format asks for, as Mercury's OFI
+ * plugin reads it: IPv4 or IPv6 alone; unspecified and native leave it open
+ * (IPv4 preferred where a host has both). */
+static int ofi_family(enum na_addr_format format)
+{
+    switch (format) {
+    case NA_ADDR_IPV4:
+        return AF_INET;
+    case NA_ADDR_IPV6:
+        return AF_INET6;
+    default:
+        return AF_UNSPEC;
+    }
+}
+
 /* Source address for tcp/sockets, listener or not: a client's address is
  * its name in every message header and rxm's connection requests, so it
- * must be one its peers can reach (na_netif.h chooses it). Port 0: any. */
+ * must be one its peers can reach (na_netif.h chooses it). Port 0: any.
+ * A host of the other family than addr_format's fails here, as in Mercury
+ * (NA_ADDRNOTAVAIL). */
 static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hints,
                                      const struct na_info *info)
 {
@@ -124,7 +141,8 @@ static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hint
                                        .port = info->port,
                                        .subnet = info->init_info->ip_subnet,
                                        .env_name = cls->proto->iface_env,
-                                       .family = AF_UNSPEC};
+                                       .family =
+                                           ofi_family(info->init_info->addr_format)};
     struct sockaddr_storage ss;
     socklen_t len;
     na_return_t ret = na_netif_select(&spec, &ss, &len, NULL);
@@ -165,8 +183,13 @@ static na_return_t ofi_getinfo(struct ofi_class *cls, const struct na_info *info
         ret = ofi_hints_set_src(cls, hints, info);
         if (ret != NA_SUCCESS)
             goto out;
-    } else if (info->host) {
-        HGX_LOG_DEBUG(OFI, "shm ignores host \"%s\"", info->host);
+    } else {
+        if (info->host)
+            HGX_LOG_DEBUG(OFI, "shm ignores host \"%s\"", info->host);
+        if (info->init_info->addr_format != NA_ADDR_UNSPEC)
+            HGX_LOG_DEBUG(OFI,
+                          "shm addresses are no IP addresses: addr_format %d ignored",
+                          (int)info->init_info->addr_format);
     }
     ofi_set_provider_defaults();
     int rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &cls->info);

@@ -334,11 +334,23 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
                                   bool listen)
 {
     unsigned n_unexp = na_class->max_contexts;
-    struct ucx_class *cls =
-        calloc(1, sizeof(*cls) + n_unexp * sizeof(struct ucx_unexp_box));
     char str[UCX_ADDR_STR_MAX];
     na_return_t ret;
 
+    /* Peers, their ids and the wire form are IPv4 socket addresses: IPv4 is
+     * what NA_ADDR_IPV4, _UNSPEC and _NATIVE get; IPv6 cannot be had. shm
+     * (and na+sm through it) ignores the format, as Mercury's na+sm does:
+     * its loopback wire-up address is no network address. */
+    if (info->init_info->addr_format == NA_ADDR_IPV6 &&
+        strcmp(info->protocol_name, "shm") != 0) {
+        HGX_LOG_ERROR(UCX,
+                      "ucx+%s listens and connects over IPv4 only: addr_format "
+                      "NA_ADDR_IPV6 cannot be honoured (ofi+tcp serves IPv6)",
+                      info->protocol_name);
+        return NA_PROTONOSUPPORT;
+    }
+    struct ucx_class *cls =
+        calloc(1, sizeof(*cls) + n_unexp * sizeof(struct ucx_unexp_box));
     if (!cls)
         return NA_NOMEM;
     hgx_list_init(&cls->peers);

@@ -173,6 +173,12 @@ void na_netif_list(char *buf, size_t size)
     freeifaddrs(list);
 }
 
+/* "IPv4 " / "IPv6 " for a family asked for, else any. */
+static const char *netif_family_word(int family, const char *any)
+{
+    return family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : any;
+}
+
 /* A host that is no interface name: an address literal or a host name. */
 static na_return_t netif_resolve(const struct na_netif_spec *spec,
                                  const struct ifaddrs *list, struct sockaddr_storage *ss,
@@ -199,7 +205,7 @@ static na_return_t netif_resolve(const struct na_netif_spec *spec,
     HGX_LOG_ERROR(NA,
                   "\"%s\" is no network interface and no %shost address (%s); "
                   "interfaces here: %s",
-                  spec->host, spec->family == AF_INET ? "IPv4 " : "",
+                  spec->host, netif_family_word(spec->family, ""),
                   rc ? gai_strerror(rc) : "no usable address", ifs);
     return NA_ADDRNOTAVAIL;
 }
@@ -277,7 +283,7 @@ static na_return_t netif_named(const struct na_netif_spec *spec,
             HGX_LOG_ERROR(NA,
                           "interface %s is down or has no usable %saddress; "
                           "interfaces here: %s",
-                          spec->host, spec->family == AF_INET ? "IPv4 " : "IP ", ifs);
+                          spec->host, netif_family_word(spec->family, "IP "), ifs);
             return NA_ADDRNOTAVAIL;
         }
     return NA_NOENTRY; /* not an interface name */

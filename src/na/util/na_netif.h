@@ -26,7 +26,8 @@ struct na_netif_spec {
      * names the interface when host is NULL; "all" or an entry that is no
      * network interface leaves the choice automatic. */
     const char *env_name;
-    /** AF_INET when the transport takes IPv4 only, else AF_UNSPEC. */
+    /** AF_INET or AF_INET6 when the transport or na_init_info.addr_format
+     * takes one family only, else AF_UNSPEC. */
     int family;
 };
 
