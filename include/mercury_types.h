@@ -32,7 +32,8 @@ struct hg_init_info {
     uint32_t request_post_init;
     /** Receives a listening context adds each time its posted receives have
      * all been consumed before any was posted again, as Mercury grows its
-     * pool of handles (0: 64; negative: the pool never grows). */
+     * pool of handles (0: 64; negative: the pool never grows). Growth stops
+     * at 4096 receives per context. */
     int32_t request_post_incr;
     /** Not supported (a warning says so): hgx opens no second, shared-memory
      * class; a class reaches node-local peers through its own transport

@@ -177,6 +177,21 @@ static void test_post_incr_off(void **state)
     post_incr_case(-1, 0);
 }
 
+/* Growth stops at 4096 receives per context (HG_POST_POOL_MAX), whatever
+ * the increment asks for. */
+static void test_post_incr_capped(void **state)
+{
+    (void)state;
+    if (strstr(cur_info, "sockets")) {
+        /* libfabric 1.17's sockets drops the cancel reports of receives past
+         * its first ~400 ("failed to report error"), so a context holding
+         * thousands cannot be destroyed (docs/na-ofi.md). */
+        printf("# %s: skipped, the provider loses mass cancel reports\n", cur_info);
+        skip();
+    }
+    post_incr_case(5000, 4096 - 1);
+}
+
 /* The default pool: request_post_init 0 posts the default count. */
 static void test_post_init_default(void **state)
 {
@@ -191,10 +206,9 @@ static void test_post_init_default(void **state)
 }
 
 static const struct CMUnitTest post_tests[] = {
-    cmocka_unit_test(test_post_incr_grows),
-    cmocka_unit_test(test_post_incr_default),
-    cmocka_unit_test(test_post_incr_off),
-    cmocka_unit_test(test_post_init_default),
+    cmocka_unit_test(test_post_incr_grows),  cmocka_unit_test(test_post_incr_default),
+    cmocka_unit_test(test_post_incr_off),    cmocka_unit_test(test_post_init_default),
+    cmocka_unit_test(test_post_incr_capped),
 };
 
 /* ---- addr_format ---- */

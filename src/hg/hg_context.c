@@ -186,10 +186,14 @@ void hg_posts_flush(hg_context_t *context)
 {
     if (atomic_load_explicit(&context->post_grow, memory_order_relaxed) &&
         atomic_exchange(&context->post_grow, false) && !context->unposting) {
+        unsigned int have = atomic_load(&context->n_posts);
+        unsigned int room = have < HG_POST_POOL_MAX ? HG_POST_POOL_MAX - have : 0;
         unsigned int incr = context->hg_class->post_incr;
+        if (incr > room)
+            incr = room;
         HGX_LOG_DEBUG(HG, "all %u posted receives consumed at once: posting %u more",
-                      atomic_load(&context->n_posts), incr);
-        if (posts_add(context, incr) != HG_SUCCESS)
+                      have, incr);
+        if (incr && posts_add(context, incr) != HG_SUCCESS)
             HGX_LOG_ERROR(HG, "could not post %u more unexpected receives", incr);
     }
     if (!atomic_load_explicit(&context->repost, memory_order_relaxed))

@@ -24,6 +24,9 @@
 /* Unexpected receives each listening context posts first, and adds each
  * time they have all been consumed at once (request_post_init / _incr 0). */
 #define HG_POST_POOL_DEFAULT 64
+/* Growth (request_post_incr) stops here, so that a flood of requests cannot
+ * make a server allocate receive buffers without bound; Mercury has no cap. */
+#define HG_POST_POOL_MAX 4096
 /* Recent request sources a context keeps wrapped (hg_addr_of_source). */
 #define HG_SOURCE_CACHE 16
 
