@@ -55,7 +55,7 @@ examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge t
 tests/util/test_hgx_list tests/util/test_hgx_lock tests/util/test_hgx_param tests/util/test_hgx_assert \
 tests/util/test_na_seg_cursor tests/util/test_na_peer_map tests/util/test_na_progress_util \
 tests/test_na_plugins tests/compat/util_prog tests/tput-smoke.sh tests/test_na_ucx_lazy \
-tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_na_ucx_wait tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo tests/test_na_threads tests/util/test_na_lead tests/test_hg_events tests/test_bulk_eager"
+tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_na_ucx_wait tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo tests/test_na_threads tests/util/test_na_lead tests/test_hg_events tests/test_bulk_eager tests/test_init_info"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the parts that run threads: the contexts of one class
