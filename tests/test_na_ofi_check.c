@@ -1,10 +1,12 @@
 /*
- * test_na_ofi_check.c -- the RMA check hgx adds to ofi+shm (issue 31). First
- * its tables and decoder alone (na_ofi_check.h); then a live ofi+shm class
+ * test_na_ofi_check.c -- the RMA check hgx adds to ofi+shm. First its
+ * tables and decoder alone (na_ofi_check.h); then a live ofi+shm class
  * whose registrations a raw libfabric shm endpoint asks about: each CHECK
  * must get its exact answer (OK, NA_ACCESS, NA_INVALID_ARG, NA_PERMISSION),
  * and forged answers and malformed control messages must be dropped and
- * counted while the class keeps answering.
+ * counted while the class keeps answering. Last, a target killed while it
+ * holds a CHECK unanswered: the get ends as unreachable, well before the
+ * answer's 5 s bound.
  */
 #include "hgx_test_hooks.h"
 #include "na.h"
@@ -20,6 +22,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,19 +561,30 @@ static void origin_cb(const struct na_cb_info *info)
     o->ret = info->ret;
 }
 
+/* The descriptor of a one-segment remote handle of len bytes at addr under
+ * key, as the plugin serializes one (ofi_mem.c). */
+#define DESC_SIZE 40
+static void remote_desc(unsigned char desc[DESC_SIZE], uint64_t addr, uint64_t len,
+                        uint64_t key)
+{
+    static const unsigned char head[8] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    memcpy(desc, head, sizeof(head));
+    memcpy(desc + 8, &len, 8);
+    memcpy(desc + 16, &addr, 8);
+    memcpy(desc + 24, &len, 8);
+    memcpy(desc + 32, &key, 8);
+}
+
 /* A get of 4096 bytes at a made-up address of the raw endpoint. */
 static void origin_start(struct live *l, struct origin_op *o)
 {
-    unsigned char desc[40] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    unsigned char desc[DESC_SIZE];
     const uint64_t addr = 0x7000, len = 4096, key = 0x1234;
     char name[160], *me = (char *)l->sender + 4;
 
     memset(o, 0, sizeof(*o));
     o->l = l;
-    memcpy(desc + 8, &len, 8);
-    memcpy(desc + 16, &addr, 8);
-    memcpy(desc + 24, &len, 8);
-    memcpy(desc + 32, &key, 8);
+    remote_desc(desc, addr, len, key);
     snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
     assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
     assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
@@ -686,16 +700,13 @@ static na_return_t lease_get(struct origin_op *o, struct live *l,
                              const unsigned char *mem, uint64_t off, uint64_t len,
                              bool checked, uint32_t lease_us)
 {
-    unsigned char desc[40] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    unsigned char desc[DESC_SIZE];
     const uint64_t addr = (uint64_t)(uintptr_t)mem, total = 8192, key = 0x4321;
     char name[160], *me = (char *)l->sender + 4;
 
     memset(o, 0, sizeof(*o));
     o->l = l;
-    memcpy(desc + 8, &total, 8);
-    memcpy(desc + 16, &addr, 8);
-    memcpy(desc + 24, &total, 8);
-    memcpy(desc + 32, &key, 8);
+    remote_desc(desc, addr, total, key);
     snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
     assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
     assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
@@ -755,6 +766,86 @@ static void test_live_origin_lease(void **state)
     assert_int_equal(lease_get(&o, l, mem, 0, 4096, true, 0), NA_SUCCESS);
 }
 
+/* ---- a target killed with an unanswered CHECK in its queue ---- */
+
+/* An ofi+shm class that publishes its address and never progresses: CHECKs
+ * sent to it wait in its queue. */
+static int silent_target_main(const char *info, int publish_fd)
+{
+    na_class_t *cls = NA_Initialize(info, true);
+    na_addr_t *self = NULL;
+    char str[TEST_ADDR_MAX];
+    size_t n = sizeof(str);
+
+    if (!cls || NA_Addr_self(cls, &self) != NA_SUCCESS ||
+        NA_Addr_to_string(cls, str, &n, self) != NA_SUCCESS) {
+        test_server_publish(publish_fd, NULL);
+        return 1;
+    }
+    test_server_publish(publish_fd, str);
+    for (;;)
+        pause(); /* until killed */
+}
+
+static void test_origin_target_killed(void **state)
+{
+    struct test_server srv;
+    unsigned char desc[DESC_SIZE], buf[4096];
+    na_addr_t *target = NULL;
+    na_mem_handle_t *local = NULL, *remote = NULL;
+    struct origin_op o = {0};
+
+    (void)state;
+    /* The target first: a fork of a process without a class. */
+    assert_true(test_server_start(&srv, "ofi+shm", silent_target_main));
+    na_class_t *cls = NA_Initialize("ofi+shm", false);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    assert_int_equal(NA_Addr_lookup(cls, srv.addr, &target), NA_SUCCESS);
+    remote_desc(desc, 0x7000, sizeof(buf), 0x1234);
+    assert_int_equal(NA_Mem_handle_deserialize(cls, &remote, desc, sizeof(desc)),
+                     NA_SUCCESS);
+    assert_int_equal(
+        NA_Mem_handle_create(cls, buf, sizeof(buf), NA_MEM_READWRITE, &local),
+        NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
+    assert_int_equal(
+        NA_Get(cls, ctx, origin_cb, &o, local, 0, remote, 0, sizeof(buf), target, 0, op),
+        NA_SUCCESS);
+    /* The CHECK left; the target holds it unanswered (its process and region
+     * are there). */
+    double end = test_now() + 0.2;
+    while (test_now() < end) {
+        unsigned int n;
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 16, &n);
+    }
+    assert_int_equal(o.calls, 0);
+    double t0 = test_now();
+    kill(srv.pid, SIGKILL);
+    test_server_wait(&srv, 1000); /* reaped: its process is gone */
+    end = t0 + 10;
+    while (o.calls == 0 && test_now() < end) {
+        unsigned int n;
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 16, &n);
+    }
+    double dt = test_now() - t0;
+    print_message("# target killed holding the CHECK: get %s %.3f s after the kill\n",
+                  NA_Error_to_string(o.ret), dt);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.ret, NA_HOSTUNREACH);
+    assert_true(dt < 1.0);
+    NA_Op_destroy(cls, op);
+    NA_Mem_deregister(cls, local);
+    NA_Mem_handle_free(cls, local);
+    NA_Mem_handle_free(cls, remote);
+    NA_Addr_free(cls, target);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest units[] = {
@@ -777,5 +868,7 @@ int main(void)
     NA_Finalize(probe);
     failed +=
         cmocka_run_group_tests_name("ofi_check/ofi+shm", live, live_setup, live_teardown);
+    const struct CMUnitTest dead[] = {cmocka_unit_test(test_origin_target_killed)};
+    failed += cmocka_run_group_tests_name("ofi_check/killed target", dead, NULL, NULL);
     return failed ? 1 : 0;
 }

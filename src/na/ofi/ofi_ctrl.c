@@ -125,6 +125,12 @@ static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
     na_slots_remove(&cls->cookies, (uint32_t)oop->cookie);
     ofi_list_remove(&cls->checking, &oop->check_link);
     oop->checking = false;
+    if (oop->check_reach) {
+        ofi_mutex_lock(cls, &cls->lock);
+        ofi_reach_release_locked(oop->peer);
+        ofi_mutex_unlock(cls, &cls->lock);
+        oop->check_reach = false;
+    }
 }
 
 /* Claim the op of a cookie if it is still waiting: the op, or NULL. */
@@ -427,6 +433,7 @@ na_return_t ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     if (ok) {
         oop->cookie = na_slots_cookie(index, gen);
         oop->checking = true;
+        oop->check_reach = false;
         ofi_list_push(&cls->checking, &oop->check_link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
@@ -476,23 +483,55 @@ bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop)
     return claimed;
 }
 
-/* Origin: ops whose target did not answer in time end as unreachable. */
+/* Origin, under ctrl_lock: whether the peer of an op whose answer is late
+ * is found gone (ofi_reach.c), the op holding the peer's look from then on. */
+static bool ofi_check_peer_gone_locked(struct ofi_class *cls, struct ofi_op *oop,
+                                       uint64_t now_ms)
+{
+    ofi_mutex_lock(cls, &cls->lock);
+    if (!oop->check_reach)
+        ofi_reach_hold_locked(cls, oop->peer, now_ms);
+    oop->check_reach = true;
+    bool gone = ofi_reach_check_locked(cls, oop->peer, now_ms) != 0;
+    ofi_mutex_unlock(cls, &cls->lock);
+    return gone;
+}
+
+/* Origin: ops whose target did not answer in time end as unreachable, and
+ * so do those whose target is found gone once their answer is
+ * OFI_REACH_POLL_MS late (a target killed with its region left behind
+ * took the CHECK). The peers are looked at every OFI_REACH_POLL_MS. */
 static void ofi_check_expire(struct ofi_class *cls)
 {
-    struct hgx_list out, *link;
+    struct hgx_list expired, gone, *link, *next;
 
     if (atomic_load(&cls->checking.count) == 0)
         return;
     uint64_t now = hgx_clock_now_ms();
+    hgx_list_init(&expired);
+    hgx_list_init(&gone);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    hgx_list_init(&out);
-    while ((link = hgx_list_first(&cls->checking.head)) &&
-           hgx_list_entry(link, struct ofi_op, check_link)->check_deadline_ms <= now) {
-        ofi_check_claim_locked(cls, hgx_list_entry(link, struct ofi_op, check_link));
-        hgx_list_push_back(&out, link);
+    bool look = now >= cls->check_reach_ms;
+    if (look)
+        cls->check_reach_ms = now + OFI_REACH_POLL_MS;
+    /* First deadline first is oldest CHECK first. */
+    hgx_list_for_each_safe(link, next, &cls->checking.head)
+    {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, check_link);
+        struct hgx_list *to;
+        if (oop->check_deadline_ms <= now)
+            to = &expired;
+        else if (!look || oop->check_start_ns / HGX_NS_PER_MS + OFI_REACH_POLL_MS > now)
+            break;
+        else if (ofi_check_peer_gone_locked(cls, oop, now))
+            to = &gone;
+        else
+            continue;
+        ofi_check_claim_locked(cls, oop);
+        hgx_list_push_back(to, link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    while ((link = hgx_list_pop_front(&out))) {
+    while ((link = hgx_list_pop_front(&expired))) {
         struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, check_link);
         char why[64];
         snprintf(why, sizeof(why), "no answer to its RMA check in %d ms",
@@ -500,6 +539,10 @@ static void ofi_check_expire(struct ofi_class *cls)
         ofi_log_post_error(cls, oop, why);
         ofi_op_finish(cls, oop, NA_HOSTUNREACH);
     }
+    /* ofi_reach_check_locked said why, once for the peer. */
+    while ((link = hgx_list_pop_front(&gone)))
+        ofi_op_finish(cls, hgx_list_entry(link, struct ofi_op, check_link),
+                      NA_HOSTUNREACH);
 }
 
 /* Progress of the check: receives to post again, refused sends, deadlines. */

@@ -385,6 +385,7 @@ struct ofi_op {
     uint64_t check_deadline_ms;
     uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
+    bool check_reach; /* holds its peer's look: no answer OFI_REACH_POLL_MS on */
 };
 
 /* A receive kept posted for control messages. */
@@ -467,6 +468,7 @@ struct ofi_class {
     struct hgx_ofi_keytab keys;     /* our registrations, judged for peers */
     struct na_slots cookies;        /* our ops waiting for answers */
     struct ofi_list checking;       /* those ops, first deadline first */
+    uint64_t check_reach_ms;        /* look at the peers of late answers then */
     _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
     struct hgx_ofi_leases leases;   /* granted to us by targets */
     _Atomic uint64_t lease_end_ns;  /* the last lease we granted ends */
