@@ -149,7 +149,8 @@
 /* The target answers a CHECK from its progress, so this bounds how long a
  * target may go without progress before puts and gets to it fail. Not the
  * refusal bound: the CHECK left, the peer is there; 5 s as that bound, so
- * both ways of not hearing from a peer end alike. */
+ * both ways of not hearing from a peer end alike. A target found gone
+ * meanwhile (ofi_reach.c) fails them sooner. */
 #define OFI_CHECK_TIMEOUT_MS 5000
 /* Without a wait fd, poll without sleeping this long after a CHECK left: its
  * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */

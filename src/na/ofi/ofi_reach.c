@@ -1,6 +1,10 @@
 /*
  * ofi_reach.c -- is a peer whose posts the provider keeps refusing there at all?
  *
+ * Whoever waits on such a peer holds its look: posts in the retry queue
+ * (ofi_op.c), control messages in the outbox and put/get whose RMA check
+ * has gone unanswered for OFI_REACH_POLL_MS (ofi_ctrl.c).
+ *
  * libfabric 1.17 reports nothing for a peer that is not there: rxm closes a
  * refused connection inside the provider and starts a new one at the next
  * post (every post returns EAGAIN, no CQ or EQ entry reaches the user), and
