@@ -1,10 +1,12 @@
 /*
- * test_na_ofi_check.c -- the RMA check hgx adds to ofi+shm (issue 31). First
- * its tables and decoder alone (na_ofi_check.h); then a live ofi+shm class
+ * test_na_ofi_check.c -- the RMA check hgx adds to ofi+shm. First its
+ * tables and decoder alone (na_ofi_check.h); then a live ofi+shm class
  * whose registrations a raw libfabric shm endpoint asks about: each CHECK
  * must get its exact answer (OK, NA_ACCESS, NA_INVALID_ARG, NA_PERMISSION),
  * and forged answers and malformed control messages must be dropped and
- * counted while the class keeps answering.
+ * counted while the class keeps answering. Last, a target killed while a
+ * get waits for it (its CHECK refused, or taken and unanswered): the get
+ * ends as unreachable, well before the 5 s bounds.
  */
 #include "hgx_test_hooks.h"
 #include "na.h"
@@ -20,10 +22,12 @@
 #include <rdma/fi_tagged.h>
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -558,19 +562,30 @@ static void origin_cb(const struct na_cb_info *info)
     o->ret = info->ret;
 }
 
+/* The descriptor of a one-segment remote handle of len bytes at addr under
+ * key, as the plugin serializes one (ofi_mem.c). */
+#define DESC_SIZE 40
+static void remote_desc(unsigned char desc[DESC_SIZE], uint64_t addr, uint64_t len,
+                        uint64_t key)
+{
+    static const unsigned char head[8] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    memcpy(desc, head, sizeof(head));
+    memcpy(desc + 8, &len, 8);
+    memcpy(desc + 16, &addr, 8);
+    memcpy(desc + 24, &len, 8);
+    memcpy(desc + 32, &key, 8);
+}
+
 /* A get of 4096 bytes at a made-up address of the raw endpoint. */
 static void origin_start(struct live *l, struct origin_op *o)
 {
-    unsigned char desc[40] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    unsigned char desc[DESC_SIZE];
     const uint64_t addr = 0x7000, len = 4096, key = 0x1234;
     char name[160], *me = (char *)l->sender + 4;
 
     memset(o, 0, sizeof(*o));
     o->l = l;
-    memcpy(desc + 8, &len, 8);
-    memcpy(desc + 16, &addr, 8);
-    memcpy(desc + 24, &len, 8);
-    memcpy(desc + 32, &key, 8);
+    remote_desc(desc, addr, len, key);
     snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
     assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
     assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
@@ -686,16 +701,13 @@ static na_return_t lease_get(struct origin_op *o, struct live *l,
                              const unsigned char *mem, uint64_t off, uint64_t len,
                              bool checked, uint32_t lease_us)
 {
-    unsigned char desc[40] = {0x46, 0x4f, 1, NA_MEM_READWRITE, 1};
+    unsigned char desc[DESC_SIZE];
     const uint64_t addr = (uint64_t)(uintptr_t)mem, total = 8192, key = 0x4321;
     char name[160], *me = (char *)l->sender + 4;
 
     memset(o, 0, sizeof(*o));
     o->l = l;
-    memcpy(desc + 8, &total, 8);
-    memcpy(desc + 16, &addr, 8);
-    memcpy(desc + 24, &total, 8);
-    memcpy(desc + 32, &key, 8);
+    remote_desc(desc, addr, total, key);
     snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
     assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
     assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
@@ -755,6 +767,146 @@ static void test_live_origin_lease(void **state)
     assert_int_equal(lease_get(&o, l, mem, 0, 4096, true, 0), NA_SUCCESS);
 }
 
+/* ---- a target killed while a get waits for it ---- */
+
+static void note_cb(const struct na_cb_info *info)
+{
+    *(bool *)info->arg = true;
+}
+
+/* An ofi+shm class that publishes its address, progresses until its first
+ * unexpected message if first_message (so that shm knows the sender and
+ * takes its next messages into the queue), then never again, until killed. */
+static int quiet_target(const char *info, int publish_fd, bool first_message)
+{
+    na_class_t *cls = NA_Initialize(info, true);
+    na_context_t *ctx = cls ? NA_Context_create(cls) : NULL;
+    na_addr_t *self = NULL;
+    char str[TEST_ADDR_MAX];
+    size_t n = sizeof(str);
+
+    if (!ctx || NA_Addr_self(cls, &self) != NA_SUCCESS ||
+        NA_Addr_to_string(cls, str, &n, self) != NA_SUCCESS) {
+        test_server_publish(publish_fd, NULL);
+        return 1;
+    }
+    size_t size = NA_Msg_get_max_unexpected_size(cls);
+    void *plugin_data = NULL, *buf = NA_Msg_buf_alloc(cls, size, NA_RECV, &plugin_data);
+    na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
+    bool got = !first_message;
+    if (first_message && NA_Msg_recv_unexpected(cls, ctx, note_cb, &got, buf, size,
+                                                plugin_data, op) != NA_SUCCESS)
+        return 1;
+    test_server_publish(publish_fd, str);
+    while (!got) {
+        unsigned int count;
+        NA_Progress(cls, ctx, 100);
+        NA_Trigger(ctx, 1, &count);
+    }
+    for (;;)
+        pause();
+}
+
+static int silent_target_main(const char *info, int publish_fd)
+{
+    return quiet_target(info, publish_fd, false);
+}
+
+static int stalled_target_main(const char *info, int publish_fd)
+{
+    return quiet_target(info, publish_fd, true);
+}
+
+static void progress_until(na_class_t *cls, na_context_t *ctx, const bool *flag,
+                           double end)
+{
+    while (!*flag && test_now() < end) {
+        unsigned int n;
+        NA_Progress(cls, ctx, 10);
+        NA_Trigger(ctx, 16, &n);
+    }
+}
+
+/* A get to a target that takes no CHECK (it never progressed: shm refuses
+ * the CHECK) or holds one unanswered (it stopped progressing after a first
+ * message): killed and reaped meanwhile, its process is gone and the get
+ * ends NA_HOSTUNREACH within 1 s, not at the 5 s bounds. */
+static void killed_target(bool stalled)
+{
+    struct test_server srv;
+    unsigned char desc[DESC_SIZE], buf[4096];
+    na_addr_t *target = NULL;
+    na_mem_handle_t *local = NULL, *remote = NULL;
+    struct origin_op o = {0};
+
+    /* The target first: a fork of a process without a class. */
+    assert_true(test_server_start(&srv, "ofi+shm",
+                                  stalled ? stalled_target_main : silent_target_main));
+    na_class_t *cls = NA_Initialize("ofi+shm", false);
+    assert_non_null(cls);
+    na_context_t *ctx = NA_Context_create(cls);
+    assert_int_equal(NA_Addr_lookup(cls, srv.addr, &target), NA_SUCCESS);
+    na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
+    if (stalled) {
+        size_t size = NA_Msg_get_unexpected_header_size(cls) + 8;
+        void *plugin_data = NULL;
+        char *msg = NA_Msg_buf_alloc(cls, size, NA_SEND, &plugin_data);
+        bool sent = false;
+        NA_Msg_init_unexpected(cls, msg, size);
+        assert_int_equal(NA_Msg_send_unexpected(cls, ctx, note_cb, &sent, msg, size,
+                                                plugin_data, target, 0, 0, op),
+                         NA_SUCCESS);
+        progress_until(cls, ctx, &sent, test_now() + 5);
+        assert_true(sent);
+        NA_Msg_buf_free(cls, msg, plugin_data);
+        usleep(100000); /* the target took it and stopped */
+    }
+    remote_desc(desc, 0x7000, sizeof(buf), 0x1234);
+    assert_int_equal(NA_Mem_handle_deserialize(cls, &remote, desc, sizeof(desc)),
+                     NA_SUCCESS);
+    assert_int_equal(
+        NA_Mem_handle_create(cls, buf, sizeof(buf), NA_MEM_READWRITE, &local),
+        NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    assert_int_equal(
+        NA_Get(cls, ctx, origin_cb, &o, local, 0, remote, 0, sizeof(buf), target, 0, op),
+        NA_SUCCESS);
+    bool never = false;
+    progress_until(cls, ctx, &never, test_now() + 0.2);
+    assert_int_equal(o.calls, 0); /* the target is there: the get waits */
+    double t0 = test_now();
+    kill(srv.pid, SIGKILL);
+    test_server_wait(&srv, 1000); /* reaped: its process is gone */
+    while (o.calls == 0 && test_now() < t0 + 10)
+        progress_until(cls, ctx, &never, test_now() + 0.01);
+    double dt = test_now() - t0;
+    print_message("# target %s, killed: get %s %.3f s after the kill\n",
+                  stalled ? "holding the CHECK" : "refusing the CHECK",
+                  NA_Error_to_string(o.ret), dt);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.ret, NA_HOSTUNREACH);
+    assert_true(dt < 1.0);
+    NA_Op_destroy(cls, op);
+    NA_Mem_deregister(cls, local);
+    NA_Mem_handle_free(cls, local);
+    NA_Mem_handle_free(cls, remote);
+    NA_Addr_free(cls, target);
+    assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+}
+
+static void test_killed_target_refusing(void **state)
+{
+    (void)state;
+    killed_target(false);
+}
+
+static void test_killed_target_holding(void **state)
+{
+    (void)state;
+    killed_target(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest units[] = {
@@ -777,5 +929,10 @@ int main(void)
     NA_Finalize(probe);
     failed +=
         cmocka_run_group_tests_name("ofi_check/ofi+shm", live, live_setup, live_teardown);
+    const struct CMUnitTest dead[] = {
+        cmocka_unit_test(test_killed_target_refusing),
+        cmocka_unit_test(test_killed_target_holding),
+    };
+    failed += cmocka_run_group_tests_name("ofi_check/killed target", dead, NULL, NULL);
     return failed ? 1 : 0;
 }

@@ -73,27 +73,105 @@ static ssize_t ofi_ctrl_inject(struct ofi_class *cls, struct ofi_peer *peer,
 }
 
 /* Send a control message now, or from progress while the provider refuses
- * it (EAGAIN); 0, or the error that will not go away. */
-static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer,
-                             const unsigned char *buf, size_t len)
+ * it (EAGAIN). check: a CHECK, whose op waits for its answer under cookie;
+ * with NA_NO_RETRY its refusal is the op's at once (an answer is no
+ * caller's op: it always waits). 0, or the error that will not go away. */
+static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer, bool check,
+                             uint64_t cookie, const unsigned char *buf, size_t len)
 {
     ssize_t rc = ofi_ctrl_inject(cls, peer, buf, len);
-    if (rc != -FI_EAGAIN)
+    if (rc != -FI_EAGAIN || (check && cls->no_retry))
         return rc;
     struct ofi_ctrl_out *o = malloc(sizeof(*o) + len);
     if (!o)
         return -FI_ENOMEM;
+    uint64_t now = hgx_clock_now_ms();
     ofi_peer_ref(cls, peer);
     o->peer = peer;
-    o->deadline_ms = hgx_clock_now_ms() + OFI_RETRY_TIMEOUT_MS;
+    o->deadline_ms = now + OFI_RETRY_TIMEOUT_MS;
+    o->check = check;
+    o->cookie = cookie;
     o->len = len;
     memcpy(o->buf, buf, len);
+    /* Held before progress can find the message, which releases it. */
+    ofi_mutex_lock(cls, &cls->lock);
+    ofi_reach_hold_locked(cls, peer, now);
+    ofi_mutex_unlock(cls, &cls->lock);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
     o->next = cls->outbox;
     cls->outbox = o;
     atomic_fetch_add(&cls->outbox_count, 1);
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
     return 0;
+}
+
+/* A control message refused again: -FI_EHOSTUNREACH once its peer is found
+ * gone, -FI_ETIMEDOUT past its deadline, else -FI_EAGAIN (it keeps
+ * waiting). */
+static ssize_t ofi_ctrl_refused_again(struct ofi_class *cls, struct ofi_ctrl_out *o,
+                                      uint64_t now_ms)
+{
+    ofi_mutex_lock(cls, &cls->lock);
+    int gone = ofi_reach_check_locked(cls, o->peer, now_ms);
+    ofi_mutex_unlock(cls, &cls->lock);
+    return gone                       ? -FI_EHOSTUNREACH
+           : now_ms >= o->deadline_ms ? -FI_ETIMEDOUT
+                                      : -FI_EAGAIN;
+}
+
+/* Origin: the op stops waiting; the caller now owns its next step. */
+static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
+{
+    na_slots_remove(&cls->cookies, (uint32_t)oop->cookie);
+    ofi_list_remove(&cls->checking, &oop->check_link);
+    oop->checking = false;
+    if (oop->check_reach) {
+        ofi_mutex_lock(cls, &cls->lock);
+        ofi_reach_release_locked(oop->peer);
+        ofi_mutex_unlock(cls, &cls->lock);
+        oop->check_reach = false;
+    }
+}
+
+/* Claim the op of a cookie if it is still waiting: the op, or NULL. */
+static struct ofi_op *ofi_check_claim(struct ofi_class *cls, uint64_t cookie)
+{
+    ofi_mutex_lock(cls, &cls->ctrl_lock);
+    struct ofi_op *oop = na_slots_get_cookie(&cls->cookies, cookie);
+    if (oop)
+        ofi_check_claim_locked(cls, oop);
+    ofi_mutex_unlock(cls, &cls->ctrl_lock);
+    return oop;
+}
+
+/* A control message left the outbox, sent (rc 0) or dropped: a dropped
+ * CHECK ends its op if that still waits. */
+static void ofi_ctrl_out_end(struct ofi_class *cls, struct ofi_ctrl_out *o, ssize_t rc)
+{
+    struct ofi_op *oop = NULL;
+
+    ofi_mutex_lock(cls, &cls->lock);
+    ofi_reach_release_locked(o->peer);
+    ofi_mutex_unlock(cls, &cls->lock);
+    if (rc != 0 && o->check)
+        oop = ofi_check_claim(cls, o->cookie);
+    /* A peer found gone was logged once by ofi_reach_check_locked. */
+    if (rc != 0 && rc != -FI_EHOSTUNREACH && (oop || !o->check)) {
+        char why[96];
+        snprintf(why, sizeof(why), "%s: %s",
+                 oop ? "its RMA check was not sent" : "dropped a control message",
+                 rc == -FI_ETIMEDOUT ? "refused for too long (peer unreachable?)"
+                                     : fi_strerror((int)-rc));
+        if (oop)
+            ofi_log_post_error(cls, oop, why);
+        else
+            HGX_LOG_ERROR(OFI, "%s", why);
+    }
+    if (oop)
+        ofi_op_finish(cls, oop,
+                      rc == -FI_ETIMEDOUT ? NA_HOSTUNREACH : ofi_na_error((int)-rc));
+    ofi_peer_put(cls, o->peer);
+    free(o);
 }
 
 /* Send what the provider refused before; order does not matter (each
@@ -114,18 +192,14 @@ static void ofi_ctrl_flush(struct ofi_class *cls)
     for (struct ofi_ctrl_out *o = list, *next; o; o = next) {
         next = o->next;
         ssize_t rc = ofi_ctrl_inject(cls, o->peer, o->buf, o->len);
-        if (rc == -FI_EAGAIN && now < o->deadline_ms) {
+        if (rc == -FI_EAGAIN &&
+            (rc = ofi_ctrl_refused_again(cls, o, now)) == -FI_EAGAIN) {
             o->next = keep;
             keep = o;
             kept++;
             continue;
         }
-        if (rc != 0)
-            HGX_LOG_ERROR(OFI, "dropped a control message: %s",
-                          rc == -FI_EAGAIN ? "refused for too long"
-                                           : fi_strerror((int)-rc));
-        ofi_peer_put(cls, o->peer);
-        free(o);
+        ofi_ctrl_out_end(cls, o, rc);
     }
     if (!keep)
         return;
@@ -191,8 +265,9 @@ static void ofi_ctrl_check(struct ofi_class *cls, const struct hgx_ofi_ctrl *msg
                         (unsigned long long)r.len, (unsigned long long)r.addr, who,
                         ofi_check_refusal(status), atomic_load(&cls->n_check_refused));
     }
-    ssize_t rc = ofi_ctrl_send(
-        cls, peer, answer, hgx_ofi_answer_encode(answer, msg->cookie, status, lease_us));
+    ssize_t rc =
+        ofi_ctrl_send(cls, peer, false, 0, answer,
+                      hgx_ofi_answer_encode(answer, msg->cookie, status, lease_us));
     if (rc != 0)
         HGX_LOG_ERROR(OFI, "answering an RMA check failed: %s", fi_strerror((int)-rc));
     ofi_peer_put(cls, peer);
@@ -273,25 +348,6 @@ bool ofi_check_leased(struct ofi_class *cls, struct ofi_op *oop)
     return covered;
 }
 
-/* Origin: the op stops waiting; the caller now owns its next step. */
-static void ofi_check_claim_locked(struct ofi_class *cls, struct ofi_op *oop)
-{
-    na_slots_remove(&cls->cookies, (uint32_t)oop->cookie);
-    ofi_list_remove(&cls->checking, &oop->check_link);
-    oop->checking = false;
-}
-
-/* Claim the op of a cookie if it is still waiting. */
-static bool ofi_check_claim(struct ofi_class *cls, struct ofi_op *oop, uint64_t cookie)
-{
-    ofi_mutex_lock(cls, &cls->ctrl_lock);
-    bool mine = na_slots_get_cookie(&cls->cookies, cookie) == oop;
-    if (mine)
-        ofi_check_claim_locked(cls, oop);
-    ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    return mine;
-}
-
 /* A claimed op: post it if the target agreed, else end it. */
 static void ofi_check_done(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret)
 {
@@ -350,14 +406,19 @@ void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_
 /* Origin: ask the target to judge every remote range of a put/get (at most
  * HGX_OFI_CHECK_MAX_RANGES per CHECK); ofi_ctrl_answer posts it once all
  * answers agreed. Once the first CHECK is out an answer may end the op on
- * another thread, so the op is read only through its cookie after that. */
-void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
+ * another thread, so the op is read only through its cookie after that.
+ * Returns the error of a first CHECK that could not go out (NA_AGAIN for a
+ * refusal under NA_NO_RETRY): the op is released then, as for a refused
+ * post. */
+na_return_t ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
 {
     unsigned char buf[sizeof(cls->ctrl_rx->buf)];
     struct hgx_ofi_range ranges[HGX_OFI_CHECK_MAX_RANGES];
     struct na_seg_cursor cur = oop->cur;
     struct ofi_peer *peer = oop->peer;
     unsigned int access = ofi_check_access(oop);
+    na_return_t ret = NA_SUCCESS;
+    size_t tries = 0;
     ssize_t rc = 0;
 
     oop->checks_left = 0;
@@ -372,27 +433,40 @@ void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop)
     if (ok) {
         oop->cookie = na_slots_cookie(index, gen);
         oop->checking = true;
+        oop->check_reach = false;
         ofi_list_push(&cls->checking, &oop->check_link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
     if (!ok) {
         ofi_log_post_error(cls, oop, "out of memory for its RMA check");
-        ofi_op_finish(cls, oop, NA_NOMEM);
-        return;
+        ofi_op_release(cls, oop);
+        return NA_NOMEM;
     }
     uint64_t cookie = oop->cookie;
     ofi_peer_ref(cls, peer); /* the op may end before we are done */
-    while (rc == 0 && cur.left > 0) {
+    for (; rc == 0 && cur.left > 0; tries++) {
         size_t n = ofi_check_ranges(&cur, ranges);
         rc = ofi_ctrl_send(
-            cls, peer, buf,
+            cls, peer, true, cookie, buf,
             hgx_ofi_check_encode(buf, cookie, access, cls->hdr, OFI_HDR_SIZE, ranges, n));
     }
-    if (rc != 0 && ofi_check_claim(cls, oop, cookie)) {
-        ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
-        ofi_op_finish(cls, oop, ofi_na_error((int)-rc));
+    if (rc != 0 && ofi_check_claim(cls, cookie)) {
+        if (rc == -FI_EAGAIN)
+            HGX_LOG_DEBUG(OFI, "refused RMA check not retried (NA_NO_RETRY)");
+        else
+            ofi_log_post_error(cls, oop, fi_strerror((int)-rc));
+        ret = ofi_na_error((int)-rc);
+        /* The first CHECK failed: nothing went out, the error is the
+         * caller's. Later ones: answers may come, the op ends with it. */
+        if (tries == 1) {
+            ofi_op_release(cls, oop);
+        } else {
+            ofi_op_finish(cls, oop, ret);
+            ret = NA_SUCCESS;
+        }
     }
     ofi_peer_put(cls, peer);
+    return ret;
 }
 
 /* Origin: an op still waiting cancels at once; its late answer matches no
@@ -409,23 +483,55 @@ bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop)
     return claimed;
 }
 
-/* Origin: ops whose target did not answer in time end as unreachable. */
+/* Origin, under ctrl_lock: whether the peer of an op whose answer is late
+ * is found gone (ofi_reach.c), the op holding the peer's look from then on. */
+static bool ofi_check_peer_gone_locked(struct ofi_class *cls, struct ofi_op *oop,
+                                       uint64_t now_ms)
+{
+    ofi_mutex_lock(cls, &cls->lock);
+    if (!oop->check_reach)
+        ofi_reach_hold_locked(cls, oop->peer, now_ms);
+    oop->check_reach = true;
+    bool gone = ofi_reach_check_locked(cls, oop->peer, now_ms) != 0;
+    ofi_mutex_unlock(cls, &cls->lock);
+    return gone;
+}
+
+/* Origin: ops whose target did not answer in time end as unreachable, and
+ * so do those whose target is found gone once their answer is
+ * OFI_REACH_POLL_MS late (a target killed with its region left behind
+ * took the CHECK). The peers are looked at every OFI_REACH_POLL_MS. */
 static void ofi_check_expire(struct ofi_class *cls)
 {
-    struct hgx_list out, *link;
+    struct hgx_list expired, gone, *link, *next;
 
     if (atomic_load(&cls->checking.count) == 0)
         return;
     uint64_t now = hgx_clock_now_ms();
+    hgx_list_init(&expired);
+    hgx_list_init(&gone);
     ofi_mutex_lock(cls, &cls->ctrl_lock);
-    hgx_list_init(&out);
-    while ((link = hgx_list_first(&cls->checking.head)) &&
-           hgx_list_entry(link, struct ofi_op, check_link)->check_deadline_ms <= now) {
-        ofi_check_claim_locked(cls, hgx_list_entry(link, struct ofi_op, check_link));
-        hgx_list_push_back(&out, link);
+    bool look = now >= cls->check_reach_ms;
+    if (look)
+        cls->check_reach_ms = now + OFI_REACH_POLL_MS;
+    /* First deadline first is oldest CHECK first. */
+    hgx_list_for_each_safe(link, next, &cls->checking.head)
+    {
+        struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, check_link);
+        struct hgx_list *to;
+        if (oop->check_deadline_ms <= now)
+            to = &expired;
+        else if (!look || oop->check_start_ns / HGX_NS_PER_MS + OFI_REACH_POLL_MS > now)
+            break;
+        else if (ofi_check_peer_gone_locked(cls, oop, now))
+            to = &gone;
+        else
+            continue;
+        ofi_check_claim_locked(cls, oop);
+        hgx_list_push_back(to, link);
     }
     ofi_mutex_unlock(cls, &cls->ctrl_lock);
-    while ((link = hgx_list_pop_front(&out))) {
+    while ((link = hgx_list_pop_front(&expired))) {
         struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, check_link);
         char why[64];
         snprintf(why, sizeof(why), "no answer to its RMA check in %d ms",
@@ -433,6 +539,10 @@ static void ofi_check_expire(struct ofi_class *cls)
         ofi_log_post_error(cls, oop, why);
         ofi_op_finish(cls, oop, NA_HOSTUNREACH);
     }
+    /* ofi_reach_check_locked said why, once for the peer. */
+    while ((link = hgx_list_pop_front(&gone)))
+        ofi_op_finish(cls, hgx_list_entry(link, struct ofi_op, check_link),
+                      NA_HOSTUNREACH);
 }
 
 /* Progress of the check: receives to post again, refused sends, deadlines. */

@@ -42,16 +42,17 @@
  * answer, or a lease an earlier one granted, lets the put/get be posted.
  *
  * Posts the provider refuses with EAGAIN (full queues, rxm while it
- * connects) wait in a retry queue that progress drains. The providers say
- * no more about a peer that is not there (rxm connects again at every post,
- * shm looks for the peer's region again): while a peer's posts wait, hgx
- * checks the peer itself (ofi_reach.c) and fails them with NA_HOSTUNREACH
- * as soon as it finds the peer gone. NA_NO_RETRY turns every such refusal
- * into NA_AGAIN for the caller instead. Cancel uses fi_cancel; what happens to an
- * op still pending HGX_NA_CANCEL_TIMEOUT_MS later (1 s by default) depends on
- * the provider (see ofi_cancel_policy and ofi_cancel_state.h): it may be
- * completed without the provider, whose contexts therefore live in a class
- * pool rather than in the op id.
+ * connects) wait in a retry queue that progress drains, and refused control
+ * messages in an outbox. The providers say no more about a peer that is
+ * not there (rxm connects again at every post, shm looks for the peer's
+ * region again): while a peer's posts or control messages wait, hgx checks
+ * the peer itself (ofi_reach.c) and fails them (a CHECK: its put/get) with
+ * NA_HOSTUNREACH as soon as it finds the peer gone. NA_NO_RETRY turns every
+ * such refusal of a caller's op into NA_AGAIN for the caller instead. Cancel uses
+ * fi_cancel; what happens to an op still pending HGX_NA_CANCEL_TIMEOUT_MS later (1 s by
+ * default) depends on the provider (see ofi_cancel_policy and ofi_cancel_state.h): it may
+ * be completed without the provider, whose contexts therefore live in a class pool rather
+ * than in the op id.
  */
 #ifndef HGX_OFI_INT_H
 #define HGX_OFI_INT_H
@@ -148,7 +149,8 @@
 /* The target answers a CHECK from its progress, so this bounds how long a
  * target may go without progress before puts and gets to it fail. Not the
  * refusal bound: the CHECK left, the peer is there; 5 s as that bound, so
- * both ways of not hearing from a peer end alike. */
+ * both ways of not hearing from a peer end alike. A target found gone
+ * meanwhile (ofi_reach.c) fails them sooner. */
 #define OFI_CHECK_TIMEOUT_MS 5000
 /* Without a wait fd, poll without sleeping this long after a CHECK left: its
  * answer usually comes sooner than a sleep (>= 50 us of timer slack) ends. */
@@ -239,10 +241,11 @@ struct ofi_proto {
     bool recv_stale_ignore;
 };
 
-/* What hgx found out itself about a peer whose posts wait in the retry
- * queue (ofi_reach.c); valid from the first of them queued to the last one
- * out, under the class lock. */
+/* What hgx found out itself about a peer whose refused posts wait in the
+ * retry queue, or whose refused control messages wait in the outbox
+ * (ofi_reach.c); valid while one of them holds it, under the class lock. */
 struct ofi_reach {
+    int holds;        /* refused posts and control messages waiting */
     uint64_t next_ms; /* look again then */
     int fd;           /* tcp and sockets: our own connect in flight, or -1 */
     bool settled;     /* a listener answered, or there is no telling: wait */
@@ -383,6 +386,7 @@ struct ofi_op {
     uint64_t check_deadline_ms;
     uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
+    bool check_reach; /* holds its peer's look: no answer OFI_REACH_POLL_MS on */
 };
 
 /* A receive kept posted for control messages. */
@@ -393,11 +397,15 @@ struct ofi_ctrl_rx {
                       HGX_OFI_CHECK_MAX_RANGES * HGX_OFI_CHECK_RANGE_SIZE];
 };
 
-/* A control message the provider refused (EAGAIN), sent again by progress. */
+/* A control message the provider refused (EAGAIN), sent again by progress
+ * as a refused post is: it holds its peer's look (ofi_reach.c) and is
+ * dropped once the peer is found gone or at its deadline. */
 struct ofi_ctrl_out {
     struct ofi_ctrl_out *next;
     struct ofi_peer *peer; /* referenced */
-    uint64_t deadline_ms;  /* dropped then: the op waiting for it times out */
+    uint64_t deadline_ms;  /* OFI_RETRY_TIMEOUT_MS after the first refusal */
+    bool check;            /* a CHECK: dropping it ends its op */
+    uint64_t cookie;       /* the CHECK's op */
     size_t len;
     unsigned char buf[];
 };
@@ -461,6 +469,7 @@ struct ofi_class {
     struct hgx_ofi_keytab keys;     /* our registrations, judged for peers */
     struct na_slots cookies;        /* our ops waiting for answers */
     struct ofi_list checking;       /* those ops, first deadline first */
+    uint64_t check_reach_ms;        /* look at the peers of late answers then */
     _Atomic uint64_t check_sent_ns; /* when the last CHECK left */
     struct hgx_ofi_leases leases;   /* granted to us by targets */
     _Atomic uint64_t lease_end_ns;  /* the last lease we granted ends */
@@ -669,8 +678,9 @@ na_ops_rma_fn ofi_rma;
 
 /* ofi_reach.c */
 bool ofi_shm_owner_gone(const char *name);
-void ofi_reach_start(const struct ofi_class *cls, struct ofi_peer *peer, uint64_t now_ms);
-void ofi_reach_end(struct ofi_peer *peer);
+void ofi_reach_hold_locked(const struct ofi_class *cls, struct ofi_peer *peer,
+                           uint64_t now_ms);
+void ofi_reach_release_locked(struct ofi_peer *peer);
 int ofi_reach_check_locked(const struct ofi_class *cls, struct ofi_peer *peer,
                            uint64_t now_ms);
 
@@ -698,7 +708,7 @@ na_ops_msg_recv_expected_fn ofi_msg_recv_expected;
 na_return_t ofi_ctrl_init(struct ofi_class *cls);
 void ofi_ctrl_received(struct ofi_class *cls, struct ofi_ctrl_rx *rx, na_return_t ret,
                        size_t len);
-void ofi_check_start(struct ofi_class *cls, struct ofi_op *oop);
+na_return_t ofi_check_start(struct ofi_class *cls, struct ofi_op *oop);
 bool ofi_check_leased(struct ofi_class *cls, struct ofi_op *oop);
 bool ofi_check_cancel(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_ctrl_progress(struct ofi_class *cls);

@@ -289,8 +289,9 @@ void ofi_retry_unlink_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     ofi_list_remove(&cls->retry, &oop->retry_link);
     oop->retry_queued = false;
-    if (atomic_fetch_sub(ofi_queued_count(cls, oop), 1) == 1 && oop->peer)
-        ofi_reach_end(oop->peer);
+    atomic_fetch_sub(ofi_queued_count(cls, oop), 1);
+    if (oop->peer)
+        ofi_reach_release_locked(oop->peer);
 }
 
 /* Hand an op to the provider. Refusals with EAGAIN (full queues, rxm still
@@ -323,8 +324,9 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
     ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
     ofi_list_push(&cls->retry, &oop->retry_link);
-    if (atomic_fetch_add(ofi_queued_count(cls, oop), 1) == 0 && oop->peer)
-        ofi_reach_start(cls, oop->peer, now);
+    atomic_fetch_add(ofi_queued_count(cls, oop), 1);
+    if (oop->peer)
+        ofi_reach_hold_locked(cls, oop->peer, now);
     ofi_mutex_unlock(cls, &cls->lock);
     return NA_SUCCESS;
 }

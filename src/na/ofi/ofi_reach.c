@@ -1,6 +1,10 @@
 /*
  * ofi_reach.c -- is a peer whose posts the provider keeps refusing there at all?
  *
+ * Whoever waits on such a peer holds its look: posts in the retry queue
+ * (ofi_op.c), control messages in the outbox and put/get whose RMA check
+ * has gone unanswered for OFI_REACH_POLL_MS (ofi_ctrl.c).
+ *
  * libfabric 1.17 reports nothing for a peer that is not there: rxm closes a
  * refused connection inside the provider and starts a new one at the next
  * post (every post returns EAGAIN, no CQ or EQ entry reaches the user), and
@@ -107,25 +111,34 @@ static int ofi_reach_tcp(const struct ofi_class *cls, const struct ofi_peer *pee
     return err;
 }
 
-/* The first of the peer's posts waits in the retry queue. */
-void ofi_reach_start(const struct ofi_class *cls, struct ofi_peer *peer, uint64_t now_ms)
+/* A refused post or control message of peer starts waiting (under the
+ * class lock); the first one starts looking at the peer. */
+void ofi_reach_hold_locked(const struct ofi_class *cls, struct ofi_peer *peer,
+                           uint64_t now_ms)
 {
+    if (peer->reach.holds++ > 0)
+        return;
     peer->reach = (struct ofi_reach){
         .next_ms = now_ms + (cls->proto->str_prefix ? 0 : OFI_REACH_GRACE_MS),
         .fd = -1,
+        .holds = 1,
     };
 }
 
-/* The last of them left it. */
-void ofi_reach_end(struct ofi_peer *peer)
+/* One of them stopped waiting; the last one ends the look. */
+void ofi_reach_release_locked(struct ofi_peer *peer)
 {
+    HGX_ASSERT(peer->reach.holds > 0);
+    if (--peer->reach.holds > 0)
+        return;
     if (peer->reach.fd >= 0)
         close(peer->reach.fd);
     peer->reach.fd = -1;
 }
 
-/* The provider refused a post to peer again: the errno saying why the peer
- * is not there, or 0 while it may still be. Logs the finding once. */
+/* The provider refused a post or control message to peer again (it holds
+ * the look): the errno saying why the peer is not there, or 0 while it may
+ * still be. Logs the finding once. */
 int ofi_reach_check_locked(const struct ofi_class *cls, struct ofi_peer *peer,
                            uint64_t now_ms)
 {

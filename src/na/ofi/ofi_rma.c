@@ -337,10 +337,8 @@ na_return_t ofi_rma(na_class_t *na_class, na_op_id_t *op, bool put,
     }
     atomic_store(&oop->part_ret, NA_SUCCESS);
     atomic_store(&oop->parts_left, oop->nparts + 1);
-    if (cls->proto->rma_unchecked && !ofi_check_leased(cls, oop)) {
-        ofi_check_start(cls, oop);
-        return NA_SUCCESS;
-    }
+    if (cls->proto->rma_unchecked && !ofi_check_leased(cls, oop))
+        return ofi_check_start(cls, oop);
     return ofi_submit(cls, oop, false);
 
 error:
