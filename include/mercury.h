@@ -745,7 +745,10 @@ HG_PUBLIC hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
  * HG_Event_trigger(). None of them blocks. The fd (the context's own, made
  * on the first call) becomes readable for every completion of the context:
  * its traffic, an RPC to self, work another thread queued on it or another
- * thread's progress completed for it.
+ * thread's progress completed for it. Drive a context either with this API
+ * or with HG_Progress(), not with both at once from different threads: both
+ * drain the same wake-up fds, so one may take the wake-up meant for the other
+ * and leave it asleep (Mercury does not support this either).
  * \param[in] context context
  * \return a file descriptor to poll for reading, or -1 when the plugin has
  *         none (mpi+, ofi+shm; a class in NA_NO_BLOCK mode): use

@@ -122,12 +122,14 @@ static bool event_watch(hg_context_t *context)
     return true;
 }
 
+/* Called once the NA context is destroyed: a loop's last HG_Event_ready may
+ * have left it watching, but the NA context's sleeper count and wake fd are
+ * gone with it, so only the context's own fds are left. */
 void hg_event_fini(hg_context_t *context)
 {
     int epfd = atomic_load(&context->ev_epfd);
     if (epfd < 0)
         return;
-    event_unwatch(context);
     close(epfd);
     close(context->ev_fd);
 }

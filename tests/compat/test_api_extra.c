@@ -312,7 +312,12 @@ static void test_rpc_bulk_events(void **state)
     bool has_fd = strncmp(env->info, "ofi+shm", 7) != 0;
     rpc_bulk_events(env);
     if (has_fd) {
-        assert_true(env->polls >= 1); /* woken from poll(2) by the wait fds */
+        /* Woken from poll(2) by the wait fds. Not over ofi+tcp: rxm refuses
+         * sends while it connects, only progress retries them and no fd
+         * says when, so HG_Event_ready says yes until the connection is up
+         * and the loop does not sleep during the first RPC. */
+        if (strncmp(env->info, "ofi+tcp", 7) != 0)
+            assert_true(env->polls >= 1);
         assert_true(events_settle(env));
     }
     rpc_bulk_events(env);

@@ -162,14 +162,23 @@ static inline bool ofi_deadlines(const struct ofi_class *cls)
            atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0;
 }
 
+/* Whether a sleep on the wait fd may begin: nothing to retry, the provider
+ * agrees (fi_trywait), and the fd is quiet now. The last check is for
+ * providers whose fi_trywait agrees whatever the CQ holds: the sockets
+ * provider's wait fd stays readable while completions wait in the CQ, so a
+ * caller told it may sleep (HG_Event_ready false) would wake at once, sleep
+ * again, and spin without ever reading them. */
 bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
 {
     struct ofi_class *cls = ofi_class(na_class);
     struct fid *fid = &cls->cq->fid;
 
     (void)context;
-    return cls->wait_fd >= 0 && !ofi_retrying(cls) &&
-           fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS;
+    if (cls->wait_fd < 0 || ofi_retrying(cls) ||
+        fi_trywait(cls->fabric, &fid, 1) != FI_SUCCESS)
+        return false;
+    struct pollfd pfd = {.fd = cls->wait_fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) == 0;
 }
 
 /* Retry refused posts, process completions, move the RMA check on, escalate

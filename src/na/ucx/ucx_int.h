@@ -195,6 +195,9 @@ struct ucx_class {
     int wait_fd;  /* what a thread sleeps on: efd and timer_fd (ucx_wait.c) */
     int timer_fd; /* fires at the plugin's next deadline */
     bool timer_set;
+    /* ucp_worker_arm said BUSY, which also consumed the worker's signal:
+     * until progress runs, the fd may not fire for what is pending. */
+    bool arm_busy;
     uint32_t id;
     char proto[8];
     struct hgx_list peers;        /* every peer, until finalize */

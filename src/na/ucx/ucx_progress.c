@@ -108,6 +108,7 @@ static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
     unsigned total = 0, n;
     if (ucx_stalled(cls))
         return 0;
+    cls->arm_busy = false; /* what made the worker busy is processed now */
     do {
         n = ucp_worker_progress(cls->worker);
         total += n;

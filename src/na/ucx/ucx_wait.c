@@ -11,6 +11,7 @@
 #include "hgx_clock.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -63,12 +64,26 @@ static uint64_t ucx_next_deadline_ms(struct ucx_class *cls)
     return left;
 }
 
+/* Whether the worker's fd is readable now. Some transports arm as a no-op:
+ * tcp's "arm" succeeds whatever its sockets hold, and its fd then stays
+ * readable until progress reads them. Sleeping on such an fd returns at once,
+ * and a caller told it may sleep (HG_Event_ready false) sleeps again: a spin
+ * that never progresses. */
+static bool ucx_worker_fd_ready(const struct ucx_class *cls)
+{
+    struct pollfd pfd = {.fd = cls->efd, .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+}
+
 /* Ready the wait fd for a sleep: the timer set to the next deadline (setting
  * it also clears an expiry already read by nobody), then the worker armed.
- * UCS_OK: sleeping on wait_fd misses nothing. UCS_ERR_BUSY: events are
- * pending or a deadline has passed; progress first. Lock held. */
+ * UCS_OK: wait_fd is quiet now and fires on the next event, so sleeping on
+ * it misses nothing and does not return for nothing. UCS_ERR_BUSY: events
+ * are pending or a deadline has passed; progress first. Lock held. */
 ucs_status_t ucx_wait_arm(struct ucx_class *cls)
 {
+    if (cls->arm_busy)
+        return UCS_ERR_BUSY; /* asked again before progress ran */
     uint64_t left = ucx_next_deadline_ms(cls);
     if (left == 0)
         return UCS_ERR_BUSY;
@@ -84,5 +99,9 @@ ucs_status_t ucx_wait_arm(struct ucx_class *cls)
         }
         cls->timer_set = left != UINT64_MAX;
     }
-    return ucp_worker_arm(cls->worker);
+    ucs_status_t st = ucp_worker_arm(cls->worker);
+    if (st == UCS_OK && ucx_worker_fd_ready(cls))
+        st = UCS_ERR_BUSY;
+    cls->arm_busy = st == UCS_ERR_BUSY;
+    return st;
 }
