@@ -182,7 +182,7 @@ static hg_return_t forward_cb(const struct hg_cb_info *info)
 /* Forward size bytes (SEED_OLD) in a read-only handle, overwrite them with
  * SEED_NEW once the input is encoded, free the handle too if free_early,
  * then let the target pull them all. */
-static void forward_pull(struct pair *p, size_t size, bool free_early)
+static void forward_pull(struct pair *p, size_t size, bool free_early, hg_uint8_t access)
 {
     unsigned char *buf = malloc(size);
     void *ptr = buf;
@@ -193,8 +193,7 @@ static void forward_pull(struct pair *p, size_t size, bool free_early)
     int calls = 0;
 
     test_fill(buf, size, SEED_OLD);
-    assert_int_equal(HG_Bulk_create(p->ocls, 1, &ptr, &bsize, HG_BULK_READ_ONLY, &bulk),
-                     HG_SUCCESS);
+    assert_int_equal(HG_Bulk_create(p->ocls, 1, &ptr, &bsize, access, &bulk), HG_SUCCESS);
     eager_in_t in = {.bulk = bulk, .size = size};
     assert_int_equal(HG_Create(p->octx, p->target, p->id, &h), HG_SUCCESS);
     assert_int_equal(HG_Forward(h, forward_cb, &calls, &in), HG_SUCCESS);
@@ -220,7 +219,7 @@ static void test_rpc_eager(void **state)
     struct hg_diag_counters c;
 
     pair_open(&p, false);
-    forward_pull(&p, SMALL, true);
+    forward_pull(&p, SMALL, true, HG_BULK_READ_ONLY);
     assert_int_equal(tgt.ret, HG_SUCCESS);
     assert_true(test_check(tgt.data, SMALL, SEED_OLD));
     assert_int_equal(HG_Class_get_counters(p.tcls, &c), HG_SUCCESS);
@@ -234,7 +233,7 @@ static void test_rpc_no_bulk_eager(void **state)
     struct pair p;
 
     pair_open(&p, true);
-    forward_pull(&p, SMALL, false);
+    forward_pull(&p, SMALL, false, HG_BULK_READ_ONLY);
     assert_int_equal(tgt.ret, HG_SUCCESS);
     assert_true(test_check(tgt.data, SMALL, SEED_NEW));
     pair_close(&p);
@@ -247,9 +246,23 @@ static void test_rpc_too_large(void **state)
 
     pair_open(&p, false);
     size_t size = (size_t)HG_Class_get_input_eager_size(p.ocls) + 1;
-    forward_pull(&p, size, false);
+    forward_pull(&p, size, false, HG_BULK_READ_ONLY);
     assert_int_equal(tgt.ret, HG_SUCCESS);
     assert_true(test_check(tgt.data, size, SEED_NEW));
+    pair_close(&p);
+}
+
+/* A read-write handle is not embedded in an RPC: a pull must see what the
+ * memory holds (a push may have changed it since the input was encoded). */
+static void test_rpc_readwrite_not_eager(void **state)
+{
+    (void)state;
+    struct pair p;
+
+    pair_open(&p, false);
+    forward_pull(&p, SMALL, false, HG_BULK_READWRITE);
+    assert_int_equal(tgt.ret, HG_SUCCESS);
+    assert_true(test_check(tgt.data, SMALL, SEED_NEW));
     pair_close(&p);
 }
 
@@ -371,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_rpc_eager),
         cmocka_unit_test(test_rpc_no_bulk_eager),
         cmocka_unit_test(test_rpc_too_large),
+        cmocka_unit_test(test_rpc_readwrite_not_eager),
         cmocka_unit_test(test_serialize_eager),
     };
     return test_run_per_transport("bulk_eager", "", &cur_info, tests,
