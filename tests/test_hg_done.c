@@ -7,6 +7,6 @@ hg_return_t test_hg_done_cb(const struct hg_cb_info *info)
 {
     struct test_hg_done *d = info->arg;
     d->ret = info->ret;
-    d->done = 1;
+    d->calls++;
     return HG_SUCCESS;
 }

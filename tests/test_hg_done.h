@@ -9,12 +9,12 @@
 #include "mercury.h"
 
 struct test_hg_done {
-    int done;        /* set by the callback */
+    int calls;       /* how many times the callback ran: 1 once done */
     hg_return_t ret; /* the operation's result, once done */
 };
 
 /* An HG callback with a struct test_hg_done as its argument: records the
- * result and marks it done. Returns HG_SUCCESS. */
+ * result and counts the call. Returns HG_SUCCESS. */
 hg_return_t test_hg_done_cb(const struct hg_cb_info *info);
 
 #endif /* TEST_HG_DONE_H */

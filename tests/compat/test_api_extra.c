@@ -255,7 +255,7 @@ static void rpc_bulk_events(struct env *env)
         ((unsigned char *)ibuf)[i] = (unsigned char)(0xA0 + i);
     xfer_in_t in = {.bulk = bulk, .seed = 7, .tag = (char *)"pull me"};
     assert_int_equal(HG_Forward(h, test_hg_done_cb, &f, &in), HG_SUCCESS);
-    event_loop(env, &f.done);
+    event_loop(env, &f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
 
     xfer_out_t out;
@@ -351,7 +351,7 @@ static void test_bulk_bind(void **state)
                                            HG_BULK_PULL, remote, 0, local, 0, 4096,
                                            HG_OP_ID_IGNORE),
                      HG_SUCCESS);
-    event_loop(env, &f.done);
+    event_loop(env, &f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
     assert_true(test_check(dst, 4096, 3));
     HG_Bulk_free(local);
@@ -382,11 +382,11 @@ static void test_context_unpost(void **state)
         HG_Progress(env->cli_ctx, 10);
         HG_Trigger(env->cli_ctx, 0, 16, NULL);
     }
-    assert_int_equal(f.done, 0);
+    assert_int_equal(f.calls, 0);
     assert_int_equal(HG_Class_get_counters(env->srv, &c1), HG_SUCCESS);
     assert_int_equal(c1.rpc_req_recv_count, c0.rpc_req_recv_count);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-    event_loop(env, &f.done);
+    event_loop(env, &f.calls);
     assert_int_equal(f.ret, HG_CANCELED);
     HG_Destroy(h);
 }

@@ -268,7 +268,7 @@ static hg_return_t forward_wait(struct env *env, hg_handle_t h, int64_t x)
     hg_return_t ret = HG_Forward(h, fwd_cb, &f, &args);
     if (ret != HG_SUCCESS)
         return ret;
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     return f.ret;
 }
 
@@ -446,9 +446,9 @@ static void test_cancel_dropped(void **state)
         progress_ctx(env->cli_ctx);
     }
     assert_int_equal(env->dropped, 1);
-    assert_false(f.done);
+    assert_false(f.calls);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     assert_int_equal(f.ret, HG_CANCELED);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
@@ -486,7 +486,7 @@ static void test_no_response(void **state)
                            .user_args = &in};
     struct test_hg_done f = {0};
     assert_int_equal(HG_Forward(h, fwd_cb, &f, &args), HG_SUCCESS);
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
     free(big); /* the origin's part is over: the target must not need it */
     end = test_now() + LOOP_TIMEOUT;
@@ -585,7 +585,7 @@ static void test_target_id_unknown(void **state)
     }
     assert_int_equal(env->handled, before);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     assert_int_equal(f.ret, HG_CANCELED);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
@@ -659,7 +659,7 @@ static void test_unreachable(void **state)
     ret = HG_Forward(h, fwd_cb, &f, &args);
     if (ret == HG_SUCCESS) {
         assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-        loop_until(env, &f.done);
+        loop_until(env, &f.calls);
         ret = f.ret;
         assert_int_equal(ret, HG_CANCELED);
     }
@@ -686,9 +686,9 @@ static void test_unreachable(void **state)
     f = (struct test_hg_done){0};
     ret = HG_Forward(h, fwd_cb, &f, &args);
     for (double end = test_now() + UNREACHABLE_BOUND_S;
-         ret == HG_SUCCESS && !f.done && test_now() < end;)
+         ret == HG_SUCCESS && !f.calls && test_now() < end;)
         progress_ctx(ctx);
-    if (ret == HG_SUCCESS && f.done)
+    if (ret == HG_SUCCESS && f.calls)
         ret = f.ret;
     print_message("# %s NA_NO_RETRY: forward to %s: %s\n", env->info, name,
                   HG_Error_to_string(ret));
@@ -1016,7 +1016,7 @@ static void test_bulk_edges(void **state)
                                              cli_addr, 0, copy, 0, owned, 0, 0,
                                              HG_OP_ID_IGNORE),
                          HG_SUCCESS);
-        loop_until(env, &f.done);
+        loop_until(env, &f.calls);
         assert_int_equal(f.ret, HG_SUCCESS);
         HG_Addr_free(env->srv, cli_addr);
     } else {
