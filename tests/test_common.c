@@ -23,6 +23,9 @@
 
 #include <cmocka.h>
 
+/* The most transports one run tests. */
+#define TEST_TRANSPORTS_MAX 16
+
 /* Tests run on one host: a TCP-capable transport named without a host is
  * pinned to loopback, as a plain string would take a routable interface. */
 static const char *test_pin_loopback(const char *transport, char *buf, size_t size)
@@ -40,8 +43,8 @@ static const char *test_pin_loopback(const char *transport, char *buf, size_t si
 static size_t test_transports_of(const char *const *candidates, size_t n_candidates,
                                  const char *const **list)
 {
-    static const char *chosen[16];
-    static char pinned[16][64];
+    static const char *chosen[TEST_TRANSPORTS_MAX];
+    static char pinned[TEST_TRANSPORTS_MAX][64];
     static char buf[512];
     const char *env = getenv("HGX_TEST_TRANSPORTS");
     size_t n = 0;
@@ -56,8 +59,8 @@ static size_t test_transports_of(const char *const *candidates, size_t n_candida
         }
     } else {
         snprintf(buf, sizeof(buf), "%s", env);
-        for (char *save = NULL, *t = strtok_r(buf, " ,", &save); t && n < 16;
-             t = strtok_r(NULL, " ,", &save))
+        for (char *save = NULL, *t = strtok_r(buf, " ,", &save);
+             t && n < TEST_TRANSPORTS_MAX; t = strtok_r(NULL, " ,", &save))
             chosen[n++] = t;
     }
     for (size_t i = 0; i < n; i++)
@@ -203,28 +206,40 @@ void test_group_banner(const char *name)
     fflush(stdout);
 }
 
-int test_run_per_transport(const char *suite, const char *prefix, const char **info,
-                           const struct CMUnitTest *tests, size_t count,
-                           int (*setup)(void **state), int (*teardown)(void **state))
+int test_run_groups(const char *suite, const char *const *transports, size_t n,
+                    const char *skip, const char **info, const struct CMUnitTest *tests,
+                    size_t count, int (*setup)(void **state),
+                    int (*teardown)(void **state))
 {
-    const char *const *transports;
-    size_t n = test_transports(&transports);
-    int failed = 0, ran = 0;
+    int failed = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strncmp(transports[i], prefix, strlen(prefix)) != 0)
+        if (skip && strncmp(transports[i], skip, strlen(skip)) == 0)
             continue;
         char name[64];
         *info = transports[i];
         snprintf(name, sizeof(name), "%s/%s", suite, transports[i]);
         test_group_banner(name);
         failed += _cmocka_run_group_tests(name, tests, count, setup, teardown);
-        ran++;
     }
+    return failed ? 1 : 0;
+}
+
+int test_run_per_transport(const char *suite, const char *prefix, const char **info,
+                           const struct CMUnitTest *tests, size_t count,
+                           int (*setup)(void **state), int (*teardown)(void **state))
+{
+    const char *const *transports;
+    const char *matched[TEST_TRANSPORTS_MAX];
+    size_t n = test_transports(&transports), ran = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(transports[i], prefix, strlen(prefix)) == 0)
+            matched[ran++] = transports[i];
     if (!ran) {
         printf("SKIP: no %s transport among the transports to test\n", prefix);
         return 77;
     }
-    return failed ? 1 : 0;
+    return test_run_groups(suite, matched, ran, NULL, info, tests, count, setup,
+                           teardown);
 }
 
 int test_loopback_socket(bool listening, unsigned *port)

@@ -26,6 +26,16 @@ size_t test_transports_mercury(const char *const **list);
 struct CMUnitTest;
 
 /* Run the cmocka group tests[0..count), with setup and teardown (or NULL),
+ * once over each of transports[0..n) but those whose info string starts with
+ * skip (NULL: none): named "suite/TRANSPORT" after a banner, with *info
+ * pointing at the transport's info string while it runs. Returns the
+ * program's exit code: 1 if a group failed, else 0. */
+int test_run_groups(const char *suite, const char *const *transports, size_t n,
+                    const char *skip, const char **info, const struct CMUnitTest *tests,
+                    size_t count, int (*setup)(void **state),
+                    int (*teardown)(void **state));
+
+/* Run the cmocka group tests[0..count), with setup and teardown (or NULL),
  * once over each transport to test whose info string starts with prefix (""
  * for all): named "suite/TRANSPORT" after a banner, with *info pointing at the
  * transport's info string while it runs. Returns the program's exit code: 1

@@ -17,6 +17,7 @@
 
 #include "hgx_test_hooks.h"
 #include "test_common.h"
+#include "test_hg_done.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -348,19 +349,6 @@ static int server_main(const char *info, int fd)
 /* Client                                                                    */
 /* ------------------------------------------------------------------------- */
 
-struct fwd_state {
-    int calls;
-    hg_return_t ret;
-};
-
-static hg_return_t fwd_cb(const struct hg_cb_info *info)
-{
-    struct fwd_state *st = info->arg;
-    st->calls++;
-    st->ret = info->ret;
-    return HG_SUCCESS;
-}
-
 /* Progress and trigger ctx until *calls reaches want or timeout. */
 static void run_ctx_until(hg_context_t *ctx, const int *calls, int want,
                           unsigned int timeout_ms)
@@ -383,10 +371,10 @@ static void run_until(const int *calls, int want, unsigned int timeout_ms)
     run_ctx_until(g.ctx, calls, want, timeout_ms);
 }
 
-static hg_return_t forward_wait(hg_handle_t h, void *in, struct fwd_state *st)
+static hg_return_t forward_wait(hg_handle_t h, void *in, struct test_hg_done *st)
 {
-    *st = (struct fwd_state){0, HG_OTHER_ERROR};
-    hg_return_t ret = HG_Forward(h, fwd_cb, st, in);
+    *st = (struct test_hg_done){0, HG_OTHER_ERROR};
+    hg_return_t ret = HG_Forward(h, test_hg_done_cb, st, in);
     if (ret != HG_SUCCESS)
         return ret;
     run_until(&st->calls, 1, WAIT_MS);
@@ -408,7 +396,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     HG_Create(g.ctx, g.server, g.ids.shutdown, &h);
     forward_wait(h, NULL, &st);
     HG_Destroy(h);
@@ -429,7 +417,7 @@ static void test_sum(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     sum_in_t in = {
         .a = -5, .b = 1ull << 40, .name = "world", .flag = HG_TRUE, .c = -3, .d = 60000};
     sum_out_t out;
@@ -451,17 +439,19 @@ static void test_create_id0_reset(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     sum_in_t in = {.a = 1, .b = 2, .name = "pool", .flag = HG_FALSE, .c = 3, .d = 4};
     sum_out_t out;
 
     assert_int_equal(HG_Create(g.ctx, HG_ADDR_NULL, 0, &h), HG_SUCCESS);
     assert_int_equal(HG_Get_info(h)->id, 0);
     assert_null(HG_Get_info(h)->addr);
-    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_INVALID_ARG); /* no address */
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, &in),
+                     HG_INVALID_ARG); /* no address */
     assert_int_equal(HG_Reset(h, g.server, 0), HG_SUCCESS);
     assert_int_equal(HG_Get_info(h)->id, 0);
-    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_INVALID_ARG); /* no RPC id */
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, &in),
+                     HG_INVALID_ARG); /* no RPC id */
     /* HG_ADDR_NULL keeps the address, an unknown id is refused and changes nothing. */
     assert_int_equal(HG_Reset(h, HG_ADDR_NULL, 12345), HG_NOENTRY);
     assert_int_equal(HG_Get_info(h)->id, 0);
@@ -483,7 +473,7 @@ static void test_no_response(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     status_out_t out;
 
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.noresp, &h), HG_SUCCESS);
@@ -510,7 +500,7 @@ static void test_registry_change(void **state)
 {
     (void)state;
     hg_handle_t once, rearm;
-    struct fwd_state st;
+    struct test_hg_done st;
 
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.once, &once), HG_SUCCESS);
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.rearm, &rearm), HG_SUCCESS);
@@ -528,7 +518,7 @@ static void test_big(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     blob_t in = {.len = BIG_SIZE, .seed = 42}, out;
 
     assert_true(HG_Class_get_input_eager_size(g.cls) < BIG_SIZE);
@@ -548,7 +538,7 @@ static void test_big(void **state)
 static void run_bulk(hg_bulk_op_t op, bool segmented)
 {
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     status_out_t out;
     unsigned char *buf = malloc(BULK_SIZE);
     hg_bulk_t bulk;
@@ -647,11 +637,11 @@ static hg_return_t transfer_wait(hg_class_t *cls, hg_context_t *ctx, hg_bulk_op_
                                  void *buf, hg_size_t size)
 {
     hg_bulk_t local;
-    struct fwd_state st = {0, HG_OTHER_ERROR};
+    struct test_hg_done st = {0, HG_OTHER_ERROR};
     hg_return_t ret = HG_Bulk_create(cls, 1, &buf, &size, HG_BULK_READWRITE, &local);
     if (ret == HG_SUCCESS)
-        ret = HG_Bulk_transfer(ctx, fwd_cb, &st, op, addr, remote, offset, local, 0, size,
-                               NULL);
+        ret = HG_Bulk_transfer(ctx, test_hg_done_cb, &st, op, addr, remote, offset, local,
+                               0, size, NULL);
     if (ret == HG_SUCCESS) {
         run_ctx_until(ctx, &st.calls, 1, WAIT_MS);
         ret = st.calls == 1 ? st.ret : HG_TIMEOUT;
@@ -665,7 +655,7 @@ static void test_bulk_pass_on(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     expose_out_t out;
     unsigned char desc1[512], desc2[512];
     char addr[256];
@@ -725,7 +715,7 @@ static void test_forward_self(void **state)
     (void)state;
     hg_addr_t self;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     sum_in_t in = {.a = 1, .b = 2, .name = "self", .flag = HG_FALSE, .c = 3, .d = 4};
     sum_out_t out;
 
@@ -746,17 +736,17 @@ static void test_forward_self(void **state)
     fill(src, sizeof(src), 3);
     HG_Bulk_create(g.cls, 1, &ps, &n, HG_BULK_READ_ONLY, &bs);
     HG_Bulk_create(g.cls, 1, &pd, &n, HG_BULK_READWRITE, &bd);
-    st = (struct fwd_state){0, HG_OTHER_ERROR};
-    assert_int_equal(
-        HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, self, bs, 0, bd, 0, n, NULL),
-        HG_SUCCESS);
+    st = (struct test_hg_done){0, HG_OTHER_ERROR};
+    assert_int_equal(HG_Bulk_transfer(g.ctx, test_hg_done_cb, &st, HG_BULK_PULL, self, bs,
+                                      0, bd, 0, n, NULL),
+                     HG_SUCCESS);
     run_until(&st.calls, 1, WAIT_MS);
     assert_int_equal(st.ret, HG_SUCCESS);
     assert_true(check(dst, sizeof(dst), 3));
-    st = (struct fwd_state){0, HG_OTHER_ERROR};
-    assert_int_equal(
-        HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PUSH, self, bs, 0, bd, 0, n, NULL),
-        HG_PERMISSION);
+    st = (struct test_hg_done){0, HG_OTHER_ERROR};
+    assert_int_equal(HG_Bulk_transfer(g.ctx, test_hg_done_cb, &st, HG_BULK_PUSH, self, bs,
+                                      0, bd, 0, n, NULL),
+                     HG_PERMISSION);
     HG_Bulk_free(bs);
     HG_Bulk_free(bd);
     HG_Addr_free(g.cls, self);
@@ -766,12 +756,12 @@ static void test_cancel_forward(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st = {0, HG_OTHER_ERROR};
+    struct test_hg_done st = {0, HG_OTHER_ERROR};
     sum_in_t in = {.a = 1, .b = 1, .name = "again", .flag = HG_FALSE, .c = 0, .d = 0};
     sum_out_t out;
 
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.sleep, &h), HG_SUCCESS);
-    assert_int_equal(HG_Forward(h, fwd_cb, &st, NULL), HG_SUCCESS);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, NULL), HG_SUCCESS);
     for (int i = 0; i < 4; i++) /* the request leaves; the server now sleeps */
         HG_Progress(g.ctx, 50);
     assert_int_equal(st.calls, 0);
@@ -795,12 +785,12 @@ static void test_destroy_pending(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st = {0, HG_OTHER_ERROR};
+    struct test_hg_done st = {0, HG_OTHER_ERROR};
     sum_in_t in = {.a = 1, .b = 1, .name = "x", .flag = HG_FALSE, .c = 0, .d = 0};
 
     /* Destroy right after forward: the handle lives until the callback ran. */
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.sum, &h), HG_SUCCESS);
-    assert_int_equal(HG_Forward(h, fwd_cb, &st, &in), HG_SUCCESS);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, &in), HG_SUCCESS);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
     run_until(&st.calls, 1, WAIT_MS);
     assert_int_equal(st.calls, 1);
@@ -811,7 +801,7 @@ static void test_cancel_bulk(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
     expose_out_t out;
     void *buf = malloc(EXPOSE_SIZE);
     hg_size_t size = EXPOSE_SIZE;
@@ -825,8 +815,8 @@ static void test_cancel_bulk(void **state)
     assert_int_equal(HG_Bulk_create(g.cls, 1, &buf, &size, HG_BULK_WRITE_ONLY, &local),
                      HG_SUCCESS);
     memset(buf, 0xaa, EXPOSE_SIZE);
-    st = (struct fwd_state){0, HG_OTHER_ERROR};
-    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server,
+    st = (struct test_hg_done){0, HG_OTHER_ERROR};
+    assert_int_equal(HG_Bulk_transfer(g.ctx, test_hg_done_cb, &st, HG_BULK_PULL, g.server,
                                       out.bulk, 0, local, 0, EXPOSE_SIZE, &op),
                      HG_SUCCESS);
     assert_int_equal(HG_Bulk_cancel(op), HG_SUCCESS);
@@ -847,7 +837,7 @@ static void test_cancel_bulk(void **state)
     assert_int_equal(st.calls, 1);
 
     /* Out of bounds is refused locally. */
-    assert_int_equal(HG_Bulk_transfer(g.ctx, fwd_cb, &st, HG_BULK_PULL, g.server,
+    assert_int_equal(HG_Bulk_transfer(g.ctx, test_hg_done_cb, &st, HG_BULK_PULL, g.server,
                                       out.bulk, 1, local, 0, EXPOSE_SIZE, NULL),
                      HG_INVALID_ARG);
     HG_Bulk_free(local);
@@ -860,7 +850,7 @@ static void test_checksum_error(void **state)
 {
     (void)state;
     hg_handle_t h;
-    struct fwd_state st;
+    struct test_hg_done st;
 
     assert_int_equal(HG_Create(g.ctx, g.server, g.ids.corrupt, &h), HG_SUCCESS);
     assert_int_equal(forward_wait(h, NULL, &st), HG_CHECKSUM_ERROR);
@@ -884,16 +874,16 @@ static void test_many_in_flight(void **state)
 {
     (void)state;
     static hg_handle_t h[IN_FLIGHT];
-    static struct fwd_state st[IN_FLIGHT];
+    static struct test_hg_done st[IN_FLIGHT];
     static sum_in_t in[IN_FLIGHT];
     int done = 0;
     const int n = IN_FLIGHT;
 
     for (int i = 0; i < n; i++) {
         in[i] = (sum_in_t){.a = i, .b = 0, .name = "n", .flag = HG_FALSE, .c = 0, .d = 0};
-        st[i] = (struct fwd_state){0, HG_OTHER_ERROR};
+        st[i] = (struct test_hg_done){0, HG_OTHER_ERROR};
         assert_int_equal(HG_Create(g.ctx, g.server, g.ids.sum, &h[i]), HG_SUCCESS);
-        assert_int_equal(HG_Forward(h[i], fwd_cb, &st[i], &in[i]), HG_SUCCESS);
+        assert_int_equal(HG_Forward(h[i], test_hg_done_cb, &st[i], &in[i]), HG_SUCCESS);
     }
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);

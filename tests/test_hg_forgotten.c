@@ -7,6 +7,7 @@
  * cannot start here.
  */
 #include "mercury.h"
+#include "test_hg_done.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -18,19 +19,6 @@ static hg_return_t rpc_handler(hg_handle_t handle)
     hg_return_t ret = HG_Respond(handle, NULL, NULL, NULL);
     HG_Destroy(handle);
     return ret;
-}
-
-struct done {
-    int flag;
-    hg_return_t ret;
-};
-
-static hg_return_t forward_cb(const struct hg_cb_info *info)
-{
-    struct done *d = info->arg;
-    d->ret = info->ret;
-    d->flag = 1;
-    return HG_SUCCESS;
 }
 
 static int check(const char *what, hg_return_t ret)
@@ -53,14 +41,14 @@ int main(void)
     hg_handle_t h = HG_HANDLE_NULL;
     char name[256];
     hg_size_t size = sizeof(name);
-    struct done done = {0, HG_TIMEOUT};
+    struct test_hg_done done = {0, HG_TIMEOUT};
     int fails = check("self address", HG_Addr_self(cls, &self));
     fails += check("address string", HG_Addr_to_string(cls, name, &size, self));
     fails += check("lookup", HG_Addr_lookup2(cls, name, &addr));
     fails += check("create", HG_Create(ctx, addr, id, &h));
-    fails += check("forward", HG_Forward(h, forward_cb, &done, NULL));
+    fails += check("forward", HG_Forward(h, test_hg_done_cb, &done, NULL));
     time_t t0 = time(NULL);
-    while (!fails && !done.flag && time(NULL) - t0 < DEADLINE_S) {
+    while (!fails && !done.calls && time(NULL) - t0 < DEADLINE_S) {
         unsigned int n = 0;
         HG_Progress(ctx, 100);
         HG_Trigger(ctx, 0, 16, &n);

@@ -523,7 +523,6 @@ int main(void)
 {
     const char *const *transports;
     size_t n = test_transports_mercury(&transports);
-    int failed = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_null_and_inactive), cmocka_unit_test(test_forward_wait),
         cmocka_unit_test(test_families),          cmocka_unit_test(test_persistent),
@@ -532,13 +531,6 @@ int main(void)
         cmocka_unit_test(test_deadline_order),    cmocka_unit_test(test_two_contexts),
         cmocka_unit_test(test_duplicate_in_set),  cmocka_unit_test(test_param_info),
     };
-    for (size_t i = 0; i < n; i++) {
-        char name[64];
-        current_info = transports[i];
-        snprintf(name, sizeof(name), "hgx/%s", transports[i]);
-        test_group_banner(name);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-                                          group_setup, group_teardown);
-    }
-    return failed ? 1 : 0;
+    return test_run_groups("hgx", transports, n, NULL, &current_info, tests,
+                           sizeof(tests) / sizeof(*tests), group_setup, group_teardown);
 }

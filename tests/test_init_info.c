@@ -21,6 +21,7 @@
 #include "mercury_macros.h"
 #include "na.h"
 #include "test_common.h"
+#include "test_hg_done.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,37 +96,24 @@ static void env_close(struct env *env)
     assert_int_equal(HG_Finalize(env->srv), HG_SUCCESS);
 }
 
-struct fwd {
-    int done;
-    hg_return_t ret;
-};
-
-static hg_return_t fwd_cb(const struct hg_cb_info *info)
-{
-    struct fwd *f = info->arg;
-    f->ret = info->ret;
-    f->done = 1;
-    return HG_SUCCESS;
-}
-
 /* One ping from the client, both contexts progressed until it completes. */
 static void ping(struct env *env, uint32_t v)
 {
     hg_handle_t h;
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     ping_t in = {.v = v}, out;
 
     assert_int_equal(HG_Create(env->cli_ctx, env->srv_addr, env->id, &h), HG_SUCCESS);
-    assert_int_equal(HG_Forward(h, fwd_cb, &f, &in), HG_SUCCESS);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &f, &in), HG_SUCCESS);
     double end = test_now() + LOOP_TIMEOUT;
-    while (!f.done && test_now() < end) {
+    while (!f.calls && test_now() < end) {
         unsigned int n;
         (void)HG_Progress(env->srv_ctx, 0);
         (void)HG_Trigger(env->srv_ctx, 0, 16, &n);
         (void)HG_Progress(env->cli_ctx, 1);
         (void)HG_Trigger(env->cli_ctx, 0, 16, &n);
     }
-    assert_true(f.done);
+    assert_true(f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
     assert_int_equal(HG_Get_output(h, &out), HG_SUCCESS);
     assert_int_equal(out.v, v + 1);
@@ -349,12 +337,7 @@ int main(void)
         cmocka_unit_test(test_ucx_ipv4_only),
     };
     failed |= cmocka_run_group_tests_name("addr_format", addr_tests, NULL, NULL);
-    for (size_t i = 0; i < n; i++) {
-        cur_info = transports[i];
-        test_group_banner(cur_info);
-        failed |=
-            _cmocka_run_group_tests(transports[i], post_tests,
-                                    sizeof(post_tests) / sizeof(*post_tests), NULL, NULL);
-    }
+    failed |= test_run_groups("init_info", transports, n, NULL, &cur_info, post_tests,
+                              sizeof(post_tests) / sizeof(*post_tests), NULL, NULL);
     return failed;
 }

@@ -918,7 +918,6 @@ int main(void)
 {
     const char *const *transports;
     size_t n = test_transports_mercury(&transports);
-    int failed = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_info),
         cmocka_unit_test(test_addresses),
@@ -937,13 +936,6 @@ int main(void)
         cmocka_unit_test(test_dead_peer),
         cmocka_unit_test(test_no_retry_window),
     };
-    for (size_t i = 0; i < n; i++) {
-        char name[64];
-        current_info = transports[i];
-        snprintf(name, sizeof(name), "na/%s", transports[i]);
-        test_group_banner(name);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-                                          group_setup, group_teardown);
-    }
-    return failed ? 1 : 0;
+    return test_run_groups("na", transports, n, NULL, &current_info, tests,
+                           sizeof(tests) / sizeof(*tests), group_setup, group_teardown);
 }

@@ -204,19 +204,11 @@ int main(void)
 {
     const char *const *transports;
     size_t n = test_transports(&transports);
-    int failed = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pull_small),
         cmocka_unit_test(test_pull_1m),
         cmocka_unit_test(test_pull_16m),
     };
-    for (size_t i = 0; i < n; i++) {
-        char name[64];
-        current_info = transports[i];
-        snprintf(name, sizeof(name), "cancel-pull/%s", transports[i]);
-        test_group_banner(name);
-        failed += _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof(*tests),
-                                          group_setup, group_teardown);
-    }
-    return failed ? 1 : 0;
+    return test_run_groups("cancel-pull", transports, n, NULL, &current_info, tests,
+                           sizeof(tests) / sizeof(*tests), group_setup, group_teardown);
 }

@@ -576,28 +576,43 @@ static void remote_desc(unsigned char desc[DESC_SIZE], uint64_t addr, uint64_t l
     memcpy(desc + 32, &key, 8);
 }
 
-/* A get of 4096 bytes at a made-up address of the raw endpoint. */
-static void origin_start(struct live *l, struct origin_op *o)
+/* o, cleared, with the raw endpoint as its target and an op to start. */
+static void origin_open(struct live *l, struct origin_op *o)
 {
-    unsigned char desc[DESC_SIZE];
-    const uint64_t addr = 0x7000, len = 4096, key = 0x1234;
     char name[160], *me = (char *)l->sender + 4;
 
     memset(o, 0, sizeof(*o));
     o->l = l;
-    remote_desc(desc, addr, len, key);
     snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
     assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
-    assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
+    o->op = NA_Op_create(l->cls, NA_OP_SINGLE);
+}
+
+/* Start o->op: a get into o->buf of len bytes at off of o->target's
+ * one-segment handle of total bytes at addr under key. */
+static void origin_get(na_class_t *cls, na_context_t *ctx, struct origin_op *o,
+                       uint64_t addr, uint64_t total, uint64_t key, uint64_t off,
+                       uint64_t len)
+{
+    unsigned char desc[DESC_SIZE];
+
+    remote_desc(desc, addr, total, key);
+    assert_int_equal(NA_Mem_handle_deserialize(cls, &o->remote, desc, sizeof(desc)),
                      NA_SUCCESS);
     assert_int_equal(
-        NA_Mem_handle_create(l->cls, o->buf, sizeof(o->buf), NA_MEM_READWRITE, &o->local),
+        NA_Mem_handle_create(cls, o->buf, sizeof(o->buf), NA_MEM_READWRITE, &o->local),
         NA_SUCCESS);
-    assert_int_equal(NA_Mem_register(l->cls, o->local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
-    o->op = NA_Op_create(l->cls, NA_OP_SINGLE);
-    assert_int_equal(NA_Get(l->cls, l->ctx, origin_cb, o, o->local, 0, o->remote, 0, len,
+    assert_int_equal(NA_Mem_register(cls, o->local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    assert_int_equal(NA_Get(cls, ctx, origin_cb, o, o->local, 0, o->remote, off, len,
                             o->target, 0, o->op),
                      NA_SUCCESS);
+}
+
+/* A get of 4096 bytes at a made-up address of the raw endpoint. */
+static void origin_start(struct live *l, struct origin_op *o)
+{
+    origin_open(l, o);
+    origin_get(l->cls, l->ctx, o, 0x7000, 4096, 0x1234, 0, 4096);
 }
 
 /* Receive the CHECK the get sends; check what it names and return its cookie. */
@@ -636,13 +651,19 @@ static double origin_wait(struct origin_op *o, unsigned int ms)
     return test_now() - t0;
 }
 
+/* Release what origin_open and origin_get made. */
+static void origin_free(na_class_t *cls, struct origin_op *o)
+{
+    NA_Op_destroy(cls, o->op);
+    NA_Mem_deregister(cls, o->local);
+    NA_Mem_handle_free(cls, o->local);
+    NA_Mem_handle_free(cls, o->remote);
+    NA_Addr_free(cls, o->target);
+}
+
 static void origin_end(struct origin_op *o)
 {
-    NA_Op_destroy(o->l->cls, o->op);
-    NA_Mem_deregister(o->l->cls, o->local);
-    NA_Mem_handle_free(o->l->cls, o->local);
-    NA_Mem_handle_free(o->l->cls, o->remote);
-    NA_Addr_free(o->l->cls, o->target);
+    origin_free(o->l->cls, o);
 }
 
 static void test_live_origin(void **state)
@@ -701,25 +722,10 @@ static na_return_t lease_get(struct origin_op *o, struct live *l,
                              const unsigned char *mem, uint64_t off, uint64_t len,
                              bool checked, uint32_t lease_us)
 {
-    unsigned char desc[DESC_SIZE];
-    const uint64_t addr = (uint64_t)(uintptr_t)mem, total = 8192, key = 0x4321;
-    char name[160], *me = (char *)l->sender + 4;
+    const uint64_t addr = (uint64_t)(uintptr_t)mem, key = 0x4321;
 
-    memset(o, 0, sizeof(*o));
-    o->l = l;
-    remote_desc(desc, addr, total, key);
-    snprintf(name, sizeof(name), "ofi+shm://%.*s", (int)l->sender[2] - 9, me + 9);
-    assert_int_equal(NA_Addr_lookup(l->cls, name, &o->target), NA_SUCCESS);
-    assert_int_equal(NA_Mem_handle_deserialize(l->cls, &o->remote, desc, sizeof(desc)),
-                     NA_SUCCESS);
-    assert_int_equal(
-        NA_Mem_handle_create(l->cls, o->buf, sizeof(o->buf), NA_MEM_READWRITE, &o->local),
-        NA_SUCCESS);
-    assert_int_equal(NA_Mem_register(l->cls, o->local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
-    o->op = NA_Op_create(l->cls, NA_OP_SINGLE);
-    assert_int_equal(NA_Get(l->cls, l->ctx, origin_cb, o, o->local, 0, o->remote, off,
-                            len, o->target, 0, o->op),
-                     NA_SUCCESS);
+    origin_open(l, o);
+    origin_get(l->cls, l->ctx, o, addr, 8192, key, off, len);
     if (checked) {
         struct hgx_ofi_ctrl msg;
         struct hgx_ofi_range r;
@@ -834,9 +840,6 @@ static void progress_until(na_class_t *cls, na_context_t *ctx, const bool *flag,
 static void killed_target(bool stalled)
 {
     struct test_server srv;
-    unsigned char desc[DESC_SIZE], buf[4096];
-    na_addr_t *target = NULL;
-    na_mem_handle_t *local = NULL, *remote = NULL;
     struct origin_op o = {0};
 
     /* The target first: a fork of a process without a class. */
@@ -845,8 +848,8 @@ static void killed_target(bool stalled)
     na_class_t *cls = NA_Initialize("ofi+shm", false);
     assert_non_null(cls);
     na_context_t *ctx = NA_Context_create(cls);
-    assert_int_equal(NA_Addr_lookup(cls, srv.addr, &target), NA_SUCCESS);
-    na_op_id_t *op = NA_Op_create(cls, NA_OP_SINGLE);
+    assert_int_equal(NA_Addr_lookup(cls, srv.addr, &o.target), NA_SUCCESS);
+    o.op = NA_Op_create(cls, NA_OP_SINGLE);
     if (stalled) {
         size_t size = NA_Msg_get_unexpected_header_size(cls) + 8;
         void *plugin_data = NULL;
@@ -854,23 +857,14 @@ static void killed_target(bool stalled)
         bool sent = false;
         NA_Msg_init_unexpected(cls, msg, size);
         assert_int_equal(NA_Msg_send_unexpected(cls, ctx, note_cb, &sent, msg, size,
-                                                plugin_data, target, 0, 0, op),
+                                                plugin_data, o.target, 0, 0, o.op),
                          NA_SUCCESS);
         progress_until(cls, ctx, &sent, test_now() + 5);
         assert_true(sent);
         NA_Msg_buf_free(cls, msg, plugin_data);
         usleep(100000); /* the target took it and stopped */
     }
-    remote_desc(desc, 0x7000, sizeof(buf), 0x1234);
-    assert_int_equal(NA_Mem_handle_deserialize(cls, &remote, desc, sizeof(desc)),
-                     NA_SUCCESS);
-    assert_int_equal(
-        NA_Mem_handle_create(cls, buf, sizeof(buf), NA_MEM_READWRITE, &local),
-        NA_SUCCESS);
-    assert_int_equal(NA_Mem_register(cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
-    assert_int_equal(
-        NA_Get(cls, ctx, origin_cb, &o, local, 0, remote, 0, sizeof(buf), target, 0, op),
-        NA_SUCCESS);
+    origin_get(cls, ctx, &o, 0x7000, sizeof(o.buf), 0x1234, 0, sizeof(o.buf));
     bool never = false;
     progress_until(cls, ctx, &never, test_now() + 0.2);
     assert_int_equal(o.calls, 0); /* the target is there: the get waits */
@@ -886,11 +880,7 @@ static void killed_target(bool stalled)
     assert_int_equal(o.calls, 1);
     assert_int_equal(o.ret, NA_HOSTUNREACH);
     assert_true(dt < 1.0);
-    NA_Op_destroy(cls, op);
-    NA_Mem_deregister(cls, local);
-    NA_Mem_handle_free(cls, local);
-    NA_Mem_handle_free(cls, remote);
-    NA_Addr_free(cls, target);
+    origin_free(cls, &o);
     assert_int_equal(NA_Context_destroy(cls, ctx), NA_SUCCESS);
     assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
 }

@@ -24,6 +24,7 @@
 #include "mercury_proc_bulk.h"
 #include "mercury_proc_string.h"
 #include "../test_common.h"
+#include "../test_hg_done.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -179,7 +180,6 @@ static int env_setup(void **state)
     hg_addr_t self;
 
     env->info = cur_info;
-    test_group_banner(env->info);
     env->srv = class_init(env->info, true);
     env->srv_ctx = HG_Context_create(env->srv);
     assert_int_equal(HG_Class_set_handle_create_callback(env->srv, on_create, env),
@@ -212,19 +212,6 @@ static int env_teardown(void **state)
 
 /* ---- tests ---- */
 
-struct fwd {
-    int done;
-    hg_return_t ret;
-};
-
-static hg_return_t fwd_cb(const struct hg_cb_info *info)
-{
-    struct fwd *f = info->arg;
-    f->ret = info->ret;
-    f->done = 1;
-    return HG_SUCCESS;
-}
-
 /* Progress and trigger both contexts until neither has work: true once both
  * say a program may sleep on their wait fds, false if that does not happen
  * within LOOP_TIMEOUT. */
@@ -252,7 +239,7 @@ static void rpc_bulk_events(struct env *env)
     hg_size_t size = BULK_SIZE;
     hg_bulk_t bulk;
     hg_handle_t h;
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     struct hg_diag_counters c0, c1;
 
     assert_int_equal(HG_Class_get_counters(env->cli, &c0), HG_SUCCESS);
@@ -267,8 +254,8 @@ static void rpc_bulk_events(struct env *env)
     for (unsigned int i = 0; i < HDR_SIZE; i++)
         ((unsigned char *)ibuf)[i] = (unsigned char)(0xA0 + i);
     xfer_in_t in = {.bulk = bulk, .seed = 7, .tag = (char *)"pull me"};
-    assert_int_equal(HG_Forward(h, fwd_cb, &f, &in), HG_SUCCESS);
-    event_loop(env, &f.done);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &f, &in), HG_SUCCESS);
+    event_loop(env, &f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
 
     xfer_out_t out;
@@ -334,7 +321,7 @@ static void test_bulk_bind(void **state)
     hg_size_t size = 4096;
     hg_bulk_t owner, remote, local;
     unsigned char desc[1024];
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
 
     test_fill(buf, 4096, 3);
     assert_int_equal(HG_Bulk_create(env->srv, 1, &buf, &size, HG_BULK_READ_ONLY, &owner),
@@ -356,13 +343,15 @@ static void test_bulk_bind(void **state)
 
     assert_int_equal(HG_Bulk_create(env->cli, 1, &dst, &size, HG_BULK_WRITE_ONLY, &local),
                      HG_SUCCESS);
-    assert_int_equal(HG_Bulk_bind_transfer(env->cli_ctx, fwd_cb, &f, HG_BULK_PULL, local,
-                                           0, local, 0, 16, HG_OP_ID_IGNORE),
+    assert_int_equal(HG_Bulk_bind_transfer(env->cli_ctx, test_hg_done_cb, &f,
+                                           HG_BULK_PULL, local, 0, local, 0, 16,
+                                           HG_OP_ID_IGNORE),
                      HG_INVALID_ARG); /* not bound */
-    assert_int_equal(HG_Bulk_bind_transfer(env->cli_ctx, fwd_cb, &f, HG_BULK_PULL, remote,
-                                           0, local, 0, 4096, HG_OP_ID_IGNORE),
+    assert_int_equal(HG_Bulk_bind_transfer(env->cli_ctx, test_hg_done_cb, &f,
+                                           HG_BULK_PULL, remote, 0, local, 0, 4096,
+                                           HG_OP_ID_IGNORE),
                      HG_SUCCESS);
-    event_loop(env, &f.done);
+    event_loop(env, &f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
     assert_true(test_check(dst, 4096, 3));
     HG_Bulk_free(local);
@@ -377,7 +366,7 @@ static void test_context_unpost(void **state)
 {
     struct env *env = *state;
     hg_handle_t h;
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
 
     assert_int_equal(HG_Context_unpost(env->srv_ctx), HG_SUCCESS);
     assert_int_equal(HG_Context_unpost(env->srv_ctx), HG_SUCCESS); /* again: no-op */
@@ -385,7 +374,7 @@ static void test_context_unpost(void **state)
     assert_int_equal(HG_Class_get_counters(env->srv, &c0), HG_SUCCESS);
     assert_int_equal(HG_Create(env->cli_ctx, env->srv_addr, env->id, &h), HG_SUCCESS);
     xfer_in_t in = {.bulk = HG_BULK_NULL, .seed = 0, .tag = (char *)"x"};
-    assert_int_equal(HG_Forward(h, fwd_cb, &f, &in), HG_SUCCESS);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &f, &in), HG_SUCCESS);
     double end = test_now() + 1.0;
     while (test_now() < end) { /* one second of progress on both sides */
         HG_Progress(env->srv_ctx, 10);
@@ -393,11 +382,11 @@ static void test_context_unpost(void **state)
         HG_Progress(env->cli_ctx, 10);
         HG_Trigger(env->cli_ctx, 0, 16, NULL);
     }
-    assert_int_equal(f.done, 0);
+    assert_int_equal(f.calls, 0);
     assert_int_equal(HG_Class_get_counters(env->srv, &c1), HG_SUCCESS);
     assert_int_equal(c1.rpc_req_recv_count, c0.rpc_req_recv_count);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-    event_loop(env, &f.done);
+    event_loop(env, &f.calls);
     assert_int_equal(f.ret, HG_CANCELED);
     HG_Destroy(h);
 }
@@ -560,13 +549,9 @@ int main(void)
         cmocka_unit_test(test_self_order),
     };
     failed |= cmocka_run_group_tests_name("compat-local", local_tests, NULL, NULL);
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(transports[i], "mpi", 3) == 0)
-            continue; /* no wait fd on mpi+ (HG_Event_get_wait_fd says -1) */
-        cur_info = transports[i];
-        failed |= _cmocka_run_group_tests(
-            transports[i], transport_tests,
-            sizeof(transport_tests) / sizeof(*transport_tests), env_setup, env_teardown);
-    }
+    /* No wait fd on mpi+ (HG_Event_get_wait_fd says -1). */
+    failed |= test_run_groups(
+        "api_extra", transports, n, "mpi", &cur_info, transport_tests,
+        sizeof(transport_tests) / sizeof(*transport_tests), env_setup, env_teardown);
     return failed;
 }

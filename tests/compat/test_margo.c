@@ -36,6 +36,7 @@
 #include "mercury_macros.h"
 #include "mercury_proc_string.h"
 #include "../test_common.h"
+#include "../test_hg_done.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -251,18 +252,10 @@ static int env_teardown(void **state)
 
 /* ---- client side ---- */
 
-struct fwd {
-    int done;
-    hg_return_t ret;
-};
-
 static hg_return_t fwd_cb(const struct hg_cb_info *info)
 {
-    struct fwd *f = info->arg;
     assert_int_equal(info->type, HG_CB_FORWARD);
-    f->ret = info->ret;
-    f->done = 1;
-    return HG_SUCCESS;
+    return test_hg_done_cb(info);
 }
 
 static hg_return_t forward_wait(struct env *env, hg_handle_t h, int64_t x)
@@ -271,11 +264,11 @@ static hg_return_t forward_wait(struct env *env, hg_handle_t h, int64_t x)
     struct in_args args = {.header = {.parent_rpc_id = PARENT_ID},
                            .user_cb = hg_proc_pair_t,
                            .user_args = &in};
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     hg_return_t ret = HG_Forward(h, fwd_cb, &f, &args);
     if (ret != HG_SUCCESS)
         return ret;
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     return f.ret;
 }
 
@@ -442,7 +435,7 @@ static void test_cancel_dropped(void **state)
     hg_handle_t h;
     pair_t in = {.x = 1, .s = (hg_string_t) "held"};
     struct in_args args = {.user_cb = hg_proc_pair_t, .user_args = &in};
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
 
     assert_int_equal(HG_Create(env->cli_ctx, env->srv_addr, env->hold_id, &h),
                      HG_SUCCESS);
@@ -453,9 +446,9 @@ static void test_cancel_dropped(void **state)
         progress_ctx(env->cli_ctx);
     }
     assert_int_equal(env->dropped, 1);
-    assert_false(f.done);
+    assert_false(f.calls);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     assert_int_equal(f.ret, HG_CANCELED);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
@@ -491,9 +484,9 @@ static void test_no_response(void **state)
     struct in_args args = {.header = {.parent_rpc_id = PARENT_ID},
                            .user_cb = hg_proc_pair_t,
                            .user_args = &in};
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     assert_int_equal(HG_Forward(h, fwd_cb, &f, &args), HG_SUCCESS);
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     assert_int_equal(f.ret, HG_SUCCESS);
     free(big); /* the origin's part is over: the target must not need it */
     end = test_now() + LOOP_TIMEOUT;
@@ -578,7 +571,7 @@ static void test_target_id_unknown(void **state)
     hg_handle_t h;
     pair_t in = {.x = 3, .s = (hg_string_t) "nowhere"};
     struct in_args args = {.user_cb = hg_proc_pair_t, .user_args = &in};
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     int before = env->handled;
 
     assert_int_equal(HG_Create(env->cli_ctx, env->srv_addr, env->echo_id, &h),
@@ -592,7 +585,7 @@ static void test_target_id_unknown(void **state)
     }
     assert_int_equal(env->handled, before);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-    loop_until(env, &f.done);
+    loop_until(env, &f.calls);
     assert_int_equal(f.ret, HG_CANCELED);
     assert_int_equal(HG_Destroy(h), HG_SUCCESS);
 }
@@ -661,12 +654,12 @@ static void test_unreachable(void **state)
      * the transport refused it at once: ofi+sockets). */
     pair_t in = {.x = 2, .s = (hg_string_t) "dead"};
     struct in_args args = {.user_cb = hg_proc_pair_t, .user_args = &in};
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     start = test_now();
     ret = HG_Forward(h, fwd_cb, &f, &args);
     if (ret == HG_SUCCESS) {
         assert_int_equal(HG_Cancel(h), HG_SUCCESS);
-        loop_until(env, &f.done);
+        loop_until(env, &f.calls);
         ret = f.ret;
         assert_int_equal(ret, HG_CANCELED);
     }
@@ -690,12 +683,12 @@ static void test_unreachable(void **state)
     hg_id_t id = HG_Register_name(cls, "echo", in_proc, out_proc, NULL);
     assert_int_equal(HG_Addr_lookup2(cls, name, &a), HG_SUCCESS);
     assert_int_equal(HG_Create(ctx, a, id, &h), HG_SUCCESS);
-    f = (struct fwd){0};
+    f = (struct test_hg_done){0};
     ret = HG_Forward(h, fwd_cb, &f, &args);
     for (double end = test_now() + UNREACHABLE_BOUND_S;
-         ret == HG_SUCCESS && !f.done && test_now() < end;)
+         ret == HG_SUCCESS && !f.calls && test_now() < end;)
         progress_ctx(ctx);
-    if (ret == HG_SUCCESS && f.done)
+    if (ret == HG_SUCCESS && f.calls)
         ret = f.ret;
     print_message("# %s NA_NO_RETRY: forward to %s: %s\n", env->info, name,
                   HG_Error_to_string(ret));
@@ -969,11 +962,8 @@ static void test_bulk_access(void **state)
  * extra reference on a decoded handle. */
 static hg_return_t bulk_done(const struct hg_cb_info *info)
 {
-    struct fwd *f = info->arg;
     assert_int_equal(info->type, HG_CB_BULK);
-    f->ret = info->ret;
-    f->done = 1;
-    return HG_SUCCESS;
+    return test_hg_done_cb(info);
 }
 
 static void test_bulk_edges(void **state)
@@ -982,7 +972,7 @@ static void test_bulk_edges(void **state)
     void *ptrs[2] = {NULL, NULL};
     hg_size_t sizes[2] = {0, 0};
     hg_bulk_t empty, owned, copy = HG_BULK_NULL;
-    struct fwd f = {0};
+    struct test_hg_done f = {0};
     hg_size_t len = 4096;
 
     /* The class is named as its info string names it: "na" for na+sm,
@@ -1026,7 +1016,7 @@ static void test_bulk_edges(void **state)
                                              cli_addr, 0, copy, 0, owned, 0, 0,
                                              HG_OP_ID_IGNORE),
                          HG_SUCCESS);
-        loop_until(env, &f.done);
+        loop_until(env, &f.calls);
         assert_int_equal(f.ret, HG_SUCCESS);
         HG_Addr_free(env->srv, cli_addr);
     } else {
