@@ -50,6 +50,11 @@
 /* Wake-ups after which HG_Event_ready said false: the fd fired for nothing
  * the loop may handle. A loop that spins has thousands. */
 #define EMPTY_WAKES_MAX 3
+/* Turns with progress of a loop during a first RPC, connection included:
+ * the RPC's own events, and a wake-up per step of the plugin's timer while
+ * the connection comes up. A loop kept busy while it connects has
+ * thousands. */
+#define CONNECT_TURNS_MAX 40
 /* The loops below wait at most this long per sleep: an RPC served only when
  * a sleep runs out takes at least that. */
 #define STRICT_SLEEP_MS 1000
@@ -338,6 +343,7 @@ static void test_other_progress_wakes(void **state)
 /* ---- HG_Event_ready false: the fd is quiet ---- */
 
 struct strict_loop {
+    unsigned int busy;  /* HG_Event_ready said true: the loop progressed */
     unsigned int wakes; /* poll(2) returned with the fd readable */
     unsigned int empty; /* ... and HG_Event_ready then said false */
 };
@@ -350,6 +356,7 @@ struct strict_loop {
 static void strict_turn(hg_context_t *ctx, int fd, int ms, struct strict_loop *loop)
 {
     if (HG_Event_ready(ctx)) {
+        loop->busy++;
         assert_int_equal(HG_Event_progress(ctx, NULL), HG_SUCCESS);
         assert_int_equal(HG_Event_trigger(ctx, 64, NULL), HG_SUCCESS);
         return;
@@ -464,6 +471,87 @@ static void test_ready_means_quiet(void **state)
     assert_int_equal(HG_Context_destroy(cl.ctx), HG_SUCCESS);
     assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
     assert_int_equal(HG_Context_destroy(sctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+}
+
+/* ---- a first RPC, which connects: the loop sleeps meanwhile ---- */
+
+struct server_loop {
+    hg_context_t *ctx;
+    atomic_int stop;
+};
+
+static void *server_main(void *arg)
+{
+    struct server_loop *srv = arg;
+    while (!atomic_load(&srv->stop)) {
+        unsigned int n;
+        HG_Progress(srv->ctx, 10);
+        HG_Trigger(srv->ctx, 0, 64, &n);
+    }
+    return NULL;
+}
+
+/* The client's first RPC to a server, driven by a strict loop alone: while
+ * the transport connects, the plugin's own timed work (posts the provider
+ * refused until the connection is up, wire-up deadlines) wakes the loop
+ * through the wait fd's timer, a few times, instead of keeping
+ * HG_Event_ready true for the whole connection (a spin of thousands of
+ * turns over ofi+tcp). */
+static void test_first_rpc_sleeps(void **state)
+{
+    (void)state;
+    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
+    hg_size_t len = sizeof(addr_str);
+    hg_addr_t self, server;
+
+    hg_class_t *srv = HG_Init(cur_info, HG_TRUE);
+    assert_non_null(srv);
+    struct server_loop sl = {.ctx = HG_Context_create(srv)};
+    assert_non_null(sl.ctx);
+    (void)MERCURY_REGISTER(srv, "ev_first", ev_in_t, ev_out_t, ev_rpc);
+    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_to_string(srv, addr_str, &len, self), HG_SUCCESS);
+    HG_Addr_free(srv, self);
+
+    test_client_info(addr_str, cli_info, sizeof(cli_info));
+    hg_class_t *cli = HG_Init(cli_info, HG_FALSE);
+    assert_non_null(cli);
+    hg_context_t *ctx = HG_Context_create(cli);
+    assert_non_null(ctx);
+    hg_id_t id = MERCURY_REGISTER(cli, "ev_first", ev_in_t, ev_out_t, NULL);
+    assert_int_equal(HG_Addr_lookup2(cli, addr_str, &server), HG_SUCCESS);
+
+    int fd = wait_fd_of(ctx);
+    if (fd >= 0) {
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, server_main, &sl), 0);
+        settle(ctx);
+        struct strict_loop loop = {0};
+        struct call call = {.handle = HG_HANDLE_NULL};
+        forward(&call, ctx, server, id, 7);
+        double end = test_now() + 10.0;
+        while (!atomic_load(&call.done) && test_now() < end)
+            strict_turn(ctx, fd, STRICT_SLEEP_MS, &loop);
+        double ms = (test_now() - call.sent) * 1e3;
+        assert_true(atomic_load(&call.done));
+        assert_int_equal(call.value, 8);
+        HG_Destroy(call.handle);
+        drain(ctx);
+        atomic_store(&sl.stop, 1);
+        pthread_join(t, NULL);
+        printf("%s: first RPC (connecting) from a loop that sleeps whenever "
+               "HG_Event_ready says false: %.2f ms, %u turn(s) with progress, %u "
+               "wake-up(s), %u with nothing to do\n",
+               cur_info, ms, loop.busy, loop.wakes, loop.empty);
+        assert_int_equal(atomic_load(&thread_errors), 0);
+        assert_true(loop.busy <= CONNECT_TURNS_MAX);
+        assert_true(loop.empty <= EMPTY_WAKES_MAX);
+    }
+    HG_Addr_free(cli, server);
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(sl.ctx), HG_SUCCESS);
     assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
 }
 
@@ -590,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_self_rpc_wakes),
         cmocka_unit_test(test_other_progress_wakes),
         cmocka_unit_test(test_ready_means_quiet),
+        cmocka_unit_test(test_first_rpc_sleeps),
         cmocka_unit_test(test_idle_sleeps),
         cmocka_unit_test(test_no_loopback),
         cmocka_unit_test(test_stats),
