@@ -173,10 +173,12 @@ static inline bool ofi_deadlines(const struct ofi_class *cls)
 static uint64_t ofi_next_duty_ms(struct ofi_class *cls)
 {
     bool retrying = ofi_retrying(cls);
-    if (!retrying)
+    /* Reset only what is set: the common answer (no duty) writes nothing. */
+    if (!retrying && atomic_load_explicit(&cls->retry_step_ms, memory_order_relaxed))
         atomic_store_explicit(&cls->retry_step_ms, 0, memory_order_relaxed);
     if (!retrying && !ofi_deadlines(cls)) {
-        atomic_store_explicit(&cls->duty_due_ns, 0, memory_order_relaxed);
+        if (atomic_load_explicit(&cls->duty_due_ns, memory_order_relaxed))
+            atomic_store_explicit(&cls->duty_due_ns, 0, memory_order_relaxed);
         return UINT64_MAX;
     }
     uint64_t now = hgx_clock_now_ns();
