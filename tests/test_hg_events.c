@@ -9,6 +9,10 @@
  *     loop that progresses only when it says true, and otherwise sleeps and
  *     asks again, serves remote RPCs without spinning, at a latency close to
  *     the transport's;
+ *   - such a loop sleeps while a first RPC connects: the plugin's own timed
+ *     work wakes it through the wait fd's timer a few times;
+ *   - over UCX, a class stalled on a full unexpected backlog lets its caller
+ *     sleep on a quiet fd, and a receive posted by another thread wakes it;
  *   - idle, such a loop really sleeps: few wake-ups, little CPU time;
  *   - no_loopback: an RPC to self goes through the plugin (the counters show
  *     the request sent and received); without it, it does not;
@@ -27,6 +31,7 @@
 
 #include "mercury.h"
 #include "mercury_macros.h"
+#include "na.h"
 #include "test_common.h"
 
 #include <poll.h>
@@ -50,6 +55,11 @@
 /* Wake-ups after which HG_Event_ready said false: the fd fired for nothing
  * the loop may handle. A loop that spins has thousands. */
 #define EMPTY_WAKES_MAX 3
+/* Turns with progress of a loop during a first RPC, connection included:
+ * the RPC's own events, and a wake-up per step of the plugin's timer while
+ * the connection comes up. A loop kept busy while it connects has
+ * thousands. */
+#define CONNECT_TURNS_MAX 40
 /* The loops below wait at most this long per sleep: an RPC served only when
  * a sleep runs out takes at least that. */
 #define STRICT_SLEEP_MS 1000
@@ -338,6 +348,7 @@ static void test_other_progress_wakes(void **state)
 /* ---- HG_Event_ready false: the fd is quiet ---- */
 
 struct strict_loop {
+    unsigned int busy;  /* HG_Event_ready said true: the loop progressed */
     unsigned int wakes; /* poll(2) returned with the fd readable */
     unsigned int empty; /* ... and HG_Event_ready then said false */
 };
@@ -350,6 +361,7 @@ struct strict_loop {
 static void strict_turn(hg_context_t *ctx, int fd, int ms, struct strict_loop *loop)
 {
     if (HG_Event_ready(ctx)) {
+        loop->busy++;
         assert_int_equal(HG_Event_progress(ctx, NULL), HG_SUCCESS);
         assert_int_equal(HG_Event_trigger(ctx, 64, NULL), HG_SUCCESS);
         return;
@@ -465,6 +477,238 @@ static void test_ready_means_quiet(void **state)
     assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
     assert_int_equal(HG_Context_destroy(sctx), HG_SUCCESS);
     assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+}
+
+/* ---- a first RPC, which connects: the loop sleeps meanwhile ---- */
+
+struct server_loop {
+    hg_context_t *ctx;
+    atomic_int stop;
+};
+
+static void *server_main(void *arg)
+{
+    struct server_loop *srv = arg;
+    while (!atomic_load(&srv->stop)) {
+        unsigned int n;
+        HG_Progress(srv->ctx, 10);
+        HG_Trigger(srv->ctx, 0, 64, &n);
+    }
+    return NULL;
+}
+
+/* The client's first RPC to a server, driven by a strict loop alone: while
+ * the transport connects, the plugin's own timed work (posts the provider
+ * refused until the connection is up, wire-up deadlines) wakes the loop
+ * through the wait fd's timer, a few times, instead of keeping
+ * HG_Event_ready true for the whole connection (a spin of thousands of
+ * turns over ofi+tcp). */
+static void test_first_rpc_sleeps(void **state)
+{
+    (void)state;
+    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
+    hg_size_t len = sizeof(addr_str);
+    hg_addr_t self, server;
+
+    hg_class_t *srv = HG_Init(cur_info, HG_TRUE);
+    assert_non_null(srv);
+    struct server_loop sl = {.ctx = HG_Context_create(srv)};
+    assert_non_null(sl.ctx);
+    (void)MERCURY_REGISTER(srv, "ev_first", ev_in_t, ev_out_t, ev_rpc);
+    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_to_string(srv, addr_str, &len, self), HG_SUCCESS);
+    HG_Addr_free(srv, self);
+
+    test_client_info(addr_str, cli_info, sizeof(cli_info));
+    hg_class_t *cli = HG_Init(cli_info, HG_FALSE);
+    assert_non_null(cli);
+    hg_context_t *ctx = HG_Context_create(cli);
+    assert_non_null(ctx);
+    hg_id_t id = MERCURY_REGISTER(cli, "ev_first", ev_in_t, ev_out_t, NULL);
+    assert_int_equal(HG_Addr_lookup2(cli, addr_str, &server), HG_SUCCESS);
+
+    int fd = wait_fd_of(ctx);
+    if (fd >= 0) {
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, server_main, &sl), 0);
+        settle(ctx);
+        struct strict_loop loop = {0};
+        struct call call = {.handle = HG_HANDLE_NULL};
+        forward(&call, ctx, server, id, 7);
+        double end = test_now() + 10.0;
+        while (!atomic_load(&call.done) && test_now() < end)
+            strict_turn(ctx, fd, STRICT_SLEEP_MS, &loop);
+        double ms = (test_now() - call.sent) * 1e3;
+        assert_true(atomic_load(&call.done));
+        assert_int_equal(call.value, 8);
+        HG_Destroy(call.handle);
+        drain(ctx);
+        atomic_store(&sl.stop, 1);
+        pthread_join(t, NULL);
+        printf("%s: first RPC (connecting) from a loop that sleeps whenever "
+               "HG_Event_ready says false: %.2f ms, %u turn(s) with progress, %u "
+               "wake-up(s), %u with nothing to do\n",
+               cur_info, ms, loop.busy, loop.wakes, loop.empty);
+        assert_int_equal(atomic_load(&thread_errors), 0);
+        assert_true(loop.busy <= CONNECT_TURNS_MAX);
+        assert_true(loop.empty <= EMPTY_WAKES_MAX);
+    }
+    HG_Addr_free(cli, server);
+    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(sl.ctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+}
+
+/* ---- UCX stalled on a full unexpected backlog: the loop sleeps ---- */
+
+#define STALL_MAX "16"   /* HGX_NA_UNEXPECTED_MAX of the stalled class: its least */
+#define STALL_MSGS 64    /* sent to it, more than it keeps */
+#define STALL_SEND_S 0.3 /* long enough for the backlog to fill */
+/* A stalled class's fd fires every 100 ms (UCX_TIMER_POLL_MS) at the latest,
+ * for work that unstalls it without a receive: the quiet window and the wake
+ * by a receive both end before that. */
+#define STALL_QUIET_MS 80
+#define STALL_POST_DELAY_US 10000
+#define STALL_WAKE_MAX_MS 90.0
+
+struct stall_side {
+    na_class_t *cls;
+    na_context_t *ctx;
+    atomic_int done;
+};
+
+static void stall_cb(const struct na_cb_info *info)
+{
+    struct stall_side *side = info->arg;
+    CHECK(info->ret == NA_SUCCESS);
+    if (info->type == NA_CB_RECV_UNEXPECTED)
+        NA_Addr_free(side->cls, info->info.recv_unexpected.source);
+    atomic_fetch_add(&side->done, 1);
+}
+
+static void stall_turn(struct stall_side *side)
+{
+    NA_Progress(side->cls, side->ctx, 0);
+    NA_Trigger(side->ctx, 64, NULL);
+}
+
+struct stall_post {
+    struct stall_side *srv;
+    na_op_id_t *op;
+    char *buf;
+    size_t size;
+};
+
+static void *stall_post_main(void *arg)
+{
+    struct stall_post *p = arg;
+    usleep(STALL_POST_DELAY_US); /* the main thread is asleep in poll(2) by then */
+    CHECK(NA_Msg_recv_unexpected(p->srv->cls, p->srv->ctx, stall_cb, p->srv, p->buf,
+                                 p->size, NULL, p->op) == NA_SUCCESS);
+    return NULL;
+}
+
+/* A class whose context keeps its bound of unexpected messages with no
+ * receive posted stops taking UCX's events until one is: NA_Poll_try_wait
+ * lets its caller sleep, and the fd stays quiet (a loop that asked, heard
+ * "busy" and progressed for nothing would spin until the program posts).
+ * A receive posted from another thread wakes the sleeper. */
+static void test_stalled_sleeps(void **state)
+{
+    (void)state;
+    if (strncmp(cur_info, "ucx", 3) != 0 && strncmp(cur_info, "na+sm", 5) != 0) {
+        printf("%s: no bounded backlog that stops progress (UCX only)\n", cur_info);
+        return;
+    }
+    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
+    size_t len = sizeof(addr_str);
+    na_addr_t *self, *server;
+    struct stall_side srv = {0}, cli = {0};
+
+    setenv("HGX_NA_UNEXPECTED_MAX", STALL_MAX, 1);
+    srv.cls = NA_Initialize(cur_info, true);
+    unsetenv("HGX_NA_UNEXPECTED_MAX");
+    assert_non_null(srv.cls);
+    srv.ctx = NA_Context_create(srv.cls);
+    assert_non_null(srv.ctx);
+    assert_int_equal(NA_Addr_self(srv.cls, &self), NA_SUCCESS);
+    assert_int_equal(NA_Addr_to_string(srv.cls, addr_str, &len, self), NA_SUCCESS);
+    NA_Addr_free(srv.cls, self);
+    test_client_info(addr_str, cli_info, sizeof(cli_info));
+    cli.cls = NA_Initialize(cli_info, false);
+    assert_non_null(cli.cls);
+    cli.ctx = NA_Context_create(cli.cls);
+    assert_non_null(cli.ctx);
+    assert_int_equal(NA_Addr_lookup(cli.cls, addr_str, &server), NA_SUCCESS);
+
+    size_t size = NA_Msg_get_max_unexpected_size(cli.cls);
+    char *bufs = calloc(2 * STALL_MSGS, size);
+    na_op_id_t *ops[2 * STALL_MSGS];
+    assert_non_null(bufs);
+    for (int i = 0; i < 2 * STALL_MSGS; i++)
+        ops[i] = NA_Op_create(i < STALL_MSGS ? cli.cls : srv.cls, NA_OP_SINGLE);
+    for (int i = 0; i < STALL_MSGS; i++) {
+        NA_Msg_init_unexpected(cli.cls, bufs + (size_t)i * size, size);
+        assert_int_equal(NA_Msg_send_unexpected(cli.cls, cli.ctx, stall_cb, &cli,
+                                                bufs + (size_t)i * size, size, NULL,
+                                                server, 0, 1, ops[i]),
+                         NA_SUCCESS);
+    }
+    /* Both progress until the server has stopped taking messages: it then
+     * no longer wants progress, and its fd is quiet. */
+    double end = test_now() + STALL_SEND_S;
+    while (test_now() < end) {
+        stall_turn(&cli);
+        stall_turn(&srv);
+    }
+    end = test_now() + 2.0;
+    while (!NA_Poll_try_wait(srv.cls, srv.ctx)) {
+        assert_true(test_now() < end);
+        stall_turn(&cli);
+        stall_turn(&srv);
+    }
+    struct pollfd p = {.fd = NA_Poll_get_fd(srv.cls, srv.ctx), .events = POLLIN};
+    assert_true(p.fd >= 0);
+    assert_int_equal(poll(&p, 1, STALL_QUIET_MS), 0);
+    assert_true(NA_Poll_try_wait(srv.cls, srv.ctx));
+
+    /* A receive posted from another thread wakes the sleeper. */
+    struct stall_post post = {&srv, ops[STALL_MSGS], bufs + (size_t)STALL_MSGS * size,
+                              size};
+    pthread_t t;
+    double start = test_now();
+    assert_int_equal(pthread_create(&t, NULL, stall_post_main, &post), 0);
+    int woke = poll(&p, 1, SLEEP_MS);
+    double ms = (test_now() - start) * 1e3;
+    pthread_join(t, NULL);
+    printf("%s: stalled on a full backlog, the wait fd stayed quiet for %d ms; a receive "
+           "posted by another thread woke it after %.1f ms\n",
+           cur_info, STALL_QUIET_MS, ms);
+    assert_int_equal(woke, 1);
+    assert_true(ms < STALL_WAKE_MAX_MS);
+
+    /* Every message is received, every send completes. */
+    for (int i = STALL_MSGS + 1; i < 2 * STALL_MSGS; i++)
+        assert_int_equal(NA_Msg_recv_unexpected(srv.cls, srv.ctx, stall_cb, &srv,
+                                                bufs + (size_t)i * size, size, NULL,
+                                                ops[i]),
+                         NA_SUCCESS);
+    end = test_now() + 10.0;
+    while (atomic_load(&srv.done) < STALL_MSGS || atomic_load(&cli.done) < STALL_MSGS) {
+        assert_true(test_now() < end);
+        stall_turn(&cli);
+        stall_turn(&srv);
+    }
+    assert_int_equal(atomic_load(&thread_errors), 0);
+    for (int i = 0; i < 2 * STALL_MSGS; i++)
+        NA_Op_destroy(i < STALL_MSGS ? cli.cls : srv.cls, ops[i]);
+    free(bufs);
+    NA_Addr_free(cli.cls, server);
+    assert_int_equal(NA_Context_destroy(cli.cls, cli.ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cli.cls), NA_SUCCESS);
+    assert_int_equal(NA_Context_destroy(srv.cls, srv.ctx), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(srv.cls), NA_SUCCESS);
 }
 
 /* ---- idle: the loop sleeps ---- */
@@ -590,6 +834,8 @@ int main(void)
         cmocka_unit_test(test_self_rpc_wakes),
         cmocka_unit_test(test_other_progress_wakes),
         cmocka_unit_test(test_ready_means_quiet),
+        cmocka_unit_test(test_first_rpc_sleeps),
+        cmocka_unit_test(test_stalled_sleeps),
         cmocka_unit_test(test_idle_sleeps),
         cmocka_unit_test(test_no_loopback),
         cmocka_unit_test(test_stats),

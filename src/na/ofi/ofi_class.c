@@ -224,18 +224,32 @@ out:
  * trip here (the raw loop too). Every wait object rxm can wake on costs the
  * same; doing without one costs milliseconds after an idle gap
  * (docs/na-ofi.md, "ofi+tcp round trip and the wait object"). */
+/* The wait fd a thread sleeps on: the CQ's fd and the timer of the plugin's
+ * timed duties (ofi_cq.c), in one set. */
+static na_return_t ofi_open_wait(struct ofi_class *cls)
+{
+    int err = na_wait_set_open(&cls->wait);
+    if (err == 0)
+        err = na_wait_set_add(&cls->wait, cls->cq_fd);
+    if (err) {
+        HGX_LOG_ERROR(OFI, "cannot create the wait fd: %s", strerror(err));
+        return NA_NOMEM;
+    }
+    return NA_SUCCESS;
+}
+
 static na_return_t ofi_open_cq(struct ofi_class *cls)
 {
     struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD};
     int rc = cls->no_block ? -FI_ENOSYS : fi_cq_open(cls->domain, &attr, &cls->cq, NULL);
 
     if (rc == 0) {
-        rc = fi_control(&cls->cq->fid, FI_GETWAIT, &cls->wait_fd);
+        rc = fi_control(&cls->cq->fid, FI_GETWAIT, &cls->cq_fd);
         if (rc != 0) {
             HGX_LOG_ERROR(OFI, "fi_control(FI_GETWAIT) failed: %s", fi_strerror(-rc));
             return ofi_na_error(-rc);
         }
-        return NA_SUCCESS;
+        return ofi_open_wait(cls);
     }
     HGX_LOG_DEBUG(OFI, "no fd wait object (%s), polling the CQ",
                   cls->no_block ? "NA_NO_BLOCK" : fi_strerror(-rc));
@@ -380,6 +394,7 @@ static void ofi_class_free(struct ofi_class *cls)
     na_slots_fini(&cls->cookies);
     if (cls->av)
         fi_close(&cls->av->fid);
+    na_wait_set_close(&cls->wait);
     if (cls->cq)
         fi_close(&cls->cq->fid);
     if (cls->domain)
@@ -417,7 +432,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     na_cancel_watcher_init(&cls->cancel_watcher);
     hgx_list_init(&cls->escalated);
     ofi_list_init(&cls->checking);
-    cls->wait_fd = -1;
+    cls->cq_fd = cls->wait.fd = cls->wait.timer_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->no_retry = (na_class->progress_mode & NA_NO_RETRY) != 0;
     cls->single = na_class->single;

@@ -141,7 +141,7 @@ static unsigned int ofi_cq_drain(struct ofi_class *cls)
 int ofi_poll_get_fd(na_class_t *na_class, na_context_t *context)
 {
     (void)context;
-    return ofi_class(na_class)->wait_fd;
+    return ofi_class(na_class)->wait.fd;
 }
 
 /* Posts the provider refused (ops, control messages, control receives): only
@@ -162,23 +162,74 @@ static inline bool ofi_deadlines(const struct ofi_class *cls)
            atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0;
 }
 
-/* Whether a sleep on the wait fd may begin: nothing to retry, the provider
- * agrees (fi_trywait), and the fd is quiet now. The last check is for
- * providers whose fi_trywait agrees whatever the CQ holds: the sockets
- * provider's wait fd stays readable while completions wait in the CQ, so a
- * caller told it may sleep (HG_Event_ready false) would wake at once, sleep
- * again, and spin without ever reading them. */
+/* Milliseconds to the plugin's next timed duty (UINT64_MAX: none, 0: due
+ * now), which no fd announces: retrying refused posts, at intervals that
+ * back off from OFI_RETRY_POLL_MS to OFI_RETRY_POLL_MAX_MS while they wait;
+ * moving RMA checks on and looking at their peers (every OFI_REACH_POLL_MS);
+ * escalating stuck cancels (every OFI_CANCEL_POLL_MS). The due time holds
+ * until progress runs the duties, which clears it; the next question then
+ * sets the next one. Threads asking at once may each set it: either time is
+ * one of the duty's steps. */
+static uint64_t ofi_next_duty_ms(struct ofi_class *cls)
+{
+    bool retrying = ofi_retrying(cls);
+    /* Reset only what is set: the common answer (no duty) writes nothing. */
+    if (!retrying && atomic_load_explicit(&cls->retry_step_ms, memory_order_relaxed))
+        atomic_store_explicit(&cls->retry_step_ms, 0, memory_order_relaxed);
+    if (!retrying && !ofi_deadlines(cls)) {
+        if (atomic_load_explicit(&cls->duty_due_ns, memory_order_relaxed))
+            atomic_store_explicit(&cls->duty_due_ns, 0, memory_order_relaxed);
+        return UINT64_MAX;
+    }
+    uint64_t now = hgx_clock_now_ns();
+    uint64_t due = atomic_load_explicit(&cls->duty_due_ns, memory_order_relaxed);
+    if (due != 0)
+        return hgx_clock_left_ms(now, due);
+    uint64_t left = UINT64_MAX;
+    if (retrying) {
+        uint64_t step = atomic_load_explicit(&cls->retry_step_ms, memory_order_relaxed);
+        step = step == 0                          ? OFI_RETRY_POLL_MS
+               : step * 2 < OFI_RETRY_POLL_MAX_MS ? step * 2
+                                                  : OFI_RETRY_POLL_MAX_MS;
+        atomic_store_explicit(&cls->retry_step_ms, step, memory_order_relaxed);
+        left = step;
+    }
+    if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
+        left > OFI_REACH_POLL_MS)
+        left = OFI_REACH_POLL_MS;
+    if (atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0 &&
+        left > OFI_CANCEL_POLL_MS)
+        left = OFI_CANCEL_POLL_MS;
+    atomic_store_explicit(&cls->duty_due_ns, hgx_clock_after_ms(now, left),
+                          memory_order_relaxed);
+    return left;
+}
+
+/* Whether a sleep on the wait fd may begin: no timed duty due now (the
+ * timer set to the next), the provider agrees (fi_trywait), and the fd is
+ * quiet now. The last check is for providers whose fi_trywait agrees
+ * whatever the CQ holds: the sockets provider's wait fd stays readable while
+ * completions wait in the CQ, so a caller told it may sleep (HG_Event_ready
+ * false) would wake at once, sleep again, and spin without ever reading
+ * them. */
 bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
 {
     struct ofi_class *cls = ofi_class(na_class);
     struct fid *fid = &cls->cq->fid;
 
     (void)context;
-    if (cls->wait_fd < 0 || ofi_retrying(cls) ||
-        fi_trywait(cls->fabric, &fid, 1) != FI_SUCCESS)
+    if (cls->cq_fd < 0)
         return false;
-    struct pollfd pfd = {.fd = cls->wait_fd, .events = POLLIN};
-    return poll(&pfd, 1, 0) == 0;
+    uint64_t left = ofi_next_duty_ms(cls);
+    if (left == 0)
+        return false;
+    int err = na_wait_set_arm_ms(&cls->wait, left);
+    if (err) {
+        HGX_LOG_ERROR(OFI, "cannot set the wait fd's timer: %s", strerror(err));
+        return false;
+    }
+    return fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS &&
+           !na_wait_set_ready(&cls->wait);
 }
 
 /* Retry refused posts, process completions, move the RMA check on, escalate
@@ -191,6 +242,7 @@ static unsigned int ofi_progress(struct ofi_class *cls)
     if (ofi_retrying(cls) || ofi_deadlines(cls)) {
         ofi_ctrl_progress(cls);
         ofi_cancel_check(cls);
+        atomic_store_explicit(&cls->duty_due_ns, 0, memory_order_relaxed);
     }
     if (count > 0)
         ofi_activity_mark(cls);
@@ -302,7 +354,7 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
         timeout_ms = OFI_RETRY_POLL_MS;
     if (ofi_deadlines(cls) && timeout_ms > OFI_CANCEL_POLL_MS)
         timeout_ms = OFI_CANCEL_POLL_MS;
-    if (cls->wait_fd < 0) {
+    if (cls->cq_fd < 0) {
         count = ofi_sleep_poll(cls, context, timeout_ms);
     } else {
         struct fid *fid = &cls->cq->fid;
@@ -311,7 +363,7 @@ na_return_t ofi_poll_wait(na_class_t *na_class, na_context_t *context,
         if (fi_trywait(cls->fabric, &fid, 1) == FI_SUCCESS) {
             /* The context's wake fd fires when another context's thread
              * took the event and queued a completion here. */
-            struct pollfd pfd[2] = {{.fd = cls->wait_fd, .events = POLLIN},
+            struct pollfd pfd[2] = {{.fd = cls->cq_fd, .events = POLLIN},
                                     {.fd = context->wake_fd, .events = POLLIN}};
             woke = poll(pfd, context->wake_fd >= 0 ? 2 : 1, (int)timeout_ms);
             if (woke < 0 && errno != EINTR)

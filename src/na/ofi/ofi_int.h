@@ -65,6 +65,7 @@
 #include "hgx_test_hooks.h"
 #include "ofi_cancel_state.h"
 #include "na_cancel_watch.h"
+#include "na_wait_set.h"
 #include "na_netif.h"
 #include "na_peer_map.h"
 #include "na_seg_cursor.h"
@@ -123,7 +124,12 @@
 
 #define OFI_CQ_BATCH 16
 #define OFI_CQ_MAX_ROUNDS 16 /* bound the work of one poll */
-#define OFI_RETRY_POLL_MS 1  /* progress often while posts wait to be retried */
+/* While posts wait to be retried, progress runs OFI_RETRY_POLL_MS after a
+ * refusal, then at doubling intervals up to OFI_RETRY_POLL_MAX_MS: rxm
+ * moves a connection on once per 10 ms CM turn, and a connection takes a
+ * few turns, so polling faster only spins. */
+#define OFI_RETRY_POLL_MS 1
+#define OFI_RETRY_POLL_MAX_MS 10
 /* A refused post whose peer is not found gone (a listener that never
  * completes the connection, a link that drops packets, a peer that stopped
  * draining its shm queue) fails this long after its first refusal, with
@@ -418,7 +424,10 @@ struct ofi_class {
     struct fid_ep *ep;
     struct fid_av *av;
     struct fid_cq *cq;
-    int wait_fd;         /* -1 when the CQ has no fd (shm, NA_NO_BLOCK) */
+    int cq_fd; /* -1 when the CQ has no fd (shm, NA_NO_BLOCK) */
+    /* What a thread sleeps on: cq_fd and a timer for the plugin's timed
+     * duties (ofi_cq.c); fd -1 without cq_fd. */
+    struct na_wait_set wait;
     bool no_block;       /* NA_NO_BLOCK: never wait, so no CQ wait object */
     bool no_retry;       /* NA_NO_RETRY: a refused post fails with NA_AGAIN */
     bool single;         /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
@@ -460,6 +469,12 @@ struct ofi_class {
     atomic_bool active;
     _Atomic uint64_t idle_since_ns;
 
+    /* The wait set's timer (ofi_cq.c): when the next timed duty is due (0:
+     * to be set again, after progress did the last), and the current step
+     * of the retry back-off. */
+    _Atomic uint64_t duty_due_ns;
+    _Atomic uint64_t retry_step_ms;
+
     /* Polling after wake-ups without completions (ofi_traffic_poll). */
     _Atomic uint64_t traffic_spin_ns, traffic_end_ns;
 
@@ -492,7 +507,7 @@ static inline struct ofi_class *ofi_class(const na_class_t *na_class)
  * the fast path. */
 static inline void ofi_activity_mark(struct ofi_class *cls)
 {
-    if (cls->wait_fd < 0 && !atomic_load_explicit(&cls->active, memory_order_relaxed))
+    if (cls->cq_fd < 0 && !atomic_load_explicit(&cls->active, memory_order_relaxed))
         atomic_store_explicit(&cls->active, true, memory_order_relaxed);
 }
 

@@ -364,7 +364,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     /* Held across ucp_worker_progress (ucx_class.lock says why a mutex). */
     hgx_lock_init_as(&cls->lock, na_class->single ? HGX_LOCK_NONE : HGX_LOCK_MUTEX);
     cls->na_class = na_class;
-    cls->efd = cls->wait_fd = cls->timer_fd = -1;
+    cls->efd = cls->wait.fd = cls->wait.timer_fd = -1;
     cls->send_window = (unsigned)hgx_param_get_int(&ucx_param_send_window);
     cls->unexp_max = (unsigned)hgx_param_get_int(&hgx_param_na_unexpected_max);
     na_cancel_watcher_init_param(&cls->cancel_watcher, &ucx_param_cancel_escalate_ms);

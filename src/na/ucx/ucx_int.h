@@ -83,6 +83,7 @@
 #include "hgx_list.h"
 #include "hgx_test_hooks.h"
 #include "na_cancel_watch.h"
+#include "na_wait_set.h"
 #include "na_peer_map.h"
 #include "na_plugin.h"
 #include "na_slots.h"
@@ -191,10 +192,11 @@ struct ucx_class {
     ucp_context_h context;
     ucp_worker_h worker;
     ucp_listener_h listener;
-    int efd;      /* the worker's event fd, in wait_fd */
-    int wait_fd;  /* what a thread sleeps on: efd and timer_fd (ucx_wait.c) */
-    int timer_fd; /* fires at the plugin's next deadline */
-    bool timer_set;
+    int efd;                 /* the worker's event fd, in wait */
+    struct na_wait_set wait; /* what a thread sleeps on (ucx_wait.c) */
+    /* efd is out of the wait set while progress is stalled (ucx_stalled):
+     * UCX's events then wait for receives, not for progress. */
+    bool efd_muted;
     /* ucp_worker_arm said BUSY, which also consumed the worker's signal:
      * until progress runs, the fd may not fire for what is pending. */
     bool arm_busy;
@@ -310,6 +312,8 @@ na_return_t ucx_wait_open(struct ucx_class *cls);
 na_return_t ucx_wait_add_worker(struct ucx_class *cls);
 void ucx_wait_close(struct ucx_class *cls);
 ucs_status_t ucx_wait_arm(struct ucx_class *cls);
+bool ucx_wait_stalled(struct ucx_class *cls);
+void ucx_wait_unstalled(struct ucx_class *cls);
 na_ops_poll_try_wait_fn ucx_poll_try_wait;
 void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg);
 na_ops_cancel_fn ucx_cancel;

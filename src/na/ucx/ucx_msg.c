@@ -456,6 +456,7 @@ na_return_t ucx_msg_recv_unexpected(na_class_t *na_class, na_context_t *context,
         ucx_unexp_take_held(cls, box, uop);
     else
         hgx_list_push_front(&box->posted, &uop->qlink);
+    ucx_wait_unstalled(cls);
     hgx_unlock(&cls->lock);
     return NA_SUCCESS;
 }

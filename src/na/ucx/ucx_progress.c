@@ -153,7 +153,7 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
         /* Armed: the fd fires on the next event, so sleeping cannot miss one.
          * The context's wake fd fires when another context's thread took the
          * event and queued a completion here. poll skips a negative fd. */
-        struct pollfd pfd[2] = {{.fd = stalled ? -1 : cls->wait_fd, .events = POLLIN},
+        struct pollfd pfd[2] = {{.fd = stalled ? -1 : cls->wait.fd, .events = POLLIN},
                                 {.fd = context->wake_fd, .events = POLLIN}};
         int rc = poll(pfd, context->wake_fd >= 0 ? 2 : 1,
                       timeout_ms > INT32_MAX ? -1 : (int)timeout_ms);
@@ -176,7 +176,7 @@ na_return_t ucx_poll_wait(na_class_t *na_class, na_context_t *context,
 int ucx_poll_get_fd(na_class_t *na_class, na_context_t *context)
 {
     (void)context;
-    return ucx_cls(na_class)->wait_fd;
+    return ucx_cls(na_class)->wait.fd;
 }
 
 bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
@@ -184,13 +184,13 @@ bool ucx_poll_try_wait(na_class_t *na_class, na_context_t *context)
     struct ucx_class *cls = ucx_cls(na_class);
     (void)context;
     hgx_lock(&cls->lock);
-    /* No sleeping on the fd while stalled on the backlog: it would fire for
-     * events progress leaves alone. Wire-ups and cancels waiting for
-     * escalation do not keep the caller awake: the fd's timer fires at their
-     * deadlines. */
-    ucs_status_t st = ucx_stalled(cls) ? UCS_ERR_BUSY : ucx_wait_arm(cls);
+    /* Stalled on the backlog, progress has nothing to do until a receive is
+     * posted: the caller sleeps on a wait fd without the worker's fd
+     * (ucx_wait.c). Wire-ups and cancels waiting for escalation do not keep
+     * the caller awake either: the fd's timer fires at their deadlines. */
+    bool sleep = ucx_stalled(cls) ? ucx_wait_stalled(cls) : ucx_wait_arm(cls) == UCS_OK;
     hgx_unlock(&cls->lock);
-    return st == UCS_OK;
+    return sleep;
 }
 
 /* Drive the worker while more(arg) holds, for at most UCX_CLOSE_MS: the
