@@ -256,6 +256,55 @@ static void test_self_rpc_wakes(void **state)
     assert_int_equal(HG_Finalize(c), HG_SUCCESS);
 }
 
+/* ---- a server class and a client class (contexts 0..n-1) in this process ---- */
+
+struct ev_pair {
+    hg_class_t *srv, *cli;
+    hg_context_t *sctx, *cctx[2];
+    unsigned int n_cctx;
+    hg_addr_t server; /* the server, looked up by the client */
+    hg_id_t id;       /* rpc_name, served by ev_rpc */
+};
+
+static void ev_pair_open(struct ev_pair *p, const char *rpc_name, unsigned int n_cctx)
+{
+    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
+    hg_size_t len = sizeof(addr_str);
+    hg_addr_t self;
+
+    p->srv = HG_Init(cur_info, HG_TRUE);
+    assert_non_null(p->srv);
+    p->sctx = HG_Context_create(p->srv);
+    assert_non_null(p->sctx);
+    (void)MERCURY_REGISTER(p->srv, rpc_name, ev_in_t, ev_out_t, ev_rpc);
+    assert_int_equal(HG_Addr_self(p->srv, &self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_to_string(p->srv, addr_str, &len, self), HG_SUCCESS);
+    HG_Addr_free(p->srv, self);
+
+    struct hg_init_info info = HG_INIT_INFO_INITIALIZER;
+    info.na_init_info.max_contexts = (uint8_t)n_cctx;
+    test_client_info(addr_str, cli_info, sizeof(cli_info));
+    p->cli = HG_Init_opt2(cli_info, HG_FALSE, HG_VERSION(2, 4), &info);
+    assert_non_null(p->cli);
+    p->n_cctx = n_cctx;
+    for (unsigned int i = 0; i < n_cctx; i++) {
+        p->cctx[i] = HG_Context_create_id(p->cli, (hg_uint8_t)i);
+        assert_non_null(p->cctx[i]);
+    }
+    p->id = MERCURY_REGISTER(p->cli, rpc_name, ev_in_t, ev_out_t, NULL);
+    assert_int_equal(HG_Addr_lookup2(p->cli, addr_str, &p->server), HG_SUCCESS);
+}
+
+static void ev_pair_close(struct ev_pair *p)
+{
+    HG_Addr_free(p->cli, p->server);
+    for (unsigned int i = 0; i < p->n_cctx; i++)
+        assert_int_equal(HG_Context_destroy(p->cctx[i]), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(p->cli), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(p->sctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(p->srv), HG_SUCCESS);
+}
+
 /* ---- A's operations completed by another thread's progress ---- */
 
 struct helper {
@@ -281,29 +330,12 @@ static void *helper_main(void *arg)
 static void test_other_progress_wakes(void **state)
 {
     (void)state;
-    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
-    hg_size_t len = sizeof(addr_str);
-    hg_addr_t self, srv_addr;
+    struct ev_pair p;
 
-    hg_class_t *srv = HG_Init(cur_info, HG_TRUE);
-    assert_non_null(srv);
-    hg_context_t *sctx = HG_Context_create(srv);
-    assert_non_null(sctx);
-    (void)MERCURY_REGISTER(srv, "ev_remote", ev_in_t, ev_out_t, ev_rpc);
-    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
-    assert_int_equal(HG_Addr_to_string(srv, addr_str, &len, self), HG_SUCCESS);
-    HG_Addr_free(srv, self);
-
-    struct hg_init_info info = HG_INIT_INFO_INITIALIZER;
-    info.na_init_info.max_contexts = 2;
-    test_client_info(addr_str, cli_info, sizeof(cli_info));
-    hg_class_t *cli = HG_Init_opt2(cli_info, HG_FALSE, HG_VERSION(2, 4), &info);
-    assert_non_null(cli);
-    hg_context_t *a = HG_Context_create_id(cli, 0), *b = HG_Context_create_id(cli, 1);
-    assert_non_null(a);
-    assert_non_null(b);
-    hg_id_t id = MERCURY_REGISTER(cli, "ev_remote", ev_in_t, ev_out_t, NULL);
-    assert_int_equal(HG_Addr_lookup2(cli, addr_str, &srv_addr), HG_SUCCESS);
+    ev_pair_open(&p, "ev_remote", 2);
+    hg_context_t *a = p.cctx[0], *b = p.cctx[1], *sctx = p.sctx;
+    hg_addr_t srv_addr = p.server;
+    hg_id_t id = p.id;
 
     int fd = wait_fd_of(a);
     if (fd >= 0) {
@@ -337,12 +369,7 @@ static void test_other_progress_wakes(void **state)
         assert_true(worst < WAKE_MAX_MS * 5);
     }
     assert_int_equal(atomic_load(&thread_errors), 0);
-    HG_Addr_free(cli, srv_addr);
-    assert_int_equal(HG_Context_destroy(a), HG_SUCCESS);
-    assert_int_equal(HG_Context_destroy(b), HG_SUCCESS);
-    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
-    assert_int_equal(HG_Context_destroy(sctx), HG_SUCCESS);
-    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+    ev_pair_close(&p);
 }
 
 /* ---- HG_Event_ready false: the fd is quiet ---- */
@@ -431,26 +458,11 @@ static void *strict_client_main(void *arg)
 static void test_ready_means_quiet(void **state)
 {
     (void)state;
-    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
-    hg_size_t len = sizeof(addr_str);
-    hg_addr_t self;
+    struct ev_pair p;
 
-    hg_class_t *srv = HG_Init(cur_info, HG_TRUE);
-    assert_non_null(srv);
-    hg_context_t *sctx = HG_Context_create(srv);
-    assert_non_null(sctx);
-    (void)MERCURY_REGISTER(srv, "ev_strict", ev_in_t, ev_out_t, ev_rpc);
-    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
-    assert_int_equal(HG_Addr_to_string(srv, addr_str, &len, self), HG_SUCCESS);
-    HG_Addr_free(srv, self);
-
-    test_client_info(addr_str, cli_info, sizeof(cli_info));
-    hg_class_t *cli = HG_Init(cli_info, HG_FALSE);
-    assert_non_null(cli);
-    struct strict_client cl = {.ctx = HG_Context_create(cli)};
-    assert_non_null(cl.ctx);
-    cl.id = MERCURY_REGISTER(cli, "ev_strict", ev_in_t, ev_out_t, NULL);
-    assert_int_equal(HG_Addr_lookup2(cli, addr_str, &cl.server), HG_SUCCESS);
+    ev_pair_open(&p, "ev_strict", 1);
+    hg_context_t *sctx = p.sctx;
+    struct strict_client cl = {.ctx = p.cctx[0], .server = p.server, .id = p.id};
 
     int fd = wait_fd_of(sctx);
     if (fd >= 0) {
@@ -472,11 +484,7 @@ static void test_ready_means_quiet(void **state)
         assert_true(loop.empty <= EMPTY_WAKES_MAX);
         assert_true(cl.worst_ms < strict_rpc_max_ms());
     }
-    HG_Addr_free(cli, cl.server);
-    assert_int_equal(HG_Context_destroy(cl.ctx), HG_SUCCESS);
-    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
-    assert_int_equal(HG_Context_destroy(sctx), HG_SUCCESS);
-    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+    ev_pair_close(&p);
 }
 
 /* ---- a first RPC, which connects: the loop sleeps meanwhile ---- */
@@ -506,26 +514,13 @@ static void *server_main(void *arg)
 static void test_first_rpc_sleeps(void **state)
 {
     (void)state;
-    char addr_str[TEST_ADDR_MAX], cli_info[TEST_ADDR_MAX];
-    hg_size_t len = sizeof(addr_str);
-    hg_addr_t self, server;
+    struct ev_pair p;
 
-    hg_class_t *srv = HG_Init(cur_info, HG_TRUE);
-    assert_non_null(srv);
-    struct server_loop sl = {.ctx = HG_Context_create(srv)};
-    assert_non_null(sl.ctx);
-    (void)MERCURY_REGISTER(srv, "ev_first", ev_in_t, ev_out_t, ev_rpc);
-    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
-    assert_int_equal(HG_Addr_to_string(srv, addr_str, &len, self), HG_SUCCESS);
-    HG_Addr_free(srv, self);
-
-    test_client_info(addr_str, cli_info, sizeof(cli_info));
-    hg_class_t *cli = HG_Init(cli_info, HG_FALSE);
-    assert_non_null(cli);
-    hg_context_t *ctx = HG_Context_create(cli);
-    assert_non_null(ctx);
-    hg_id_t id = MERCURY_REGISTER(cli, "ev_first", ev_in_t, ev_out_t, NULL);
-    assert_int_equal(HG_Addr_lookup2(cli, addr_str, &server), HG_SUCCESS);
+    ev_pair_open(&p, "ev_first", 1);
+    struct server_loop sl = {.ctx = p.sctx};
+    hg_context_t *ctx = p.cctx[0];
+    hg_addr_t server = p.server;
+    hg_id_t id = p.id;
 
     int fd = wait_fd_of(ctx);
     if (fd >= 0) {
@@ -553,11 +548,7 @@ static void test_first_rpc_sleeps(void **state)
         assert_true(loop.busy <= CONNECT_TURNS_MAX);
         assert_true(loop.empty <= EMPTY_WAKES_MAX);
     }
-    HG_Addr_free(cli, server);
-    assert_int_equal(HG_Context_destroy(ctx), HG_SUCCESS);
-    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
-    assert_int_equal(HG_Context_destroy(sl.ctx), HG_SUCCESS);
-    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+    ev_pair_close(&p);
 }
 
 /* ---- UCX stalled on a full unexpected backlog: the loop sleeps ---- */
