@@ -748,11 +748,15 @@ HG_PUBLIC hg_return_t HG_Trigger(hg_context_t *context, unsigned int timeout,
  * thread's progress completed for it. Drive a context either with this API
  * or with HG_Progress(), not with both at once from different threads: both
  * drain the same wake-up fds, so one may take the wake-up meant for the other
- * and leave it asleep (Mercury does not support this either).
+ * and leave it asleep (Mercury does not support this either). Where the
+ * transport has no fd (ofi+shm, mpi+), the plugin's part of it is a timer
+ * set to the steps of its idle policy: the fd also fires when HG_Progress()
+ * would poll again, so a message waits at most one step (4 ms after a long
+ * idle period).
  * \param[in] context context
- * \return a file descriptor to poll for reading, or -1 when the plugin has
- *         none (mpi+, ofi+shm; a class in NA_NO_BLOCK mode): use
- *         HG_Event_progress() in the loop or HG_Progress() then
+ * \return a file descriptor to poll for reading, or -1 for a class in
+ *         NA_NO_BLOCK mode: use HG_Event_progress() in the loop or
+ *         HG_Progress() then
  */
 HG_PUBLIC int HG_Event_get_wait_fd(const hg_context_t *context);
 

@@ -644,11 +644,14 @@ NA_PUBLIC na_return_t NA_Get(na_class_t *na_class, na_context_t *context,
                              na_op_id_t *op_id);
 
 /**
- * File descriptor that becomes readable when the context has work.
+ * File descriptor that becomes readable when the context has work. Where the
+ * transport has no fd (ofi+shm, mpi+), it is a timer that NA_Poll_try_wait
+ * sets to the step of the plugin's idle policy: it becomes readable when
+ * NA_Poll_wait would poll again.
  * \param[in] na_class NA class
  * \param[in] context context
- * \return the file descriptor, or -1 when there is no wait object (the
- *         transport has none, or the class is NA_NO_BLOCK)
+ * \return the file descriptor, or -1 for a class of NA_NO_BLOCK (busy
+ *         polling has no wait fd)
  */
 NA_PUBLIC int NA_Poll_get_fd(na_class_t *na_class, na_context_t *context);
 

@@ -55,8 +55,8 @@ int HG_Event_get_wait_fd(const hg_context_t *context)
     int epfd = atomic_load_explicit(&context->ev_epfd, memory_order_acquire);
     if (epfd >= 0)
         return epfd;
-    /* As Mercury: no wait fd when the plugin has none (mpi+, ofi+shm,
-     * NA_NO_BLOCK); the program then polls with HG_Event_progress. */
+    /* As Mercury: no wait fd when the plugin has none (NA_NO_BLOCK); the
+     * program then polls with HG_Event_progress. */
     int na_fd = NA_Poll_get_fd(context->hg_class->na_class, context->na_context);
     if (na_fd < 0)
         return -1;

@@ -254,6 +254,7 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
         goto undo_init;
     }
     pc->we_init_mpi = we_init;
+    pc->wait.fd = pc->wait.timer_fd = -1;
     hgx_list_init(&pc->uq);
     hgx_list_init(&pc->eq);
     hgx_list_init(&pc->held);
@@ -429,6 +430,7 @@ static na_return_t nm_finalize(na_class_t *na_class)
         nm_log_err("MPI_Comm_free", rc);
     hgx_unlock(&pc->lock);
     hgx_lock_fini(&pc->lock);
+    na_wait_set_close(&pc->wait);
     for (int r = 0; r < pc->size; r++)
         free(atomic_load(&pc->rank_addrs[r]));
     free(pc->rank_addrs);
@@ -573,8 +575,8 @@ const struct na_ops na_mpi_ops = {
     .mem_handle_serialize = nm_mem_serialize,
     .mem_handle_deserialize = nm_mem_deserialize,
     .rma = nm_rma,
-    .poll_get_fd = NULL,
-    .poll_try_wait = NULL,
+    .poll_get_fd = nm_poll_get_fd,
+    .poll_try_wait = nm_poll_try_wait,
     .poll = nm_poll,
     .poll_wait = nm_poll_wait,
     .cancel = nm_cancel,

@@ -9,7 +9,8 @@
  * (Mercury's NA_MPI_* calls). Like every plugin it builds on the shared
  * helpers: hgx_clock for every time, hgx_list for its queues, hgx_lock_t for
  * its locks, hgx_param for its settings (na_mpi_ops.params, with the
- * emulation's), na_backoff for the idle sleep, and the core's
+ * emulation's), na_backoff for the idle sleep, na_wait_set for the wait fd
+ * (a timer set to the idle sleep's steps), and the core's
  * HGX_NA_UNEXPECTED_MAX for the held-message bound.
  *
  * One MPI_Comm_dup of MPI_COMM_WORLD (or of the comm given to
@@ -52,6 +53,7 @@
 #include "hgx_list.h"
 #include "hgx_mreqtab.h"
 #include "na_plugin.h"
+#include "na_wait_set.h"
 #include "hgx_spin.h"
 #include "hgx_test_hooks.h"
 
@@ -119,6 +121,11 @@ struct nm_class {
     _Atomic unsigned noted;            /* ACT_* noted, not dated yet (nm_mark_active) */
     _Atomic uint64_t last_activity_us; /* last post or progress event */
     _Atomic uint64_t spin_until_us;    /* nm_poll_wait polls without sleeping until */
+    /* The wait fd (nm_poll_get_fd, made on first request; fd -1 until
+     * then): a timer alone, set by nm_poll_try_wait to the step nm_poll_wait
+     * would sleep, due then (0: unset, or a poll ran since). Lock held. */
+    struct na_wait_set wait;
+    uint64_t wait_due_us;
     bool waiting; /* this pass: probe comm per kind (held list full; see nm_probe_waiting)
                    */
     bool take_ctrl;       /* this pass: probe comm for mpi_emul control packets */
@@ -329,6 +336,8 @@ na_ops_rma_fn nm_rma;
 
 /* na_mpi_progress.c */
 int nm_probe_waiting(struct nm_class *pc, int *events);
+na_ops_poll_get_fd_fn nm_poll_get_fd;
+na_ops_poll_try_wait_fn nm_poll_try_wait;
 na_ops_poll_fn nm_poll;
 na_ops_poll_wait_fn nm_poll_wait;
 

@@ -159,6 +159,15 @@ static int nm_poll_locked(struct nm_class *pc)
     return events;
 }
 
+/* Whether MPI requests are in flight, not counting the unexpected receive
+ * waiting in MPI (nm_unexp_arm): a server would poll NM_INFLIGHT_SPIN_US
+ * after every request instead of sleeping (a request above the eager size it
+ * took meanwhile may then finish only at the next wake-up). Lock held. */
+static bool nm_inflight(const struct nm_class *pc)
+{
+    return pc->tab.n > (pc->upost ? 1 : 0);
+}
+
 /* One progress pass; *n = NA operations completed, *inflight = MPI requests
  * still outstanding. Any event (also a bulk chunk or a control packet served
  * for a peer) marks the class active. */
@@ -168,11 +177,8 @@ static na_return_t nm_poll_once(struct nm_class *pc, unsigned long *n, bool *inf
     unsigned long before = pc->ncompleted;
     int events = nm_poll_locked(pc);
     *n = pc->ncompleted - before;
-    /* not the unexpected receive waiting in MPI (nm_unexp_arm): a server would
-     * poll NM_INFLIGHT_SPIN_US after every request instead of sleeping (a
-     * request above the eager size it took meanwhile may then finish only at
-     * the next wake-up) */
-    *inflight = pc->tab.n > (pc->upost ? 1 : 0);
+    *inflight = nm_inflight(pc);
+    pc->wait_due_us = 0; /* the step of the wait fd's timer is over */
     hgx_unlock(&pc->lock);
     if (events > 0 || *n > 0)
         nm_mark_active(pc, ACT_EVENT);
@@ -203,11 +209,27 @@ na_return_t nm_poll(na_class_t *na_class, na_context_t *context, unsigned int *c
  * window (NM_POST_SPIN_US) outlasts its sleep. A wake-up costs ~25 us of CPU
  * in a VM, so an idle process stays around 1% of a core, and a request after
  * a long idle period waits at most ~4 ms. The sleep depends only on the idle
- * time, so it does not restart short at every call.
+ * time, so it does not restart short at every call. The wait fd's timer
+ * follows the same steps (nm_poll_try_wait).
  */
 #define NM_IDLE_US 100000
 #define NM_SLEEP_BUSY_MAX_NS 1000000u
 #define NM_POLLS_PER_CLOCK 16
+
+/* The step of that policy at t (us, activity dated): nanoseconds to sleep
+ * before the next poll, 0 to poll at once. */
+static uint64_t nm_idle_step_ns(const struct nm_class *pc, uint64_t t, bool inflight)
+{
+    uint64_t last = atomic_load(&pc->last_activity_us);
+    if (t < atomic_load(&pc->spin_until_us) ||
+        (inflight && t < last + NM_INFLIGHT_SPIN_US))
+        return 0;
+    uint64_t idle_us = t > last ? t - last : 0;
+    uint64_t step = na_backoff_step_ns(idle_us * HGX_NS_PER_US);
+    if (idle_us < NM_IDLE_US && step > NM_SLEEP_BUSY_MAX_NS)
+        step = NM_SLEEP_BUSY_MAX_NS;
+    return step;
+}
 
 na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
                          unsigned int timeout_ms)
@@ -231,19 +253,62 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
             t = hgx_clock_now_us();
             nm_date_activity(pc, t);
         }
-        uint64_t last = atomic_load(&pc->last_activity_us);
         if (t >= deadline)
             return NA_TIMEOUT;
-        if (t < atomic_load(&pc->spin_until_us) ||
-            (inflight && t < last + NM_INFLIGHT_SPIN_US)) {
+        uint64_t step = nm_idle_step_ns(pc, t, inflight);
+        if (step == 0) {
             hgx_spin_pause();
             continue;
         }
-        uint64_t idle_us = t > last ? t - last : 0;
         uint64_t left_ns = (deadline - t) * HGX_NS_PER_US;
-        if (idle_us < NM_IDLE_US && left_ns > NM_SLEEP_BUSY_MAX_NS)
-            left_ns = NM_SLEEP_BUSY_MAX_NS;
-        na_backoff_sleep(idle_us * HGX_NS_PER_US, left_ns);
+        na_backoff_sleep(step < left_ns ? step : left_ns);
         polls = NM_POLLS_PER_CLOCK - 1; /* the clock again after the sleep */
     }
+}
+
+/* The wait fd: a timer alone (MPI has no fd to add), made on the first
+ * request, so a class whose caller never asks pays nothing. */
+int nm_poll_get_fd(na_class_t *na_class, na_context_t *context)
+{
+    struct nm_class *pc = PC(na_class);
+    (void)context;
+    hgx_lock(&pc->lock);
+    if (pc->wait.fd < 0) {
+        int err = na_wait_set_open(&pc->wait);
+        if (err) {
+            HGX_LOG_ERROR(MPI, "cannot create the wait fd: %s", strerror(err));
+            na_wait_set_close(&pc->wait);
+        }
+    }
+    int fd = pc->wait.fd;
+    hgx_unlock(&pc->lock);
+    return fd;
+}
+
+/* Whether the caller may sleep on the wait fd: not while nm_poll_wait would
+ * poll without sleeping; otherwise the timer is set to the step it would
+ * sleep, so a caller sleeping on the fd wakes when nm_poll_wait would have
+ * polled. Once the step has run out the answer is "poll" until a poll runs
+ * (it clears wait_due_us), so asking twice does not lose it. */
+bool nm_poll_try_wait(na_class_t *na_class, na_context_t *context)
+{
+    struct nm_class *pc = PC(na_class);
+    (void)context;
+    hgx_lock(&pc->lock);
+    uint64_t t = hgx_clock_now_us();
+    nm_date_activity(pc, t);
+    uint64_t step = nm_idle_step_ns(pc, t, nm_inflight(pc));
+    bool may_sleep = step > 0;
+    if (may_sleep && pc->wait_due_us != 0) {
+        may_sleep = t < pc->wait_due_us; /* the timer is set to it */
+    } else if (may_sleep && pc->wait.fd >= 0) {
+        int err = na_wait_set_arm_ns(&pc->wait, step);
+        if (err)
+            HGX_LOG_ERROR(MPI, "cannot set the wait fd's timer: %s", strerror(err));
+        else
+            pc->wait_due_us = t + step / HGX_NS_PER_US;
+        may_sleep = err == 0;
+    }
+    hgx_unlock(&pc->lock);
+    return may_sleep;
 }

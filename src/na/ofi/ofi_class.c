@@ -215,8 +215,9 @@ out:
 }
 
 /* Prefer a CQ with an fd to block on; shm has none (and its fi_cq_sread
- * spins), so it gets no wait object and poll_wait sleeps in short steps.
- * NA_NO_BLOCK (busy polling) asks for none either: a wait fd is not free.
+ * spins), so it gets no wait object and poll_wait sleeps in short steps;
+ * its wait fd is the timer alone, set to those steps. NA_NO_BLOCK (busy
+ * polling) asks for no wait object and has no wait fd: neither is free.
  * With one, rxm (1.17) opens its tcp CQ with an fd too, and tcp keeps every
  * connection socket and its completion-signal socketpair in an epoll set
  * nested in ours: each message arrival and each completion signal then runs
@@ -224,12 +225,12 @@ out:
  * trip here (the raw loop too). Every wait object rxm can wake on costs the
  * same; doing without one costs milliseconds after an idle gap
  * (docs/na-ofi.md, "ofi+tcp round trip and the wait object"). */
-/* The wait fd a thread sleeps on: the CQ's fd and the timer of the plugin's
- * timed duties (ofi_cq.c), in one set. */
+/* The wait fd a thread sleeps on: the CQ's fd, if any, and the timer of the
+ * plugin's timed duties (ofi_cq.c), in one set. */
 static na_return_t ofi_open_wait(struct ofi_class *cls)
 {
     int err = na_wait_set_open(&cls->wait);
-    if (err == 0)
+    if (err == 0 && cls->cq_fd >= 0)
         err = na_wait_set_add(&cls->wait, cls->cq_fd);
     if (err) {
         HGX_LOG_ERROR(OFI, "cannot create the wait fd: %s", strerror(err));
@@ -259,7 +260,7 @@ static na_return_t ofi_open_cq(struct ofi_class *cls)
         HGX_LOG_ERROR(OFI, "fi_cq_open failed: %s", fi_strerror(-rc));
         return ofi_na_error(-rc);
     }
-    return NA_SUCCESS;
+    return cls->no_block ? NA_SUCCESS : ofi_open_wait(cls);
 }
 
 /* Return the NA error of a failed setup call (logged) from the caller. */

@@ -205,6 +205,68 @@ static uint64_t ofi_next_duty_ms(struct ofi_class *cls)
     return left;
 }
 
+/*
+ * The idle policy of a class without a CQ fd (na_backoff.h) with OFI's own
+ * rules: how long to sleep before the next poll, in nanoseconds, or 0 to
+ * poll again at once. At once within spin_ns of the last activity (a post
+ * or a completion), and while an answer to our CHECK is due: it usually
+ * comes sooner than a sleep (>= 50 us of timer slack) ends. Otherwise a step
+ * that grows with the time the class has been idle. A peer holding a lease
+ * of ours asks again when it ends: the step ends then at the latest, and the
+ * idle time counts from then. The sleep loop passes spin_ns 0 (NA_Poll_wait
+ * has polled through the window before calling it); poll_try_wait passes
+ * the window, as nothing polled through it for the events API's caller.
+ */
+static uint64_t ofi_idle_step_ns(struct ofi_class *cls, uint64_t now, uint64_t spin_ns)
+{
+    if (atomic_exchange_explicit(&cls->active, false, memory_order_relaxed))
+        atomic_store_explicit(&cls->idle_since_ns, now, memory_order_relaxed);
+    uint64_t since = atomic_load_explicit(&cls->idle_since_ns, memory_order_relaxed);
+    if (now < since + spin_ns)
+        return 0;
+    if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
+        now - atomic_load_explicit(&cls->check_sent_ns, memory_order_relaxed) <
+            OFI_CHECK_SPIN_NS)
+        return 0;
+    uint64_t renew = atomic_load_explicit(&cls->lease_end_ns, memory_order_relaxed);
+    if (renew > since && renew <= now)
+        since = renew;
+    uint64_t step = na_backoff_step_ns(now > since ? now - since : 0);
+    if (renew > now && step > renew - now)
+        step = renew - now;
+    return step;
+}
+
+/* Without a CQ fd the wait fd holds the timer alone, set to the step the
+ * sleep loop would sleep now (or to the next timed duty, if sooner): a
+ * caller sleeping on it wakes when poll_wait would have polled. Once the
+ * step has run out the answer is "poll" until progress runs (ofi_progress
+ * clears idle_due_ns), so asking twice does not lose it. */
+static bool ofi_idle_try_wait(struct ofi_class *cls)
+{
+    if (cls->wait.fd < 0)
+        return false; /* NA_NO_BLOCK: never sleeps */
+    uint64_t now = hgx_clock_now_ns();
+    uint64_t step = ofi_idle_step_ns(cls, now, na_backoff_spin_ns());
+    if (step == 0)
+        return false;
+    uint64_t due = atomic_load_explicit(&cls->idle_due_ns, memory_order_relaxed);
+    if (due != 0)
+        return now < due; /* the timer is set to it */
+    uint64_t duty_ms = ofi_next_duty_ms(cls);
+    if (duty_ms == 0)
+        return false;
+    if (duty_ms < step / HGX_NS_PER_MS)
+        step = duty_ms * HGX_NS_PER_MS;
+    int err = na_wait_set_arm_ns(&cls->wait, step);
+    if (err) {
+        HGX_LOG_ERROR(OFI, "cannot set the wait fd's timer: %s", strerror(err));
+        return false;
+    }
+    atomic_store_explicit(&cls->idle_due_ns, now + step, memory_order_relaxed);
+    return true;
+}
+
 /* Whether a sleep on the wait fd may begin: no timed duty due now (the
  * timer set to the next), the provider agrees (fi_trywait), and the fd is
  * quiet now. The last check is for providers whose fi_trywait agrees
@@ -219,7 +281,7 @@ bool ofi_poll_try_wait(na_class_t *na_class, na_context_t *context)
 
     (void)context;
     if (cls->cq_fd < 0)
-        return false;
+        return ofi_idle_try_wait(cls);
     uint64_t left = ofi_next_duty_ms(cls);
     if (left == 0)
         return false;
@@ -246,6 +308,9 @@ static unsigned int ofi_progress(struct ofi_class *cls)
     }
     if (count > 0)
         ofi_activity_mark(cls);
+    /* Without a CQ fd: the step the wait fd's timer was set to is over. */
+    if (cls->cq_fd < 0 && atomic_load_explicit(&cls->idle_due_ns, memory_order_relaxed))
+        atomic_store_explicit(&cls->idle_due_ns, 0, memory_order_relaxed);
     return count;
 }
 
@@ -259,12 +324,12 @@ na_return_t ofi_poll(na_class_t *na_class, na_context_t *context, unsigned int *
 }
 
 /*
- * Without a wait fd: poll, and sleep in between for the step of the NA idle
- * policy (na_backoff.h), which grows with how long the class has been idle
- * (no post, no completion): an idle server wakes at most 250 times a second,
- * and a message after an idle gap t waits at most min(t / 8, 4 ms) to be
- * noticed. Our own posts reset the idle clock, so a reply is polled for
- * promptly.
+ * Without a CQ fd: poll, and sleep in between for the step of the idle
+ * policy (ofi_idle_step_ns), which grows with how long the class has been
+ * idle (no post, no completion): an idle server wakes at most 250 times a
+ * second, and a message after an idle gap t waits at most min(t / 8, 4 ms)
+ * to be noticed. Our own posts reset the idle clock, so a reply is polled
+ * for promptly.
  */
 static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
                                    unsigned int timeout_ms)
@@ -279,26 +344,13 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
             count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
         if (count > 0 || now >= deadline)
             return count;
-        if (atomic_exchange_explicit(&cls->active, false, memory_order_relaxed))
-            atomic_store_explicit(&cls->idle_since_ns, now, memory_order_relaxed);
-        uint64_t since = atomic_load_explicit(&cls->idle_since_ns, memory_order_relaxed);
-        /* A peer holding a lease of ours asks again when it ends: wake up
-         * then at the latest, and count the idle time from then. */
-        uint64_t renew = atomic_load_explicit(&cls->lease_end_ns, memory_order_relaxed);
-        if (renew > since && renew <= now)
-            since = renew;
-        uint64_t step = na_backoff_step_ns(now > since ? now - since : 0);
-        if (renew > now && step > renew - now)
-            step = renew - now;
-        if (step > deadline - now)
-            step = deadline - now;
-        /* An answer to our CHECK is due: a sleep would only delay it. */
-        if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
-            now - atomic_load_explicit(&cls->check_sent_ns, memory_order_relaxed) <
-                OFI_CHECK_SPIN_NS) {
+        uint64_t step = ofi_idle_step_ns(cls, now, 0);
+        if (step == 0) {
             hgx_spin_pause();
             continue;
         }
+        if (step > deadline - now)
+            step = deadline - now;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)step};
         if (context->wake_fd < 0) {
             nanosleep(&ts, NULL);

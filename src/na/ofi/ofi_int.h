@@ -426,7 +426,8 @@ struct ofi_class {
     struct fid_cq *cq;
     int cq_fd; /* -1 when the CQ has no fd (shm, NA_NO_BLOCK) */
     /* What a thread sleeps on: cq_fd and a timer for the plugin's timed
-     * duties (ofi_cq.c); fd -1 without cq_fd. */
+     * duties (ofi_cq.c). Without cq_fd the timer alone, set to the steps of
+     * the idle policy; fd -1 under NA_NO_BLOCK. */
     struct na_wait_set wait;
     bool no_block;       /* NA_NO_BLOCK: never wait, so no CQ wait object */
     bool no_retry;       /* NA_NO_RETRY: a refused post fails with NA_AGAIN */
@@ -468,6 +469,7 @@ struct ofi_class {
      * the sleeper turns it into the time the idle period started. */
     atomic_bool active;
     _Atomic uint64_t idle_since_ns;
+    _Atomic uint64_t idle_due_ns; /* the wait fd's timer fires then (0: unset) */
 
     /* The wait set's timer (ofi_cq.c): when the next timed duty is due (0:
      * to be set again, after progress did the last), and the current step

@@ -28,14 +28,11 @@ uint64_t na_backoff_step_ns(uint64_t idle_ns)
     return step > NA_BACKOFF_MAX_NS ? NA_BACKOFF_MAX_NS : step;
 }
 
-void na_backoff_sleep(uint64_t idle_ns, uint64_t left_ns)
+void na_backoff_sleep(uint64_t step_ns)
 {
-    uint64_t step = na_backoff_step_ns(idle_ns);
-    if (step > left_ns)
-        step = left_ns;
-    if (step == 0)
+    if (step_ns == 0)
         return;
-    struct timespec ts = {.tv_sec = (time_t)(step / 1000000000u),
-                          .tv_nsec = (long)(step % 1000000000u)};
+    struct timespec ts = {.tv_sec = (time_t)(step_ns / 1000000000u),
+                          .tv_nsec = (long)(step_ns % 1000000000u)};
     nanosleep(&ts, NULL);
 }

@@ -25,7 +25,7 @@ uint64_t na_backoff_spin_ns(void);
 /* Sleep step for a process idle for idle_ns. */
 uint64_t na_backoff_step_ns(uint64_t idle_ns);
 
-/* Sleep one step for idle_ns of idleness, but at most left_ns. */
-void na_backoff_sleep(uint64_t idle_ns, uint64_t left_ns);
+/* Sleep step_ns (a step, cut to the caller's deadline); 0: return at once. */
+void na_backoff_sleep(uint64_t step_ns);
 
 #endif /* NA_BACKOFF_H */

@@ -32,21 +32,28 @@ int na_wait_set_remove(struct na_wait_set *ws, int fd)
     return epoll_ctl(ws->fd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : errno;
 }
 
-int na_wait_set_arm_ms(struct na_wait_set *ws, uint64_t left_ms)
+int na_wait_set_arm_ns(struct na_wait_set *ws, uint64_t left_ns)
 {
-    if (left_ms == UINT64_MAX && !ws->timer_set)
+    if (left_ns == UINT64_MAX && !ws->timer_set)
         return 0; /* disarmed already, no expiry left to clear */
     struct itimerspec its = {0};
-    if (left_ms != UINT64_MAX) {
-        its.it_value.tv_sec = (time_t)(left_ms / 1000);
-        its.it_value.tv_nsec = (long)(left_ms % 1000) * 1000000L;
-        if (left_ms == 0)
+    if (left_ns != UINT64_MAX) {
+        its.it_value.tv_sec = (time_t)(left_ns / 1000000000u);
+        its.it_value.tv_nsec = (long)(left_ns % 1000000000u);
+        if (left_ns == 0)
             its.it_value.tv_nsec = 1; /* a zero value would disarm */
     }
     if (timerfd_settime(ws->timer_fd, 0, &its, NULL) != 0)
         return errno;
-    ws->timer_set = left_ms != UINT64_MAX;
+    ws->timer_set = left_ns != UINT64_MAX;
     return 0;
+}
+
+int na_wait_set_arm_ms(struct na_wait_set *ws, uint64_t left_ms)
+{
+    if (left_ms == UINT64_MAX || left_ms > UINT64_MAX / 1000000u)
+        return na_wait_set_arm_ns(ws, UINT64_MAX);
+    return na_wait_set_arm_ns(ws, left_ms * 1000000u);
 }
 
 bool na_wait_set_ready(const struct na_wait_set *ws)

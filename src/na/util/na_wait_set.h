@@ -34,9 +34,12 @@ int na_wait_set_add(struct na_wait_set *ws, int fd);
 /* Stop watching fd; 0, or an errno value. */
 int na_wait_set_remove(struct na_wait_set *ws, int fd);
 
-/* Set the timer to fire left_ms from now (UINT64_MAX: never). Setting it also
+/* Set the timer to fire left_ns from now (UINT64_MAX: never). Setting it also
  * clears an expiry nobody read, so the set is quiet afterwards unless a
  * watched fd is readable. 0, or an errno value. */
+int na_wait_set_arm_ns(struct na_wait_set *ws, uint64_t left_ns);
+
+/* na_wait_set_arm_ns in milliseconds (UINT64_MAX: never). */
 int na_wait_set_arm_ms(struct na_wait_set *ws, uint64_t left_ms);
 
 /* Whether the set's fd is readable now. */
