@@ -57,8 +57,11 @@ struct na_init_info {
      * ucx+tcp, ucx+all): NA_ADDR_IPV4 or NA_ADDR_IPV6 binds that family
      * only and resolves lookups to it (a host of the other family fails with
      * NA_ADDRNOTAVAIL, as in Mercury); NA_ADDR_UNSPEC and NA_ADDR_NATIVE
-     * leave it open (IPv4 preferred). Shared-memory (ucx+shm included) and
-     * MPI addresses are no IP addresses: ignored there. */
+     * leave it open (IPv4 preferred). A UCX class serves one family, the
+     * one of the address it binds or names, else IPv4 for these two, and
+     * takes no IPv6 loopback address (docs/multi-node.md). Shared-memory
+     * (ucx+shm included) and MPI addresses are no IP addresses: ignored
+     * there. */
     enum na_addr_format addr_format;
     uint8_t max_contexts; /**< number of contexts the class will serve */
     /** 0 (default): any thread may post, progress and trigger, under locks.

@@ -292,7 +292,10 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
     st = ucp_ep_create(cls->worker, &params, &cls->self->ep);
     ucp_worker_release_address(cls->worker, wa);
     if (st != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "cannot create the self endpoint: %s", ucs_status_string(st));
+        HGX_LOG_ERROR(UCX, "cannot create the self endpoint: %s%s", ucs_status_string(st),
+                      cls->family == AF_INET6 ? " (an IPv6 class needs a network device "
+                                                "with a global IPv6 address)"
+                                              : "");
         return NA_PROTOCOL_ERROR;
     }
     return NA_SUCCESS;
