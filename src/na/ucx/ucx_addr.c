@@ -38,12 +38,13 @@ static na_return_t ucx_parse(struct ucx_class *cls, const char *name,
                       name, cls->proto, cls->proto);
     else if (ret == NA_ADDRNOTAVAIL)
         HGX_LOG_ERROR(UCX,
-                      "a ucx+%s class reaches peers of its own address family (%s): "
-                      "one that names an %s address or asks for addr_format %s "
-                      "reaches \"ucx+%s\"",
-                      cls->proto, cls->family == AF_INET6 ? "IPv6" : "IPv4",
+                      "cannot look up \"ucx+%s\": a ucx+%s class looks up peers of its "
+                      "own address family only (%s here; a class that names an %s "
+                      "address or asks for addr_format %s is %s)",
+                      name, cls->proto, cls->family == AF_INET6 ? "IPv6" : "IPv4",
                       cls->family == AF_INET6 ? "IPv4" : "IPv6",
-                      cls->family == AF_INET6 ? "NA_ADDR_IPV4" : "NA_ADDR_IPV6", name);
+                      cls->family == AF_INET6 ? "NA_ADDR_IPV4" : "NA_ADDR_IPV6",
+                      cls->family == AF_INET6 ? "IPv4" : "IPv6");
     return ret;
 }
 
