@@ -71,7 +71,9 @@ static na_return_t ucx_config_set(ucp_config_t *config, const char *name,
  * peer's data lanes the address its connection came from, so the tcp
  * interfaces must listen in the family of the connections (UCX 1.13 with
  * an IPv4 tcp interface and an IPv6 connection writes an IPv6 address into
- * room for an IPv4 one). The user's UCX_TCP_AF_PRIO wins. */
+ * room for an IPv4 one). ucp_config_modify names a transport's setting
+ * without its table's prefix: "AF_PRIO" is UCX_TCP_AF_PRIO, and the
+ * user's UCX_TCP_AF_PRIO wins. */
 static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
                                     const char *ifname)
 {
