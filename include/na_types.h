@@ -53,12 +53,15 @@ struct na_init_info {
     size_t max_unexpected_size; /**< hint for the unexpected message size */
     size_t max_expected_size;   /**< hint for the expected message size */
     uint8_t progress_mode;      /**< NA_NO_BLOCK to busy-poll instead of waiting */
-    /** Address family of IP-based transports. ofi+tcp/ofi+sockets:
-     * NA_ADDR_IPV4 or NA_ADDR_IPV6 binds that family only (a host of the
-     * other family fails with NA_ADDRNOTAVAIL, as in Mercury); NA_ADDR_UNSPEC
-     * and NA_ADDR_NATIVE leave it open (IPv4 preferred). UCX plugins are IPv4
-     * only: NA_ADDR_IPV6 fails with NA_PROTONOSUPPORT. Shared-memory and MPI
-     * addresses are no IP addresses: ignored there. */
+    /** Address family of IP-based transports (ofi+tcp, ofi+sockets,
+     * ucx+tcp, ucx+all): NA_ADDR_IPV4 or NA_ADDR_IPV6 binds that family
+     * only and resolves lookups to it (a host of the other family fails with
+     * NA_ADDRNOTAVAIL, as in Mercury); NA_ADDR_UNSPEC and NA_ADDR_NATIVE
+     * leave it open (IPv4 preferred). A UCX class serves one family, the
+     * one of the address it binds or names, else IPv4 for these two, and
+     * takes no IPv6 loopback address (docs/multi-node.md). Shared-memory
+     * (ucx+shm included) and MPI addresses are no IP addresses: ignored
+     * there. */
     enum na_addr_format addr_format;
     uint8_t max_contexts; /**< number of contexts the class will serve */
     /** 0 (default): any thread may post, progress and trigger, under locks.

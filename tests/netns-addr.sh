@@ -4,8 +4,11 @@
 # assigned only inside them). A server started with the plain info string,
 # with its interface name and with IP:PORT advertises an address the other
 # host reaches; a client there with the plain string makes an RPC whose
-# handler pulls 1 MiB. Also: a plain client reaches a server pinned to
-# loopback on its own host, and ucx+shm refuses a peer on the other host.
+# handler pulls 1 MiB. The pair also has IPv6 addresses (2001:db8::1/64 <->
+# 2001:db8::2/64): a server on [2001:db8::1] (a port given or any) and a
+# client that names [2001:db8::2] make the same RPC (ofi+sockets is run over
+# IPv4 only). Also: a plain client reaches a server pinned to loopback on its
+# own host, and ucx+shm refuses a peer on the other host.
 # Needs root and iproute2; otherwise exit 77.
 # Usage: netns-addr.sh [TRANSPORT...]   (default: ofi+tcp ofi+sockets ucx+tcp ucx+all)
 set -u
@@ -30,6 +33,13 @@ in_a="ip netns exec $ns_a"
 in_b="ip netns exec $ns_b"
 
 fail=0
+# The pair is dual-stack: IPv6 classes must keep to IPv6 where IPv4 is
+# there too (UCX's tcp transport prefers IPv4 unless told).
+if ! ip -n "$ns_a" addr add 2001:db8::1/64 dev veth_a nodad ||
+    ! ip -n "$ns_b" addr add 2001:db8::2/64 dev veth_b nodad; then
+    echo "$name: cannot add the IPv6 addresses to the veth pair"
+    fail=1
+fi
 port=4567
 for tr in ${*:-ofi+tcp ofi+sockets ucx+tcp ucx+all}; do
     port=$((port + 1))
@@ -40,6 +50,14 @@ for tr in ${*:-ofi+tcp ofi+sockets ucx+tcp ucx+all}; do
         fail=1
     # A plain client on the server's own host, the server pinned to loopback.
     addr_case "$in_a" "$tr://127.0.0.1" "$in_a" "$tr" "$tr://127.0.0.1:*" || fail=1
+    # IPv6 (2001:db8::/32, documentation range): a server on an IPv6 address,
+    # with its port and with any, and a client that names its own.
+    case $tr in ofi+sockets) continue ;; esac
+    port=$((port + 1))
+    v6="$tr://\[2001:db8::1\]"
+    addr_case "$in_a" "$tr://[2001:db8::1]:$port" "$in_b" "$tr://[2001:db8::2]" \
+        "$v6:$port" || fail=1
+    addr_case "$in_a" "$tr://[2001:db8::1]" "$in_b" "$tr://[2001:db8::2]" "$v6:*" || fail=1
 done
 
 # ucx+shm: a peer on another host is refused at lookup, at once.

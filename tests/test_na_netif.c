@@ -4,6 +4,7 @@
  * variable, and the error that lists the interfaces. Only "lo" is assumed.
  */
 #include "na_netif.h"
+#include "na_ipaddr.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -200,14 +201,81 @@ static void test_is_local(void **state)
     assert_true(strlen(list) <= 3);
 }
 
+/* A peer's "HOST:PORT" / "[IPV6]:PORT": parsed, resolved in the family
+ * asked for and printed back in one form. */
+static void test_ipaddr_parse(void **state)
+{
+    static const struct {
+        const char *in;
+        int family;
+        na_return_t ret;
+        const char *out; /* na_ipaddr_string of the result */
+    } cases[] = {
+        {"127.0.0.1:5", AF_UNSPEC, NA_SUCCESS, "127.0.0.1:5"},
+        {"[::1]:65535", AF_UNSPEC, NA_SUCCESS, "[::1]:65535"},
+        {"[0:0::1]:7", AF_INET6, NA_SUCCESS, "[::1]:7"},
+        {"[2001:DB8::1]:7", AF_UNSPEC, NA_SUCCESS, "[2001:db8::1]:7"},
+        {"localhost:9", AF_INET, NA_SUCCESS, "127.0.0.1:9"},
+        {"[::1]:7", AF_INET, NA_ADDRNOTAVAIL, NULL},
+        {"127.0.0.1:7", AF_INET6, NA_ADDRNOTAVAIL, NULL},
+        {"[::1", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"[::1]x", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"[::1]:", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"[zz::]:1", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"[127.0.0.1]:1", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"[]:1", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"127.0.0.1", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {":5", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"127.0.0.1:0", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"127.0.0.1:65536", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"127.0.0.1:+5", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"127.0.0.1: 5", AF_UNSPEC, NA_INVALID_ARG, NULL},
+        {"127.0.0.1:5x", AF_UNSPEC, NA_INVALID_ARG, NULL},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = 0;
+        char out[NA_IPADDR_STR_MAX];
+        na_return_t ret = na_ipaddr_parse(cases[i].in, cases[i].family, &ss, &len);
+        if (ret != cases[i].ret)
+            fail_msg("\"%s\": %d, want %d", cases[i].in, (int)ret, (int)cases[i].ret);
+        if (!cases[i].out)
+            continue;
+        assert_int_equal(len, ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                      : sizeof(struct sockaddr_in6));
+        na_ipaddr_string((struct sockaddr *)&ss, out, sizeof(out));
+        assert_string_equal(out, cases[i].out);
+    }
+}
+
+/* The longest address fits NA_IPADDR_STR_MAX; a short buffer is cut and
+ * terminated, and the whole length is told. */
+static void test_ipaddr_string(void **state)
+{
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(65535)};
+    char out[NA_IPADDR_STR_MAX], small[8];
+    (void)state;
+    assert_int_equal(inet_pton(AF_INET6, "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+                               &in6.sin6_addr),
+                     1);
+    size_t n = na_ipaddr_string((struct sockaddr *)&in6, out, sizeof(out));
+    assert_int_equal(n, strlen(out));
+    assert_true(n < sizeof(out));
+    assert_int_equal(out[0], '[');
+    assert_int_equal(na_ipaddr_string((struct sockaddr *)&in6, small, sizeof(small)), n);
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+}
+
 int main(void)
 {
     setenv("HG_LOG_LEVEL", "warning", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_iface_name), cmocka_unit_test(test_unknown_iface_lists),
-        cmocka_unit_test(test_literals),   cmocka_unit_test(test_port_only),
-        cmocka_unit_test(test_subnet),     cmocka_unit_test(test_env_iface),
-        cmocka_unit_test(test_is_local),
+        cmocka_unit_test(test_iface_name),    cmocka_unit_test(test_unknown_iface_lists),
+        cmocka_unit_test(test_literals),      cmocka_unit_test(test_port_only),
+        cmocka_unit_test(test_subnet),        cmocka_unit_test(test_env_iface),
+        cmocka_unit_test(test_is_local),      cmocka_unit_test(test_ipaddr_parse),
+        cmocka_unit_test(test_ipaddr_string),
     };
     return cmocka_run_group_tests_name("na_netif", tests, NULL, NULL);
 }

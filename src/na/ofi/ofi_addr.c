@@ -3,6 +3,7 @@
  * entry) and the NA address calls.
  */
 #include "ofi_int.h"
+#include "na_ipaddr.h"
 
 /* A character of a provider's string address: ASCII letters and digits (in
  * any locale) and ":._-/". Checked for each byte of every unexpected
@@ -71,94 +72,24 @@ size_t ofi_raw_addr_format(const struct ofi_class *cls, const unsigned char *raw
                                 (const char *)raw + plen) +
                1;
     }
-    char host[INET6_ADDRSTRLEN] = "?";
-    sa_family_t family;
-    memcpy(&family, raw, sizeof(family));
-    if (family == AF_INET) {
-        struct sockaddr_in sin;
-        memcpy(&sin, raw, sizeof(sin));
-        inet_ntop(AF_INET, &sin.sin_addr, host, sizeof(host));
-        return (size_t)snprintf(buf, buf_size, "ofi+%s://%s:%u", proto, host,
-                                ntohs(sin.sin_port)) +
-               1;
-    }
-    struct sockaddr_in6 sin6;
-    memcpy(&sin6, raw, sizeof(sin6));
-    inet_ntop(AF_INET6, &sin6.sin6_addr, host, sizeof(host));
-    return (size_t)snprintf(buf, buf_size, "ofi+%s://[%s]:%u", proto, host,
-                            ntohs(sin6.sin6_port)) +
-           1;
+    struct sockaddr_storage ss;
+    char hp[NA_IPADDR_STR_MAX];
+    memset(&ss, 0, sizeof(ss));
+    memcpy(&ss, raw, len < sizeof(ss) ? len : sizeof(ss));
+    na_ipaddr_string((const struct sockaddr *)&ss, hp, sizeof(hp));
+    return (size_t)snprintf(buf, buf_size, "ofi+%s://%s", proto, hp) + 1;
 }
 
-/* Resolve host (name or literal) to a socket address of the given family
- * (AF_UNSPEC: IPv4 preferred). */
-static na_return_t ofi_resolve_host(const char *host, int family, unsigned int port,
-                                    struct sockaddr_storage *ss, size_t *len)
-{
-    struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res, *pick = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-
-    if (rc != 0) {
-        HGX_LOG_ERROR(OFI, "cannot resolve host \"%s\": %s", host, gai_strerror(rc));
-        return NA_ADDRNOTAVAIL;
-    }
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        if (ai->ai_family == AF_INET) {
-            pick = ai;
-            break;
-        }
-        if (ai->ai_family == AF_INET6 && !pick)
-            pick = ai;
-    }
-    if (!pick) {
-        freeaddrinfo(res);
-        HGX_LOG_ERROR(OFI, "host \"%s\" has no IPv4/IPv6 address", host);
-        return NA_ADDRNOTAVAIL;
-    }
-    memset(ss, 0, sizeof(*ss));
-    memcpy(ss, pick->ai_addr, pick->ai_addrlen);
-    *len = pick->ai_addrlen;
-    if (pick->ai_family == AF_INET)
-        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
-    freeaddrinfo(res);
-    return NA_SUCCESS;
-}
-
-/* "host:port" or "[v6]:port" of a peer into its raw address. */
+/* "host:port" or "[v6]:port" of a peer into its raw address, of the
+ * family this class is bound to. */
 static na_return_t ofi_parse_ip_addr(const struct ofi_class *cls, const char *hp,
                                      unsigned char *raw, size_t *len)
 {
-    char host[256];
-    const char *colon;
-
-    if (hp[0] == '[') {
-        const char *end = strchr(hp, ']');
-        if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof(host))
-            return NA_INVALID_ARG;
-        memcpy(host, hp + 1, (size_t)(end - hp - 1));
-        host[end - hp - 1] = '\0';
-        colon = end + 1;
-    } else {
-        colon = strrchr(hp, ':');
-        if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof(host))
-            return NA_INVALID_ARG;
-        memcpy(host, hp, (size_t)(colon - hp));
-        host[colon - hp] = '\0';
-    }
-    char *end;
-    errno = 0;
-    long port = strtol(colon + 1, &end, 10);
-    if (colon[1] == '\0' || *end != '\0' || errno != 0 || port <= 0 || port > 65535)
-        return NA_INVALID_ARG;
-
     sa_family_t family;
     memcpy(&family, cls->self_raw, sizeof(family));
     struct sockaddr_storage ss;
-    size_t sslen;
-    na_return_t ret = ofi_resolve_host(host, family, (unsigned int)port, &ss, &sslen);
+    socklen_t sslen;
+    na_return_t ret = na_ipaddr_parse(hp, family, &ss, &sslen);
     if (ret != NA_SUCCESS)
         return ret;
     memcpy(raw, &ss, sslen);

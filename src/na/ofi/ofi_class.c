@@ -3,6 +3,7 @@
  * the ops table.
  */
 #include "ofi_int.h"
+#include "na_ipaddr.h"
 
 static const struct ofi_proto ofi_protos[] = {
     {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
@@ -114,21 +115,6 @@ static struct fi_info *ofi_hints(const struct ofi_proto *proto, bool single)
     return hints;
 }
 
-/* The address family na_init_info.addr_format asks for, as Mercury's OFI
- * plugin reads it: IPv4 or IPv6 alone; unspecified and native leave it open
- * (IPv4 preferred where a host has both). */
-static int ofi_family(enum na_addr_format format)
-{
-    switch (format) {
-    case NA_ADDR_IPV4:
-        return AF_INET;
-    case NA_ADDR_IPV6:
-        return AF_INET6;
-    default:
-        return AF_UNSPEC;
-    }
-}
-
 /* Source address for tcp/sockets, listener or not: a client's address is
  * its name in every message header and rxm's connection requests, so it
  * must be one its peers can reach (na_netif.h chooses it). Port 0: any.
@@ -137,12 +123,12 @@ static int ofi_family(enum na_addr_format format)
 static na_return_t ofi_hints_set_src(struct ofi_class *cls, struct fi_info *hints,
                                      const struct na_info *info)
 {
-    const struct na_netif_spec spec = {.host = info->host,
-                                       .port = info->port,
-                                       .subnet = info->init_info->ip_subnet,
-                                       .env_name = cls->proto->iface_env,
-                                       .family =
-                                           ofi_family(info->init_info->addr_format)};
+    const struct na_netif_spec spec = {
+        .host = info->host,
+        .port = info->port,
+        .subnet = info->init_info->ip_subnet,
+        .env_name = cls->proto->iface_env,
+        .family = na_ipaddr_family(info->init_info->addr_format)};
     struct sockaddr_storage ss;
     socklen_t len;
     na_return_t ret = na_netif_select(&spec, &ss, &len, NULL);

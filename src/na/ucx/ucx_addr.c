@@ -6,8 +6,6 @@
 #include "na_netif.h"
 #include "hgx_wire.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,50 +16,51 @@ na_return_t ucx_addr_new(na_class_t *na_class, struct ucx_peer *p, na_addr_t **a
     return NA_SUCCESS;
 }
 
-/* "proto://host:port" -> resolved IPv4 sockaddr. */
+/* "proto://HOST:PORT" or "proto://[IPV6]:PORT" -> the socket address, of
+ * the class's own family (ucx_class.family). */
 static na_return_t ucx_parse(struct ucx_class *cls, const char *name,
-                             struct sockaddr_in *sin)
+                             struct sockaddr_storage *sa, socklen_t *len)
 {
     const char *sep = strstr(name, "://");
-    if (!sep)
+    if (!sep) {
+        HGX_LOG_ERROR(UCX, "malformed address \"ucx+%s\" (want ucx+%s://HOST:PORT)", name,
+                      cls->proto);
         return NA_INVALID_ARG;
+    }
     if ((size_t)(sep - name) != strlen(cls->proto) ||
         strncmp(name, cls->proto, (size_t)(sep - name)))
         return NA_PROTONOSUPPORT;
-    const char *host = sep + 3, *colon = strrchr(host, ':');
-    if (!colon || colon == host || colon[1] == '\0' || (size_t)(colon - host) >= 256)
-        return NA_INVALID_ARG;
-    char *end = NULL;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 1 || port > 65535 || colon[1] == '-' || colon[1] == '+')
-        return NA_INVALID_ARG;
-    char hostname[256];
-    memcpy(hostname, host, (size_t)(colon - host));
-    hostname[colon - host] = '\0';
-
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM},
-                    *res = NULL;
-    if (getaddrinfo(hostname, NULL, &hints, &res) != 0 || !res) {
-        HGX_LOG_ERROR(UCX, "cannot resolve host \"%s\"", hostname);
-        return NA_ADDRNOTAVAIL;
-    }
-    *sin = *(struct sockaddr_in *)res->ai_addr;
-    sin->sin_port = htons((uint16_t)port);
-    freeaddrinfo(res);
-    return NA_SUCCESS;
+    na_return_t ret = na_ipaddr_parse(sep + 3, cls->family, sa, len);
+    if (ret == NA_INVALID_ARG)
+        HGX_LOG_ERROR(UCX,
+                      "malformed address \"ucx+%s\" (want ucx+%s://HOST:PORT or "
+                      "ucx+%s://[IPV6]:PORT)",
+                      name, cls->proto, cls->proto);
+    else if (ret == NA_ADDRNOTAVAIL)
+        HGX_LOG_ERROR(UCX,
+                      "cannot look up \"ucx+%s\": a ucx+%s class looks up peers of its "
+                      "own address family only (%s here; a class that names an %s "
+                      "address or asks for addr_format %s is %s)",
+                      name, cls->proto, cls->family == AF_INET6 ? "IPv6" : "IPv4",
+                      cls->family == AF_INET6 ? "IPv4" : "IPv6",
+                      cls->family == AF_INET6 ? "NA_ADDR_IPV4" : "NA_ADDR_IPV6",
+                      cls->family == AF_INET6 ? "IPv4" : "IPv6");
+    return ret;
 }
 
 /* A peer to connect to, recorded only: its first operation connects, so a
  * lookup never waits for the network, and an unreachable peer fails that
  * operation (NA_HOSTUNREACH), as Mercury's UCX plugin does. */
 static na_return_t ucx_peer_add_outgoing(struct ucx_class *cls,
-                                         const struct sockaddr_in *sin, const char *str,
-                                         uint32_t id, struct ucx_peer **peer_p)
+                                         const struct sockaddr_storage *sa, socklen_t len,
+                                         const char *str, uint32_t id,
+                                         struct ucx_peer **peer_p)
 {
     struct ucx_peer *p = ucx_peer_new(cls, id, str, true);
     if (!p)
         return NA_NOMEM;
-    p->sin = *sin;
+    p->sa = *sa;
+    p->sa_len = len;
     *peer_p = p;
     return NA_SUCCESS;
 }
@@ -70,25 +69,26 @@ static na_return_t ucx_peer_add_outgoing(struct ucx_class *cls,
 na_return_t ucx_addr_lookup(na_class_t *na_class, const char *name, na_addr_t **addr_p)
 {
     struct ucx_class *cls = ucx_cls(na_class);
-    struct sockaddr_in sin;
+    struct sockaddr_storage sa;
+    socklen_t len;
     char str[UCX_ADDR_STR_MAX];
 
-    na_return_t ret = ucx_parse(cls, name, &sin);
+    na_return_t ret = ucx_parse(cls, name, &sa, &len);
     if (ret != NA_SUCCESS)
         return ret;
     /* Its tcp is there for wire-up only: a remote peer would never answer. */
-    if (strcmp(cls->proto, "shm") == 0 && !na_netif_is_local((struct sockaddr *)&sin)) {
+    if (strcmp(cls->proto, "shm") == 0 && !na_netif_is_local((struct sockaddr *)&sa)) {
         HGX_LOG_ERROR(UCX,
                       "%s is not on this host: ucx+shm reaches local peers only "
                       "(use ucx+tcp or ucx+all)",
                       name);
         return NA_HOSTUNREACH;
     }
-    ucx_sockaddr_string((const struct sockaddr *)&sin, cls->proto, str, sizeof(str));
+    ucx_sockaddr_string((const struct sockaddr *)&sa, cls->proto, str, sizeof(str));
     uint32_t id = ucx_hash_id(strstr(str, "://") + 3);
     hgx_lock(&cls->lock);
     struct ucx_peer *p = id == cls->id ? cls->self : ucx_peer_find(cls, id);
-    if (p || (ret = ucx_peer_add_outgoing(cls, &sin, str, id, &p)) == NA_SUCCESS)
+    if (p || (ret = ucx_peer_add_outgoing(cls, &sa, len, str, id, &p)) == NA_SUCCESS)
         ret = ucx_addr_new(na_class, p, addr_p);
     hgx_unlock(&cls->lock);
     return ret;

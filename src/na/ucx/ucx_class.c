@@ -5,7 +5,6 @@
 #include "ucx_int.h"
 #include "na_netif.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -67,7 +66,14 @@ static na_return_t ucx_config_set(ucp_config_t *config, const char *name,
 
 /* ifname: the interface the class names ("" for any); UCX's network
  * devices are kept to it, so that a class on loopback never sends over
- * another interface. The user's UCX_NET_DEVICES wins. */
+ * another interface. The user's UCX_NET_DEVICES wins. An IPv6 class has
+ * UCX's tcp transport take its interfaces' IPv6 addresses: UCP hands a
+ * peer's data lanes the address its connection came from, so the tcp
+ * interfaces must listen in the family of the connections (UCX 1.13 with
+ * an IPv4 tcp interface and an IPv6 connection writes an IPv6 address into
+ * room for an IPv4 one). ucp_config_modify names a transport's setting
+ * without its table's prefix: "AF_PRIO" is UCX_TCP_AF_PRIO, and the
+ * user's UCX_TCP_AF_PRIO wins. */
 static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
                                     const char *ifname)
 {
@@ -83,6 +89,8 @@ static na_return_t ucx_context_open(struct ucx_class *cls, const char *proto,
         ret = ucx_config_set(config, "TLS", tls);
     if (ret == NA_SUCCESS && *ifname && !getenv("UCX_NET_DEVICES"))
         ret = ucx_config_set(config, "NET_DEVICES", ifname);
+    if (ret == NA_SUCCESS && cls->family == AF_INET6 && !getenv("UCX_TCP_AF_PRIO"))
+        ret = ucx_config_set(config, "AF_PRIO", "inet6");
     if (ret == NA_SUCCESS && ucx_mm_error_handling(proto))
         ret = ucx_config_set(config, "MM_ERROR_HANDLING", "y");
     if (ret == NA_SUCCESS && ucx_no_rndv_lanes(proto))
@@ -127,29 +135,29 @@ static na_return_t ucx_worker_open(struct ucx_class *cls)
 
 /* A free port for port 0: the listener's id is derived from its address,
  * and the id must be in the worker (client id) before the listener exists. */
-static int ucx_free_port(const struct sockaddr_in *sin)
+static int ucx_free_port(const struct sockaddr_storage *at, socklen_t len)
 {
-    struct sockaddr_in bound = *sin;
-    socklen_t len = sizeof(bound);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    struct sockaddr_storage bound = *at;
+    socklen_t blen = sizeof(bound);
+    int fd = socket(at->ss_family, SOCK_STREAM, 0), port = -1;
     if (fd < 0)
         return -1;
-    if (bind(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&bound, &len) == 0)
-        port = ntohs(bound.sin_port);
+    if (bind(fd, (const struct sockaddr *)at, len) == 0 &&
+        getsockname(fd, (struct sockaddr *)&bound, &blen) == 0)
+        port = na_ipaddr_port((const struct sockaddr *)&bound);
     close(fd);
     return port;
 }
 
 /* A port in use is told apart (NA_ADDRINUSE) and, when the caller will try
  * another (busy_quiet), not logged as an error. */
-static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *sin,
-                              char *str, size_t size, bool busy_quiet)
+static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_storage *at,
+                              socklen_t len, char *str, size_t size, bool busy_quiet)
 {
     ucp_listener_params_t params = {
         .field_mask =
             UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
-        .sockaddr = {.addr = (const struct sockaddr *)sin, .addrlen = sizeof(*sin)},
+        .sockaddr = {.addr = (const struct sockaddr *)at, .addrlen = len},
         .conn_handler = {.cb = ucx_conn_cb, .arg = cls}};
     ucs_status_t st = ucp_listener_create(cls->worker, &params, &cls->listener);
     if (st == UCS_ERR_BUSY && busy_quiet) {
@@ -169,43 +177,71 @@ static na_return_t ucx_listen(struct ucx_class *cls, const struct sockaddr_in *s
     return NA_SUCCESS;
 }
 
-/* The listening address (IPv4: the id derives from it; port 0 for any) and
- * its interface, for a listener or a client that names one. shm peers share
- * our host: its listener stays on loopback unless told otherwise. */
-static na_return_t ucx_netif(const char *proto, const struct na_info *info,
-                             struct sockaddr_in *sin, char *ifname)
+/* The family of a class that names no address: the one
+ * na_init_info.addr_format asks for, else IPv4. shm (and na+sm through it)
+ * ignores the format, as Mercury's na+sm does: its loopback wire-up
+ * address is no network address. */
+static int ucx_family(const char *proto, enum na_addr_format format)
 {
-    bool shm = strcmp(proto, "shm") == 0;
-    const struct na_netif_spec spec = {.host =
-                                           info->host || !shm ? info->host : "127.0.0.1",
-                                       .port = info->port,
-                                       .subnet = info->init_info->ip_subnet,
-                                       .env_name = "UCX_NET_DEVICES",
-                                       .family = AF_INET};
-    struct sockaddr_storage ss;
-    socklen_t len;
-    na_return_t ret = na_netif_select(&spec, &ss, &len, ifname);
-    if (ret == NA_SUCCESS)
-        memcpy(sin, &ss, sizeof(*sin));
+    int family = strcmp(proto, "shm") == 0 ? AF_UNSPEC : na_ipaddr_family(format);
+    return family == AF_UNSPEC ? AF_INET : family;
+}
+
+/* UCX's tcp transport takes no IPv6 loopback or link-local address, and a
+ * connection's data lanes go to the address it came from: such a listener
+ * could accept connections and never carry them. */
+static bool ucx_v6_unusable(const struct sockaddr_storage *at)
+{
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)at)->sin6_addr;
+    return at->ss_family == AF_INET6 &&
+           (IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_LINKLOCAL(a));
+}
+
+/* The listening address (the id derives from it; port 0 for any) and its
+ * interface, for a listener or a client that names one. A host of the
+ * other family than addr_format's fails (NA_ADDRNOTAVAIL). shm peers share
+ * our host: its listener stays on loopback unless told otherwise. */
+static na_return_t ucx_netif(const struct ucx_class *cls, const struct na_info *info,
+                             struct sockaddr_storage *at, socklen_t *len, char *ifname)
+{
+    bool shm = strcmp(cls->proto, "shm") == 0;
+    const struct na_netif_spec spec = {
+        .host = info->host || !shm ? info->host : "127.0.0.1",
+        .port = info->port,
+        .subnet = info->init_info->ip_subnet,
+        .env_name = "UCX_NET_DEVICES",
+        .family = na_ipaddr_family(shm ? NA_ADDR_UNSPEC : info->init_info->addr_format)};
+    na_return_t ret = na_netif_select(&spec, at, len, ifname);
+    if (ret == NA_SUCCESS && ucx_v6_unusable(at)) {
+        char hp[NA_IPADDR_STR_MAX];
+        na_ipaddr_string((const struct sockaddr *)at, hp, sizeof(hp));
+        HGX_LOG_ERROR(UCX,
+                      "ucx+%s cannot use %s: UCX's tcp transport takes no IPv6 "
+                      "loopback or link-local address (use 127.0.0.1 or a global "
+                      "IPv6 address)",
+                      cls->proto, hp);
+        return NA_ADDRNOTAVAIL;
+    }
     return ret;
 }
 
 /* Listening address with its port and the id, known before the worker is
  * created. */
-static na_return_t ucx_listen_addr(struct ucx_class *cls, struct sockaddr_in *sin,
-                                   char *str, size_t size)
+static na_return_t ucx_listen_addr(struct ucx_class *cls, struct sockaddr_storage *at,
+                                   socklen_t len, char *str, size_t size)
 {
-    if (sin->sin_port == 0) {
-        int port = ucx_free_port(sin);
+    struct sockaddr *sa = (struct sockaddr *)at;
+    if (na_ipaddr_port(sa) == 0) {
+        int port = ucx_free_port(at, len);
         if (port <= 0) {
-            char ip[INET_ADDRSTRLEN];
-            inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
-            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", ip, strerror(errno));
+            char hp[NA_IPADDR_STR_MAX];
+            na_ipaddr_string(sa, hp, sizeof(hp));
+            HGX_LOG_ERROR(UCX, "no free TCP port on %s: %s", hp, strerror(errno));
             return NA_ADDRNOTAVAIL;
         }
-        sin->sin_port = htons((uint16_t)port);
+        na_ipaddr_set_port(sa, port);
     }
-    ucx_sockaddr_string((const struct sockaddr *)sin, cls->proto, str, size);
+    ucx_sockaddr_string(sa, cls->proto, str, size);
     cls->id = ucx_hash_id(strstr(str, "://") + 3);
     return NA_SUCCESS;
 }
@@ -215,17 +251,19 @@ static na_return_t ucx_listen_addr(struct ucx_class *cls, struct sockaddr_in *si
  * exists), and another socket can take it before the listener binds it:
  * outgoing connections draw from the same ephemeral range. Then a new port
  * is picked, with a new worker for its id. */
-static na_return_t ucx_open_listening(struct ucx_class *cls, const struct sockaddr_in *at,
+static na_return_t ucx_open_listening(struct ucx_class *cls,
+                                      const struct sockaddr_storage *at, socklen_t len,
                                       char *str, size_t size)
 {
+    bool any_port = na_ipaddr_port((const struct sockaddr *)at) == 0;
     for (int tries = 1;; tries++) {
-        struct sockaddr_in sin = *at;
-        bool retry = at->sin_port == 0 && tries < UCX_LISTEN_TRIES;
-        na_return_t ret = ucx_listen_addr(cls, &sin, str, size);
+        struct sockaddr_storage sa = *at;
+        bool retry = any_port && tries < UCX_LISTEN_TRIES;
+        na_return_t ret = ucx_listen_addr(cls, &sa, len, str, size);
         if (ret == NA_SUCCESS)
             ret = ucx_worker_open(cls);
         if (ret == NA_SUCCESS)
-            ret = ucx_listen(cls, &sin, str, size, retry);
+            ret = ucx_listen(cls, &sa, len, str, size, retry);
         if (ret != NA_ADDRINUSE || !retry)
             return ret;
         ucp_worker_destroy(cls->worker);
@@ -256,7 +294,10 @@ static na_return_t ucx_self_open(struct ucx_class *cls, const char *str)
     st = ucp_ep_create(cls->worker, &params, &cls->self->ep);
     ucp_worker_release_address(cls->worker, wa);
     if (st != UCS_OK) {
-        HGX_LOG_ERROR(UCX, "cannot create the self endpoint: %s", ucs_status_string(st));
+        HGX_LOG_ERROR(UCX, "cannot create the self endpoint: %s%s", ucs_status_string(st),
+                      cls->family == AF_INET6 ? " (an IPv6 class needs a network device "
+                                                "with a global IPv6 address)"
+                                              : "");
         return NA_PROTOCOL_ERROR;
     }
     return NA_SUCCESS;
@@ -337,18 +378,6 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     char str[UCX_ADDR_STR_MAX];
     na_return_t ret;
 
-    /* Peers, their ids and the wire form are IPv4 socket addresses: IPv4 is
-     * what NA_ADDR_IPV4, _UNSPEC and _NATIVE get; IPv6 cannot be had. shm
-     * (and na+sm through it) ignores the format, as Mercury's na+sm does:
-     * its loopback wire-up address is no network address. */
-    if (info->init_info->addr_format == NA_ADDR_IPV6 &&
-        strcmp(info->protocol_name, "shm") != 0) {
-        HGX_LOG_ERROR(UCX,
-                      "ucx+%s listens and connects over IPv4 only: addr_format "
-                      "NA_ADDR_IPV6 cannot be honoured (ofi+tcp serves IPv6)",
-                      info->protocol_name);
-        return NA_PROTONOSUPPORT;
-    }
     struct ucx_class *cls =
         calloc(1, sizeof(*cls) + n_unexp * sizeof(struct ucx_unexp_box));
     if (!cls)
@@ -369,12 +398,15 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     cls->unexp_max = (unsigned)hgx_param_get_int(&hgx_param_na_unexpected_max);
     na_cancel_watcher_init_param(&cls->cancel_watcher, &ucx_param_cancel_escalate_ms);
     snprintf(cls->proto, sizeof(cls->proto), "%s", info->protocol_name);
-    struct sockaddr_in sin;
+    cls->family = ucx_family(cls->proto, info->init_info->addr_format);
+    struct sockaddr_storage at;
+    socklen_t at_len = 0;
     char ifname[IF_NAMESIZE] = "";
     if (listen || info->host) {
-        ret = ucx_netif(cls->proto, info, &sin, ifname);
+        ret = ucx_netif(cls, info, &at, &at_len, ifname);
         if (ret != NA_SUCCESS)
             goto error;
+        cls->family = at.ss_family;
     }
     ret = ucx_wait_open(cls);
     if (ret == NA_SUCCESS)
@@ -382,7 +414,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     if (ret != NA_SUCCESS)
         goto error;
     if (listen) {
-        ret = ucx_open_listening(cls, &sin, str, sizeof(str));
+        ret = ucx_open_listening(cls, &at, at_len, str, sizeof(str));
     } else {
         cls->id = ucx_random_id();
         snprintf(str, sizeof(str), "ucx+%s://id-%08x", cls->proto, cls->id);

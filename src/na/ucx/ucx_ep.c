@@ -7,7 +7,6 @@
 #include "hgx_clock.h"
 #include "hgx_wire.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -314,8 +313,7 @@ static na_return_t ucx_peer_connect(struct ucx_class *cls, struct ucx_peer *p)
     ucp_ep_params_t params = {
         .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR,
         .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
-        .sockaddr = {.addr = (const struct sockaddr *)&p->sin,
-                     .addrlen = sizeof(p->sin)}};
+        .sockaddr = {.addr = (const struct sockaddr *)&p->sa, .addrlen = p->sa_len}};
     ucx_ep_params_err(&params, p);
     ucs_status_t st = ucp_ep_create(cls->worker, &params, &p->ep);
     if (st != UCS_OK) {
@@ -394,21 +392,14 @@ na_return_t ucx_peer_wake(struct ucx_class *cls, struct ucx_peer *p, const char 
     }
 }
 
+/* "ucx+PROTO://IP:PORT" or "ucx+PROTO://[IPV6]:PORT": a listener's id is
+ * the hash of the part after "://". */
 void ucx_sockaddr_string(const struct sockaddr *sa, const char *proto, char *out,
                          size_t size)
 {
-    char ip[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        port = ntohs(in->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        port = ntohs(in6->sin6_port);
-    }
-    snprintf(out, size, "ucx+%s://%s:%u", proto, ip, port);
+    char hp[NA_IPADDR_STR_MAX];
+    na_ipaddr_string(sa, hp, sizeof(hp));
+    snprintf(out, size, "ucx+%s://%s", proto, hp);
 }
 
 /* A client connected to our listener: accept it under the id it sent. */

@@ -5,8 +5,10 @@
  * through a sockaddr listener.
  *
  * Peers are identified by a 31-bit id carried in every message: a listener's
- * id is a hash of its "IP:PORT" address (so a client knows it from the lookup
- * string), a non-listener draws a random id. Clients send their id in the
+ * id is a hash of its "IP:PORT" or "[IPV6]:PORT" address in inet_ntop's
+ * form (na_ipaddr_string: so a client knows it from the lookup string, the
+ * same address printed the same on both sides), a non-listener draws a
+ * random id. Clients send their id in the
  * connection request (UCP client id), so a listener maps every accepted
  * endpoint to an id. An expected message's 64-bit tag is
  *   bits 32..62: sender id | bits 0..31: NA tag,
@@ -83,6 +85,7 @@
 #include "hgx_list.h"
 #include "hgx_test_hooks.h"
 #include "na_cancel_watch.h"
+#include "na_ipaddr.h"
 #include "na_wait_set.h"
 #include "na_peer_map.h"
 #include "na_plugin.h"
@@ -105,12 +108,12 @@
 #define UCX_ID_MASK 0x7fffffffu
 #define UCX_MAX_SEGMENTS 64
 #define UCX_MH_VERSION 2u
-#define UCX_ADDR_MAGIC 0x55435841u /* "UCXA" */
-#define UCX_ADDR_STR_MAX 64
-#define UCX_PROGRESS_MAX 1024 /* bound on one poll() pass */
-#define UCX_CONNECT_MS 5000   /* a wire-up not done by then fails */
-#define UCX_LISTEN_TRIES 8    /* free ports picked for port 0 before giving up */
-#define UCX_CLOSE_MS 2000     /* finalize waits this long for each endpoint close */
+#define UCX_ADDR_MAGIC 0x55435841u                /* "UCXA" */
+#define UCX_ADDR_STR_MAX (NA_IPADDR_STR_MAX + 16) /* "ucx+PROTO://" and the address */
+#define UCX_PROGRESS_MAX 1024                     /* bound on one poll() pass */
+#define UCX_CONNECT_MS 5000                       /* a wire-up not done by then fails */
+#define UCX_LISTEN_TRIES 8 /* free ports picked for port 0 before giving up */
+#define UCX_CLOSE_MS 2000  /* finalize waits this long for each endpoint close */
 /* poll_wait wakes up this often while the unexpected backlog is at its bound
  * (a receive posted by another thread). */
 #define UCX_TIMER_POLL_MS 100
@@ -170,13 +173,14 @@ struct ucx_peer {
     uint32_t id;
     bool self;
     enum ucx_conn state;
-    bool outgoing;     /* we connected (lookup): can reconnect to sin */
+    bool outgoing;     /* we connected (lookup): can reconnect to sa */
     void *connect_req; /* the wire-up flush of the current ep, while CONNECTING */
     uint64_t connect_deadline_ns;
-    uint32_t gen;      /* bumped whenever ep is dropped or replaced */
-    unsigned inflight; /* sends on this gen's ep holding a UCX request */
-    struct sockaddr_in sin;
-    char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" */
+    uint32_t gen;               /* bumped whenever ep is dropped or replaced */
+    unsigned inflight;          /* sends on this gen's ep holding a UCX request */
+    struct sockaddr_storage sa; /* an outgoing peer's listener, IPv4 or IPv6 */
+    socklen_t sa_len;
+    char str[UCX_ADDR_STR_MAX]; /* "ucx+proto://IP:PORT" or "ucx+proto://[IPV6]:PORT" */
     struct hgx_list pend;       /* ops waiting for resources or wire-up, in order */
     struct na_addr addr; /* the peer's address: every lookup / source is a reference */
 };
@@ -202,6 +206,11 @@ struct ucx_class {
     bool arm_busy;
     uint32_t id;
     char proto[8];
+    /* AF_INET or AF_INET6: the family of the address the class names, else
+     * the one na_init_info.addr_format asks for, else IPv4. UCX's tcp
+     * transport serves one family (ucx_context_open), so lookups resolve
+     * to it only. */
+    int family;
     struct hgx_list peers;        /* every peer, until finalize */
     struct na_peer_map peer_map;  /* the first peer of each id */
     struct ucx_peer *last_sender; /* ucx_peer_find_sender's last answer */

@@ -5,6 +5,7 @@
 #include "na_netif.h"
 
 #include "hgx_log.h"
+#include "na_ipaddr.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -134,10 +135,7 @@ static void netif_set(const struct sockaddr *sa, int port, struct sockaddr_stora
     *len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
                                     : sizeof(struct sockaddr_in6);
     memcpy(ss, sa, *len);
-    if (sa->sa_family == AF_INET)
-        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    na_ipaddr_set_port((struct sockaddr *)ss, port);
 }
 
 static void netif_list_of(const struct ifaddrs *list, char *buf, size_t size)
@@ -184,29 +182,15 @@ static na_return_t netif_resolve(const struct na_netif_spec *spec,
                                  const struct ifaddrs *list, struct sockaddr_storage *ss,
                                  socklen_t *len)
 {
-    struct addrinfo hints = {.ai_family = spec->family, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(spec->host, NULL, &hints, &res);
-    const struct addrinfo *pick = NULL;
-    for (const struct addrinfo *ai = rc == 0 ? res : NULL; ai; ai = ai->ai_next)
-        if (ai->ai_family == AF_INET || (ai->ai_family == AF_INET6 && !pick)) {
-            pick = ai;
-            if (ai->ai_family == AF_INET)
-                break;
-        }
-    if (pick)
-        netif_set(pick->ai_addr, spec->port, ss, len);
-    if (res)
-        freeaddrinfo(res);
-    if (pick)
+    int rc = na_ipaddr_resolve(spec->host, spec->family, spec->port, ss, len);
+    if (rc == 0)
         return NA_SUCCESS;
     char ifs[NETIF_LIST_MAX];
     netif_list_of(list, ifs, sizeof(ifs));
     HGX_LOG_ERROR(NA,
                   "\"%s\" is no network interface and no %shost address (%s); "
                   "interfaces here: %s",
-                  spec->host, netif_family_word(spec->family, ""),
-                  rc ? gai_strerror(rc) : "no usable address", ifs);
+                  spec->host, netif_family_word(spec->family, ""), gai_strerror(rc), ifs);
     return NA_ADDRNOTAVAIL;
 }
 
