@@ -164,8 +164,9 @@ static int credit_server(const char *info, int publish_fd)
     return rc;
 }
 
-/* The end message; under NA_NO_RETRY it may meet NA_AGAIN until the
- * server's credit returns arrive, so it is tried again after progress. */
+/* The end message. Under NA_NO_RETRY it meets NA_AGAIN until the server's
+ * credit returns arrive: it is sent once the server's hold is over, and tried
+ * again after progress (each refusal is logged). */
 static void credit_end(na_class_t *cls, na_context_t *ctx, na_addr_t *server, char *buf,
                        na_op_id_t *op)
 {
@@ -176,11 +177,12 @@ static void credit_end(na_class_t *cls, na_context_t *ctx, na_addr_t *server, ch
     struct na_test_done sent = {0};
     double deadline = test_now() + 10;
     na_return_t ret;
+    NA_Progress(cls, ctx, CREDIT_HOLD_PASSES * 10 + 500);
     while (
         (ret = NA_Msg_send_unexpected(cls, ctx, na_test_cb, &sent, buf, h + sizeof(end),
                                       NULL, server, 0, CREDIT_TAG, op)) == NA_AGAIN &&
         test_now() < deadline)
-        NA_Progress(cls, ctx, 10);
+        NA_Progress(cls, ctx, 100);
     assert_int_equal(ret, NA_SUCCESS);
     assert_true(na_test_wait(cls, ctx, &sent, 1, 10000));
     assert_int_equal(sent.ret, NA_SUCCESS);

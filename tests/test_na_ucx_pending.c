@@ -327,10 +327,21 @@ static void flood_env(const char *name, const char *value)
         unsetenv(name);
 }
 
+/* Escalate: transport buffers that hold fewer messages than a peer's
+ * credits allow (UCX_CREDITS, 64 of 8 KiB), so that sends stay in flight
+ * while the server stalls; or NULL for UCX's defaults. */
+static void flood_env_buffers(bool small)
+{
+    flood_env("UCX_TCP_SNDBUF", small ? "64k" : NULL);
+    flood_env("UCX_TCP_RCVBUF", small ? "64k" : NULL);
+    flood_env("UCX_MM_FIFO_SIZE", small ? "16" : NULL);
+}
+
 /* Client and forked server, with the plugin settings of the test (both
  * read at class init). */
 static void flood_start(struct flood_client *c, struct test_server *srv)
 {
+    flood_env_buffers(flood_cur->mode == FLOOD_ESCALATE);
     flood_env("HGX_UCX_SEND_WINDOW", flood_cur->window);
     flood_env("HGX_UCX_CANCEL_ESCALATE_MS",
               flood_cur->mode == FLOOD_ESCALATE ? FLOOD_ESCALATE_MS : NULL);
@@ -343,6 +354,7 @@ static void flood_start(struct flood_client *c, struct test_server *srv)
     flood_env("HGX_UCX_SEND_WINDOW", NULL);
     flood_env("HGX_UCX_CANCEL_ESCALATE_MS", NULL);
     flood_env("HGX_NA_UNEXPECTED_MAX", NULL);
+    flood_env_buffers(false);
     assert_non_null(c->cls);
     c->ctx = NA_Context_create(c->cls);
     assert_int_equal(NA_Addr_lookup(c->cls, srv->addr, &c->server), NA_SUCCESS);
