@@ -94,13 +94,16 @@ static void ucx_credit_send(struct ucx_class *cls, struct ucx_peer *a, uint32_t 
         free(msg);
 }
 
-/* Return what a's current account is due. Lock held. */
+/* Return what a's current account is due. owed may count fewer: messages
+ * of this account can arrive between ones of an older account (over the old
+ * ep, read late), and each change of account starts owed again from zero.
+ * Lock held. */
 static void ucx_credit_flush(struct ucx_class *cls, struct ucx_peer *a)
 {
     if (!a->due)
         return;
     ucx_credit_send(cls, a, a->account, a->due);
-    a->owed -= a->due;
+    a->owed = a->owed > a->due ? a->owed - a->due : 0;
     a->due = 0;
 }
 
