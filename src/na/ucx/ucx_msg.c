@@ -155,10 +155,10 @@ static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag)
 
 /* A send UCX was not given: queued behind others or for resources (the
  * window is full, the unexpected send has no credit, or sends wait for
- * those), or failed. With
- * NA_NO_RETRY a send refused for resources fails with NA_AGAIN instead;
- * one waiting for the connection's wire-up still queues, as UCX itself
- * takes sends on an endpoint it is wiring up. Lock held. */
+ * those), or failed. With NA_NO_RETRY a send refused for resources fails
+ * with NA_AGAIN instead; one waiting for the connection's wire-up still
+ * queues, as UCX itself takes sends on an endpoint it is wiring up. Lock
+ * held. */
 static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st, bool wiring)
 {
     struct ucx_peer *p = uop->peer;
