@@ -8,7 +8,9 @@
  * message size limit, and a rendezvous message. Each must be dropped
  * without reaching the posted receive; well formed messages sent last, one
  * short and one of the largest size, must arrive intact, with their tags
- * and source.
+ * and source. Then the client ignores flow control: with no receive posted,
+ * the listener keeps its messages up to the client's credits and drops the
+ * rest; and credit returns for messages never sent are dropped.
  */
 #include "hgx_test_hooks.h"
 #include "na_test_proto.h"
@@ -24,7 +26,9 @@
 #include <cmocka.h>
 #include <ucp/api/ucp.h>
 
-#define AM_UNEXP 1 /* the plugin's active message id of unexpected messages */
+#define AM_UNEXP 1  /* the plugin's active message id of unexpected messages */
+#define AM_CREDIT 4 /* its id of credit returns */
+#define FORGED 8    /* messages sent past the credits */
 #define RAW_CLIENT_ID 0x1234u
 #define GOOD_TAG 77u
 
@@ -103,10 +107,10 @@ static void raw_send_done(void *request, ucs_status_t status, void *user_data)
     *(int *)user_data = 1;
 }
 
-/* Send one active message on the plugin's id and wait until it left. */
-static void raw_send(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
-                     const void *hdr, size_t hlen, const void *data, size_t len,
-                     bool eager)
+/* Send one active message on the plugin's id am and wait until it left. */
+static void raw_send_am(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
+                        unsigned am, const void *hdr, size_t hlen, const void *data,
+                        size_t len, bool eager)
 {
     if (hlen == 0)
         hdr = NULL;
@@ -117,13 +121,50 @@ static void raw_send(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
                                  .cb.send = raw_send_done,
                                  .user_data = &done,
                                  .flags = eager ? UCP_AM_SEND_FLAG_EAGER : 0};
-    ucs_status_ptr_t sp = ucp_am_send_nbx(rc->ep, AM_UNEXP, hdr, hlen, data, len, &param);
+    ucs_status_ptr_t sp = ucp_am_send_nbx(rc->ep, am, hdr, hlen, data, len, &param);
     assert_false(UCS_PTR_IS_ERR(sp));
     if (sp) {
         progress_both(cls, ctx, rc, 10000, &done);
         assert_true(done);
         ucp_request_free(sp);
     }
+}
+
+/* An unexpected message: on the plugin's id of those. */
+static void raw_send(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
+                     const void *hdr, size_t hlen, const void *data, size_t len,
+                     bool eager)
+{
+    raw_send_am(cls, ctx, rc, AM_UNEXP, hdr, hlen, data, len, eager);
+}
+
+/* A flood past the credits: the listener keeps what the credits allow (its
+ * account of this client already owes the consumed messages) and drops the
+ * rest, logged and counted. Returns of credits never spent, from an unknown
+ * id, or malformed, are dropped and counted. */
+static void raw_forge(na_class_t *cls, na_context_t *ctx, struct raw_client *rc,
+                      unsigned char *msg, long consumed)
+{
+    struct na_ucx_credit_counts before, after;
+    na_ucx_credit_counts(&before);
+    put_hdr(msg, RAW_CLIENT_ID, GOOD_TAG);
+    for (long i = 0; i < before.credits + FORGED; i++)
+        raw_send(cls, ctx, rc, NULL, 0, msg, HDR + 16, true);
+    progress_both(cls, ctx, rc, 300, NULL);
+    na_ucx_credit_counts(&after);
+    assert_int_equal(na_ucx_held_count(NULL), before.credits - consumed);
+    assert_int_equal(after.dropped - before.dropped, FORGED + consumed);
+
+    unsigned char ret[3][12] = {{0}};
+    put_hdr(ret[0], RAW_CLIENT_ID, 0); /* account 0, 0 credits: none spent */
+    ret[0][8] = 1;                     /* 1 credit */
+    put_hdr(ret[1], 0x0badbeefu, 0);   /* unknown id */
+    raw_send_am(cls, ctx, rc, AM_CREDIT, NULL, 0, ret[0], 12, true);
+    raw_send_am(cls, ctx, rc, AM_CREDIT, NULL, 0, ret[1], 12, true);
+    raw_send_am(cls, ctx, rc, AM_CREDIT, NULL, 0, ret[2], 5, true); /* malformed */
+    progress_both(cls, ctx, rc, 300, NULL);
+    na_ucx_credit_counts(&after);
+    assert_int_equal(after.bad_returns - before.bad_returns, 3);
 }
 
 static void test_malformed(void **state)
@@ -193,6 +234,7 @@ static void test_malformed(void **state)
         assert_non_null(got.source);
         NA_Addr_free(cls, got.source);
     }
+    raw_forge(cls, ctx, &rc, good, 2);
 
     ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                               .flags = UCP_EP_CLOSE_FLAG_FORCE};

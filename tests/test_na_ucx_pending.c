@@ -38,6 +38,7 @@
 #define FLOOD_SPLIT 6000      /* escalate: first seq of the second batch */
 #define FLOOD_ESCALATE_MS "300"
 #define FLOOD_LONG_STALL_US 2000000 /* escalate: longer than the escalation */
+#define FLOOD_SETTLE_S 0.5          /* escalate: the server is asleep by then */
 #define FLOOD_HOLD_PASSES 100       /* held: progress passes (10 ms) with no receive */
 #define FLOOD_UNEXP_MAX 16          /* held: HGX_NA_UNEXPECTED_MAX */
 /* held: messages one progress pass may take past the bound (UCX hands a
@@ -272,23 +273,38 @@ static void flood_post(struct flood_client *c, uint32_t from, uint32_t to, bool 
     }
 }
 
-/* Escalate: cancel the whole first batch [0, to) while the server stalls.
- * Without progress, the sends not complete yet are those holding a UCX
- * request: at least one (the server is not reading) and at most a window of
- * them; the others were sent at once or queued (cancelled now). The cancel
+/* Escalate: cancel the whole first batch [0, to) while the server stalls,
+ * once it has taken what it will before its stall (a stalled server frees no
+ * room: a send in flight now stays so). Without progress, the sends not complete yet are
+ * those holding a UCX request: at least one (the server is not reading) and at most a
+ * window of them; the others were sent at once or queued (cancelled now). The cancel
  * escalation drops the endpoint under those in flight: NA_CANCELED. */
 static void flood_cancel_batch(struct flood_client *c, uint32_t to, uint32_t window)
 {
     unsigned int count = 0;
+    double settled = test_now() + FLOOD_SETTLE_S;
+    while (test_now() < settled)
+        NA_Progress(c->cls, c->ctx, 10);
     for (uint32_t i = 0; i < to; i++)
         assert_int_equal(NA_Cancel(c->cls, c->ctx, c->ops[i]), NA_SUCCESS);
     NA_Trigger(c->ctx, to, &count);
+    bool *flying = calloc(to, sizeof(*flying));
+    assert_non_null(flying);
     for (uint32_t i = 0; i < to; i++) {
-        c->cancelled[i] = c->slots[i].count == 0 || c->slots[i].ret == NA_CANCELED;
-        c->inflight += c->slots[i].count == 0;
+        flying[i] = c->slots[i].count == 0;
+        c->inflight += flying[i];
     }
     assert_true(c->inflight >= 1 && c->inflight <= window);
     assert_true(na_test_wait(c->cls, c->ctx, &c->all, (int)to, 30000));
+    /* A send in flight that the server's last reads let through before its
+     * stall ends NA_SUCCESS (the data moved); the escalation ends the rest. */
+    uint32_t escalated = 0;
+    for (uint32_t i = 0; i < to; i++) {
+        c->cancelled[i] = c->slots[i].ret == NA_CANCELED;
+        escalated += flying[i] && c->cancelled[i];
+    }
+    free(flying);
+    assert_true(escalated >= 1);
 }
 
 /* Every send ended once, cancelled ones NA_CANCELED; the end message lists
@@ -327,10 +343,22 @@ static void flood_env(const char *name, const char *value)
         unsetenv(name);
 }
 
+/* Escalate: transport buffers that hold fewer messages than a peer's
+ * credits allow (UCX_CREDITS, 64 of 8 KiB), so that sends stay in flight
+ * while the server stalls; or NULL for UCX's defaults. */
+static void flood_env_buffers(bool small)
+{
+    bool shm = strncmp(flood_cur->info, "ucx+shm", 7) == 0;
+    flood_env("UCX_TCP_SNDBUF", small ? "64k" : NULL);
+    flood_env("UCX_TCP_RCVBUF", small ? "64k" : NULL);
+    flood_env("UCX_MM_FIFO_SIZE", small && shm ? "16" : NULL);
+}
+
 /* Client and forked server, with the plugin settings of the test (both
  * read at class init). */
 static void flood_start(struct flood_client *c, struct test_server *srv)
 {
+    flood_env_buffers(flood_cur->mode == FLOOD_ESCALATE);
     flood_env("HGX_UCX_SEND_WINDOW", flood_cur->window);
     flood_env("HGX_UCX_CANCEL_ESCALATE_MS",
               flood_cur->mode == FLOOD_ESCALATE ? FLOOD_ESCALATE_MS : NULL);
@@ -343,6 +371,7 @@ static void flood_start(struct flood_client *c, struct test_server *srv)
     flood_env("HGX_UCX_SEND_WINDOW", NULL);
     flood_env("HGX_UCX_CANCEL_ESCALATE_MS", NULL);
     flood_env("HGX_NA_UNEXPECTED_MAX", NULL);
+    flood_env_buffers(false);
     assert_non_null(c->cls);
     c->ctx = NA_Context_create(c->cls);
     assert_int_equal(NA_Addr_lookup(c->cls, srv->addr, &c->server), NA_SUCCESS);

@@ -95,6 +95,16 @@ HGX_TEST_HOOK long na_ucx_held_count(long *peak);
 /* Unexpected messages dropped for naming a context id the class does not have
  * (src/na/ucx/ucx_msg.c). */
 HGX_TEST_HOOK long na_ucx_misaddressed_count(void);
+/* Flow control of unexpected messages (src/na/ucx/ucx_credit.c): the credits
+ * a sender has per peer connection, the messages receivers dropped for
+ * exceeding them, and the credit returns senders dropped as malformed,
+ * unknown or above what was spent. */
+struct na_ucx_credit_counts {
+    long credits;
+    long dropped;
+    long bad_returns;
+};
+HGX_TEST_HOOK void na_ucx_credit_counts(struct na_ucx_credit_counts *c);
 /* RMA requests refused by a region check, and RMA messages dropped as
  * malformed or matching no live op (src/na/ucx/ucx_rma.c). */
 HGX_TEST_HOOK void na_ucx_rma_counts(long *refused, long *dropped);

@@ -131,6 +131,8 @@ struct ucx_peer *ucx_peer_new(struct ucx_class *cls, uint32_t id, const char *st
     p->id = id;
     p->outgoing = outgoing;
     p->state = UCX_CONN_IDLE;
+    p->credits = UCX_CREDITS;
+    p->account = UCX_ACCOUNT_NONE;
     hgx_list_init(&p->pend);
     na_addr_init_owned(cls->na_class, &p->addr);
     snprintf(p->str, sizeof(p->str), "%s", str);
@@ -192,11 +194,14 @@ void ucx_peer_move(struct ucx_peer *p, enum ucx_conn to)
 }
 
 /* p's ep is being dropped or replaced. Its sends in flight end with it and
- * hold no slot of the window of the next ep. */
+ * hold no slot of the window of the next ep, which starts with every credit
+ * under a new account (the gen is part of it): returns for the old one are
+ * ignored (ucx_credit.c). */
 static void ucx_peer_new_gen(struct ucx_peer *p)
 {
     p->gen++;
     p->inflight = 0;
+    p->credits = UCX_CREDITS;
 }
 
 /* Fail what waits for p: queued sends and put/get requests, and put/get ops

@@ -14,10 +14,13 @@
  *   bits 32..62: sender id | bits 0..31: NA tag,
  * matched by UCX against the posted receive. An unexpected message is an
  * eager active message whose data leads with a 12-byte header, the sender id,
- * the NA tag and the id of the context it is for (little-endian): the plugin
- * matches it itself, to the newest receive posted on that context, or keeps
- * it (in arrival order, per context) until one is posted there; past
- * HGX_NA_UNEXPECTED_MAX kept, progress leaves further messages with UCX
+ * the NA tag, the id of the context it is for and the sender's credit
+ * account (little-endian): the plugin matches it itself, to the newest
+ * receive posted on that context, or keeps it (in arrival order, per
+ * context) until one is posted there. Two bounds hold on what is kept:
+ * per peer, the sender's credits, UCX_CREDITS (ucx_credit.c), always; per
+ * context, HGX_NA_UNEXPECTED_MAX, past which progress leaves further
+ * messages with UCX, only while nothing else needs the worker
  * (ucx_progress.c, ucx_stalled). Every context
  * id has its own receives and kept messages, an entry of an array sized by
  * the class's max_contexts: the handler indexes it by the header's id (a
@@ -69,10 +72,12 @@
  * HGX_UCX_SEND_WINDOW (default 256, at most 1048576, read at class init). A
  * send over the window, or behind a queued one, waits in the peer's queue
  * without touching UCX and is posted, in order, by the progress call that
- * follows a completion. Sends leave the queue only posted, cancelled
- * (NA_CANCELED) or failed with their peer. A non-empty queue implies a full
- * window, so some send is in flight and its completion wakes the worker, or
- * an ep wiring up, which its flush or its deadline ends: the queue never
+ * follows a completion; so does an unexpected send without a credit, until
+ * the progress call that follows their return. Sends leave the queue only
+ * posted, cancelled (NA_CANCELED) or failed with their peer. A non-empty
+ * queue implies a full window, so some send is in flight and its completion
+ * wakes the worker, or an ep wiring up, which its flush or its deadline
+ * ends, or spent credits, whose return arrives as a message: the queue never
  * stalls and never spins. The default costs no throughput:
  * messages are at most 8 KiB, a send holds a request only once the
  * transport's own buffers (socket, shared-memory FIFO) are full, and 256 of
@@ -105,6 +110,7 @@
 #define UCX_AM_UNEXP 1   /* active message id of unexpected messages */
 #define UCX_AM_RMA_REQ 2 /* put/get requests, to the region's owner */
 #define UCX_AM_RMA_REP 3 /* their replies, to the origin */
+#define UCX_AM_CREDIT 4  /* credit returns, to the sender of unexpected messages */
 #define UCX_ID_MASK 0x7fffffffu
 #define UCX_MAX_SEGMENTS 64
 #define UCX_MH_VERSION 2u
@@ -119,10 +125,26 @@
 #define UCX_TIMER_POLL_MS 100
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
- * (4 bytes), target context id (4 bytes), little-endian. Untrusted: the
- * message must hold it, the sender must be a known peer and the context id
- * below the receiving class's max_contexts unless that is 1. */
+ * (4 bytes), then a word of the target context id (bits 0..7) and the
+ * sender's credit account (bits 8..31, ucx_credit.c), little-endian.
+ * Untrusted: the message must hold it, the sender must be a known peer and
+ * the context id below the receiving class's max_contexts unless that is 1. */
 #define UCX_UNEXP_HDR 12
+/* Credits: unexpected messages a sender may have outstanding per peer
+ * connection (ucx_credit.c). 64 messages of at most 8 KiB are 512 KiB in
+ * flight, which keeps a link busy while the receiver consumes the first half
+ * and returns it; and a receiver keeps at most 512 KiB per peer. */
+#define UCX_CREDITS 64u
+/* A receiver returns credits once this many are owed (one small message per
+ * 32 unexpected ones): half, so the sender still has the other half to send
+ * while a return travels. */
+#define UCX_CREDIT_BATCH (UCX_CREDITS / 2)
+/* Credit return: the returning class's id, the account, the count (4 bytes
+ * each, little-endian). */
+#define UCX_CREDIT_MSG 12
+/* No account yet: above every 24-bit account. */
+#define UCX_ACCOUNT_NONE UINT32_MAX
+#define UCX_ACCOUNT_GEN_MASK 0x7fffffu
 /* Unexpected messages of up to this many bytes, header included, are sent
  * from a copy in the op (one contiguous buffer: the inline path). */
 #define UCX_STAGE_MAX 128
@@ -131,6 +153,8 @@
 struct ucx_held {
     struct hgx_list link; /* in its box's held list */
     struct ucx_peer *peer;
+    struct ucx_peer *acct_peer; /* the peer whose account it is in (ucx_credit.c) */
+    uint32_t account;
     uint32_t tag;
     size_t len;
     char data[];
@@ -138,7 +162,8 @@ struct ucx_held {
 
 /* Unexpected messages for one context id: the receives posted on it (newest
  * first) and the messages that arrived for it while none was (arrival
- * order), at most about HGX_NA_UNEXPECTED_MAX of them (ucx_progress.c). */
+ * order): at most UCX_CREDITS per peer account (ucx_credit.c), and about
+ * HGX_NA_UNEXPECTED_MAX while the worker is idle (ucx_progress.c). */
 struct ucx_unexp_box {
     struct hgx_list posted; /* ops (ucx_queue_*) */
     struct hgx_list held;   /* struct ucx_held */
@@ -176,6 +201,13 @@ struct ucx_peer {
     bool outgoing;     /* we connected (lookup): can reconnect to sa */
     void *connect_req; /* the wire-up flush of the current ep, while CONNECTING */
     uint64_t connect_deadline_ns;
+    /* Credits (ucx_credit.c). As a sender: unexpected sends this gen's ep
+     * may still make. As a receiver: the peer's current account, its
+     * messages taken and not returned (owed), of which consumed (due), and
+     * the peer's messages kept in boxes, of every account. */
+    unsigned credits;
+    uint32_t account;
+    unsigned owed, due, kept;
     uint32_t gen;               /* bumped whenever ep is dropped or replaced */
     unsigned inflight;          /* sends on this gen's ep holding a UCX request */
     struct sockaddr_storage sa; /* an outgoing peer's listener, IPv4 or IPv6 */
@@ -327,6 +359,14 @@ na_ops_poll_try_wait_fn ucx_poll_try_wait;
 void ucx_progress_while(struct ucx_class *cls, bool (*more)(void *arg), void *arg);
 na_ops_cancel_fn ucx_cancel;
 
+/* ucx_credit.c */
+struct ucx_peer *ucx_credit_take(struct ucx_class *cls, struct ucx_peer *p,
+                                 uint32_t account);
+void ucx_credit_consumed(struct ucx_class *cls, struct ucx_peer *a, uint32_t account);
+ucs_status_t ucx_am_credit_cb(void *arg, const void *header, size_t header_length,
+                              void *data, size_t length,
+                              const ucp_am_recv_param_t *param);
+
 /* ucx_msg.c */
 na_return_t ucx_failed_ret(struct ucx_op *uop, na_return_t ret);
 void ucx_pending_resume(struct ucx_class *cls);
@@ -471,6 +511,13 @@ static inline na_return_t ucx_peer_ready(struct ucx_class *cls, struct ucx_peer 
     if (__builtin_expect(p->state == UCX_CONN_UP, 1))
         return NA_SUCCESS;
     return ucx_peer_wake(cls, p, what);
+}
+
+/* The credit account p's unexpected messages name (ucx_credit.c): its
+ * generation, and whether we connected. */
+static inline uint32_t ucx_credit_account(const struct ucx_peer *p)
+{
+    return (p->gen & UCX_ACCOUNT_GEN_MASK) << 1 | (p->outgoing ? 1u : 0u);
 }
 
 static inline struct ucx_mem_handle *ucx_mh(na_mem_handle_t *mh)

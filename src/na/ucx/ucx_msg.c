@@ -18,12 +18,12 @@ static inline bool ucx_unexp_staged(const struct ucx_op *uop)
     return uop->len <= UCX_STAGE_MAX - UCX_UNEXP_HDR;
 }
 
-/* Post one send; NO_RESOURCE (window full, UCX not called) is returned for
- * the caller to queue it. */
+/* Post one send; NO_RESOURCE (window full, or an unexpected send without a
+ * credit: UCX not called) is returned for the caller to queue it. */
 static inline ucs_status_t ucx_send_post(struct ucx_op *uop)
 {
     struct ucx_peer *p = uop->peer;
-    if (p->inflight >= p->cls->send_window)
+    if (p->inflight >= p->cls->send_window || (uop->am && !p->credits))
         return UCS_ERR_NO_RESOURCE;
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                                  UCP_OP_ATTR_FIELD_USER_DATA,
@@ -45,6 +45,8 @@ static inline ucs_status_t ucx_send_post(struct ucx_op *uop)
     } else {
         sp = ucp_tag_send_nbx(p->ep, uop->buf, uop->len, uop->tag, &param);
     }
+    if (!UCS_PTR_IS_ERR(sp))
+        p->credits -= uop->am; /* UCX has the message: its credit is spent */
     if (sp == NULL) {
         /* Done already (bcopy): no request, complete now. */
         /* Sent already: a cancel requested meanwhile lost, report the truth. */
@@ -135,14 +137,13 @@ static ucp_tag_t ucx_tag(uint32_t id, na_tag_t tag)
     return (ucp_tag_t)id << UCX_TAG_ID_SHIFT | (uint32_t)tag;
 }
 
-/* Lay out an unexpected send: the header in stage, then the data behind it
- * (short messages) or in a second iov entry. */
-static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag,
-                            uint8_t dest_id)
+/* Lay out an unexpected send: the header in stage (but its last word, which
+ * names the peer's credit account: ucx_send writes it under the lock), then
+ * the data behind it (short messages) or in a second iov entry. */
+static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag)
 {
     hgx_put_u32(uop->stage, sender);
     hgx_put_u32(uop->stage + 4, (uint32_t)tag);
-    hgx_put_u32(uop->stage + 8, dest_id);
     if (ucx_unexp_staged(uop)) {
         memcpy(uop->stage + UCX_UNEXP_HDR, uop->buf, uop->len);
     } else {
@@ -153,16 +154,19 @@ static void ucx_unexp_stage(struct ucx_op *uop, uint32_t sender, na_tag_t tag,
 }
 
 /* A send UCX was not given: queued behind others or for resources (the
- * window is full, or sends wait for room in it), or failed. With
- * NA_NO_RETRY a send refused for resources fails with NA_AGAIN instead;
- * one waiting for the connection's wire-up still queues, as UCX itself
- * takes sends on an endpoint it is wiring up. Lock held. */
+ * window is full, the unexpected send has no credit, or sends wait for
+ * those), or failed. With NA_NO_RETRY a send refused for resources fails
+ * with NA_AGAIN instead; one waiting for the connection's wire-up still
+ * queues, as UCX itself takes sends on an endpoint it is wiring up. Lock
+ * held. */
 static na_return_t ucx_send_not_posted(struct ucx_op *uop, ucs_status_t st, bool wiring)
 {
     struct ucx_peer *p = uop->peer;
     if (st == UCS_ERR_NO_RESOURCE && !wiring &&
         (p->cls->na_class->progress_mode & NA_NO_RETRY)) {
-        HGX_LOG_DEBUG(UCX, "send to %s refused (window full), not retried (NA_NO_RETRY)",
+        HGX_LOG_DEBUG(UCX,
+                      "send to %s refused (window full or no credit), not retried "
+                      "(NA_NO_RETRY)",
                       p->str);
         return NA_AGAIN;
     }
@@ -192,12 +196,14 @@ ucx_send(na_class_t *na_class, na_op_id_t *op, const void *buf, size_t buf_size,
     uop->len = buf_size;
     uop->am = unexpected;
     if (unexpected)
-        ucx_unexp_stage(uop, cls->id, tag, dest_id);
+        ucx_unexp_stage(uop, cls->id, tag);
     else
         uop->tag = ucx_tag(cls->id, tag);
     hgx_lock(&cls->lock);
     if ((ret = ucx_peer_ready(cls, p, "send")) == NA_SUCCESS) {
         uop->gen = p->gen;
+        if (unexpected)
+            hgx_put_u32(uop->stage + 8, dest_id | ucx_credit_account(p) << 8);
         /* Behind queued sends, out of resources or not connected yet: queue
          * to keep the order. */
         bool wiring = p->state != UCX_CONN_UP;
@@ -313,19 +319,26 @@ static void ucx_unexp_deliver(struct ucx_op *uop, struct ucx_peer *p, uint32_t t
 }
 
 /* Keep a message that found no posted receive: nothing is dropped (a
- * receiver that falls behind gets every message, in order). A box that
- * reaches its bound makes progress leave further messages with UCX
- * (ucx_progress.c). Lock held. */
+ * receiver that falls behind gets every message, in order). Its sender's
+ * credits bound how many one peer has kept (ucx_credit.c); a box that
+ * reaches HGX_NA_UNEXPECTED_MAX makes progress leave further messages with
+ * UCX while nothing else needs the worker (ucx_progress.c). a and account:
+ * its credit account (ucx_credit_take). Lock held. */
 static void ucx_unexp_hold(struct ucx_class *cls, struct ucx_unexp_box *box,
-                           struct ucx_peer *p, uint32_t tag, const void *data, size_t len)
+                           struct ucx_peer *p, struct ucx_peer *a, uint32_t account,
+                           uint32_t tag, const void *data, size_t len)
 {
     struct ucx_held *m = malloc(sizeof(*m) + len);
     if (!m) {
         HGX_LOG_ERROR(UCX, "unexpected message from %s dropped: out of memory (%u kept)",
                       p->str, cls->held);
+        ucx_credit_consumed(cls, a, account);
         return;
     }
     m->peer = p;
+    m->acct_peer = a;
+    m->account = account;
+    a->kept++;
     m->tag = tag;
     m->len = len;
     memcpy(m->data, data, len);
@@ -366,8 +379,8 @@ static ucs_status_t ucx_am_unexp_cb(void *arg, const void *header, size_t header
                                                              : UCS_OK;
     }
     const unsigned char *in = data;
-    uint32_t sender = hgx_get_u32(in), tag = hgx_get_u32(in + 4),
-             target = hgx_get_u32(in + 8);
+    uint32_t sender = hgx_get_u32(in), tag = hgx_get_u32(in + 4), target = in[8],
+             account = hgx_get_u32(in + 8) >> 8;
     struct ucx_peer *p =
         sender == cls->id ? cls->self : ucx_peer_find_sender(cls, sender);
     if (!p) {
@@ -375,8 +388,12 @@ static ucs_status_t ucx_am_unexp_cb(void *arg, const void *header, size_t header
                       sender);
         return UCS_OK;
     }
+    struct ucx_peer *a = ucx_credit_take(cls, p, account);
+    if (!a)
+        return UCS_OK;
     if (__builtin_expect(target >= cls->n_unexp, 0)) {
         if (cls->n_unexp > 1) {
+            ucx_credit_consumed(cls, a, account);
             atomic_fetch_add(&ucx_misaddressed_total, 1);
             HGX_LOG_ERROR(UCX,
                           "unexpected message from %s for context id %u dropped (%u "
@@ -390,10 +407,13 @@ static ucs_status_t ucx_am_unexp_cb(void *arg, const void *header, size_t header
     }
     struct ucx_unexp_box *box = &cls->unexp[target];
     struct ucx_op *uop = ucx_queue_pop(&box->posted);
-    if (uop)
+    if (uop) {
         ucx_unexp_deliver(uop, p, tag, in + UCX_UNEXP_HDR, length - UCX_UNEXP_HDR);
-    else
-        ucx_unexp_hold(cls, box, p, tag, in + UCX_UNEXP_HDR, length - UCX_UNEXP_HDR);
+        ucx_credit_consumed(cls, a, account);
+    } else {
+        ucx_unexp_hold(cls, box, p, a, account, tag, in + UCX_UNEXP_HDR,
+                       length - UCX_UNEXP_HDR);
+    }
     return UCS_OK;
 }
 
@@ -404,7 +424,8 @@ na_return_t ucx_am_handler_set(struct ucx_class *cls)
         ucp_am_recv_callback_t cb;
     } handlers[] = {{UCX_AM_UNEXP, ucx_am_unexp_cb},
                     {UCX_AM_RMA_REQ, ucx_am_rma_req_cb},
-                    {UCX_AM_RMA_REP, ucx_am_rma_rep_cb}};
+                    {UCX_AM_RMA_REP, ucx_am_rma_rep_cb},
+                    {UCX_AM_CREDIT, ucx_am_credit_cb}};
     for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
         ucp_am_handler_param_t param = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
                                                       UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -433,7 +454,9 @@ ucx_unexp_take_held(struct ucx_class *cls, struct ucx_unexp_box *box, struct ucx
     struct ucx_held *m =
         hgx_list_entry(hgx_list_pop_front(&box->held), struct ucx_held, link);
     ucx_held_add(cls, box, -1);
+    m->acct_peer->kept--;
     ucx_unexp_deliver(uop, m->peer, m->tag, m->data, m->len);
+    ucx_credit_consumed(cls, m->acct_peer, m->account);
     free(m);
 }
 

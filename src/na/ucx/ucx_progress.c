@@ -76,17 +76,19 @@ static __attribute__((noinline)) bool ucx_worker_needed(const struct ucx_class *
     return false;
 }
 
-/* The bounded unexpected backlog. A UCX active-message handler cannot say
- * "not now": UCX runs it once it has taken the message from the transport,
- * and the handler can only consume it or keep it. So once a context holds
- * HGX_NA_UNEXPECTED_MAX kept messages, progress stops taking anything from
- * UCX: further messages stay in the transport (socket buffers, shared-memory
+/* The idle bound on the unexpected backlog. A UCX active-message handler
+ * cannot say "not now": UCX runs it once it has taken the message from the
+ * transport, and the handler can only consume it or keep it. The bound that
+ * always holds is the senders' credits, UCX_CREDITS per peer account
+ * (ucx_credit.c). On top of it, once a context holds HGX_NA_UNEXPECTED_MAX
+ * kept messages (from many peers), progress stops taking anything from UCX:
+ * further messages stay in the transport (socket buffers, shared-memory
  * FIFOs), and their senders' sends then wait in their send windows and
  * queues, until receives drain the backlog. Nothing is dropped. Stopping the
  * worker stops every transfer of the class, so it happens only while nothing
  * the class asked for waits on the worker (ucx_worker_needed): such an op
- * keeps the worker running, and the backlog may then pass the bound. Lock
- * held. */
+ * keeps the worker running, and the context may then keep up to UCX_CREDITS
+ * per peer past this bound. Lock held. */
 static inline bool ucx_stalled(const struct ucx_class *cls)
 {
     return __builtin_expect(cls->full != 0, 0) && !ucx_worker_needed(cls);
