@@ -50,7 +50,7 @@ run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
 # the instrumented library)
 asan_tests="tests/test_na tests/test_na_idle tests/test_na_conformance tests/test_proc \
-tests/test_hg tests/test_hgx tests/test_na_ucx_pending tests/test_na_ucx_am examples/hg_hello \
+tests/test_hg tests/test_hgx tests/test_na_ucx_pending tests/test_na_ucx_am tests/test_na_ucx_credit examples/hg_hello \
 examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge tests/quickstart.sh \
 tests/util/test_hgx_list tests/util/test_hgx_lock tests/util/test_hgx_param tests/util/test_hgx_assert \
 tests/util/test_na_seg_cursor tests/util/test_na_peer_map tests/util/test_na_progress_util \
