@@ -124,6 +124,12 @@ if HGX_NO_NETNS_TESTS=1 make -C "$top/build-ci/openmpi" distcheck >"$logdir/dist
     grep -A1 "archives ready for distribution" "$logdir/distcheck.log"
 else
     tail -40 "$logdir/distcheck.log"
+    # The tests print to the log as they run: show the 60 lines before each
+    # failed test's verdict, which the tail above does not reach.
+    awk '{ keep[NR % 60] = $0 }
+         /^(FAIL|ERROR|XPASS): / { print "--- distcheck: " $0;
+             for (i = NR - 59; i <= NR; i++) if (i > 0) print keep[i % 60] }' \
+        "$logdir/distcheck.log"
     echo "hgx CI: make distcheck failed"
     status=1
 fi

@@ -12,6 +12,7 @@
 #   mh_on HOST CMD...     run CMD on HOST (its netns and hostname)
 #   mh_ip HOST            its address
 #   mh_link HOST up|down  plug or unplug HOST's cable (the bridge-side veth)
+#   mh_rate HOST RATE     shape what HOST sends (tc tbf)
 #   MH_AGENT              the ssh replacement (netns-agent.sh) for mpirun/mpiexec
 #   MH_HOSTS              "node1 node2 ..."; MH_NET 203.0.113.0/24; MH_IFACE eth0
 
@@ -144,6 +145,13 @@ mh_link() {
         sleep 0.1
     done
     for _h in $MH_HOSTS; do ip -n "$(mh_ns "$_h")" neigh flush dev "$MH_IFACE"; done
+}
+
+# mh_rate HOST RATE: HOST sends at most RATE (tc's units, e.g. 80mbit) on its
+# cable, so that a transfer from it lasts long enough to be cut in the middle.
+mh_rate() {
+    ip netns exec "$(mh_ns "$1")" tc qdisc replace dev "$MH_IFACE" root tbf rate "$2" \
+        burst 64kb latency 1s
 }
 
 # mh_mpirun SECONDS NP HOSTS PROGRAM [ARGS...]: an MPI job started on node1 by the

@@ -129,8 +129,20 @@ void ofi_cancel_check(struct ofi_class *cls)
         hgx_list_for_each(link, &cls->escalated)
         {
             struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, cancel_link);
-            if (ofi_cancel_may_force(cls, oop) &&
-                hgx_clock_passed(now, oop->force_deadline_ns)) {
+            bool may_force = ofi_cancel_may_force(cls, oop);
+            if (!may_force && !oop->link_armed) {
+                /* Only the provider can end it: bound the wait for a dead host. */
+                oop->link_armed = true;
+                if (oop->peer && ofi_link_arm(cls, oop->peer) > 0)
+                    HGX_LOG_WARNING(
+                        OFI,
+                        "canceled operation still pending after %llu ms; the "
+                        "connections to its peer now end after %d ms unanswered",
+                        (unsigned long long)(cls->cancel_watcher.timeout_ns /
+                                             HGX_NS_PER_MS),
+                        OFI_LINK_TIMEOUT_MS);
+            }
+            if (may_force && hgx_clock_passed(now, oop->force_deadline_ns)) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;
                 break;

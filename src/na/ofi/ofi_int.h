@@ -149,6 +149,11 @@
  * policy allows it. */
 #define OFI_CANCEL_FORCE_MS 500
 #define OFI_CANCEL_POLL_MS 100 /* wake up to escalate stuck cancels */
+/* tcp and sockets: a canceled op the provider keeps waits at most this long
+ * for a peer host that acknowledges nothing (ofi_link.c); probes every
+ * OFI_LINK_PROBE_S seconds of silence. */
+#define OFI_LINK_TIMEOUT_MS 10000
+#define OFI_LINK_PROBE_S 1
 /* RMA check: receives kept posted for control messages, and how long an op
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
 #define OFI_CTRL_RECVS 2
@@ -393,6 +398,7 @@ struct ofi_op {
     uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
     bool check_reach; /* holds its peer's look: no answer OFI_REACH_POLL_MS on */
+    bool link_armed;  /* canceled and kept: its peer's connections time out */
 };
 
 /* A receive kept posted for control messages. */
@@ -700,6 +706,9 @@ void ofi_reach_hold_locked(const struct ofi_class *cls, struct ofi_peer *peer,
 void ofi_reach_release_locked(struct ofi_peer *peer);
 int ofi_reach_check_locked(const struct ofi_class *cls, struct ofi_peer *peer,
                            uint64_t now_ms);
+
+/* ofi_link.c */
+size_t ofi_link_arm(const struct ofi_class *cls, const struct ofi_peer *peer);
 
 /* ofi_cq.c */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,

@@ -80,6 +80,7 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     oop->retry_queued = false;
     hgx_list_init(&oop->retry_link);
     oop->cancel_state = OFI_CST_NONE;
+    oop->link_armed = false;
     na_cancel_watch_init(&oop->cancel_watch);
     hgx_list_init(&oop->cancel_link);
     oop->checking = false;

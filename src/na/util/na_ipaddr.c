@@ -44,6 +44,20 @@ void na_ipaddr_set_port(struct sockaddr *sa, int port)
         ((struct sockaddr_in6 *)(void *)sa)->sin6_port = htons((uint16_t)port);
 }
 
+bool na_ipaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
 int na_ipaddr_resolve(const char *host, int family, int port, struct sockaddr_storage *ss,
                       socklen_t *len)
 {

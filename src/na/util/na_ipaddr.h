@@ -9,6 +9,7 @@
 #include "na_types.h"
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -85,5 +86,14 @@ int na_ipaddr_port(const struct sockaddr *sa);
  * \param port [IN]     port in host order, 0..65535
  */
 void na_ipaddr_set_port(struct sockaddr *sa, int port);
+
+/**
+ * Whether two AF_INET or AF_INET6 addresses name the same host, ports aside.
+ *
+ * \param a [IN] an address
+ * \param b [IN] another
+ * \return true when both have the same family and IP address
+ */
+bool na_ipaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 
 #endif /* NA_IPADDR_H */
