@@ -488,6 +488,85 @@ static void test_cancel_inflight(void **state)
     free(buf);
 }
 
+/* This process's sockets with TCP keepalive on. */
+static int keepalive_sockets(void)
+{
+    char path[64];
+    int n = 0;
+
+    for (int fd = 0; fd < 4096; fd++) {
+        int on = 0;
+        socklen_t len = sizeof(on);
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        if (access(path, F_OK) == 0 &&
+            getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0 && on)
+            n++;
+    }
+    return n;
+}
+
+/* A canceled put that the tcp provider keeps (the server sleeps, so its
+ * delivery cannot be acknowledged) holds the connections to the server under
+ * TCP keepalive while it is escalated, so that a vanished host would end it
+ * (docs/na-cancel.md); once it completes, they are back to the kernel's
+ * defaults. The server is alive: its kernel answers, and the put completes
+ * when it wakes. */
+static void test_cancel_kept_keepalive(void **state)
+{
+    struct na_test_state *st = *state;
+    const int stall_ms = 3500, settle_ms = 300;
+    size_t size = 8 << 20;
+
+    /* ofi+sockets completes such a put on its own while the server sleeps,
+     * and the other plugins keep no put: only ofi+tcp has one to watch. */
+    if (strncmp(st->info, "ofi+tcp:", 8) != 0) {
+        print_message("# %s: no put kept by the provider past the cancel bound here "
+                      "(ofi+tcp only)\n",
+                      st->info);
+        skip();
+    }
+    char *buf = malloc(size);
+    na_mem_handle_t *local = NULL;
+    na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, false);
+    struct na_test_done done = {0};
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+
+    memset(buf, 0x5a, size);
+    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    /* the connection exists before the count */
+    assert_int_equal(rma(st, true, local, 0, remote, 0, 4096), NA_SUCCESS);
+    int before = keepalive_sockets();
+    struct na_test_cmd stall = {.op = CMD_STALL, .a = stall_ms};
+    double stalled = test_now();
+    call(st, stall, NULL, 0, NULL, 0, NULL);
+    progress_until(st, stalled + settle_ms / 1e3);
+    assert_int_equal(NA_Put(st->cls, st->ctx, na_test_cb, &done, local, 0, remote, 0,
+                            size, st->server, 0, op),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    /* past the escalation bound (1 s), well before the server wakes */
+    progress_until(st, stalled + (settle_ms + 1800) / 1e3);
+    int held = keepalive_sockets();
+    bool pending = done.count == 0;
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 2 * stall_ms));
+    int after = keepalive_sockets();
+    print_message("# %s: kept put canceled -> %s; keepalive sockets %d before, %d while "
+                  "escalated, %d after\n",
+                  st->info, NA_Error_to_string(done.ret), before, held, after);
+    assert_true(pending);
+    assert_true(held > before);
+    assert_int_equal(after, before);
+    /* The put could not be recalled: it completed, with the server alive. */
+    assert_int_equal(done.ret, NA_SUCCESS);
+    NA_Op_destroy(st->cls, op);
+    NA_Mem_deregister(st->cls, local);
+    NA_Mem_handle_free(st->cls, local);
+    NA_Mem_handle_free(st->cls, remote);
+    free(buf);
+}
+
 /* Messages and put/get addressed to oneself. */
 /* Optional features: none is advertised, and what depends on one refuses
  * cleanly instead of half working. */
@@ -930,6 +1009,7 @@ int main(void)
         cmocka_unit_test(test_rma_refused),
         cmocka_unit_test(test_cancel_recv),
         cmocka_unit_test(test_cancel_inflight),
+        cmocka_unit_test(test_cancel_kept_keepalive),
         cmocka_unit_test(test_self),
         cmocka_unit_test(test_unexpected_backlog),
         cmocka_unit_test(test_optional_features),

@@ -15,8 +15,10 @@ static void ofi_cancel_move_locked(struct ofi_class *cls, struct ofi_op *oop,
                   ofi_cst_name(to));
     if (from == OFI_CST_WATCHED)
         na_cancel_watch_stop(&oop->cancel_watch);
-    else if (from == OFI_CST_ESCALATED)
+    else if (from == OFI_CST_ESCALATED) {
         hgx_list_remove(&oop->cancel_link);
+        ofi_link_release_locked(cls, oop);
+    }
     if (to == OFI_CST_WATCHED) {
         na_cancel_watch_start(&cls->cancel_watcher, &oop->cancel_watch, now_ns);
     } else if (to == OFI_CST_ESCALATED) {
@@ -130,18 +132,9 @@ void ofi_cancel_check(struct ofi_class *cls)
         {
             struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, cancel_link);
             bool may_force = ofi_cancel_may_force(cls, oop);
-            if (!may_force && !oop->link_armed) {
-                /* Only the provider can end it: bound the wait for a dead host. */
-                oop->link_armed = true;
-                if (oop->peer && ofi_link_arm(cls, oop->peer) > 0)
-                    HGX_LOG_WARNING(
-                        OFI,
-                        "canceled operation still pending after %llu ms; the "
-                        "connections to its peer now end after %d ms unanswered",
-                        (unsigned long long)(cls->cancel_watcher.timeout_ns /
-                                             HGX_NS_PER_MS),
-                        OFI_LINK_TIMEOUT_MS);
-            }
+            /* Only the provider can end it: bound its wait for a dead host. */
+            if (!may_force)
+                ofi_link_hold_locked(cls, oop);
             if (may_force && hgx_clock_passed(now, oop->force_deadline_ns)) {
                 claimed = ofi_cancel_force_locked(cls, oop);
                 forced = oop;

@@ -269,6 +269,7 @@ struct ofi_peer {
     atomic_int refs;          /* addresses and pending ops using it */
     atomic_int queued;        /* its ops in the retry queue */
     atomic_int bounces;       /* bounced gets the provider may still serve */
+    int link_holds;           /* escalated ops holding its keepalive (class lock) */
     bool removed;             /* NA_Addr_set_remove: free once unreferenced */
     struct ofi_reach reach;
     size_t len;
@@ -398,7 +399,7 @@ struct ofi_op {
     uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
     bool check_reach; /* holds its peer's look: no answer OFI_REACH_POLL_MS on */
-    bool link_armed;  /* canceled and kept: its peer's connections time out */
+    bool link_armed;  /* escalated and kept: holds its peer's keepalive */
 };
 
 /* A receive kept posted for control messages. */
@@ -708,7 +709,8 @@ int ofi_reach_check_locked(const struct ofi_class *cls, struct ofi_peer *peer,
                            uint64_t now_ms);
 
 /* ofi_link.c */
-size_t ofi_link_arm(const struct ofi_class *cls, const struct ofi_peer *peer);
+void ofi_link_hold_locked(const struct ofi_class *cls, struct ofi_op *oop);
+void ofi_link_release_locked(const struct ofi_class *cls, struct ofi_op *oop);
 
 /* ofi_cq.c */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,

@@ -9,11 +9,13 @@
  * a keepalive of its own in 1.17 that would notice sooner, and neither shows
  * its sockets.
  *
- * So when such an op escalates, hgx finds the provider's connections to the
- * op's peer among the process's sockets and turns on TCP keepalive with a
- * user timeout of OFI_LINK_TIMEOUT_MS: a connection whose peer host does not
- * acknowledge anything for that long is reset by the kernel, the provider
- * reports its ops failed, and their data can no longer land. A peer that is
+ * So while such an op is escalated, hgx holds the provider's connections to
+ * the op's peer (found among the process's sockets) under TCP keepalive with
+ * a user timeout of OFI_LINK_TIMEOUT_MS: a connection whose peer host does
+ * not acknowledge anything for that long is reset by the kernel, the
+ * provider reports its ops failed, and their data can no longer land. When
+ * the peer's last such op ends, its connections get the kernel's defaults
+ * back. A peer that is
  * alive answers the probes from its kernel, even while its process makes no
  * progress, so its connection stays (a full receive window past the bound is
  * the exception: the kernel counts its unanswered window probes too).
@@ -54,25 +56,29 @@ static bool ofi_link_is_peer_conn(const struct ofi_class *cls,
     return accepted || connected;
 }
 
-static void ofi_link_arm_fd(int fd)
+/* Keepalive with the user timeout on fd, or back to the kernel's defaults. */
+static void ofi_link_set_fd(int fd, bool on)
 {
-    int on = 1, idle = OFI_LINK_PROBE_S,
+    int ka = on, idle = OFI_LINK_PROBE_S,
         cnt = OFI_LINK_TIMEOUT_MS / 1000 / OFI_LINK_PROBE_S;
-    unsigned int user_ms = OFI_LINK_TIMEOUT_MS;
+    unsigned int user_ms = on ? OFI_LINK_TIMEOUT_MS : 0;
 
-    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    if (on) {
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    }
     (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &ka, sizeof(ka));
 }
 
-size_t ofi_link_arm(const struct ofi_class *cls, const struct ofi_peer *peer)
+/* Apply ofi_link_set_fd to every connection of the provider to peer; returns
+ * how many there were. */
+static size_t ofi_link_set(const struct ofi_class *cls, const struct ofi_peer *peer,
+                           bool on)
 {
-    size_t armed = 0;
+    size_t found = 0;
 
-    if (cls->proto->str_prefix)
-        return 0; /* shm: no connection to watch */
     DIR *dir = opendir("/proc/self/fd");
     if (!dir)
         return 0;
@@ -84,9 +90,35 @@ size_t ofi_link_arm(const struct ofi_class *cls, const struct ofi_peer *peer)
         if (*end != '\0' || fd < 0 || fd == dirfd(dir) || fstat((int)fd, &st) != 0 ||
             !S_ISSOCK(st.st_mode) || !ofi_link_is_peer_conn(cls, peer, (int)fd))
             continue;
-        ofi_link_arm_fd((int)fd);
-        armed++;
+        ofi_link_set_fd((int)fd, on);
+        found++;
     }
     closedir(dir);
-    return armed;
+    return found;
+}
+
+void ofi_link_hold_locked(const struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (cls->proto->str_prefix || !oop->peer || oop->link_armed)
+        return; /* shm has no connection to watch */
+    oop->link_armed = true;
+    /* Each op looks again: the provider may have reconnected since an earlier one. */
+    size_t n = ofi_link_set(cls, oop->peer, true);
+    if (oop->peer->link_holds++ == 0 && n > 0)
+        HGX_LOG_WARNING(
+            OFI,
+            "canceled operation still pending after %llu ms; the connections "
+            "to its peer now end after %d ms unanswered",
+            (unsigned long long)(cls->cancel_watcher.timeout_ns / HGX_NS_PER_MS),
+            OFI_LINK_TIMEOUT_MS);
+}
+
+void ofi_link_release_locked(const struct ofi_class *cls, struct ofi_op *oop)
+{
+    if (!oop->link_armed)
+        return;
+    oop->link_armed = false;
+    HGX_ASSERT(oop->peer->link_holds > 0);
+    if (--oop->peer->link_holds == 0)
+        (void)ofi_link_set(cls, oop->peer, false);
 }
