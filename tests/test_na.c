@@ -422,6 +422,17 @@ static bool all_zero(const char *buf, size_t size)
     return true;
 }
 
+/* buf of size, registered for read and write in the client's class. */
+static na_mem_handle_t *register_local(struct na_test_state *st, char *buf, size_t size)
+{
+    na_mem_handle_t *local = NULL;
+
+    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    return local;
+}
+
 /* Cancel an in-flight get against a server that is not progressing. The
  * server is asleep before the get is posted and stays so past the plugin's
  * cancel bound, so the get cannot finish first: over tcp the cancel must
@@ -432,16 +443,12 @@ static void test_cancel_inflight(void **state)
     struct na_test_state *st = *state;
     const int stall_ms = 4000, settle_ms = 300;
     size_t size = 8 << 20;
-    char *buf = malloc(size);
-    na_mem_handle_t *local = NULL;
+    char *buf = calloc(1, size);
+    na_mem_handle_t *local = register_local(st, buf, size);
     na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, false);
     struct na_test_done done = {0};
     na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
 
-    memset(buf, 0, size);
-    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
-                     NA_SUCCESS);
-    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
     struct na_test_cmd stall = {.op = CMD_STALL, .a = stall_ms};
     double stalled = test_now();
     call(st, stall, NULL, 0, NULL, 0, NULL);
@@ -526,15 +533,12 @@ static void test_cancel_kept_keepalive(void **state)
         skip();
     }
     char *buf = malloc(size);
-    na_mem_handle_t *local = NULL;
-    na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, false);
-    struct na_test_done done = {0};
-    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
-
     memset(buf, 0x5a, size);
-    assert_int_equal(NA_Mem_handle_create(st->cls, buf, size, NA_MEM_READWRITE, &local),
-                     NA_SUCCESS);
-    assert_int_equal(NA_Mem_register(st->cls, local, NA_MEM_TYPE_HOST, 0), NA_SUCCESS);
+    na_mem_handle_t *local = register_local(st, buf, size);
+    na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, false);
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+    struct na_test_done done = {0};
+
     /* the connection exists before the count */
     assert_int_equal(rma(st, true, local, 0, remote, 0, 4096), NA_SUCCESS);
     int before = keepalive_sockets();

@@ -15,7 +15,9 @@ transports=$(mh_built ${*:-ofi+tcp ucx+tcp})
 mh_setup 3
 # node3 sends at 80 Mbit/s: each 1 MiB chunk the server pulls from it takes
 # about 0.1 s, so the cable is pulled while a chunk's data is on its way.
-mh_rate node3 80mbit || mh_skip "tc cannot shape node3's traffic here"
+# Without tc's tbf the test still runs; the cut may then fall between chunks.
+mh_rate node3 80mbit ||
+    echo "note: tc could not shape node3's traffic; the cut may fall between chunks"
 fail=0
 port=4800
 bad() {
