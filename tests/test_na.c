@@ -498,15 +498,13 @@ static void test_cancel_inflight(void **state)
 /* This process's sockets with TCP keepalive on. */
 static int keepalive_sockets(void)
 {
-    char path[64];
     int n = 0;
 
+    /* fails (EBADF, ENOTSOCK) on what is not an open socket */
     for (int fd = 0; fd < 4096; fd++) {
         int on = 0;
         socklen_t len = sizeof(on);
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        if (access(path, F_OK) == 0 &&
-            getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0 && on)
+        if (getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0 && on)
             n++;
     }
     return n;

@@ -5,9 +5,9 @@
  * (ofi_cancel.c) ends only when the provider completes it. If the peer's host
  * went away without a word (its cable pulled, its power cut), the provider
  * learns of it only from the kernel: an idle connection never, a busy one
- * after the kernel's retransmissions give up (minutes). Neither provider has
- * a keepalive of its own in 1.17 that would notice sooner, and neither shows
- * its sockets.
+ * after the kernel's retransmissions give up (minutes). The tcp provider has
+ * no keepalive of its own in 1.17 (sockets has one, off unless the whole
+ * process enables it by environment), and neither shows its sockets.
  *
  * So while such an op is escalated, hgx holds the provider's connections to
  * the op's peer (found among the process's sockets) under TCP keepalive with
@@ -15,10 +15,10 @@
  * not acknowledge anything for that long is reset by the kernel, the
  * provider reports its ops failed, and their data can no longer land. When
  * the peer's last such op ends, its connections get the kernel's defaults
- * back. A peer that is
- * alive answers the probes from its kernel, even while its process makes no
- * progress, so its connection stays (a full receive window past the bound is
- * the exception: the kernel counts its unanswered window probes too).
+ * back. A peer that is alive answers the probes from its kernel, even while
+ * its process makes no progress, so its connection stays (a full receive
+ * window past the bound is the exception: the kernel counts its unanswered
+ * window probes too).
  *
  * The provider's connections are the sockets that either were accepted by
  * the class's listener (local address = the class's, remote host = the
