@@ -510,6 +510,21 @@ static int keepalive_sockets(void)
     return n;
 }
 
+/* The largest of the values in a /proc/sys file (0 if unreadable). */
+static size_t sysctl_max(const char *path)
+{
+    size_t max = 0;
+    unsigned long v;
+    FILE *f = fopen(path, "r");
+
+    while (f && fscanf(f, "%lu", &v) == 1)
+        if (v > max)
+            max = v;
+    if (f)
+        fclose(f);
+    return max;
+}
+
 /* A canceled put that the tcp provider keeps (the server sleeps, so its
  * delivery cannot be acknowledged) holds the connections to the server under
  * TCP keepalive while it is escalated, so that a vanished host would end it
@@ -520,7 +535,11 @@ static void test_cancel_kept_keepalive(void **state)
 {
     struct na_test_state *st = *state;
     const int stall_ms = 3500, settle_ms = 300;
-    size_t size = 8 << 20;
+    /* more than the kernel can buffer between the two sockets, so the put
+     * cannot complete while the server sleeps */
+    size_t size = 2 * (sysctl_max("/proc/sys/net/ipv4/tcp_wmem") +
+                       sysctl_max("/proc/sys/net/ipv4/tcp_rmem")) +
+                  (8 << 20);
 
     /* ofi+sockets completes such a put on its own while the server sleeps,
      * and the other plugins keep no put: only ofi+tcp has one to watch. */
@@ -552,11 +571,12 @@ static void test_cancel_kept_keepalive(void **state)
     progress_until(st, stalled + (settle_ms + 1800) / 1e3);
     int held = keepalive_sockets();
     bool pending = done.count == 0;
-    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 2 * stall_ms));
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 6 * stall_ms));
     int after = keepalive_sockets();
-    print_message("# %s: kept put canceled -> %s; keepalive sockets %d before, %d while "
-                  "escalated, %d after\n",
-                  st->info, NA_Error_to_string(done.ret), before, held, after);
+    print_message(
+        "# %s: kept put of %zu MiB canceled -> %s; keepalive sockets %d before, "
+        "%d while escalated, %d after\n",
+        st->info, size >> 20, NA_Error_to_string(done.ret), before, held, after);
     assert_true(pending);
     assert_true(held > before);
     assert_int_equal(after, before);

@@ -185,5 +185,20 @@ programs_failed() {
     cat "$logdir"/*.check "$logdir/valgrind.log" 2>/dev/null |
         grep -c -E '^(FAIL|ERROR): |^\[  ERROR   \] ' || true
 }
+# The CI keeps only the tail of this output: name every failure here, each
+# failed case with its group and the lines (assertion, log) before its verdict.
+for f in "$logdir"/*.check "$logdir/valgrind.log"; do
+    [ -f "$f" ] || continue
+    awk -v name="$(basename "$f")" '
+        { keep[NR % 8] = $0 }
+        /^\[----------\] group / { group = $3 }
+        /^\[ RUN      \] / { running = $4 }
+        /^(FAIL|ERROR): / { print "failed (" name "): " $0 }
+        /^\[  FAILED  \] / && $4 == running {
+            print "failed (" name ", group " group "): " running
+            for (i = NR - 7; i < NR; i++) if (i > 0) print "    " keep[i % 8]
+            running = ""
+        }' "$f"
+done | head -120
 echo "summary: $(sum_of PASSED) passed, $(($(sum_of FAILED) + $(programs_failed))) failed"
 exit $status

@@ -95,7 +95,7 @@ char *nm_sink_get(struct nm_class *pc)
 {
     char *s = pc->sink_free;
     if (s) {
-        memcpy(&pc->sink_free, s, sizeof(s));
+        memcpy(&pc->sink_free, s, sizeof(pc->sink_free));
         return s;
     }
     if (pc->nsinks >= SINK_MAX || pc->sink_failed)
@@ -124,7 +124,7 @@ void nm_sink_put(struct nm_class *pc, char *s, int err, size_t count)
         count = SINK_SIZE;
     if (count > SINK_KEEP)
         madvise(s + SINK_KEEP, count - SINK_KEEP, MADV_DONTNEED);
-    memcpy(s, &pc->sink_free, sizeof(s));
+    memcpy(s, &pc->sink_free, sizeof(pc->sink_free));
     pc->sink_free = s;
 }
 
@@ -133,7 +133,7 @@ static void nm_sinks_unmap(struct nm_class *pc)
 {
     while (pc->sink_free) {
         char *s = pc->sink_free;
-        memcpy(&pc->sink_free, s, sizeof(s));
+        memcpy(&pc->sink_free, s, sizeof(pc->sink_free));
         munmap(s, SINK_SIZE);
         pc->nsinks--;
     }
