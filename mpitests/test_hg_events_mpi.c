@@ -45,7 +45,7 @@ MERCURY_GEN_PROC(ev_out_t, ((uint32_t)(value)))
 #define RPC_MAX_MS 1000.0
 #define EMPTY_WAKES_MAX 3
 #define IDLE_S 0.5
-#define IDLE_CPU_MAX 0.05 /* seconds of CPU in IDLE_S: 10% of a core */
+#define IDLE_CPU_MAX 0.15 /* seconds of CPU in IDLE_S: a loop that spins uses all 0.5 */
 /* Wake-ups of an idle loop in IDLE_S: steps of at most 1 ms for 100 ms after
  * the last activity, then of 4 ms (~210); a loop that spins has hundreds of
  * thousands. */

@@ -685,7 +685,8 @@ static void test_live_origin(void **state)
     assert_int_equal(o.ret, NA_PERMISSION);
     origin_end(&o);
 
-    /* A get waiting for its answer cancels at once; the late answer is dropped. */
+    /* A get waiting for its answer cancels at once (well before ANSWER_MS, with
+     * room for a loaded machine); the late answer is dropped. */
     origin_start(l, &o);
     cookie = origin_check(&o);
     assert_int_equal(NA_Cancel(l->cls, l->ctx, o.op), NA_SUCCESS);
@@ -693,7 +694,7 @@ static void test_live_origin(void **state)
     print_message("# cancel while checking: %s after %.2f ms\n",
                   NA_Error_to_string(o.ret), dt * 1e3);
     assert_int_equal(o.ret, NA_CANCELED);
-    assert_true(dt < 0.1);
+    assert_true(dt < 1.0);
     origin_answer(&o, cookie, NA_SUCCESS);
     o.calls = 0;
     origin_wait(&o, 200);
