@@ -30,7 +30,7 @@
 #define CREDIT_TAG 9
 #define CREDIT_END UINT32_MAX   /* seq of the end message */
 #define CREDIT_FLOOD 10         /* flood: times the credits sent */
-#define CREDIT_HOLD_PASSES 100  /* progress passes (10 ms) with no receive posted */
+#define CREDIT_HOLD_S 1.0       /* progress with no receive posted */
 #define CREDIT_STUCK_TAG 0xfffu /* the server's expected receive: never answered */
 
 struct credit_params {
@@ -70,7 +70,7 @@ static bool credit_hold(na_class_t *cls, na_context_t *ctx)
 {
     struct na_ucx_credit_counts c;
     na_ucx_credit_counts(&c);
-    for (int i = 0; i < CREDIT_HOLD_PASSES; i++)
+    for (double end = test_now() + CREDIT_HOLD_S; test_now() < end;)
         NA_Progress(cls, ctx, 10);
     long peak = 0, now = na_ucx_held_count(&peak);
     fprintf(stderr, "# %ld messages kept (at most %ld) for credits of %ld\n", now, peak,
@@ -177,7 +177,7 @@ static void credit_end(na_class_t *cls, na_context_t *ctx, na_addr_t *server, ch
     struct na_test_done sent = {0};
     double deadline = test_now() + 10;
     na_return_t ret;
-    NA_Progress(cls, ctx, CREDIT_HOLD_PASSES * 10 + 500);
+    NA_Progress(cls, ctx, (unsigned int)(CREDIT_HOLD_S * 1e3) + 500);
     while (
         (ret = NA_Msg_send_unexpected(cls, ctx, na_test_cb, &sent, buf, h + sizeof(end),
                                       NULL, server, 0, CREDIT_TAG, op)) == NA_AGAIN &&

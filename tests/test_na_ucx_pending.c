@@ -39,7 +39,7 @@
 #define FLOOD_ESCALATE_MS "300"
 #define FLOOD_LONG_STALL_US 2000000 /* escalate: longer than the escalation */
 #define FLOOD_SETTLE_S 0.5          /* escalate: the server is asleep by then */
-#define FLOOD_HOLD_PASSES 100       /* held: progress passes (10 ms) with no receive */
+#define FLOOD_HOLD_S 1.0            /* held: progress with no receive posted */
 #define FLOOD_UNEXP_MAX 16          /* held: HGX_NA_UNEXPECTED_MAX */
 /* held: messages one progress pass may take past the bound (UCX hands a
  * pass's arrivals to the plugin before it can stop) */
@@ -139,7 +139,7 @@ static uint8_t flood_receive(na_class_t *cls, na_context_t *ctx, na_op_id_t *op,
     if (flood_cur->mode == FLOOD_HELD) {
         /* Every message the worker takes now finds no receive: kept, up to
          * the bound; then the rest stays with UCX. */
-        for (int i = 0; i < FLOOD_HOLD_PASSES; i++)
+        for (double end = test_now() + FLOOD_HOLD_S; test_now() < end;)
             NA_Progress(cls, ctx, 10);
         long peak = 0, now = na_ucx_held_count(&peak);
         fprintf(stderr,
