@@ -187,7 +187,7 @@ programs_failed() {
 }
 # The CI keeps only the tail of this output: name every failure here, each
 # failed case with its group and the lines (assertion, log) before its verdict.
-for f in "$logdir"/*.check "$logdir/valgrind.log"; do
+for f in "$logdir"/*.check "$logdir/valgrind.log" "$logdir/distcheck.log"; do
     [ -f "$f" ] || continue
     awk -v name="$(basename "$f")" '
         { keep[NR % 8] = $0 }
