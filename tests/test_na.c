@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -495,17 +496,44 @@ static void test_cancel_inflight(void **state)
     free(buf);
 }
 
-/* This process's sockets with TCP keepalive on. */
-static int keepalive_sockets(void)
+/* This process's sockets with TCP keepalive on, and if idle > 0 with that
+ * keepalive idle time (s). */
+static int keepalive_sockets(int idle)
 {
     int n = 0;
 
     /* fails (EBADF, ENOTSOCK) on what is not an open socket */
     for (int fd = 0; fd < 4096; fd++) {
-        int on = 0;
-        socklen_t len = sizeof(on);
-        if (getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0 && on)
+        int on = 0, t = 0;
+        socklen_t len = sizeof(on), tlen = sizeof(t);
+        if (getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0 && on &&
+            (idle == 0 ||
+             (getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &t, &tlen) == 0 && t == idle)))
             n++;
+    }
+    return n;
+}
+
+/* Keepalive on with idle time idle (s) on every connected TCP socket of the
+ * process, as a provider with a keepalive of its own would set it; returns
+ * how many. */
+static int keepalive_set_all(int idle)
+{
+    int n = 0, on = 1;
+
+    for (int fd = 0; fd < 4096; fd++) {
+        struct sockaddr_storage peer;
+        socklen_t len = sizeof(peer);
+        int type = 0;
+        socklen_t tlen = sizeof(type);
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 ||
+            type != SOCK_STREAM || getpeername(fd, (struct sockaddr *)&peer, &len) != 0 ||
+            (peer.ss_family != AF_INET && peer.ss_family != AF_INET6))
+            continue;
+        assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)), 0);
+        assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)),
+                         0);
+        n++;
     }
     return n;
 }
@@ -525,16 +553,54 @@ static size_t sysctl_max(const char *path)
     return max;
 }
 
+/* Sockets counted by keepalive_sockets(idle) before, while and after a put
+ * of size is kept canceled (the server sleeps meanwhile); done: its
+ * completion. */
+struct kept_counts {
+    int before, held, after;
+    bool pending;
+    na_return_t ret;
+};
+
+static struct kept_counts kept_put(struct na_test_state *st, na_mem_handle_t *local,
+                                   na_mem_handle_t *remote, size_t size, int idle)
+{
+    const int stall_ms = 3500, settle_ms = 300;
+    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
+    struct na_test_done done = {0};
+    struct kept_counts c;
+
+    c.before = keepalive_sockets(idle);
+    struct na_test_cmd stall = {.op = CMD_STALL, .a = stall_ms};
+    double stalled = test_now();
+    call(st, stall, NULL, 0, NULL, 0, NULL);
+    progress_until(st, stalled + settle_ms / 1e3);
+    assert_int_equal(NA_Put(st->cls, st->ctx, na_test_cb, &done, local, 0, remote, 0,
+                            size, st->server, 0, op),
+                     NA_SUCCESS);
+    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
+    /* past the escalation bound (1 s), well before the server wakes */
+    progress_until(st, stalled + (settle_ms + 1800) / 1e3);
+    c.held = keepalive_sockets(idle);
+    c.pending = done.count == 0;
+    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 6 * stall_ms));
+    c.after = keepalive_sockets(idle);
+    c.ret = done.ret;
+    NA_Op_destroy(st->cls, op);
+    return c;
+}
+
 /* A canceled put that the tcp provider keeps (the server sleeps, so its
  * delivery cannot be acknowledged) holds the connections to the server under
  * TCP keepalive while it is escalated, so that a vanished host would end it
- * (docs/na-cancel.md); once it completes, they are back to the kernel's
- * defaults. The server is alive: its kernel answers, and the put completes
- * when it wakes. */
+ * (docs/na-cancel.md); once it completes, they get back the settings they
+ * had: the kernel's defaults, or a keepalive of the provider's own. The
+ * server is alive: its kernel answers, and the put completes when it
+ * wakes. */
 static void test_cancel_kept_keepalive(void **state)
 {
     struct na_test_state *st = *state;
-    const int stall_ms = 3500, settle_ms = 300;
+    const int own_idle = 77; /* a keepalive set before the hold */
     /* more than the kernel can buffer between the two sockets, so the put
      * cannot complete while the server sleeps */
     size_t size = 2 * (sysctl_max("/proc/sys/net/ipv4/tcp_wmem") +
@@ -553,36 +619,33 @@ static void test_cancel_kept_keepalive(void **state)
     memset(buf, 0x5a, size);
     na_mem_handle_t *local = register_local(st, buf, size);
     na_mem_handle_t *remote = expose(st, size, NA_MEM_READWRITE, false);
-    na_op_id_t *op = NA_Op_create(st->cls, NA_OP_SINGLE);
-    struct na_test_done done = {0};
 
     /* the connection exists before the count */
     assert_int_equal(rma(st, true, local, 0, remote, 0, 4096), NA_SUCCESS);
-    int before = keepalive_sockets();
-    struct na_test_cmd stall = {.op = CMD_STALL, .a = stall_ms};
-    double stalled = test_now();
-    call(st, stall, NULL, 0, NULL, 0, NULL);
-    progress_until(st, stalled + settle_ms / 1e3);
-    assert_int_equal(NA_Put(st->cls, st->ctx, na_test_cb, &done, local, 0, remote, 0,
-                            size, st->server, 0, op),
-                     NA_SUCCESS);
-    assert_int_equal(NA_Cancel(st->cls, st->ctx, op), NA_SUCCESS);
-    /* past the escalation bound (1 s), well before the server wakes */
-    progress_until(st, stalled + (settle_ms + 1800) / 1e3);
-    int held = keepalive_sockets();
-    bool pending = done.count == 0;
-    assert_true(na_test_wait(st->cls, st->ctx, &done, 1, 6 * stall_ms));
-    int after = keepalive_sockets();
+    struct kept_counts c = kept_put(st, local, remote, size, 0);
     print_message(
         "# %s: kept put of %zu MiB canceled -> %s; keepalive sockets %d before, "
         "%d while escalated, %d after\n",
-        st->info, size >> 20, NA_Error_to_string(done.ret), before, held, after);
-    assert_true(pending);
-    assert_true(held > before);
-    assert_int_equal(after, before);
+        st->info, size >> 20, NA_Error_to_string(c.ret), c.before, c.held, c.after);
+    assert_true(c.pending);
+    assert_true(c.held > c.before);
+    assert_int_equal(c.after, c.before);
     /* The put could not be recalled: it completed, with the server alive. */
-    assert_int_equal(done.ret, NA_SUCCESS);
-    NA_Op_destroy(st->cls, op);
+    assert_int_equal(c.ret, NA_SUCCESS);
+
+    /* Connections with a keepalive of their own get it back. */
+    int own = keepalive_set_all(own_idle);
+    c = kept_put(st, local, remote, size, own_idle);
+    print_message("# %s: connections with their own keepalive (idle %d s): %d before, %d "
+                  "while escalated, %d after\n",
+                  st->info, own_idle, c.before, c.held, c.after);
+    assert_true(own > 0);
+    assert_true(c.pending);
+    assert_int_equal(c.before, own);
+    assert_true(c.held < own);
+    assert_int_equal(c.after, own);
+    assert_int_equal(c.ret, NA_SUCCESS);
+
     NA_Mem_deregister(st->cls, local);
     NA_Mem_handle_free(st->cls, local);
     NA_Mem_handle_free(st->cls, remote);

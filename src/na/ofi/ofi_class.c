@@ -351,6 +351,7 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
 static void ofi_peer_free(void *peer, void *arg)
 {
     (void)arg;
+    ofi_link_saved_free(peer); /* an op may be held at a forced finalize */
     free(peer);
 }
 

@@ -154,6 +154,7 @@
  * OFI_LINK_PROBE_S seconds of silence. */
 #define OFI_LINK_TIMEOUT_MS 10000
 #define OFI_LINK_PROBE_S 1
+#define OFI_LINK_SAVED_MAX 8 /* a peer's connections whose settings are kept */
 /* RMA check: receives kept posted for control messages, and how long an op
  * waits for the target's answer (then NA_HOSTUNREACH, as a refused post). */
 #define OFI_CTRL_RECVS 2
@@ -270,7 +271,8 @@ struct ofi_peer {
     atomic_int queued;        /* its ops in the retry queue */
     atomic_int bounces;       /* bounced gets the provider may still serve */
     int link_holds;           /* escalated ops holding its keepalive (class lock) */
-    bool removed;             /* NA_Addr_set_remove: free once unreferenced */
+    struct ofi_link_saved *link_saved; /* its connections' settings while held */
+    bool removed;                      /* NA_Addr_set_remove: free once unreferenced */
     struct ofi_reach reach;
     size_t len;
     unsigned char raw[];
@@ -711,6 +713,7 @@ int ofi_reach_check_locked(const struct ofi_class *cls, struct ofi_peer *peer,
 /* ofi_link.c */
 void ofi_link_hold_locked(const struct ofi_class *cls, struct ofi_op *oop);
 void ofi_link_release_locked(const struct ofi_class *cls, struct ofi_op *oop);
+void ofi_link_saved_free(struct ofi_peer *peer);
 
 /* ofi_cq.c */
 bool ofi_hdr_parse(const struct ofi_class *cls, const unsigned char *buf, size_t len,

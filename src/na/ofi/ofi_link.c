@@ -14,11 +14,12 @@
  * a user timeout of OFI_LINK_TIMEOUT_MS: a connection whose peer host does
  * not acknowledge anything for that long is reset by the kernel, the
  * provider reports its ops failed, and their data can no longer land. When
- * the peer's last such op ends, its connections get the kernel's defaults
- * back. A peer that is alive answers the probes from its kernel, even while
- * its process makes no progress, so its connection stays (a full receive
- * window past the bound is the exception: the kernel counts its unanswered
- * window probes too).
+ * the peer's last such op ends, its connections get back the settings they
+ * had (the kernel's defaults, or a keepalive the provider set itself). A peer
+ * that is alive answers the probes from its kernel, even while its process
+ * makes no progress, so its connection stays (a full receive window past the
+ * bound is the exception: the kernel counts its unanswered window probes
+ * too).
  *
  * The provider's connections are the sockets that either were accepted by
  * the class's listener (local address = the class's, remote host = the
@@ -56,27 +57,65 @@ static bool ofi_link_is_peer_conn(const struct ofi_class *cls,
     return accepted || connected;
 }
 
-/* Keepalive with the user timeout on fd, or back to the kernel's defaults. */
-static void ofi_link_set_fd(int fd, bool on)
-{
-    int ka = on, idle = OFI_LINK_PROBE_S,
-        cnt = OFI_LINK_TIMEOUT_MS / 1000 / OFI_LINK_PROBE_S;
-    unsigned int user_ms = on ? OFI_LINK_TIMEOUT_MS : 0;
+/* A connection's settings before the first hold, put back at the last
+ * release: the sockets provider may have turned keepalive on itself. */
+struct ofi_link_sock {
+    int fd, ka, idle, intvl, cnt;
+    unsigned int user_ms;
+};
 
-    if (on) {
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    }
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
-    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &ka, sizeof(ka));
+struct ofi_link_saved {
+    size_t n;
+    struct ofi_link_sock sock[OFI_LINK_SAVED_MAX];
+};
+
+static void ofi_link_get_fd(int fd, struct ofi_link_sock *s)
+{
+    socklen_t len = sizeof(int), ulen = sizeof(s->user_ms);
+
+    *s = (struct ofi_link_sock){.fd = fd};
+    (void)getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &s->ka, &len);
+    (void)getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &s->idle, &len);
+    (void)getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &s->intvl, &len);
+    (void)getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &s->cnt, &len);
+    (void)getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_ms, &ulen);
 }
 
-/* Apply ofi_link_set_fd to every connection of the provider to peer; returns
- * how many there were. */
-static size_t ofi_link_set(const struct ofi_class *cls, const struct ofi_peer *peer,
-                           bool on)
+/* Settings s on its socket; with only the keepalive flag known (idle 0), the
+ * other values are left as they are. */
+static void ofi_link_set_fd(const struct ofi_link_sock *s)
 {
+    if (s->idle > 0) {
+        (void)setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPIDLE, &s->idle, sizeof(s->idle));
+        (void)setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPINTVL, &s->intvl, sizeof(s->intvl));
+        (void)setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPCNT, &s->cnt, sizeof(s->cnt));
+    }
+    (void)setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->user_ms,
+                     sizeof(s->user_ms));
+    (void)setsockopt(s->fd, SOL_SOCKET, SO_KEEPALIVE, &s->ka, sizeof(s->ka));
+}
+
+static struct ofi_link_sock *ofi_link_saved_of(struct ofi_link_saved *saved, int fd)
+{
+    for (size_t i = 0; saved && i < saved->n; i++)
+        if (saved->sock[i].fd == fd)
+            return &saved->sock[i];
+    return NULL;
+}
+
+/* Hold (on) or give back every connection of the provider to peer; returns
+ * how many there were. A hold saves a connection's settings the first time
+ * it sees it (while there is room); a release puts them back, or the
+ * kernel's defaults on a connection it has none for. */
+static size_t ofi_link_set(const struct ofi_class *cls, struct ofi_peer *peer, bool on)
+{
+    const struct ofi_link_sock held = {.ka = 1,
+                                       .idle = OFI_LINK_PROBE_S,
+                                       .intvl = OFI_LINK_PROBE_S,
+                                       .cnt =
+                                           OFI_LINK_TIMEOUT_MS / 1000 / OFI_LINK_PROBE_S,
+                                       .user_ms = OFI_LINK_TIMEOUT_MS};
+    struct ofi_link_saved *saved = peer->link_saved;
     size_t found = 0;
 
     DIR *dir = opendir("/proc/self/fd");
@@ -90,7 +129,14 @@ static size_t ofi_link_set(const struct ofi_class *cls, const struct ofi_peer *p
         if (*end != '\0' || fd < 0 || fd == dirfd(dir) || fstat((int)fd, &st) != 0 ||
             !S_ISSOCK(st.st_mode) || !ofi_link_is_peer_conn(cls, peer, (int)fd))
             continue;
-        ofi_link_set_fd((int)fd, on);
+        struct ofi_link_sock *prev = ofi_link_saved_of(saved, (int)fd);
+        struct ofi_link_sock set = held;
+        if (on && !prev && saved && saved->n < OFI_LINK_SAVED_MAX)
+            ofi_link_get_fd((int)fd, &saved->sock[saved->n++]);
+        if (!on)
+            set = prev ? *prev : (struct ofi_link_sock){0};
+        set.fd = (int)fd;
+        ofi_link_set_fd(&set);
         found++;
     }
     closedir(dir);
@@ -102,6 +148,8 @@ void ofi_link_hold_locked(const struct ofi_class *cls, struct ofi_op *oop)
     if (cls->proto->str_prefix || !oop->peer || oop->link_armed)
         return; /* shm has no connection to watch */
     oop->link_armed = true;
+    if (oop->peer->link_holds == 0)
+        oop->peer->link_saved = calloc(1, sizeof(*oop->peer->link_saved));
     /* Each op looks again: the provider may have reconnected since an earlier one. */
     size_t n = ofi_link_set(cls, oop->peer, true);
     if (oop->peer->link_holds++ == 0 && n > 0)
@@ -119,6 +167,14 @@ void ofi_link_release_locked(const struct ofi_class *cls, struct ofi_op *oop)
         return;
     oop->link_armed = false;
     HGX_ASSERT(oop->peer->link_holds > 0);
-    if (--oop->peer->link_holds == 0)
+    if (--oop->peer->link_holds == 0) {
         (void)ofi_link_set(cls, oop->peer, false);
+        ofi_link_saved_free(oop->peer);
+    }
+}
+
+void ofi_link_saved_free(struct ofi_peer *peer)
+{
+    free(peer->link_saved);
+    peer->link_saved = NULL;
 }
