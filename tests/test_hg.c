@@ -535,20 +535,47 @@ static void test_big(void **state)
     free(in.data);
 }
 
-static void run_bulk(hg_bulk_op_t op, bool segmented)
+/* A bulk handle of 1024 segments, as Mercury's own bulk test makes: every
+ * transport takes that many (the rest of the buffer goes in the last). */
+#define BULK_SEGMENTS_MANY 1024
+
+static hg_bulk_t bulk_many(unsigned char *buf)
+{
+    void **ptrs = malloc(BULK_SEGMENTS_MANY * sizeof(*ptrs));
+    hg_size_t *sizes = malloc(BULK_SEGMENTS_MANY * sizeof(*sizes));
+    size_t each = BULK_SIZE / BULK_SEGMENTS_MANY;
+    hg_bulk_t bulk;
+
+    for (size_t i = 0; i < BULK_SEGMENTS_MANY; i++) {
+        ptrs[i] = buf + i * each;
+        sizes[i] = i + 1 < BULK_SEGMENTS_MANY ? each : BULK_SIZE - i * each;
+    }
+    assert_int_equal(
+        HG_Bulk_create(g.cls, BULK_SEGMENTS_MANY, ptrs, sizes, HG_BULK_READWRITE, &bulk),
+        HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_segment_count(bulk), BULK_SEGMENTS_MANY);
+    free(ptrs);
+    free(sizes);
+    return bulk;
+}
+
+/* segments: 1, 4 or BULK_SEGMENTS_MANY */
+static void run_bulk(hg_bulk_op_t op, int segments)
 {
     hg_handle_t h;
     struct test_hg_done st;
     status_out_t out;
     unsigned char *buf = malloc(BULK_SIZE);
     hg_bulk_t bulk;
-    uint32_t seed = 7 + op * 2 + segmented;
+    uint32_t seed = 7 + op * 2 + (uint32_t)segments;
 
     if (op == HG_BULK_PULL)
         fill(buf, BULK_SIZE, seed);
     else
         memset(buf, 0, BULK_SIZE);
-    if (segmented) {
+    if (segments == BULK_SEGMENTS_MANY) {
+        bulk = bulk_many(buf);
+    } else if (segments == 4) {
         void *ptrs[4] = {buf, buf + 1000, buf + 1001, buf + 500000};
         hg_size_t sizes[4] = {1000, 1, 500000 - 1001, BULK_SIZE - 500000};
         assert_int_equal(HG_Bulk_create(g.cls, 4, ptrs, sizes, HG_BULK_READWRITE, &bulk),
@@ -580,22 +607,32 @@ static void run_bulk(hg_bulk_op_t op, bool segmented)
 static void test_bulk_pull(void **state)
 {
     (void)state;
-    run_bulk(HG_BULK_PULL, false);
+    run_bulk(HG_BULK_PULL, 1);
 }
 static void test_bulk_push(void **state)
 {
     (void)state;
-    run_bulk(HG_BULK_PUSH, false);
+    run_bulk(HG_BULK_PUSH, 1);
 }
 static void test_bulk_pull_segmented(void **state)
 {
     (void)state;
-    run_bulk(HG_BULK_PULL, true);
+    run_bulk(HG_BULK_PULL, 4);
 }
 static void test_bulk_push_segmented(void **state)
 {
     (void)state;
-    run_bulk(HG_BULK_PUSH, true);
+    run_bulk(HG_BULK_PUSH, 4);
+}
+static void test_bulk_pull_many_segments(void **state)
+{
+    (void)state;
+    run_bulk(HG_BULK_PULL, BULK_SEGMENTS_MANY);
+}
+static void test_bulk_push_many_segments(void **state)
+{
+    (void)state;
+    run_bulk(HG_BULK_PUSH, BULK_SEGMENTS_MANY);
 }
 
 static void test_bulk_serialize_untrusted(void **state)
@@ -1048,6 +1085,8 @@ int main(void)
         cmocka_unit_test(test_bulk_push),
         cmocka_unit_test(test_bulk_pull_segmented),
         cmocka_unit_test(test_bulk_push_segmented),
+        cmocka_unit_test(test_bulk_pull_many_segments),
+        cmocka_unit_test(test_bulk_push_many_segments),
         cmocka_unit_test(test_bulk_serialize_untrusted),
         cmocka_unit_test(test_bulk_pass_on),
         cmocka_unit_test(test_forward_self),

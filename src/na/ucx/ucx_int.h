@@ -112,7 +112,8 @@
 #define UCX_AM_RMA_REP 3 /* their replies, to the origin */
 #define UCX_AM_CREDIT 4  /* credit returns, to the sender of unexpected messages */
 #define UCX_ID_MASK 0x7fffffffu
-#define UCX_MAX_SEGMENTS 64
+/* per memory handle, as OFI's: Mercury's own bulk test makes 1024 */
+#define UCX_MAX_SEGMENTS 1024
 #define UCX_MH_VERSION 2u
 #define UCX_ADDR_MAGIC 0x55435841u                /* "UCXA" */
 #define UCX_ADDR_STR_MAX (NA_IPADDR_STR_MAX + 16) /* "ucx+PROTO://" and the address */

@@ -500,14 +500,17 @@ static void ucx_rma_self(struct ucx_class *cls, struct ucx_op *uop,
                              .length = a->size};
     struct ucx_mem_handle *mh = NULL;
     na_return_t ret = ucx_region_find(cls, &rq, &mh);
+    ucp_dt_iov_t *riov = ret == NA_SUCCESS ? malloc(mh->count * sizeof(*riov)) : NULL;
+    if (ret == NA_SUCCESS && !riov)
+        ret = NA_NOMEM;
     if (ret == NA_SUCCESS) {
-        ucp_dt_iov_t riov[UCX_MAX_SEGMENTS];
         size_t rn = ucx_seg_iov(mh, a->roff, a->size, riov);
         if (a->put)
             ucx_iov_copy(riov, rn, uop->riov, uop->riov_n, a->size);
         else
             ucx_iov_copy(uop->riov, uop->riov_n, riov, rn, a->size);
     }
+    free(riov);
     uop->pieces = 1;
     ucx_rma_piece_done(uop, ret);
 }
