@@ -79,6 +79,7 @@ hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
     }
     target->self_target = true;
     target->origin_id = handle->info.context->id;
+    target->info.context_id = target->origin_id;
     set_decode(target, buf, size);
     handle->in_size = target->in_size = size;
 

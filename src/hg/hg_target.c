@@ -138,6 +138,7 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     handle->info.addr = addr; /* the reference hg_addr_of_source gave us */
     handle->cookie = hdr.cookie;
     handle->origin_id = hdr.origin_id;
+    handle->info.context_id = hdr.origin_id; /* as Mercury: the origin's context */
     handle->req_flags = hdr.flags;
     handle->rpc.no_response = (hdr.flags & HG_HEADER_NO_RESPONSE) != 0;
     handle->in_size = hdr.payload_size;

@@ -534,6 +534,83 @@ static void test_self_order(void **state)
     assert_int_equal(HG_Finalize(c), HG_SUCCESS);
 }
 
+/* ---- the target's view of the origin's context ---- */
+
+static int seen_context_id = -1;
+
+static hg_return_t ctxid_rpc(hg_handle_t handle)
+{
+    seen_context_id = HG_Get_info(handle)->context_id;
+    HG_Respond(handle, NULL, NULL, NULL);
+    HG_Destroy(handle);
+    return HG_SUCCESS;
+}
+
+/* One RPC from ctx to addr; progresses ctx and, if not NULL, other. The
+ * context id the handler saw. */
+static int ctxid_call(hg_context_t *ctx, hg_context_t *other, hg_addr_t addr, hg_id_t id)
+{
+    struct test_hg_done st = {0, HG_OTHER_ERROR};
+    hg_handle_t h;
+
+    seen_context_id = -1;
+    assert_int_equal(HG_Create(ctx, addr, id, &h), HG_SUCCESS);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, NULL), HG_SUCCESS);
+    for (double end = test_now() + LOOP_TIMEOUT; st.calls == 0 && test_now() < end;) {
+        HG_Progress(ctx, 1);
+        HG_Trigger(ctx, 0, 8, NULL);
+        if (other) {
+            HG_Progress(other, 1);
+            HG_Trigger(other, 0, 8, NULL);
+        }
+    }
+    assert_int_equal(st.calls, 1);
+    assert_int_equal(st.ret, HG_SUCCESS);
+    HG_Destroy(h);
+    return seen_context_id;
+}
+
+/* HG_Get_info of a handle that runs at the target names the origin's
+ * context, as Mercury's: a handler passes it on to HG_Bulk_transfer_id. */
+static void test_target_context_id(void **state)
+{
+    (void)state;
+    struct hg_init_info hii = HG_INIT_INFO_INITIALIZER;
+    hii.na_init_info.max_contexts = 2;
+    hg_class_t *srv = HG_Init_opt("ofi+tcp://127.0.0.1", HG_TRUE, &hii);
+    hg_class_t *cli = HG_Init_opt("ofi+tcp://127.0.0.1", HG_FALSE, &hii);
+    assert_non_null(srv);
+    assert_non_null(cli);
+    hg_context_t *sctx = HG_Context_create(srv), *sctx1 = HG_Context_create_id(srv, 1);
+    hg_context_t *cctx1 = HG_Context_create_id(cli, 1);
+    assert_non_null(sctx);
+    assert_non_null(sctx1);
+    assert_non_null(cctx1);
+    hg_id_t id = MERCURY_REGISTER(srv, "ctxid", void, void, ctxid_rpc);
+    assert_int_equal(MERCURY_REGISTER(cli, "ctxid", void, void, NULL), id);
+    char name[256];
+    hg_size_t len = sizeof(name);
+    hg_addr_t self, remote;
+    assert_int_equal(HG_Addr_self(srv, &self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_to_string(srv, name, &len, self), HG_SUCCESS);
+    assert_int_equal(HG_Addr_lookup2(cli, name, &remote), HG_SUCCESS);
+
+    /* from the client's context 1 to the server's context 0 */
+    assert_int_equal(ctxid_call(cctx1, sctx, remote, id), 1);
+    /* to itself, from context 1 */
+    assert_int_equal(ctxid_call(sctx1, sctx, self, id), 1);
+    /* to itself, from context 0 */
+    assert_int_equal(ctxid_call(sctx, NULL, self, id), 0);
+
+    HG_Addr_free(cli, remote);
+    HG_Addr_free(srv, self);
+    assert_int_equal(HG_Context_destroy(cctx1), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(sctx1), HG_SUCCESS);
+    assert_int_equal(HG_Context_destroy(sctx), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(cli), HG_SUCCESS);
+    assert_int_equal(HG_Finalize(srv), HG_SUCCESS);
+}
+
 int main(void)
 {
     const char *const *transports;
@@ -541,10 +618,9 @@ int main(void)
     int failed = 0;
 
     const struct CMUnitTest local_tests[] = {
-        cmocka_unit_test(test_log_func_stream),
-        cmocka_unit_test(test_protocol_info),
-        cmocka_unit_test(test_string_object),
-        cmocka_unit_test(test_self_order),
+        cmocka_unit_test(test_log_func_stream),   cmocka_unit_test(test_protocol_info),
+        cmocka_unit_test(test_string_object),     cmocka_unit_test(test_self_order),
+        cmocka_unit_test(test_target_context_id),
     };
     failed |= cmocka_run_group_tests_name("compat-local", local_tests, NULL, NULL);
     /* The mpi+ plugin needs mpirun (mpitests/test_hg_events_mpi.c). */
