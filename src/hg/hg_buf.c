@@ -12,6 +12,8 @@
  */
 #include "hg_handle.h"
 
+#include <stdlib.h>
+
 /* Where the payload this handle encodes is built (NULL if out of memory). */
 static void *encode_area(hg_handle_t handle, hg_size_t *size_p)
 {
@@ -39,7 +41,7 @@ static void *received_eager(hg_handle_t handle, hg_size_t *size_p)
  * over in memory and larger than eager bytes), or NULL. */
 static void *received_extra(hg_handle_t handle, hg_size_t *size_p, hg_size_t eager)
 {
-    bool self = handle->self_target || (handle->info.addr && handle->info.addr->is_self);
+    bool self = handle->info.addr && handle->info.addr->is_self;
 
     if (!handle->has_decode || !handle->decode_owned ||
         (self && handle->decode_size <= eager))
@@ -123,6 +125,11 @@ hg_return_t HG_Get_output_extra_buf(hg_handle_t handle, void **out_buf_p,
 
 hg_return_t HG_Release_input_buf(hg_handle_t handle)
 {
+    if (handle && handle->self_state != HG_SELF_NONE && !handle->target) {
+        free(handle->self_in); /* a forward to self: its handler is done with it */
+        handle->self_in = NULL;
+        return HG_SUCCESS;
+    }
     if (!handle || !handle->target) {
         HGX_LOG_ERROR(HG, "only a received request has an input buffer to release");
         return HG_INVALID_ARG;

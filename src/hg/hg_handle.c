@@ -87,11 +87,15 @@ static void hg_handle_reset(hg_handle_t handle)
     handle->cookie = 0;
     handle->req_flags = 0;
     handle->origin_id = 0;
-    handle->self_target = false;
     handle->resp_ref = false;
     handle->pull_op = HG_OP_ID_NULL;
     handle->completion = (struct hg_completion){0};
-    handle->self_peer = NULL;
+    handle->self_state = HG_SELF_NONE;
+    atomic_init(&handle->self_fwd_open, false);
+    handle->self_in = NULL;
+    handle->self_resp_cb = NULL;
+    handle->self_resp_arg = NULL;
+    handle->self_completion = (struct hg_completion){0};
     handle->cache_next = NULL;
 }
 
@@ -211,8 +215,10 @@ void hg_handle_release(hg_handle_t handle)
         handle->data_free(handle->data);
     hg_handle_clear_decode(handle);
     hg_handle_free_extra(handle);
+    free(handle->self_in);
+    handle->self_in = NULL;
     HG_Addr_free(context->hg_class, handle->info.addr);
-    bool reuse = handle->target && !handle->self_target;
+    bool reuse = handle->target;
     if (reuse)
         hg_count(context->hg_class, HG_COUNT_REQ_ACTIVE, -1);
     hgx_long_add(&context->n_handles, -1, single);
@@ -559,9 +565,41 @@ hg_return_t HG_Set_target_id(hg_handle_t handle, hg_uint8_t id)
     return HG_SUCCESS;
 }
 
-/* Run proc_cb over the decoded payload (op HG_DECODE) or in HG_FREE mode. */
+/* A payload to decode: where it is and how many reserved bytes lead it. */
+struct hg_payload {
+    const char *buf;
+    size_t size;
+    size_t offset;
+};
+
+/* The payload the handle decodes (input at a target, output at an origin). A
+ * payload that came in a message starts with the reserved bytes; one pulled
+ * or handed over in memory (decode_owned) is the encoding alone. */
+static bool received_payload(hg_handle_t handle, struct hg_payload *p)
+{
+    if (!handle->has_decode)
+        return false;
+    p->buf = handle->decode_buf;
+    p->size = handle->decode_size;
+    p->offset = handle->decode_owned ? 0 : hg_handle_decode_offset(handle);
+    return true;
+}
+
+/* The input of a forward to self, encoded in memory. */
+static bool self_input(hg_handle_t handle, struct hg_payload *p)
+{
+    if (!handle->self_in)
+        return false;
+    p->buf = handle->self_in;
+    p->size = handle->in_size;
+    p->offset = 0;
+    return true;
+}
+
+/* Run proc_cb over payload p (op HG_DECODE; NULL if there is none) or in
+ * HG_FREE mode. */
 static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *struct_ptr,
-                            hg_proc_op_t op)
+                            hg_proc_op_t op, const struct hg_payload *p)
 {
     struct hg_proc proc_area;
     hg_proc_t proc = &proc_area;
@@ -569,20 +607,16 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
 
     if (!proc_cb)
         return HG_SUCCESS;
-    if (op == HG_DECODE && !handle->has_decode)
+    if (op == HG_DECODE && !p)
         return HG_NOENTRY;
-    /* A payload that came in a message starts with the reserved bytes; one
-     * pulled or handed over in memory (decode_owned) is the encoding alone. */
-    size_t offset = handle->decode_owned ? 0 : hg_handle_decode_offset(handle);
-    if (op == HG_DECODE && offset > handle->decode_size) {
+    if (op == HG_DECODE && p->offset > p->size) {
         HGX_LOG_ERROR(HG, "payload of %zu bytes is shorter than the %zu reserved",
-                      handle->decode_size, offset);
+                      p->size, p->offset);
         return HG_OVERFLOW;
     }
     if (op == HG_DECODE)
         hg_proc_setup(proc, handle->info.hg_class, handle,
-                      (char *)(uintptr_t)handle->decode_buf + offset,
-                      handle->decode_size - offset, op);
+                      (char *)(uintptr_t)p->buf + p->offset, p->size - p->offset, op);
     else
         hg_proc_setup(proc, handle->info.hg_class, handle, NULL, 0, op);
     ret = proc_cb(proc, struct_ptr); /* no checksum: nothing to flush */
@@ -596,30 +630,43 @@ static hg_return_t run_proc(hg_handle_t handle, hg_proc_cb_t proc_cb, void *stru
 
 hg_return_t HG_Get_input(hg_handle_t handle, void *in_struct)
 {
-    if (!handle || !in_struct || !handle->target)
+    struct hg_payload p;
+    bool have;
+
+    if (!handle || !in_struct)
         return HG_INVALID_ARG;
-    return run_proc(handle, handle->rpc.in_proc, in_struct, HG_DECODE);
+    if (handle->target)
+        have = received_payload(handle, &p);
+    else if (handle->self_state != HG_SELF_NONE)
+        have = self_input(handle, &p);
+    else
+        return HG_INVALID_ARG;
+    return run_proc(handle, handle->rpc.in_proc, in_struct, HG_DECODE, have ? &p : NULL);
 }
 
 hg_return_t HG_Free_input(hg_handle_t handle, void *in_struct)
 {
     if (!handle || !in_struct)
         return HG_INVALID_ARG;
-    return run_proc(handle, handle->rpc.in_proc, in_struct, HG_FREE);
+    return run_proc(handle, handle->rpc.in_proc, in_struct, HG_FREE, NULL);
 }
 
 hg_return_t HG_Get_output(hg_handle_t handle, void *out_struct)
 {
+    struct hg_payload p;
+
     if (!handle || !out_struct || handle->target)
         return HG_INVALID_ARG;
-    return run_proc(handle, handle->rpc.out_proc, out_struct, HG_DECODE);
+    bool have = received_payload(handle, &p);
+    return run_proc(handle, handle->rpc.out_proc, out_struct, HG_DECODE,
+                    have ? &p : NULL);
 }
 
 hg_return_t HG_Free_output(hg_handle_t handle, void *out_struct)
 {
     if (!handle || !out_struct)
         return HG_INVALID_ARG;
-    return run_proc(handle, handle->rpc.out_proc, out_struct, HG_FREE);
+    return run_proc(handle, handle->rpc.out_proc, out_struct, HG_FREE, NULL);
 }
 
 hg_return_t HG_Cancel(hg_handle_t handle)
@@ -629,8 +676,10 @@ hg_return_t HG_Cancel(hg_handle_t handle)
     if (handle->op == HG_HANDLE_IDLE || atomic_load(&handle->pending) == 0)
         return HG_SUCCESS;
     atomic_store(&handle->canceled, true);
-    if (!handle->target && handle->self_peer)
+    if (handle->self_state != HG_SELF_NONE && !handle->target) {
         hg_self_cancel(handle);
+        return HG_SUCCESS;
+    }
     na_class_t *na_class = handle->info.hg_class->na_class;
     na_context_t *na_context = handle->info.context->na_context;
     if (handle->send_op)

@@ -17,6 +17,14 @@ enum hg_handle_op {
     HG_HANDLE_RECEIVE
 };
 
+/* Where a forward to self stands (hg_self.c). */
+enum hg_self_state {
+    HG_SELF_NONE,      /* not forwarded to self */
+    HG_SELF_QUEUED,    /* the handler is queued */
+    HG_SELF_RUNNING,   /* the handler has the handle, no response yet */
+    HG_SELF_RESPONDED, /* HG_Respond was called */
+};
+
 /* Largest payload moved through an internal bulk transfer (untrusted size cap). */
 #define HG_EXTRA_MAX ((uint64_t)1 << 31)
 
@@ -54,11 +62,16 @@ struct hg_handle {
     uint32_t cookie;         /* tag of the response and ack */
     uint8_t req_flags;       /* header flags of the received request */
     uint8_t origin_id;       /* context id of the origin (target side) */
-    bool self_target;        /* target end of a forward to self */
     bool resp_ref;           /* holds the reference a response is owed (target) */
     hg_op_id_t pull_op;      /* internal bulk pull in flight */
     struct hg_completion completion;
-    struct hg_handle *self_peer;  /* other end of a forward to self */
+    /* Forward to self: the handle is its own target, as in Mercury (hg_self.c). */
+    enum hg_self_state self_state;
+    atomic_bool self_fwd_open; /* the forward waits for the local response */
+    void *self_in;             /* the encoded input */
+    hg_cb_t self_resp_cb;
+    void *self_resp_arg;
+    struct hg_completion self_completion; /* the handler, then the respond callback */
     struct hg_handle *cache_next; /* in the context's cache of released handles */
     struct hgx_list live_link;    /* in context->live until released */
 
@@ -179,13 +192,21 @@ void hg_target_dispatch(hg_handle_t handle);
 /* Complete a respond locally (no message): the callback is queued. */
 void hg_target_respond_local(hg_handle_t handle, hg_cb_t callback, void *arg);
 
-/* Self forwarding (hg_self.c). */
+/* Refresh a handle's registration if the registry changed since it was
+ * taken (keeping the request's no-response flag); false if the RPC has no
+ * handler now. Mercury looks the RPC up when it runs the handler. */
+bool hg_target_rpc_current(hg_handle_t handle);
+/* Start the user's handler on a handle (its reference is the handler's). */
+void hg_target_run_handler(hg_handle_t handle);
+
+/* Self forwarding (hg_self.c): the handler runs on the forwarded handle. */
 hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
                             void *in_struct);
 /* Respond to a forward to self: the respond callback is queued, then the
- * origin's forward completes (Mercury's order). */
+ * forward completes (Mercury's order). */
 hg_return_t hg_self_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
                             void *out_struct);
+/* Cancel a forward to self: it completes with HG_CANCELED unless answered. */
 void hg_self_cancel(hg_handle_t handle);
 
 /* Header flags for checksums the class asks for. */

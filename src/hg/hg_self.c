@@ -1,9 +1,14 @@
 /*
- * hg_self.c -- forward to self: the handler runs locally with no network.
- * The input is encoded into memory and decoded by the handler as usual; the
- * response is encoded the same way and handed to the origin handle.
- * The origin handle is held by the target handle (self_peer) until responded
- * or cancelled.
+ * hg_self.c -- forward to self: the handler runs locally with no network, on
+ * the forwarded handle itself, as in Mercury (the handler's HG_Get_info,
+ * HG_Get_data and reference count are the handle's). The input is encoded
+ * into memory (self_in) and decoded by the handler's HG_Get_input; the
+ * response is encoded the same way and decoded by HG_Get_output.
+ *
+ * One completion entry (self_completion) runs the handler, then the respond
+ * callback, which completes the forward through the handle's own entry. The
+ * handler holds a reference (dropped by its HG_Destroy), the respond step
+ * another until its callback ran, the forward one until its callback ran.
  */
 #include "hg_handle.h"
 
@@ -61,6 +66,39 @@ static void set_decode(hg_handle_t handle, void *buf, size_t size)
     handle->has_decode = true;
 }
 
+/* The forward waits no more: complete it with ret (once). */
+static void close_forward(hg_handle_t handle, hg_return_t ret)
+{
+    if (!atomic_exchange(&handle->self_fwd_open, false))
+        return;
+    hg_handle_op_error(handle, ret);
+    hg_handle_op_done(handle);
+}
+
+static hg_handle_t self_handle_of(struct hg_completion *completion)
+{
+    return (hg_handle_t)((char *)completion - offsetof(struct hg_handle, self_completion));
+}
+
+/* HG_Trigger runs the handler, on the handle itself. The RPC is looked up
+ * now, as a target does. */
+static void self_process_run(struct hg_completion *completion)
+{
+    hg_handle_t handle = self_handle_of(completion);
+
+    if (!hg_target_rpc_current(handle)) {
+        HGX_LOG_WARNING(HG, "RPC %#llx has no handler now: the forward to self ends "
+                            "with HG_NOENTRY",
+                        (unsigned long long)handle->rpc.id);
+        handle->self_state = HG_SELF_RESPONDED;
+        close_forward(handle, HG_NOENTRY);
+        hg_handle_release(handle);
+        return;
+    }
+    handle->self_state = HG_SELF_RUNNING;
+    hg_target_run_handler(handle);
+}
+
 hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
                             void *in_struct)
 {
@@ -71,73 +109,70 @@ hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
 
     if (ret != HG_SUCCESS)
         return ret;
-    hg_handle_t target =
-        hg_handle_alloc(handle->info.context, handle->info.addr, &handle->rpc, true);
-    if (!target) {
-        free(buf);
-        return HG_NOMEM;
-    }
-    target->self_target = true;
-    target->origin_id = handle->info.context->id;
-    target->info.context_id = target->origin_id;
-    set_decode(target, buf, size);
-    handle->in_size = target->in_size = size;
+    free(handle->self_in);
+    handle->self_in = buf;
+    handle->in_size = size;
+    /* As a target sees it: the origin's context (HG_Get_info's context_id). */
+    handle->origin_id = handle->info.context->id;
+    handle->info.context_id = handle->origin_id;
+    handle->self_state = HG_SELF_QUEUED;
 
     /* One sub-operation with a response: the local response. */
-    bool respond = handle->rpc.rpc_cb && !handle->rpc.no_response;
+    bool respond = !handle->rpc.no_response;
     hg_handle_op_begin(handle, HG_HANDLE_FORWARD, callback, arg, respond ? 1 : 0);
-    if (!handle->rpc.rpc_cb) {
-        hg_handle_op_error(handle, HG_NOENTRY);
-        hg_handle_release(target);
-    } else {
-        if (respond) {
-            atomic_fetch_add(&handle->refcount, 1);
-            target->self_peer = handle;
-            handle->self_peer = target;
-        }
-        hg_target_dispatch(target);
-    }
+    atomic_store(&handle->self_fwd_open, respond);
+    /* The handler's reference, which its HG_Destroy drops. */
+    hgx_int_add(&handle->refcount, 1, handle->info.hg_class->single);
+    handle->self_completion.run = self_process_run;
+    hg_completion_push(handle->info.context, &handle->self_completion);
     hg_handle_op_done(handle);
     return HG_SUCCESS;
 }
 
-/* Detach the pair and finish the origin's wait with ret. */
-static void finish_origin(hg_handle_t origin, hg_return_t ret)
+/* HG_Trigger runs the respond callback, then completes the forward. */
+static void self_respond_run(struct hg_completion *completion)
 {
-    hg_handle_t target = origin->self_peer;
+    hg_handle_t handle = self_handle_of(completion);
+    struct hg_cb_info info = {
+        .arg = handle->self_resp_arg, .type = HG_CB_RESPOND, .ret = HG_SUCCESS};
 
-    if (target)
-        target->self_peer = NULL;
-    origin->self_peer = NULL;
-    hg_handle_op_error(origin, ret);
-    hg_handle_op_done(origin);
-    hg_handle_release(origin);
+    info.info.respond.handle = handle;
+    if (handle->self_resp_cb)
+        handle->self_resp_cb(&info);
+    close_forward(handle, HG_SUCCESS);
+    hg_handle_release(handle);
 }
 
 hg_return_t hg_self_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
                             void *out_struct)
 {
-    hg_handle_t origin = handle->self_peer;
-    void *buf;
-    size_t size;
-
-    if (!origin) { /* the origin cancelled or needs no response */
-        hg_target_respond_local(handle, callback, arg);
-        return HG_SUCCESS;
+    if (handle->self_state != HG_SELF_RUNNING) {
+        HGX_LOG_ERROR(HG, "HG_Respond on a forward to self %s",
+                      handle->self_state == HG_SELF_RESPONDED
+                          ? "already answered"
+                          : "whose handler has not run");
+        return HG_INVALID_ARG;
     }
-    hg_return_t ret =
-        encode_to_memory(origin, origin->rpc.out_proc, out_struct, &buf, &size);
-    if (ret != HG_SUCCESS)
-        return ret;
-    set_decode(origin, buf, size);
-    origin->out_size = handle->out_size = size;
-    /* As Mercury: the respond callback runs before the forward completes. */
-    hg_target_respond_local(handle, callback, arg);
-    finish_origin(origin, HG_SUCCESS);
+    if (atomic_load(&handle->self_fwd_open)) {
+        void *buf;
+        size_t size;
+        hg_return_t ret =
+            encode_to_memory(handle, handle->rpc.out_proc, out_struct, &buf, &size);
+        if (ret != HG_SUCCESS)
+            return ret;
+        set_decode(handle, buf, size);
+        handle->out_size = size;
+    }
+    handle->self_state = HG_SELF_RESPONDED;
+    handle->self_resp_cb = callback;
+    handle->self_resp_arg = arg;
+    hgx_int_add(&handle->refcount, 1, handle->info.hg_class->single);
+    handle->self_completion.run = self_respond_run;
+    hg_completion_push(handle->info.context, &handle->self_completion);
     return HG_SUCCESS;
 }
 
 void hg_self_cancel(hg_handle_t handle)
 {
-    finish_origin(handle, HG_CANCELED);
+    close_forward(handle, HG_CANCELED);
 }

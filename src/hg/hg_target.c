@@ -12,23 +12,38 @@
 /* Smallest input copy a target handle keeps (most inputs fit). */
 #define HG_IN_COPY_MIN 256
 
-static void rpc_run(struct hg_completion *completion)
+bool hg_target_rpc_current(hg_handle_t handle)
 {
-    hg_handle_t handle =
-        (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
-    hg_return_t (*rpc_cb)(hg_handle_t) = handle->rpc.rpc_cb;
+    hg_class_t *hg_class = handle->info.hg_class;
 
+    if (atomic_load_explicit(&hg_class->rpc_gen, memory_order_acquire) !=
+        handle->rpc_gen) {
+        bool no_response = handle->rpc.no_response;
+        pthread_mutex_lock(&hg_class->lock);
+        struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, handle->rpc.id);
+        if (e)
+            handle->rpc = e->info;
+        else
+            handle->rpc.rpc_cb = NULL;
+        handle->rpc.no_response = no_response;
+        handle->rpc_gen = atomic_load_explicit(&hg_class->rpc_gen, memory_order_relaxed);
+        pthread_mutex_unlock(&hg_class->lock);
+    }
+    return handle->rpc.rpc_cb != NULL;
+}
+
+void hg_target_run_handler(hg_handle_t handle)
+{
     /* The handler owns the handle's reference and releases it with HG_Destroy().
      * As in Mercury, a second one is held while a response is owed and
      * HG_Respond() gives it up: a handler may destroy the handle before its
      * response completes, and one that destroys it twice drops the request
      * unanswered (the origin then cancels). */
-    handle->op = HG_HANDLE_IDLE;
     if (!handle->rpc.no_response) {
         atomic_fetch_add(&handle->refcount, 1);
         handle->resp_ref = true;
     }
-    hg_return_t ret = rpc_cb(handle);
+    hg_return_t ret = handle->rpc.rpc_cb(handle);
     if (ret != HG_SUCCESS)
         HGX_LOG_DEBUG(HG, "RPC %#llx handler returned %s",
                       (unsigned long long)handle->rpc.id, HG_Error_to_string(ret));
@@ -43,6 +58,30 @@ static void respond_error(hg_handle_t handle, hg_return_t status)
         (void)hg_target_respond(handle, NULL, NULL, NULL, status);
     }
     hg_handle_release(handle);
+}
+
+/* Log an RPC id this process has no handler for. A warning, as Mercury's:
+ * the origin is told (HG_NOENTRY) and this side is not at fault. */
+static void log_unknown(hg_id_t id)
+{
+    HGX_LOG_WARNING(HG, "no handler registered for RPC %#llx: answered with HG_NOENTRY",
+                    (unsigned long long)id);
+}
+
+/* HG_Trigger runs the handler; the RPC is looked up again if the registry
+ * changed since the request arrived (Mercury looks it up at this point). */
+static void rpc_run(struct hg_completion *completion)
+{
+    hg_handle_t handle =
+        (hg_handle_t)((char *)completion - offsetof(struct hg_handle, completion));
+
+    handle->op = HG_HANDLE_IDLE;
+    if (!hg_target_rpc_current(handle)) {
+        log_unknown(handle->rpc.id);
+        respond_error(handle, HG_NOENTRY);
+        return;
+    }
+    hg_target_run_handler(handle);
 }
 
 static void input_ready(hg_handle_t handle, hg_return_t ret)
@@ -65,11 +104,13 @@ void hg_target_dispatch(hg_handle_t handle)
 /* The registration of an RPC id; false if none. The context keeps the last
  * one it found, valid while the registry's generation is unchanged, so a
  * stream of the same RPC skips the class mutex and the map. */
-static bool target_rpc_find(hg_context_t *context, hg_id_t id, struct hg_rpc_info *rpc)
+static bool target_rpc_find(hg_context_t *context, hg_id_t id, struct hg_rpc_info *rpc,
+                            unsigned int *gen_p)
 {
     hg_class_t *hg_class = context->hg_class;
     unsigned int gen = atomic_load_explicit(&hg_class->rpc_gen, memory_order_acquire);
 
+    *gen_p = gen;
     hgx_lock(&context->cq_lock);
     bool hit = context->rpc_last_ok && context->rpc_last_gen == gen &&
                context->rpc_last.id == id;
@@ -83,6 +124,7 @@ static bool target_rpc_find(hg_context_t *context, hg_id_t id, struct hg_rpc_inf
     struct hg_rpc_entry *e = hg_rpc_map_find(hg_class->rpc_map, id);
     *rpc = e ? e->info : (struct hg_rpc_info){.id = id};
     gen = atomic_load_explicit(&hg_class->rpc_gen, memory_order_relaxed);
+    *gen_p = gen;
     pthread_mutex_unlock(&hg_class->lock);
     if (e) {
         hgx_lock(&context->cq_lock);
@@ -124,7 +166,8 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     }
 
     struct hg_rpc_info rpc;
-    bool known = target_rpc_find(context, hdr.rpc_id, &rpc);
+    unsigned int gen;
+    bool known = target_rpc_find(context, hdr.rpc_id, &rpc, &gen);
 
     hg_addr_t addr = hg_addr_of_source(context, source);
     source = NULL;
@@ -136,6 +179,7 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
         goto drop;
     }
     handle->info.addr = addr; /* the reference hg_addr_of_source gave us */
+    handle->rpc_gen = gen;
     handle->cookie = hdr.cookie;
     handle->origin_id = hdr.origin_id;
     handle->info.context_id = hdr.origin_id; /* as Mercury: the origin's context */
@@ -145,8 +189,7 @@ void hg_target_receive(hg_context_t *context, const void *buf, size_t len,
     hg_count(hg_class, HG_COUNT_REQ_RECV, 1);
     hg_count(hg_class, HG_COUNT_REQ_ACTIVE, 1);
     if (!known || !rpc.rpc_cb) {
-        HGX_LOG_ERROR(HG, "request for unknown RPC %#llx",
-                      (unsigned long long)hdr.rpc_id);
+        log_unknown(hdr.rpc_id);
         respond_error(handle, HG_NOENTRY);
         return;
     }
@@ -321,14 +364,18 @@ post_error:
 
 hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *out_struct)
 {
-    if (!handle || !handle->target)
+    hg_return_t ret;
+
+    if (!handle)
         return HG_INVALID_ARG;
-    if (handle->op != HG_HANDLE_IDLE)
-        return HG_BUSY;
-    hg_return_t ret =
-        handle->self_target
-            ? hg_self_respond(handle, callback, arg, out_struct)
-            : hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
+    if (handle->target) {
+        if (handle->op != HG_HANDLE_IDLE)
+            return HG_BUSY;
+        ret = hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
+    } else if (handle->self_state != HG_SELF_NONE)
+        ret = hg_self_respond(handle, callback, arg, out_struct);
+    else
+        return HG_INVALID_ARG;
     /* The response (or its failure) settles what was owed; a response in
      * flight holds its own reference. */
     if (handle->resp_ref) {
