@@ -72,8 +72,8 @@ struct hg_handle {
     hg_cb_t self_resp_cb;
     void *self_resp_arg;
     struct hg_completion self_completion; /* the handler, then the respond callback */
-    struct hg_handle *cache_next; /* in the context's cache of released handles */
-    struct hgx_list live_link;    /* in context->live until released */
+    struct hg_handle *cache_next;         /* in the context's cache of released handles */
+    struct hgx_list live_link;            /* in context->live until released */
 
     /* Kept when a target handle is cached for reuse: from send_buf to the end
      * (hg_handle_reset clears every field before: keep it in step). NA message

@@ -77,7 +77,8 @@ static void close_forward(hg_handle_t handle, hg_return_t ret)
 
 static hg_handle_t self_handle_of(struct hg_completion *completion)
 {
-    return (hg_handle_t)((char *)completion - offsetof(struct hg_handle, self_completion));
+    return (hg_handle_t)((char *)completion -
+                         offsetof(struct hg_handle, self_completion));
 }
 
 /* HG_Trigger runs the handler, on the handle itself. The RPC is looked up
@@ -87,8 +88,9 @@ static void self_process_run(struct hg_completion *completion)
     hg_handle_t handle = self_handle_of(completion);
 
     if (!hg_target_rpc_current(handle)) {
-        HGX_LOG_WARNING(HG, "RPC %#llx has no handler now: the forward to self ends "
-                            "with HG_NOENTRY",
+        HGX_LOG_WARNING(HG,
+                        "RPC %#llx has no handler now: the forward to self ends "
+                        "with HG_NOENTRY",
                         (unsigned long long)handle->rpc.id);
         handle->self_state = HG_SELF_RESPONDED;
         close_forward(handle, HG_NOENTRY);
