@@ -18,6 +18,14 @@
     {                                                                                    \
         NULL                                                                             \
     }
+/** Declare the list head type struct @p head_name for elements of struct @p type. */
+#define HG_LIST_HEAD_DECL(head_name, type)                                               \
+    struct head_name {                                                                   \
+        struct type *head;                                                               \
+    }
+/** Define @p var, an empty list head of type struct @p head_name. */
+#define HG_LIST_HEAD_INIT(head_name, var)                                                \
+    struct head_name var = HG_LIST_HEAD_INITIALIZER(var)
 /** Declare the link field of an element of struct @p type. */
 #define HG_LIST_ENTRY(type)                                                              \
     struct {                                                                             \
@@ -39,6 +47,23 @@
             (l)->head->field.prev = &(e)->field.next;                                    \
         (l)->head = (e);                                                                 \
         (e)->field.prev = &(l)->head;                                                    \
+    } while (0)
+/** Insert @p e after @p at (an element of a list). */
+#define HG_LIST_INSERT_AFTER(at, e, field)                                               \
+    do {                                                                                 \
+        (e)->field.next = (at)->field.next;                                              \
+        if ((e)->field.next != NULL)                                                     \
+            (e)->field.next->field.prev = &(e)->field.next;                              \
+        (e)->field.prev = &(at)->field.next;                                             \
+        (at)->field.next = (e);                                                          \
+    } while (0)
+/** Insert @p e before @p at (an element of a list). */
+#define HG_LIST_INSERT_BEFORE(at, e, field)                                              \
+    do {                                                                                 \
+        (e)->field.next = (at);                                                          \
+        (e)->field.prev = (at)->field.prev;                                              \
+        *(at)->field.prev = (e);                                                         \
+        (at)->field.prev = &(e)->field.next;                                             \
     } while (0)
 /** Remove @p e from the list it is in. */
 #define HG_LIST_REMOVE(e, field)                                                         \

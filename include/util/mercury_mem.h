@@ -2,7 +2,8 @@
  * @file mercury_mem.h
  * Mercury's memory helpers (hg_mem_*): page size, aligned allocations,
  * allocations with a header before the aligned part, and named shared
- * memory. Inline over POSIX (sysconf, posix_memalign, shm_open, mmap).
+ * memory, huge-page memory. Inline over POSIX (sysconf, posix_memalign,
+ * shm_open, mmap) and Linux (MAP_HUGETLB, /proc/meminfo).
  */
 #ifndef MERCURY_MEM_H
 #define MERCURY_MEM_H
@@ -10,14 +11,71 @@
 #include "mercury_util_config.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#if !defined(MAP_HUGETLB) && defined(__linux__)
+/* A strict ISO mode hides the Linux mmap flags: take them from the kernel's
+ * header, which has each architecture's values. */
+#include <linux/mman.h>
+#endif
+
+#define HG_MEM_CACHE_LINE_SIZE 64 /**< cache line size assumed for alignment */
+#define HG_MEM_PAGE_SIZE 4096 /**< usual page size (hg_mem_get_page_size() is exact) */
 
 /** \return the system page size in bytes, or -1 */
 static HG_UTIL_INLINE long hg_mem_get_page_size(void)
 {
     return sysconf(_SC_PAGESIZE);
+}
+
+/**
+ * Default huge page size of the system ("Hugepagesize" of /proc/meminfo).
+ * \return the size in bytes, or 0 if unknown
+ */
+static HG_UTIL_INLINE long hg_mem_get_hugepage_size(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long kb = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Hugepagesize: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb > 0 ? kb * 1024 : 0;
+}
+
+/**
+ * Map @p size bytes of private memory backed by huge pages. No fallback to
+ * normal pages: this fails when the system has no free huge pages
+ * (HugePages_Free in /proc/meminfo).
+ * \param size [IN] bytes, a multiple of hg_mem_get_hugepage_size()
+ * \return the memory (free with hg_mem_huge_free()), or NULL
+ */
+static HG_UTIL_INLINE void *hg_mem_huge_alloc(size_t size)
+{
+#ifdef MAP_HUGETLB
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+#else
+    (void)size;
+    return NULL;
+#endif
+}
+
+/**
+ * Unmap memory from hg_mem_huge_alloc().
+ * \param mem_ptr [IN] the memory
+ * \param size [IN] the size given to hg_mem_huge_alloc()
+ * \return HG_UTIL_SUCCESS or HG_UTIL_FAIL
+ */
+static HG_UTIL_INLINE int hg_mem_huge_free(void *mem_ptr, size_t size)
+{
+    return munmap(mem_ptr, size) == 0 ? HG_UTIL_SUCCESS : HG_UTIL_FAIL;
 }
 
 /**

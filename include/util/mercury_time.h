@@ -95,4 +95,21 @@ static HG_UTIL_INLINE int hg_time_sleep(const hg_time_t rqt)
     return nanosleep(&rqt, NULL) == 0 ? HG_UTIL_SUCCESS : HG_UTIL_FAIL;
 }
 
+/**
+ * The local date and time as text ("Mon, 02 Jan 2006 15:04:05 UTC": weekday,
+ * day, month, year, time, zone).
+ * \return the text, in a buffer of the calling translation unit that the
+ *         next call overwrites, or NULL on failure
+ */
+static HG_UTIL_INLINE char *hg_time_stamp(void)
+{
+    static char buf[128];
+    struct tm local;
+    time_t now = time(NULL);
+    if (localtime_r(&now, &local) == NULL ||
+        strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S %Z", &local) == 0)
+        return NULL;
+    return buf;
+}
+
 #endif /* MERCURY_TIME_H */

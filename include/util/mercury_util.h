@@ -1,10 +1,11 @@
 /**
  * @file mercury_util.h
  * Mercury's utility library: its configuration and its log level call.
- * hgx provides the part that Mercury programs and Mercury's test harness
- * use (docs/mercury-compat.md): threads, mutexes, conditions, thread pool,
- * time, atomics, lists and queues inline in their headers, and the log
- * outlets (mercury_log.h) in libhgx.
+ * hgx provides what Mercury programs and Mercury 2.4.1's test programs use
+ * (docs/mercury-compat.md): threads, locks, thread pool, time, atomics,
+ * lists, queues, poll sets, events, memory, pools, hash tables, atomic
+ * queues and dynamic loading inline in their headers, and the log outlets
+ * (mercury_log.h) in libhgx.
  */
 #ifndef MERCURY_UTIL_H
 #define MERCURY_UTIL_H

@@ -9,10 +9,10 @@
 # Then checks what Mercury installs: the pkg-config files mercury (2.4.1), na
 # (6.0.0) and mercury_util (4.0.0), NA_HAS_OFI in na_config.h, every function
 # of Mercury 2.4.1's list declared by the installed headers; builds
-# tests/compat/mercury_prog.c and util_prog.c twice against that install --
+# tests/compat/mercury_prog.c, util_prog.c and util_more.c twice against that install --
 #   1. cc $(pkg-config --cflags --libs mercury)
 #   2. cmake with find_package(mercury REQUIRED) + target_link_libraries(prog mercury)
-#      (and util_prog with the mercury_util target; CMakeLists.txt checks the
+#      (and util_prog, util_more with the mercury_util target; CMakeLists.txt checks the
 #      na target and the version too)
 # -- and runs each over ofi+tcp. When it staged the install itself, it then
 # runs `make uninstall DESTDIR=...` and requires that no file remains.
@@ -110,6 +110,15 @@ if [ -n "$flags_util" ] &&
 else
     say "mercury_util: FAIL"; fail=1
 fi
+say "build 1c: ${CC:-cc} -std=c11 util_more.c \$(pkg-config --cflags --libs mercury_util)"
+# shellcheck disable=SC2086
+if [ -n "$flags_util" ] &&
+    ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/util_more_pc" "$srcdir/util_more.c" $flags_util &&
+    "$tmp/util_more_pc"; then
+    say "mercury_util (dl, event, atomic queue, hash table, memory pool, spin): PASS"
+else
+    say "mercury_util (dl, event, atomic queue, hash table, memory pool, spin): FAIL"; fail=1
+fi
 
 # ---- 2. CMake find_package(mercury)
 cmake_dir=$(dirname "$(find "$root" -name mercury-config.cmake 2>/dev/null | head -n 1)")
@@ -124,7 +133,7 @@ else
         grep 'mercury .* found' "$tmp/cmake.log" | sed 's/^/check-installed: /'
         say "run 2: mercury_prog $info"
         if "$tmp/cmake/mercury_prog" "$info" && "$tmp/cmake/util_prog" &&
-            "$tmp/cmake/na_version"; then say "cmake build: PASS"
+            "$tmp/cmake/util_more" && "$tmp/cmake/na_version"; then say "cmake build: PASS"
         else say "cmake build: FAIL (run)"; fail=1; fi
     else
         tail -25 "$tmp/cmake.log"; say "cmake build: FAIL (configure/compile)"; fail=1
