@@ -274,7 +274,9 @@ static void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
                       ucs_status_string(status));
         return;
     }
-    HGX_LOG_ERROR(UCX, "connection to %s failed: %s", p->str, ucs_status_string(status));
+    /* A warning: a peer that finalizes ends its connections this way too, and
+     * the operations on it report their own errors. */
+    HGX_LOG_WARNING(UCX, "connection to %s lost: %s", p->str, ucs_status_string(status));
     ucx_peer_down(p->cls, p, false);
 }
 
