@@ -6,6 +6,9 @@
 #include "na_test_proto.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <setjmp.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -915,8 +919,9 @@ static bool dead_peer_name(const char *server, char *name, size_t size)
            snprintf(name, size, "%.*s%d:0:0", plen, server, (int)pid) < (int)size;
 }
 
-enum dead_op { DEAD_SEND, DEAD_PUT, DEAD_GET };
-static const char *const dead_op_name[] = {"send", "put", "get"};
+enum dead_op { DEAD_SEND, DEAD_PUT, DEAD_GET, DEAD_SEND_EXPECTED, DEAD_RECV_EXPECTED };
+static const char *const dead_op_name[] = {"send", "put", "get", "expected send",
+                                           "expected receive"};
 
 /* Post an operation of kind to dead: an unexpected message, or a put/get
  * with a handle of ours standing for the remote one (what dead would have
@@ -937,6 +942,12 @@ static na_return_t to_dead(na_class_t *cls, na_context_t *ctx, na_addr_t *dead,
         NA_Msg_init_unexpected(cls, buf, size);
         ret = NA_Msg_send_unexpected(cls, ctx, na_test_cb, done, buf, size, plugin_data,
                                      dead, 0, 1, op);
+    } else if (kind == DEAD_SEND_EXPECTED) {
+        ret = NA_Msg_send_expected(cls, ctx, na_test_cb, done, buf, size, plugin_data,
+                                   dead, 0, 1, op);
+    } else if (kind == DEAD_RECV_EXPECTED) {
+        ret = NA_Msg_recv_expected(cls, ctx, na_test_cb, done, buf, size, plugin_data,
+                                   dead, 0, 1, op);
     } else {
         char ser[256];
         assert_int_equal(NA_Mem_handle_create(cls, buf, size, NA_MEM_READWRITE, &local),
@@ -1078,6 +1089,201 @@ static void test_no_retry_window(void **state)
     assert_int_equal(ret, NA_AGAIN);
 }
 
+/* The registry entry of this user's na+sm class PID-ID. */
+static void sm_entry_path(pid_t pid, unsigned int id, char *path, size_t size)
+{
+    snprintf(path, size, "/dev/shm/hgx-na-sm-%u/%d-%u", (unsigned int)geteuid(), (int)pid,
+             id);
+}
+
+/* The id of the newest na+sm class of process pid (ids only grow). */
+static bool sm_newest_id(pid_t pid, unsigned int *id)
+{
+    char dir[64], prefix[32];
+    bool found = false;
+
+    snprintf(dir, sizeof(dir), "/dev/shm/hgx-na-sm-%u", (unsigned int)geteuid());
+    snprintf(prefix, sizeof(prefix), "%d-", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    for (struct dirent *e; (e = readdir(d));) {
+        unsigned int n;
+        char end;
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+            sscanf(e->d_name + strlen(prefix), "%u%c", &n, &end) == 1 &&
+            (!found || n > *id)) {
+            *id = n;
+            found = true;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* Progress and trigger two classes until *a and *b have run (5 s at most). */
+static bool wait_both(na_class_t *c1, na_context_t *x1, struct na_test_done *a,
+                      na_class_t *c2, na_context_t *x2, struct na_test_done *b)
+{
+    for (double end = test_now() + 5; a->count < 1 || b->count < 1;) {
+        unsigned int n;
+        if (test_now() > end)
+            return false;
+        NA_Progress(c1, x1, 0);
+        NA_Trigger(x1, 16, &n);
+        NA_Progress(c2, x2, 0);
+        NA_Trigger(x2, 16, &n);
+    }
+    return true;
+}
+
+/* A message from cls to peer, a class of this process (cls2), and its
+ * expected reply back: peer must reach cls2, and the source cls2 sees reach cls. */
+static void sm_round_trip(na_class_t *cls, na_context_t *ctx, na_addr_t *peer,
+                          na_class_t *cls2, na_context_t *ctx2)
+{
+    size_t size = NA_Msg_get_unexpected_header_size(cls) + 8;
+    void *pd1 = NULL, *pd2 = NULL, *pd3 = NULL;
+    char *out = NA_Msg_buf_alloc(cls, size, NA_SEND, &pd1);
+    char *in2 = NA_Msg_buf_alloc(cls2, size, NA_RECV, &pd2);
+    char *in = NA_Msg_buf_alloc(cls, size, NA_RECV, &pd3);
+    na_op_id_t *ops[4] = {
+        NA_Op_create(cls, NA_OP_SINGLE), NA_Op_create(cls2, NA_OP_SINGLE),
+        NA_Op_create(cls, NA_OP_SINGLE), NA_Op_create(cls2, NA_OP_SINGLE)};
+    struct na_test_done sent = {0}, got = {0}, reply = {0}, replied = {0};
+
+    assert_int_equal(
+        NA_Msg_recv_unexpected(cls2, ctx2, na_test_cb, &got, in2, size, pd2, ops[1]),
+        NA_SUCCESS);
+    assert_int_equal(NA_Msg_recv_expected(cls, ctx, na_test_cb, &reply, in, size, pd3,
+                                          peer, 0, 77, ops[2]),
+                     NA_SUCCESS);
+    NA_Msg_init_unexpected(cls, out, size);
+    assert_int_equal(NA_Msg_send_unexpected(cls, ctx, na_test_cb, &sent, out, size, pd1,
+                                            peer, 0, 77, ops[0]),
+                     NA_SUCCESS);
+    assert_true(wait_both(cls, ctx, &sent, cls2, ctx2, &got));
+    assert_int_equal(sent.ret, NA_SUCCESS);
+    assert_int_equal(got.ret, NA_SUCCESS);
+    assert_int_equal(got.tag, 77);
+    assert_int_equal(NA_Msg_send_expected(cls2, ctx2, na_test_cb, &replied, in2, size,
+                                          pd2, got.source, 0, 77, ops[3]),
+                     NA_SUCCESS);
+    assert_true(wait_both(cls, ctx, &reply, cls2, ctx2, &replied));
+    assert_int_equal(replied.ret, NA_SUCCESS);
+    assert_int_equal(reply.ret, NA_SUCCESS);
+    NA_Addr_free(cls2, got.source);
+    for (int i = 0; i < 4; i++)
+        NA_Op_destroy(i % 2 ? cls2 : cls, ops[i]);
+    NA_Msg_buf_free(cls, out, pd1);
+    NA_Msg_buf_free(cls2, in2, pd2);
+    NA_Msg_buf_free(cls, in, pd3);
+}
+
+/* Mercury's na+sm names "na+sm://PID-ID" (and "sm://", and the old
+ * "PID/ID"): a live class's reaches it (the forked server's, a second
+ * class of this process), one of a process that is gone is looked up and
+ * every post to it fails by itself with NA_HOSTUNREACH (Margo's
+ * comm_unreachable), malformed ones are refused, and a class's registry
+ * entry goes with NA_Finalize (stale ones with NA_Cleanup). */
+static void test_sm_names(void **state)
+{
+    struct na_test_state *st = *state;
+    char name[TEST_ADDR_MAX], str[TEST_ADDR_MAX], path[128];
+    size_t len = sizeof(str);
+    na_addr_t *a = NULL, *b = NULL;
+    unsigned int id;
+
+    if (strncmp(st->info, "na+sm", 5) != 0) {
+        print_message("# %s: no Mercury SM names\n", st->info);
+        return;
+    }
+    static const char *const bad[] = {
+        "na+sm://abc-1",        "na+sm://1-",
+        "na+sm://-1",           "na+sm://1-x",
+        "na+sm://0-1",          "na+sm://1-1-1",
+        "na+sm://1/1/1",        "sm://+1-1",
+        "na+sm://1 -1",         "na+sm://1-1 ",
+        "na+sm://2147483648-1", "na+sm://1-4294967296",
+        "na+sm://1--1",         "na+sm://99999999999999999999999-1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        if (NA_Addr_lookup(st->cls, bad[i], &a) != NA_INVALID_ARG)
+            fail_msg("lookup of malformed \"%s\" not refused with NA_INVALID_ARG",
+                     bad[i]);
+
+    /* The forked server's entry reaches it. */
+    assert_true(sm_newest_id(st->srv.pid, &id));
+    snprintf(name, sizeof(name), "na+sm://%d-%u", (int)st->srv.pid, id);
+    assert_int_equal(NA_Addr_lookup(st->cls, name, &a), NA_SUCCESS);
+    assert_true(NA_Addr_cmp(st->cls, a, st->server));
+    NA_Addr_free(st->cls, a);
+
+    /* A process that is gone: a child that ended. */
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    assert_true(gone > 0 && waitpid(gone, NULL, 0) == gone);
+    snprintf(name, sizeof(name), "na+sm://%d-1", (int)gone);
+    assert_int_equal(NA_Addr_lookup(st->cls, name, &a), NA_SUCCESS);
+    assert_int_equal(NA_Addr_to_string(st->cls, str, &len, a), NA_SUCCESS);
+    assert_string_equal(str, name);
+    snprintf(name, sizeof(name), "sm://%d/1", (int)gone);
+    assert_int_equal(NA_Addr_lookup(st->cls, name, &b), NA_SUCCESS);
+    assert_true(NA_Addr_cmp(st->cls, a, b));
+    assert_false(NA_Addr_cmp(st->cls, a, st->server));
+    assert_false(NA_Addr_is_self(st->cls, a));
+    NA_Addr_free(st->cls, b);
+    for (enum dead_op k = DEAD_SEND; k <= DEAD_RECV_EXPECTED; k++) {
+        struct na_test_done done = {0};
+        double start = test_now();
+        assert_int_equal(to_dead(st->cls, st->ctx, a, k, &done), NA_SUCCESS);
+        print_message("# %s: %s to %s: %s after %.3f s\n", st->info, dead_op_name[k], str,
+                      NA_Error_to_string(done.ret), test_now() - start);
+        assert_int_equal(done.ret, NA_HOSTUNREACH);
+    }
+    NA_Addr_free(st->cls, a);
+
+    /* A second class of this process, by its PID-ID: a round trip. */
+    na_class_t *cls2 = NA_Initialize(st->info, true);
+    assert_non_null(cls2);
+    na_context_t *ctx2 = NA_Context_create(cls2);
+    assert_non_null(ctx2);
+    assert_true(sm_newest_id(getpid(), &id));
+    snprintf(name, sizeof(name), "na+sm://%d-%u", (int)getpid(), id);
+    assert_int_equal(NA_Addr_lookup(st->cls, name, &a), NA_SUCCESS);
+    assert_int_equal(NA_Addr_self(cls2, &b), NA_SUCCESS);
+    len = sizeof(str);
+    assert_int_equal(NA_Addr_to_string(cls2, str, &len, b), NA_SUCCESS);
+    NA_Addr_free(cls2, b);
+    assert_int_equal(NA_Addr_lookup(st->cls, str, &b), NA_SUCCESS);
+    assert_true(NA_Addr_cmp(st->cls, a, b));
+    NA_Addr_free(st->cls, b);
+    sm_round_trip(st->cls, st->ctx, a, cls2, ctx2);
+    NA_Addr_free(st->cls, a);
+
+    /* NA_Cleanup removes a dead process's entry, not a live one's. */
+    char stale[128];
+    sm_entry_path(gone, 3, stale, sizeof(stale));
+    int fd = open(stale, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    NA_Cleanup();
+    assert_int_equal(access(stale, F_OK), -1);
+    sm_entry_path(getpid(), id, path, sizeof(path));
+    assert_int_equal(access(path, F_OK), 0);
+
+    /* Gone with NA_Finalize: the name is then unreachable. */
+    assert_int_equal(NA_Context_destroy(cls2, ctx2), NA_SUCCESS);
+    assert_int_equal(NA_Finalize(cls2), NA_SUCCESS);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_int_equal(NA_Addr_lookup(st->cls, name, &a), NA_SUCCESS);
+    struct na_test_done done = {0};
+    to_dead(st->cls, st->ctx, a, DEAD_SEND, &done);
+    assert_int_equal(done.ret, NA_HOSTUNREACH);
+    NA_Addr_free(st->cls, a);
+}
+
 int main(void)
 {
     const char *const *transports;
@@ -1100,6 +1306,7 @@ int main(void)
         cmocka_unit_test(test_optional_features),
         cmocka_unit_test(test_dead_peer),
         cmocka_unit_test(test_no_retry_window),
+        cmocka_unit_test(test_sm_names),
     };
     return test_run_groups("na", transports, n, NULL, &current_info, tests,
                            sizeof(tests) / sizeof(*tests), group_setup, group_teardown);

@@ -7,8 +7,10 @@
 #include "na_core.h"
 #include "na_info.h"
 #include "na_rma.h"
+#include "na_sm_registry.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -259,6 +261,8 @@ na_class_t *NA_Initialize_opt2(const char *info_string, bool listen, unsigned in
                                         ? ops->msg_get_expected_header_size(na_class)
                                         : 0;
     na_class->msg.max_tag = ops->msg_get_max_tag(na_class);
+    if (alias && alias->sm_names)
+        na_sm_registry_publish(na_class);
     na_info_free(&info);
     return na_class;
 
@@ -287,6 +291,8 @@ na_return_t NA_Finalize(na_class_t *na_class)
         HGX_LOG_WARNING(
             NA, "finalizing with %ld address(es) and %ld memory handle(s) not freed",
             addrs, mems);
+    /* Withdrawn first: a lookup from now on finds the class gone. */
+    na_sm_registry_withdraw(na_class);
     na_return_t ret = na_class->ops->finalize(na_class);
     if (ret != NA_SUCCESS)
         return ret;
@@ -298,6 +304,7 @@ na_return_t NA_Finalize(na_class_t *na_class)
 
 void NA_Cleanup(void)
 {
+    na_sm_registry_cleanup();
     for (const struct na_ops *const *p = na_plugin_table; *p; p++)
         if ((*p)->cleanup)
             (*p)->cleanup();
@@ -407,6 +414,7 @@ void na_addr_init(na_class_t *na_class, na_addr_t *addr)
 {
     atomic_init(&addr->refcount, 1);
     addr->na_class = na_class;
+    addr->unreachable = NULL;
     atomic_fetch_add(&na_class->n_addrs, 1);
 }
 
@@ -414,6 +422,7 @@ void na_addr_init_owned(na_class_t *na_class, na_addr_t *addr)
 {
     atomic_init(&addr->refcount, 1);
     addr->na_class = na_class;
+    addr->unreachable = NULL;
 }
 
 bool na_addr_valid(na_class_t *na_class, na_addr_t *addr)
@@ -440,7 +449,12 @@ na_return_t NA_Addr_lookup(na_class_t *na_class, const char *name, na_addr_t **a
         na_alias_lookup_name(na_class, name, renamed, sizeof(renamed), &bare);
     if (ret != NA_SUCCESS)
         return ret;
-    ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
+    const char *sep = strstr(bare, "://");
+    if (na_class->alias && na_class->alias->sm_names && sep &&
+        na_sm_registry_is_name(sep + 3))
+        ret = na_sm_registry_lookup(na_class, sep + 3, addr_p);
+    else
+        ret = na_class->ops->addr_lookup(na_class, bare, addr_p);
     if (ret != NA_SUCCESS)
         HGX_LOG_ERROR(NA, "lookup of \"%s\" failed: %s", name, NA_Error_to_string(ret));
     return ret;
@@ -454,7 +468,10 @@ void NA_Addr_free(na_class_t *na_class, na_addr_t *addr)
         return;
     if (hgx_int_add(&addr->refcount, -1, na_class->single) == 1) {
         atomic_fetch_sub(&na_class->n_addrs, 1);
-        na_class->ops->addr_destroy(na_class, addr);
+        if (addr->unreachable)
+            free(addr);
+        else
+            na_class->ops->addr_destroy(na_class, addr);
     }
 }
 
@@ -463,8 +480,9 @@ na_return_t NA_Addr_set_remove(na_class_t *na_class, na_addr_t *addr)
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!na_addr_valid(na_class, addr))
         return NA_INVALID_ARG;
-    return na_class->ops->addr_set_remove ? na_class->ops->addr_set_remove(na_class, addr)
-                                          : NA_SUCCESS;
+    return na_class->ops->addr_set_remove && !addr->unreachable
+               ? na_class->ops->addr_set_remove(na_class, addr)
+               : NA_SUCCESS;
 }
 
 na_return_t NA_Addr_self(na_class_t *na_class, na_addr_t **addr_p)
@@ -493,12 +511,15 @@ bool NA_Addr_cmp(na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2)
         return false;
     if (addr1 == addr2)
         return true;
+    if (addr1->unreachable || addr2->unreachable)
+        return addr1->unreachable && addr2->unreachable &&
+               strcmp(addr1->unreachable, addr2->unreachable) == 0;
     return na_class->ops->addr_cmp(na_class, addr1, addr2);
 }
 
 bool NA_Addr_is_self(na_class_t *na_class, na_addr_t *addr)
 {
-    if (!na_class || !addr || addr->na_class != na_class)
+    if (!na_class || !addr || addr->na_class != na_class || addr->unreachable)
         return false;
     return na_class->ops->addr_is_self(na_class, addr);
 }
@@ -514,8 +535,12 @@ na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
         HGX_LOG_ERROR(NA, "NULL buf_size or invalid address");
         return NA_INVALID_ARG;
     }
-    na_return_t ret = na_class->ops->addr_to_string(na_class, tmp, &need, addr);
-    if (ret == NA_SUCCESS)
+    na_return_t ret = NA_SUCCESS;
+    if (addr->unreachable) /* already the public name */
+        snprintf(tmp, sizeof(tmp), "%s", addr->unreachable);
+    else
+        ret = na_class->ops->addr_to_string(na_class, tmp, &need, addr);
+    if (ret == NA_SUCCESS && !addr->unreachable)
         ret = na_alias_addr_string(na_class, tmp, sizeof(tmp));
     if (ret != NA_SUCCESS)
         return ret;
@@ -537,6 +562,8 @@ size_t NA_Addr_get_serialize_size(na_class_t *na_class, na_addr_t *addr)
 {
     if (!na_class || !addr)
         return 0;
+    if (addr->unreachable) /* what it would take; serializing it is refused */
+        return strlen(addr->unreachable) + 1;
     return na_class->ops->addr_get_serialize_size(na_class, addr);
 }
 
@@ -546,6 +573,12 @@ na_return_t NA_Addr_serialize(na_class_t *na_class, void *buf, size_t buf_size,
     NA_CHECK_CLASS(na_class, NA_INVALID_ARG);
     if (!buf || !na_addr_valid(na_class, addr))
         return NA_INVALID_ARG;
+    if (addr->unreachable) {
+        /* The plugins' serialized forms name live peers only. */
+        HGX_LOG_ERROR(NA, "%s is unreachable: its address has no serialized form",
+                      addr->unreachable);
+        return NA_HOSTUNREACH;
+    }
     if (buf_size < na_class->ops->addr_get_serialize_size(na_class, addr)) {
         HGX_LOG_ERROR(NA, "buffer too small to serialize address");
         return NA_OVERFLOW;
@@ -709,6 +742,9 @@ na_return_t NA_Msg_send_unexpected(na_class_t *na_class, na_context_t *context,
         NA_Msg_get_unexpected_header_size(na_class), dest_addr, true, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
+    if (__builtin_expect(dest_addr->unreachable != NULL, 0))
+        return na_unreachable_post(na_class, context, op_id, NA_CB_SEND_UNEXPECTED,
+                                   callback, arg);
     NA_POST(na_class, context, op_id, NA_CB_SEND_UNEXPECTED, callback, arg,
             na_class->ops->msg_send_unexpected(na_class, context, op_id, buf, buf_size,
                                                plugin_data, dest_addr, dest_id, tag));
@@ -749,6 +785,9 @@ na_return_t NA_Msg_send_expected(na_class_t *na_class, na_context_t *context,
         NA_Msg_get_expected_header_size(na_class), dest_addr, true, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
+    if (__builtin_expect(dest_addr->unreachable != NULL, 0))
+        return na_unreachable_post(na_class, context, op_id, NA_CB_SEND_EXPECTED,
+                                   callback, arg);
     NA_POST(na_class, context, op_id, NA_CB_SEND_EXPECTED, callback, arg,
             na_class->ops->msg_send_expected(na_class, context, op_id, buf, buf_size,
                                              plugin_data, dest_addr, dest_id, tag));
@@ -764,6 +803,10 @@ na_return_t NA_Msg_recv_expected(na_class_t *na_class, na_context_t *context,
                                    true, tag, true);
     if (ret != NA_SUCCESS)
         return ret;
+    /* Nothing will ever come from it: failed at once, not left to a cancel. */
+    if (__builtin_expect(source_addr->unreachable != NULL, 0))
+        return na_unreachable_post(na_class, context, op_id, NA_CB_RECV_EXPECTED,
+                                   callback, arg);
     NA_POST(na_class, context, op_id, NA_CB_RECV_EXPECTED, callback, arg,
             na_class->ops->msg_recv_expected(na_class, context, op_id, buf, buf_size,
                                              plugin_data, source_addr, source_id, tag));

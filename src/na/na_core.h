@@ -1,6 +1,7 @@
 /*
- * na_core.h -- what the NA core's files (na.c, na_mem.c) share: the class
- * check, the post wrapper and the address check. Private to the core.
+ * na_core.h -- what the NA core's files (na.c, na_mem.c, ...) share: the class
+ * check, the post wrapper, the address check and unreachable addresses.
+ * Private to the core.
  */
 #ifndef NA_CORE_H
 #define NA_CORE_H
@@ -20,6 +21,17 @@ extern const char *const na_cb_type_names[];
 
 /* True if addr belongs to na_class; logs and returns false otherwise. */
 bool na_addr_valid(na_class_t *na_class, na_addr_t *addr);
+
+/* A new address (refcount 1) for name, a peer known to be absent: the core
+ * answers for it (string, comparison) and frees it; no plugin sees it. */
+na_return_t na_unreachable_new(na_class_t *na_class, const char *name,
+                               na_addr_t **addr_p);
+
+/* Post an op to an unreachable address: it completes with NA_HOSTUNREACH
+ * through the context's queue, as a plugin's post to a peer found gone. */
+na_return_t na_unreachable_post(na_class_t *na_class, na_context_t *context,
+                                na_op_id_t *op, na_cb_type_t type, na_cb_t callback,
+                                void *arg);
 
 /* Begin an op, run the plugin's post call, and undo the begin if it fails. */
 #define NA_POST(na_class, context, op, type, callback, arg, call)                        \

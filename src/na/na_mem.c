@@ -225,6 +225,9 @@ static na_return_t na_rma_post(na_class_t *na_class, na_context_t *context, bool
                                    put ? NA_MEM_WRITE_ONLY : NA_MEM_READ_ONLY);
     if (ret != NA_SUCCESS)
         return ret;
+    if (remote_addr->unreachable)
+        return na_unreachable_post(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET,
+                                   callback, arg);
     if (data_size == 0) { /* nothing to move: complete without the plugin */
         ret = na_op_post_begin(na_class, context, op_id, put ? NA_CB_PUT : NA_CB_GET,
                                callback, arg);

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 /* Life of an op id. Only IDLE ids may be posted; only POSTED ones cancelled. */
 enum na_op_state {
@@ -55,6 +56,10 @@ struct na_class {
         size_t max_unexpected, max_expected, unexpected_header, expected_header;
         na_tag_t max_tag;
     } msg;
+    struct { /* Mercury's SM name "PID-ID" (na_sm_registry.c) */
+        unsigned int id;
+        pid_t pid; /* 0 when not published */
+    } sm;
 };
 
 struct na_context {
@@ -90,6 +95,9 @@ struct na_op_id {
 struct na_addr {
     atomic_int refcount;
     na_class_t *na_class;
+    /* NULL, or the public name of a peer known to be absent: an address the
+     * core owns and answers for, which no plugin sees (na_unreachable.c). */
+    const char *unreachable;
 };
 
 /* Common head of every memory handle; a plugin's handle struct starts with it. */
@@ -113,6 +121,9 @@ struct na_alias {
     const char *protocol;   /* "sm" */
     const char *serves;     /* "shm": one of the plugin's protocols */
     unsigned int rank;
+    /* Mercury's SM names: each class publishes its address as "PID-ID" and
+     * lookups of that form are resolved through the registry (na_sm_registry.c). */
+    bool sm_names;
 };
 
 /* Parsed info string "plugin+protocol://host:port". */

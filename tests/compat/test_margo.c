@@ -38,11 +38,14 @@
 #include "../test_common.h"
 #include "../test_hg_done.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define LOOP_TIMEOUT 20.0
 
@@ -701,6 +704,71 @@ static void test_unreachable(void **state)
     assert_int_equal(HG_Finalize(cls), HG_SUCCESS);
 }
 
+/* A forward to a Mercury SM name "na+sm://PID-ID" with no class behind it
+ * fails by itself, HG_HOSTUNREACH within Margo's 2 s. */
+static void sm_forward_unreachable(struct env *env, const char *name)
+{
+    hg_addr_t a = HG_ADDR_NULL;
+    hg_handle_t h;
+
+    assert_int_equal(HG_Addr_lookup2(env->cli, name, &a), HG_SUCCESS);
+    assert_int_equal(HG_Create(env->cli_ctx, a, env->echo_id, &h), HG_SUCCESS);
+    double start = test_now();
+    hg_return_t ret = forward_wait(env, h, 1);
+    double took = test_now() - start;
+    print_message("# %s: forward to %s failed by itself after %.3f s: %s\n", env->info,
+                  name, took, HG_Error_to_string(ret));
+    assert_int_equal(ret, HG_HOSTUNREACH);
+    assert_true(took < UNREACHABLE_BOUND_S);
+    assert_int_equal(HG_Destroy(h), HG_SUCCESS);
+    assert_int_equal(HG_Addr_free(env->cli, a), HG_SUCCESS);
+}
+
+/* Mercury's na+sm names: Margo's comm_unreachable looks up "na+sm://1-1"
+ * (pid 1 has no class of ours) and a process that is gone is the same; the
+ * server's own PID-ID (one of this process's registry entries) reaches it. */
+static void test_sm_names(void **state)
+{
+    struct env *env = *state;
+    char name[TEST_ADDR_MAX], dir[64], prefix[32];
+
+    if (strncmp(env->info, "na+sm", 5) != 0) {
+        print_message("# %s: no Mercury SM names\n", env->info);
+        return;
+    }
+    if (getpid() != 1)
+        sm_forward_unreachable(env, "na+sm://1-1");
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    assert_true(gone > 0 && waitpid(gone, NULL, 0) == gone);
+    snprintf(name, sizeof(name), "na+sm://%d-0", (int)gone);
+    sm_forward_unreachable(env, name);
+
+    int reached = 0;
+    snprintf(dir, sizeof(dir), "/dev/shm/hgx-na-sm-%u", (unsigned int)geteuid());
+    snprintf(prefix, sizeof(prefix), "%d-", (int)getpid());
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        hg_addr_t a = HG_ADDR_NULL;
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strchr(e->d_name, '.'))
+            continue;
+        snprintf(name, sizeof(name), "na+sm://%.32s", e->d_name);
+        assert_int_equal(HG_Addr_lookup2(env->cli, name, &a), HG_SUCCESS);
+        if (HG_Addr_cmp(env->cli, a, env->srv_addr)) {
+            hg_handle_t h;
+            assert_int_equal(HG_Create(env->cli_ctx, a, env->echo_id, &h), HG_SUCCESS);
+            assert_int_equal(forward_wait(env, h, 5), HG_SUCCESS);
+            assert_int_equal(HG_Destroy(h), HG_SUCCESS);
+            reached++;
+        }
+        assert_int_equal(HG_Addr_free(env->cli, a), HG_SUCCESS);
+    }
+    closedir(d);
+    assert_int_equal(reached, 1);
+}
+
 /* Mercury's test_lookup: threads look the server up, remove it from the
  * address set and free it, 32 times each, at the same time. */
 #define LOOKUP_THREADS 4
@@ -1055,6 +1123,7 @@ static const struct CMUnitTest transport_tests[] = {
     cmocka_unit_test(test_lookup_threads),
     cmocka_unit_test(test_threads),
     cmocka_unit_test(test_unreachable), /* fails by itself in 2 s: busy runs too */
+    cmocka_unit_test(test_sm_names),
 };
 
 static void test_version(void **state)

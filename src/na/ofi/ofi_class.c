@@ -511,7 +511,8 @@ const struct na_ops na_ofi_ops = {
     .class_name = "ofi",
     .protocols = (const char *const[]){"tcp", "sockets", "shm", NULL},
     /* Mercury's shared-memory plugin, when UCX (which ranks higher) is not built. */
-    .aliases = (const struct na_alias[]){{"na", "sm", "shm", 1}, {NULL, NULL, NULL, 0}},
+    .aliases = (const struct na_alias[]){{"na", "sm", "shm", 1, true},
+                                         {NULL, NULL, NULL, 0, false}},
     .log_subsys = HGX_SUBSYS_OFI,
     /* The plugin cuts operations at the provider's limits itself, and over
      * tcp every piece of a get is one more read request (and head round

@@ -470,7 +470,8 @@ const struct na_ops na_ucx_ops = {
     .protocols = (const char *const[]){"tcp", "shm", "all", NULL},
     /* Mercury's shared-memory plugin: ucx+shm is preferred to ofi+shm, as it
      * is the faster and has a wait fd. */
-    .aliases = (const struct na_alias[]){{"na", "sm", "shm", 2}, {NULL, NULL, NULL, 0}},
+    .aliases = (const struct na_alias[]){{"na", "sm", "shm", 2, true},
+                                         {NULL, NULL, NULL, 0, false}},
     .log_subsys = HGX_SUBSYS_UCX,
     .params = ucx_params,
     /* One put is one put_nbx plus a flush: with 256 KiB pieces a 1 MiB push
