@@ -5,6 +5,10 @@
  *   test_mpi_dynamic client ADDR ID             connect, messages + put/get, verified
  *   test_mpi_dynamic bogus                      lookup of a dead port fails, bounded
  *   test_mpi_dynamic unsupported                (MPICH) init and lookup fail clearly
+ * Roles prefixed "single-" start MPI with plain MPI_Init (as Mercury's test
+ * harness starts a client), a thread level below MPI_THREAD_MULTIPLE:
+ *   test_mpi_dynamic single-client ADDR ID      as client, connecting inline
+ *   test_mpi_dynamic single-server              a listening init is refused
  * Prints cmocka-style result lines; exit 0 when all passed.
  */
 #include "hgx_emul.h"
@@ -276,17 +280,50 @@ static void check_app_errhandlers(void)
     MPI_Errhandler_free(&s);
 }
 
-int main(int argc, char **argv)
+/* Start MPI for the role; returns the role without its "single-" prefix. */
+static const char *init_mpi(int *argc, char ***argv)
 {
     int provided = 0;
+    if (strncmp(role, "single-", 7) != 0) {
+        MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+        return role;
+    }
+    MPI_Init(argc, argv);
+    MPI_Query_thread(&provided);
+    char why[64];
+    snprintf(why, sizeof(why), "level %d", provided);
+    result("plain MPI_Init: thread level below MPI_THREAD_MULTIPLE",
+           provided < MPI_THREAD_MULTIPLE, why);
+    return role + 7;
+}
+
+/* Below MPI_THREAD_MULTIPLE a listener cannot run its acceptor thread. */
+static int refused_listener(void)
+{
+    cls = NA_Initialize("mpi+dynamic", true);
+    result("listening NA_Initialize(\"mpi+dynamic\") below MPI_THREAD_MULTIPLE fails",
+           cls == NULL, "");
+    if (cls)
+        NA_Finalize(cls);
+    check_app_errhandlers();
+    MPI_Finalize();
+    printf("[  PASSED  ] %d [  FAILED  ] %d (%s)\n", passes, failures, role);
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
     if (argc < 2) {
         fprintf(stderr,
-                "usage: %s server FILE N | client ADDR ID | bogus | unsupported\n",
+                "usage: %s server FILE N | [single-]client ADDR ID | bogus | "
+                "unsupported | single-server\n",
                 argv[0]);
         return 2;
     }
     role = argv[1];
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    const char *mode = init_mpi(&argc, &argv);
+    if (strcmp(role, "single-server") == 0)
+        return refused_listener();
     if (strcmp(role, "unsupported") == 0) {
         cls = NA_Initialize("mpi+dynamic", true);
         result("listening NA_Initialize(\"mpi+dynamic\") fails", cls == NULL, "");
@@ -315,7 +352,7 @@ int main(int argc, char **argv)
     ctx = NA_Context_create(cls);
     if (listen && argc >= 4)
         server(argv[2], atoi(argv[3]));
-    else if (strcmp(role, "client") == 0 && argc >= 4)
+    else if (strcmp(mode, "client") == 0 && argc >= 4)
         client(argv[2], atoi(argv[3]));
     else if (strcmp(role, "bogus") == 0)
         bogus();

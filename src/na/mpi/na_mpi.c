@@ -150,6 +150,44 @@ static bool nm_check_protocol(const char *protocol_name)
     return strcmp(protocol_name, "static") == 0 || strcmp(protocol_name, "dynamic") == 0;
 }
 
+static const char *nm_thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE:
+        return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+        return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+        return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+        return "MPI_THREAD_MULTIPLE";
+    default:
+        return "an unknown level";
+    }
+}
+
+/*
+ * A listener's MPI_Comm_accept blocks until a client comes (MPI has no
+ * nonblocking accept), so it runs in an acceptor thread while the class
+ * progresses in others: that needs MPI_THREAD_MULTIPLE. Mercury's listener
+ * runs such a thread too and asks for MPI_THREAD_MULTIPLE when it initializes
+ * MPI (its test harness does so for servers). A client connects inline and
+ * works at any level.
+ */
+static na_return_t nm_dyn_check_listen_level(int provided)
+{
+    if (provided >= MPI_THREAD_MULTIPLE)
+        return NA_SUCCESS;
+    HGX_LOG_ERROR(MPI,
+                  "a listening mpi+dynamic class needs MPI_THREAD_MULTIPLE (its acceptor "
+                  "thread blocks in MPI_Comm_accept while the class progresses) but MPI "
+                  "provides %s (%d): initialize MPI with MPI_Init_thread(..., "
+                  "MPI_THREAD_MULTIPLE, ...) or let NA initialize it; a non-listening "
+                  "mpi+dynamic class works at any thread level",
+                  nm_thread_level_name(provided), provided);
+    return NA_PROTONOSUPPORT;
+}
+
 static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *info,
                                  bool listen)
 {
@@ -221,15 +259,8 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
 
     if (dynamic) {
         MPI_Query_thread(&provided);
-        if (provided < MPI_THREAD_MULTIPLE) {
-            HGX_LOG_ERROR(MPI,
-                          "mpi+dynamic needs MPI_THREAD_MULTIPLE (MPI_Comm_accept and "
-                          "MPI_Comm_connect block in helper threads) but MPI provides "
-                          "thread level %d",
-                          provided);
-            ret = NA_PROTONOSUPPORT;
+        if (listen && (ret = nm_dyn_check_listen_level(provided)) != NA_SUCCESS)
             goto undo_init;
-        }
         rc = nm_dyn_self_comm();
         if (rc != MPI_SUCCESS) {
             nm_log_err("MPI_Comm_dup(MPI_COMM_SELF)", rc);
@@ -329,6 +360,12 @@ static na_return_t nm_initialize(na_class_t *na_class, const struct na_info *inf
     hgx_emul_set_tag_gens(pc->emul, TAG_EXP_BASE, hgx_emul_gen_bits(above + 1));
     if (dynamic) {
         pc->dynamic = true;
+        pc->connect_inline = provided < MPI_THREAD_MULTIPLE; /* clients only (above) */
+        if (pc->connect_inline)
+            HGX_LOG_DEBUG(MPI,
+                          "mpi+dynamic client at %s: lookups connect in the calling "
+                          "thread, not bounded by HGX_MPI_CONNECT_TIMEOUT_MS",
+                          nm_thread_level_name(provided));
         pc->self_conn = calloc(1, sizeof(*pc->self_conn));
         if (!pc->self_conn) {
             hgx_emul_close(pc->emul);

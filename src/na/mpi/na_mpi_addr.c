@@ -74,18 +74,24 @@ static na_return_t nm_dyn_lookup(na_class_t *na_class, const char *name,
             return nm_addr_new(na_class, k, 0, addr_p);
         }
     }
-    hgx_unlock(&pc->lock);
     MPI_Comm c = MPI_COMM_NULL;
-    na_return_t ret = nm_dyn_connect(target, is_name, &c, port); /* unlocked: may block */
+    na_return_t ret;
+    if (pc->connect_inline) {
+        /* still locked: no other thread's progress calls MPI meanwhile */
+        ret = nm_dyn_connect_inline(target, is_name, &c, port);
+    } else {
+        hgx_unlock(&pc->lock); /* the helper thread may block, progress goes on */
+        ret = nm_dyn_connect(target, is_name, &c, port);
+        hgx_lock(&pc->lock);
+    }
+    struct dyn_conn *k = ret == NA_SUCCESS ? nm_conn_add(pc, c, port) : NULL;
+    if (ret == NA_SUCCESS && !k) {
+        MPI_Comm_disconnect(&c);
+        ret = NA_NOMEM;
+    }
+    hgx_unlock(&pc->lock);
     if (ret != NA_SUCCESS)
         return ret;
-    hgx_lock(&pc->lock);
-    struct dyn_conn *k = nm_conn_add(pc, c, port);
-    hgx_unlock(&pc->lock);
-    if (!k) {
-        MPI_Comm_disconnect(&c);
-        return NA_NOMEM;
-    }
     HGX_LOG_DEBUG(MPI, "mpi+dynamic: connected to %s (connection %d)", target, k->id);
     return nm_addr_new(na_class, k, 0, addr_p);
 }

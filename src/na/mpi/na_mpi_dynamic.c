@@ -16,7 +16,10 @@
  * HGX_MPI_CONNECT_TIMEOUT_MS (default 10000): Open MPI 4.1 has no usable
  * connect/accept timeout (its own PMIx exchange waits 600 s), so past the
  * bound the lookup fails with NA_ADDRNOTAVAIL and the helper thread is left
- * behind (detached; a late connection is never used).
+ * behind (detached; a late connection is never used). Below
+ * MPI_THREAD_MULTIPLE only a client can exist (no acceptor), and a lookup
+ * connects in the calling thread instead, unbounded, as Mercury's does
+ * (nm_dyn_connect_inline): no helper thread ever calls MPI then.
  *
  * Every connection has its own mpi_emul instance sharing the registry of the
  * self connection, so put/get work across intercommunicators. Teardown: the
@@ -283,26 +286,44 @@ static void nm_connector_unref(struct dyn_connector *k)
     }
 }
 
+/* MPI_Lookup_name (a service name) and MPI_Comm_connect, in the calling
+ * thread; *failed names the call that failed. */
+static int nm_dyn_lookup_connect(const char *target, bool is_name, char *port,
+                                 MPI_Comm *c, const char **failed)
+{
+    int rc = MPI_SUCCESS;
+    if (is_name) {
+        nm_dyn_eh_enter();
+        rc = MPI_Lookup_name(target, MPI_INFO_NULL, port);
+        nm_dyn_eh_leave();
+        if (rc != MPI_SUCCESS) {
+            *failed = "MPI_Lookup_name";
+            return rc;
+        }
+    } else {
+        snprintf(port, MPI_MAX_PORT_NAME, "%s", target);
+    }
+    rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, dyn_self, c);
+    if (rc != MPI_SUCCESS)
+        *failed = "MPI_Comm_connect";
+    return rc;
+}
+
+static void nm_dyn_log_connect_error(const char *call, const char *target, int rc)
+{
+    char es[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, es, &len) != MPI_SUCCESS)
+        snprintf(es, sizeof(es), "error %d", rc);
+    HGX_LOG_ERROR(MPI, "mpi+dynamic: %s for \"%s\" failed: %s", call, target, es);
+}
+
 static void *nm_connector_main(void *arg)
 {
     struct dyn_connector *k = arg;
-    int rc = MPI_SUCCESS;
     const char *failed = NULL;
     MPI_Comm c = MPI_COMM_NULL;
-    if (k->is_name) {
-        nm_dyn_eh_enter();
-        rc = MPI_Lookup_name(k->target, MPI_INFO_NULL, k->port);
-        nm_dyn_eh_leave();
-        if (rc != MPI_SUCCESS)
-            failed = "MPI_Lookup_name";
-    } else {
-        snprintf(k->port, sizeof(k->port), "%s", k->target);
-    }
-    if (rc == MPI_SUCCESS) {
-        rc = MPI_Comm_connect(k->port, MPI_INFO_NULL, 0, dyn_self, &c);
-        if (rc != MPI_SUCCESS)
-            failed = "MPI_Comm_connect";
-    }
+    int rc = nm_dyn_lookup_connect(k->target, k->is_name, k->port, &c, &failed);
     pthread_mutex_lock(&k->mu);
     k->done = true;
     k->rc = rc;
@@ -312,6 +333,19 @@ static void *nm_connector_main(void *arg)
     pthread_mutex_unlock(&k->mu);
     nm_connector_unref(k);
     return NULL;
+}
+
+/* Below MPI_THREAD_MULTIPLE: the lookup and connect in the calling thread,
+ * blocking until MPI returns (MPI has no connect timeout to bound it). */
+na_return_t nm_dyn_connect_inline(const char *target, bool is_name, MPI_Comm *comm_p,
+                                  char *port_out)
+{
+    const char *failed = NULL;
+    int rc = nm_dyn_lookup_connect(target, is_name, port_out, comm_p, &failed);
+    if (rc == MPI_SUCCESS)
+        return NA_SUCCESS;
+    nm_dyn_log_connect_error(failed, target, rc);
+    return NA_ADDRNOTAVAIL;
 }
 
 /* Runs MPI_Lookup_name + MPI_Comm_connect in a helper thread, bounded. */
@@ -360,12 +394,7 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
             ms);
         ret = NA_ADDRNOTAVAIL;
     } else if (k->rc != MPI_SUCCESS) {
-        char es[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        if (MPI_Error_string(k->rc, es, &len) != MPI_SUCCESS)
-            snprintf(es, sizeof(es), "error %d", k->rc);
-        HGX_LOG_ERROR(MPI, "mpi+dynamic: %s for \"%s\" failed: %s", k->failed_call,
-                      target, es);
+        nm_dyn_log_connect_error(k->failed_call, target, k->rc);
         ret = NA_ADDRNOTAVAIL;
     } else {
         *comm_p = k->comm;

@@ -146,6 +146,9 @@ struct nm_class {
     char small[MRECV_MAX]; /* unexpected messages received with MPI_Mrecv */
     /* mpi+dynamic only */
     bool dynamic, listening, published;
+    /* Below MPI_THREAD_MULTIPLE (a client then): lookups connect in the calling
+     * thread, under the class lock, so no other thread calls MPI */
+    bool connect_inline;
     int tag_bye;
     int conn_gen_base;      /* connections: data tags of generations >= 1 */
     unsigned conn_gen_bits; /* connections: tag-generation bits */
@@ -285,6 +288,8 @@ void nm_dyn_escape(const char *in, char *out, size_t n);
 bool nm_dyn_unescape(const char *in, char *out, size_t n);
 na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
                            char *port_out);
+na_return_t nm_dyn_connect_inline(const char *target, bool is_name, MPI_Comm *comm_p,
+                                  char *port_out);
 struct dyn_conn *nm_conn_add(struct nm_class *pc, MPI_Comm c, const char *port);
 int nm_dyn_take_accepted(struct nm_class *pc);
 void nm_dyn_disconnect(struct dyn_conn *k, bool send_bye, int tag_bye);
