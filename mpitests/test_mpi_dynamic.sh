@@ -1,8 +1,13 @@
 #!/bin/sh
 # make check entry: mpi+dynamic across separate mpirun jobs.
-#  Open MPI: start ompi-server, one server job and two client jobs one after
-#    the other (the server's address passed through a file), then a bounded
-#    failing lookup; every step under a timeout; everything cleaned up.
+#  Open MPI: start ompi-server, one server job and three client jobs one after
+#    the other (the server's address passed through a file): by port, by
+#    service name, and one at plain MPI_Init (MPI_THREAD_SINGLE, as Mercury's
+#    test harness runs its clients) that connects inline
+#    (HGX_MPI_CONNECT_TIMEOUT_MS=1 would fail a connect run in a helper
+#    thread); then a listener at plain MPI_Init must be refused with a log
+#    line naming the thread level, and a bounded failing lookup; every step
+#    under a timeout; everything cleaned up.
 #  MPICH (ch4:ucx has no MPI_Open_port): init and lookup must fail with the
 #    log line naming MPI_Open_port.
 # MPIRUN and MPI_FLAVOR come from make check's environment.
@@ -42,7 +47,7 @@ while [ ! -s "$tmp/uri" ]; do
 done
 mrun() { t=$1; shift; timeout "$t" "$MPIRUN" --ompi-server "file:$tmp/uri" --oversubscribe -np 1 "$@"; }
 
-mrun 180 "$prog" server "$tmp/addr" 2 >"$tmp/server.log" 2>&1 &
+mrun 180 "$prog" server "$tmp/addr" 3 >"$tmp/server.log" 2>&1 &
 srv_pid=$!
 i=0
 while [ ! -s "$tmp/addr" ]; do
@@ -58,9 +63,17 @@ cat "$tmp/client0.log"
 mrun 90 "$prog" client "mpi+dynamic://${HGX_MPI_SERVICE:-hgx}" 1 >"$tmp/client1.log" 2>&1 ||
     fail "client 1 (by service name)"
 cat "$tmp/client1.log"
+HGX_MPI_CONNECT_TIMEOUT_MS=1 mrun 90 "$prog" single-client "$addr" 2 >"$tmp/client2.log" 2>&1 ||
+    fail "client 2 (plain MPI_Init)"
+cat "$tmp/client2.log"
 wait "$srv_pid" || { srv_pid=; fail "server"; }
 srv_pid=
 cat "$tmp/server.log"
+HG_LOG_LEVEL=error mrun 60 "$prog" single-server >"$tmp/refused.log" 2>&1 ||
+    fail "listener at plain MPI_Init"
+cat "$tmp/refused.log"
+grep -q "a listening mpi+dynamic class needs MPI_THREAD_MULTIPLE.*MPI_THREAD_SINGLE" \
+    "$tmp/refused.log" || fail "no log line naming the thread level"
 HGX_MPI_CONNECT_TIMEOUT_MS=3000 mrun 60 "$prog" bogus >"$tmp/bogus.log" 2>&1 || fail "bounded failing lookup"
 cat "$tmp/bogus.log"
 echo "PASS: mpi+dynamic under Open MPI"

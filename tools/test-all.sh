@@ -42,7 +42,7 @@ status=$history_status
 # Every test with Open MPI; the MPI tests again with MPICH (one tree per MPI);
 # every non-MPI test under AddressSanitizer + UBSan.
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
-mpitests/test_mpi_dynamic.sh mpitests/test_mpi_dynamic_single.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
+mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
 mpitests/test_na_mpi_compat.sh mpitests/test_na_conformance_mpi.sh \
 mpitests/test_na_mpi_single.sh mpitests/test_na_mpi_held.sh mpitests/test_hg_events_mpi.sh tests/test_emul_state tests/multihost/mpi-static.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
