@@ -101,24 +101,19 @@ fi
 
 # ---- 1b. Mercury's utility headers and log calls, with pkg-config mercury_util
 flags_util=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --cflags --libs mercury_util)
-say "build 1b: ${CC:-cc} -std=c11 util_prog.c \$(pkg-config --cflags --libs mercury_util)"
-# shellcheck disable=SC2086
-if [ -n "$flags_util" ] &&
-    ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/util_pc" "$srcdir/util_prog.c" $flags_util &&
-    "$tmp/util_pc"; then
-    say "mercury_util: PASS"
-else
-    say "mercury_util: FAIL"; fail=1
-fi
-say "build 1c: ${CC:-cc} -std=c11 util_more.c \$(pkg-config --cflags --libs mercury_util)"
-# shellcheck disable=SC2086
-if [ -n "$flags_util" ] &&
-    ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/util_more_pc" "$srcdir/util_more.c" $flags_util &&
-    "$tmp/util_more_pc"; then
-    say "mercury_util (dl, event, atomic queue, hash table, memory pool, spin): PASS"
-else
-    say "mercury_util (dl, event, atomic queue, hash table, memory pool, spin): FAIL"; fail=1
-fi
+# util_prog: threads, time, atomics, logs, poll sets; util_more: dl, event,
+# atomic queue, hash table, memory pool, spin lock, huge pages.
+for prog in util_prog util_more; do
+    say "build 1b: ${CC:-cc} -std=c11 $prog.c \$(pkg-config --cflags --libs mercury_util)"
+    # shellcheck disable=SC2086
+    if [ -n "$flags_util" ] &&
+        ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/${prog}_pc" "$srcdir/$prog.c" $flags_util &&
+        "$tmp/${prog}_pc"; then
+        say "mercury_util ($prog): PASS"
+    else
+        say "mercury_util ($prog): FAIL"; fail=1
+    fi
+done
 
 # ---- 2. CMake find_package(mercury)
 cmake_dir=$(dirname "$(find "$root" -name mercury-config.cmake 2>/dev/null | head -n 1)")

@@ -25,6 +25,7 @@
 #include "mercury_proc_string.h"
 #include "../test_common.h"
 #include "../test_hg_done.h"
+#include "../test_log_capture.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -396,21 +397,6 @@ static const struct CMUnitTest transport_tests[] = {
 
 /* ---- transport-free ---- */
 
-static char logged[4096];
-static size_t logged_len;
-
-static int log_func(FILE *stream, const char *format, ...)
-{
-    va_list ap;
-    (void)stream;
-    va_start(ap, format);
-    int n = vsnprintf(logged + logged_len, sizeof(logged) - logged_len, format, ap);
-    va_end(ap);
-    if (n > 0)
-        logged_len += (size_t)n < sizeof(logged) - logged_len ? (size_t)n : 0;
-    return n;
-}
-
 static void test_log_func_stream(void **state)
 {
     (void)state;
@@ -424,9 +410,10 @@ static void test_log_func_stream(void **state)
     (void)HG_Init("nosuchplugin+tcp", HG_FALSE); /* logs an error */
     fflush(f);
     assert_non_null(strstr(mem, "nosuchplugin"));
-    HG_Set_log_func(log_func);
+    test_log_capture_reset();
+    HG_Set_log_func(test_log_capture);
     (void)HG_Init("nosuchplugin+again", HG_FALSE);
-    assert_non_null(strstr(logged, "nosuchplugin+again"));
+    assert_non_null(strstr(test_log_captured(), "nosuchplugin+again"));
     HG_Set_log_func(NULL);
     HG_Set_log_stream("error", NULL);
     HG_Set_log_stream("bogus", f); /* refused with a log line, nothing changes */

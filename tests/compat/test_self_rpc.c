@@ -25,6 +25,7 @@
 #include "mercury_macros.h"
 #include "../test_common.h"
 #include "../test_hg_done.h"
+#include "../test_log_capture.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -116,6 +117,17 @@ static void loop(hg_context_t *ctx, hg_context_t *other, const int *done)
     }
 }
 
+/* Create a handle to this process and forward x to it. */
+static hg_handle_t forward_self(struct env *env, int32_t x, struct test_hg_done *st)
+{
+    hg_handle_t h;
+    num_t in = {.x = x};
+
+    assert_int_equal(HG_Create(env->ctx, env->self, env->id, &h), HG_SUCCESS);
+    assert_int_equal(HG_Forward(h, test_hg_done_cb, st, &in), HG_SUCCESS);
+    return h;
+}
+
 static void test_same_handle(void **state)
 {
     struct env *env = *state;
@@ -147,11 +159,8 @@ static void test_cancel_before_handler(void **state)
 {
     struct env *env = *state;
     struct test_hg_done st = {0, HG_OTHER_ERROR};
-    hg_handle_t h;
+    hg_handle_t h = forward_self(env, 1, &st);
 
-    assert_int_equal(HG_Create(env->ctx, env->self, env->id, &h), HG_SUCCESS);
-    num_t in = {.x = 1};
-    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, &in), HG_SUCCESS);
     assert_int_equal(HG_Cancel(h), HG_SUCCESS);
     loop(env->ctx, NULL, &st.calls);
     assert_int_equal(st.ret, HG_CANCELED);
@@ -172,31 +181,13 @@ static void test_deregistered_self(void **state)
 {
     struct env *env = *state;
     struct test_hg_done st = {0, HG_OTHER_ERROR};
-    hg_handle_t h;
+    hg_handle_t h = forward_self(env, 1, &st);
 
-    assert_int_equal(HG_Create(env->ctx, env->self, env->id, &h), HG_SUCCESS);
-    num_t in = {.x = 1};
-    assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, &in), HG_SUCCESS);
     assert_int_equal(HG_Deregister(env->cls, env->id), HG_SUCCESS);
     loop(env->ctx, NULL, &st.calls);
     assert_int_equal(st.ret, HG_NOENTRY);
     assert_int_equal(handler_runs, 0);
     HG_Destroy(h);
-}
-
-static char logged[8192];
-static size_t logged_len;
-
-static int log_func(FILE *stream, const char *format, ...)
-{
-    va_list ap;
-    (void)stream;
-    va_start(ap, format);
-    int n = vsnprintf(logged + logged_len, sizeof(logged) - logged_len, format, ap);
-    va_end(ap);
-    if (n > 0 && (size_t)n < sizeof(logged) - logged_len)
-        logged_len += (size_t)n;
-    return n;
 }
 
 /* One RPC from a client class; the server deregisters the id after the
@@ -248,15 +239,15 @@ static void test_deregistered_remote(void **state)
 static void test_unknown_is_warning(void **state)
 {
     struct env *env = *state;
-    logged_len = 0;
-    logged[0] = '\0';
-    HG_Set_log_func(log_func);
+    test_log_capture_reset();
+    HG_Set_log_func(test_log_capture);
     HG_Set_log_level("warning");
     assert_int_equal(HG_Deregister(env->cls, env->id), HG_SUCCESS);
     hg_return_t ret = remote_call(env, env->id, false);
     HG_Set_log_level("error");
     HG_Set_log_func(NULL);
     assert_int_equal(ret, HG_NOENTRY);
+    const char *logged = test_log_captured();
     print_message("logged: %s", logged);
     assert_non_null(strstr(logged, "no handler registered for RPC"));
     assert_null(strstr(logged, "error"));

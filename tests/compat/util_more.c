@@ -25,15 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            printf("FAILED: %s (line %d)\n", #cond, __LINE__);                           \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
+#include "compat_check.h"
 
 /* ---- mercury_dl.h */
 static void check_dl(void)

@@ -29,15 +29,7 @@
 #define NTHREADS 4
 #define NINCR 10000
 
-static int failures;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            printf("FAILED: %s (line %d)\n", #cond, __LINE__);                           \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
+#include "compat_check.h"
 
 static hg_atomic_int32_t counter;
 static hg_thread_mutex_t mu = HG_THREAD_MUTEX_INITIALIZER;
