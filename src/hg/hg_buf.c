@@ -125,7 +125,7 @@ hg_return_t HG_Get_output_extra_buf(hg_handle_t handle, void **out_buf_p,
 
 hg_return_t HG_Release_input_buf(hg_handle_t handle)
 {
-    if (handle && handle->self_state != HG_SELF_NONE && !handle->target) {
+    if (handle && atomic_load(&handle->self_state) != HG_SELF_NONE && !handle->target) {
         free(handle->self_in); /* a forward to self: its handler is done with it */
         handle->self_in = NULL;
         return HG_SUCCESS;

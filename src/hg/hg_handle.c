@@ -90,7 +90,7 @@ static void hg_handle_reset(hg_handle_t handle)
     handle->resp_ref = false;
     handle->pull_op = HG_OP_ID_NULL;
     handle->completion = (struct hg_completion){0};
-    handle->self_state = HG_SELF_NONE;
+    atomic_init(&handle->self_state, HG_SELF_NONE);
     atomic_init(&handle->self_fwd_open, false);
     handle->self_in = NULL;
     handle->self_resp_cb = NULL;
@@ -637,7 +637,7 @@ hg_return_t HG_Get_input(hg_handle_t handle, void *in_struct)
         return HG_INVALID_ARG;
     if (handle->target)
         have = received_payload(handle, &p);
-    else if (handle->self_state != HG_SELF_NONE)
+    else if (atomic_load(&handle->self_state) != HG_SELF_NONE)
         have = self_input(handle, &p);
     else
         return HG_INVALID_ARG;
@@ -676,7 +676,7 @@ hg_return_t HG_Cancel(hg_handle_t handle)
     if (handle->op == HG_HANDLE_IDLE || atomic_load(&handle->pending) == 0)
         return HG_SUCCESS;
     atomic_store(&handle->canceled, true);
-    if (handle->self_state != HG_SELF_NONE && !handle->target) {
+    if (atomic_load(&handle->self_state) != HG_SELF_NONE && !handle->target) {
         hg_self_cancel(handle);
         return HG_SUCCESS;
     }

@@ -66,7 +66,7 @@ struct hg_handle {
     hg_op_id_t pull_op;      /* internal bulk pull in flight */
     struct hg_completion completion;
     /* Forward to self: the handle is its own target, as in Mercury (hg_self.c). */
-    enum hg_self_state self_state;
+    atomic_int self_state;     /* enum hg_self_state: read by HG_Cancel too */
     atomic_bool self_fwd_open; /* the forward waits for the local response */
     void *self_in;             /* the encoded input */
     hg_cb_t self_resp_cb;

@@ -203,7 +203,7 @@ hg_return_t HG_Forward(hg_handle_t handle, hg_cb_t callback, void *arg, void *in
         pthread_mutex_unlock(&hg_class->lock);
     }
     hg_handle_clear_decode(handle);
-    handle->self_state = HG_SELF_NONE;
+    atomic_store_explicit(&handle->self_state, HG_SELF_NONE, memory_order_relaxed);
 
     if (handle->info.addr->is_self && !hg_class->no_loopback)
         return hg_self_forward(handle, callback, arg, in_struct);

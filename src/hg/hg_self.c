@@ -92,12 +92,12 @@ static void self_process_run(struct hg_completion *completion)
                         "RPC %#llx has no handler now: the forward to self ends "
                         "with HG_NOENTRY",
                         (unsigned long long)handle->rpc.id);
-        handle->self_state = HG_SELF_RESPONDED;
+        atomic_store(&handle->self_state, HG_SELF_RESPONDED);
         close_forward(handle, HG_NOENTRY);
         hg_handle_release(handle);
         return;
     }
-    handle->self_state = HG_SELF_RUNNING;
+    atomic_store(&handle->self_state, HG_SELF_RUNNING);
     hg_target_run_handler(handle);
 }
 
@@ -117,7 +117,7 @@ hg_return_t hg_self_forward(hg_handle_t handle, hg_cb_t callback, void *arg,
     /* As a target sees it: the origin's context (HG_Get_info's context_id). */
     handle->origin_id = handle->info.context->id;
     handle->info.context_id = handle->origin_id;
-    handle->self_state = HG_SELF_QUEUED;
+    atomic_store(&handle->self_state, HG_SELF_QUEUED);
 
     /* One sub-operation with a response: the local response. */
     bool respond = !handle->rpc.no_response;
@@ -148,11 +148,12 @@ static void self_respond_run(struct hg_completion *completion)
 hg_return_t hg_self_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
                             void *out_struct)
 {
-    if (handle->self_state != HG_SELF_RUNNING) {
+    /* One response: the first HG_Respond takes the state to RESPONDED. */
+    int state = HG_SELF_RUNNING;
+    if (!atomic_compare_exchange_strong(&handle->self_state, &state, HG_SELF_RESPONDED)) {
         HGX_LOG_ERROR(HG, "HG_Respond on a forward to self %s",
-                      handle->self_state == HG_SELF_RESPONDED
-                          ? "already answered"
-                          : "whose handler has not run");
+                      state == HG_SELF_RESPONDED ? "already answered"
+                                                 : "whose handler has not run");
         return HG_INVALID_ARG;
     }
     if (atomic_load(&handle->self_fwd_open)) {
@@ -160,12 +161,13 @@ hg_return_t hg_self_respond(hg_handle_t handle, hg_cb_t callback, void *arg,
         size_t size;
         hg_return_t ret =
             encode_to_memory(handle, handle->rpc.out_proc, out_struct, &buf, &size);
-        if (ret != HG_SUCCESS)
+        if (ret != HG_SUCCESS) {
+            atomic_store(&handle->self_state, HG_SELF_RUNNING); /* may respond again */
             return ret;
+        }
         set_decode(handle, buf, size);
         handle->out_size = size;
     }
-    handle->self_state = HG_SELF_RESPONDED;
     handle->self_resp_cb = callback;
     handle->self_resp_arg = arg;
     hgx_int_add(&handle->refcount, 1, handle->info.hg_class->single);

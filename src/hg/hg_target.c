@@ -372,7 +372,7 @@ hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *ou
         if (handle->op != HG_HANDLE_IDLE)
             return HG_BUSY;
         ret = hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
-    } else if (handle->self_state != HG_SELF_NONE)
+    } else if (atomic_load(&handle->self_state) != HG_SELF_NONE)
         ret = hg_self_respond(handle, callback, arg, out_struct);
     else
         return HG_INVALID_ARG;

@@ -6,7 +6,7 @@
  *   - the handler gets the very handle that was forwarded: its HG_Get_data,
  *     its reference count (Margo counts the destroy that sees a count of 1:
  *     exactly one of the handler's and the origin's destroys does), input
- *     and output decoded on the one handle
+ *     and output decoded on the one handle; a second HG_Respond is refused
  *   - a forward to self cancelled before its handler ran ends with
  *     HG_CANCELED; the handler still runs and its respond callback too
  *   - an RPC deregistered between the request's arrival and HG_Trigger is
@@ -38,6 +38,7 @@ static hg_handle_t seen_handle;
 static void *seen_data;
 static int seen_input;
 static int handler_runs, resp_calls, ref_one_destroys;
+static bool respond_twice;
 
 /* Margo's margo_destroy: the destroy that sees a count of 1 is the last. */
 static void counted_destroy(hg_handle_t h)
@@ -67,6 +68,8 @@ static hg_return_t double_rpc(hg_handle_t h)
     seen_input = in.x;
     out.x = 2 * in.x;
     assert_int_equal(HG_Respond(h, resp_cb, NULL, &out), HG_SUCCESS);
+    if (respond_twice) /* a forward to self takes one answer */
+        assert_int_equal(HG_Respond(h, resp_cb, NULL, &out), HG_INVALID_ARG);
     HG_Free_input(h, &in);
     counted_destroy(h);
     counted_destroy(h);
@@ -90,6 +93,7 @@ static int setup(void **state)
     env.id = MERCURY_REGISTER(env.cls, "self_double", num_t, num_t, double_rpc);
     assert_int_equal(HG_Addr_self(env.cls, &env.self), HG_SUCCESS);
     handler_runs = resp_calls = ref_one_destroys = 0;
+    respond_twice = false;
     seen_handle = HG_HANDLE_NULL;
     seen_data = NULL;
     *state = &env;
@@ -137,6 +141,7 @@ static void test_same_handle(void **state)
 
     assert_int_equal(HG_Create(env->ctx, env->self, env->id, &h), HG_SUCCESS);
     assert_int_equal(HG_Set_data(h, &mark, NULL), HG_SUCCESS);
+    respond_twice = true;
     num_t in = {.x = 21}, out;
     assert_int_equal(HG_Forward(h, test_hg_done_cb, &st, &in), HG_SUCCESS);
     loop(env->ctx, NULL, &st.calls);
