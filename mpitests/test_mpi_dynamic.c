@@ -3,6 +3,7 @@
  * Driven by test_mpi_dynamic.sh; each role is its own mpirun job:
  *   test_mpi_dynamic server ADDRFILE NCLIENTS   listen, write the address, serve NCLIENTS
  *   test_mpi_dynamic client ADDR ID             connect, messages + put/get, verified
+ *   test_mpi_dynamic retry-client ADDR ID       a lookup that gives up, then a client
  *   test_mpi_dynamic bogus                      lookup of a dead port fails, bounded
  *   test_mpi_dynamic unsupported                (MPICH) init and lookup fail clearly
  * Roles prefixed "single-" start MPI with plain MPI_Init (as Mercury's test
@@ -251,6 +252,22 @@ static int client(const char *addr, int id)
     return 0;
 }
 
+/* A lookup that gives up (HGX_MPI_CONNECT_TIMEOUT_MS=1) while its connect
+ * still runs, then a retry: the abandoned connection must be closed, not left
+ * for the server to pair with, and the retry must work as a fresh client. */
+static int retry_client(const char *addr, int id)
+{
+    na_addr_t *srv = NULL;
+    setenv("HGX_MPI_CONNECT_TIMEOUT_MS", "1", 1);
+    na_return_t r = NA_Addr_lookup(cls, addr, &srv);
+    unsetenv("HGX_MPI_CONNECT_TIMEOUT_MS");
+    result("lookup bounded at 1 ms gives up with NA_ADDRNOTAVAIL", r == NA_ADDRNOTAVAIL,
+           NA_Error_to_string(r));
+    if (r == NA_SUCCESS)
+        NA_Addr_free(cls, srv);
+    return client(addr, id);
+}
+
 static int bogus(void)
 {
     na_addr_t *a = NULL;
@@ -354,6 +371,8 @@ int main(int argc, char **argv)
         server(argv[2], atoi(argv[3]));
     else if (strcmp(mode, "client") == 0 && argc >= 4)
         client(argv[2], atoi(argv[3]));
+    else if (strcmp(role, "retry-client") == 0 && argc >= 4)
+        retry_client(argv[2], atoi(argv[3]));
     else if (strcmp(role, "bogus") == 0)
         bogus();
     else

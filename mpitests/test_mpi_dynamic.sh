@@ -1,8 +1,10 @@
 #!/bin/sh
 # make check entry: mpi+dynamic across separate mpirun jobs.
-#  Open MPI: start ompi-server, one server job and three client jobs one after
+#  Open MPI: start ompi-server, one server job and four client jobs one after
 #    the other (the server's address passed through a file): by port, by
-#    service name, and one at plain MPI_Init (MPI_THREAD_SINGLE, as Mercury's
+#    service name, one whose first lookup gives up at 1 ms while its connect
+#    goes on (the late connection must be closed, or the server's finalize
+#    hangs on it), and one at plain MPI_Init (MPI_THREAD_SINGLE, as Mercury's
 #    test harness runs its clients) that connects inline
 #    (HGX_MPI_CONNECT_TIMEOUT_MS=1 would fail a connect run in a helper
 #    thread); then a listener at plain MPI_Init must be refused with a log
@@ -47,7 +49,7 @@ while [ ! -s "$tmp/uri" ]; do
 done
 mrun() { t=$1; shift; timeout "$t" "$MPIRUN" --ompi-server "file:$tmp/uri" --oversubscribe -np 1 "$@"; }
 
-mrun 180 "$prog" server "$tmp/addr" 3 >"$tmp/server.log" 2>&1 &
+mrun 180 "$prog" server "$tmp/addr" 4 >"$tmp/server.log" 2>&1 &
 srv_pid=$!
 i=0
 while [ ! -s "$tmp/addr" ]; do
@@ -63,6 +65,9 @@ cat "$tmp/client0.log"
 mrun 90 "$prog" client "mpi+dynamic://${HGX_MPI_SERVICE:-hgx}" 1 >"$tmp/client1.log" 2>&1 ||
     fail "client 1 (by service name)"
 cat "$tmp/client1.log"
+mrun 90 "$prog" retry-client "$addr" 3 >"$tmp/client3.log" 2>&1 ||
+    fail "client 3 (a lookup that gives up, then a retry)"
+cat "$tmp/client3.log"
 HGX_MPI_CONNECT_TIMEOUT_MS=1 mrun 90 "$prog" single-client "$addr" 2 >"$tmp/client2.log" 2>&1 ||
     fail "client 2 (plain MPI_Init)"
 cat "$tmp/client2.log"

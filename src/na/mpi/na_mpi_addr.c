@@ -81,7 +81,7 @@ static na_return_t nm_dyn_lookup(na_class_t *na_class, const char *name,
         ret = nm_dyn_connect_inline(target, is_name, &c, port);
     } else {
         hgx_unlock(&pc->lock); /* the helper thread may block, progress goes on */
-        ret = nm_dyn_connect(target, is_name, &c, port);
+        ret = nm_dyn_connect(target, is_name, pc->tag_bye, &c, port);
         hgx_lock(&pc->lock);
     }
     struct dyn_conn *k = ret == NA_SUCCESS ? nm_conn_add(pc, c, port) : NULL;

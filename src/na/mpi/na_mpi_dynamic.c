@@ -16,7 +16,12 @@
  * HGX_MPI_CONNECT_TIMEOUT_MS (default 10000): Open MPI 4.1 has no usable
  * connect/accept timeout (its own PMIx exchange waits 600 s), so past the
  * bound the lookup fails with NA_ADDRNOTAVAIL and the helper thread is left
- * behind (detached; a late connection is never used). Below
+ * behind (detached). Should its connect still succeed, the helper closes the
+ * connection as a finalizing class would (BYE, MPI_Comm_disconnect), so the
+ * server does not keep a peer that never talks; NA_Finalize waits (bounded by
+ * the same parameter) for such helpers, since MPI_Finalize must not run while
+ * a thread is inside MPI. Connects run one at a time (each is collective on
+ * the connecting communicator). Below
  * MPI_THREAD_MULTIPLE only a client can exist (no acceptor), and a lookup
  * connects in the calling thread instead, unbounded, as Mercury's does
  * (nm_dyn_connect_inline): no helper thread ever calls MPI then.
@@ -56,15 +61,18 @@ static const char *nm_library_name(char *buf, size_t n)
  * application's handlers are put back right after it; calls in several
  * threads at once share one window (counted). A lookup abandoned in its
  * helper thread (see nm_dyn_connect) keeps the window open until MPI_Lookup_name
- * returns. Accept and connect run on dyn_self, a private dup of MPI_COMM_SELF
- * with MPI_ERRORS_RETURN, so the acceptor blocked in MPI_Comm_accept for the
- * life of a listener changes nothing of the application's.
+ * returns. Accept runs on dyn_self and connect on dyn_connect_self, private
+ * dups of MPI_COMM_SELF with MPI_ERRORS_RETURN: the acceptor blocked in
+ * MPI_Comm_accept for the life of a listener changes nothing of the
+ * application's, and a connect never runs a collective on the communicator
+ * an accept is blocked on.
  */
 static hgx_lock_t dyn_eh_lock = HGX_LOCK_MUTEX_INITIALIZER;
 static int dyn_eh_depth;
 static MPI_Errhandler dyn_eh_world, dyn_eh_self;
-static MPI_Comm dyn_self = MPI_COMM_NULL; /* kept until MPI_Finalize: a detached
-                                             acceptor may still use it */
+static MPI_Comm dyn_self = MPI_COMM_NULL;         /* kept until MPI_Finalize: a detached
+                                                     acceptor may still use it */
+static MPI_Comm dyn_connect_self = MPI_COMM_NULL; /* likewise, for connects */
 
 static void nm_dyn_eh_enter(void)
 {
@@ -98,16 +106,21 @@ int nm_dyn_close_port(const char *port)
     return rc;
 }
 
-/* The communicator accept and connect run on (created once per process). */
+static int nm_dyn_dup_self(MPI_Comm *c)
+{
+    if (*c != MPI_COMM_NULL)
+        return MPI_SUCCESS;
+    int rc = MPI_Comm_dup(MPI_COMM_SELF, c);
+    return rc == MPI_SUCCESS ? MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN) : rc;
+}
+
+/* The communicators accept and connect run on (created once per process). */
 int nm_dyn_self_comm(void)
 {
-    int rc = MPI_SUCCESS;
     hgx_lock(&dyn_eh_lock);
-    if (dyn_self == MPI_COMM_NULL) {
-        rc = MPI_Comm_dup(MPI_COMM_SELF, &dyn_self);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Comm_set_errhandler(dyn_self, MPI_ERRORS_RETURN);
-    }
+    int rc = nm_dyn_dup_self(&dyn_self);
+    if (rc == MPI_SUCCESS)
+        rc = nm_dyn_dup_self(&dyn_connect_self);
     hgx_unlock(&dyn_eh_lock);
     return rc;
 }
@@ -187,7 +200,8 @@ const struct hgx_param nm_param_connect_timeout_ms = {
     .min = 1,
     .max = 86400000,
     .help = "milliseconds an mpi+dynamic lookup waits for MPI_Lookup_name and "
-            "MPI_Comm_connect before it fails with NA_ADDRNOTAVAIL",
+            "MPI_Comm_connect before it fails with NA_ADDRNOTAVAIL (and NA_Finalize "
+            "for the connects of lookups that gave up)",
 };
 
 const struct hgx_param nm_param_service = {
@@ -267,7 +281,7 @@ struct dyn_connector {
     pthread_cond_t cv;
     int refs;
     bool done, abandoned, is_name;
-    int rc;
+    int rc, tag_bye;
     const char *failed_call;
     MPI_Comm comm;
     char target[MPI_MAX_PORT_NAME];
@@ -303,7 +317,7 @@ static int nm_dyn_lookup_connect(const char *target, bool is_name, char *port,
     } else {
         snprintf(port, MPI_MAX_PORT_NAME, "%s", target);
     }
-    rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, dyn_self, c);
+    rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, dyn_connect_self, c);
     if (rc != MPI_SUCCESS)
         *failed = "MPI_Comm_connect";
     return rc;
@@ -318,21 +332,81 @@ static void nm_dyn_log_connect_error(const char *call, const char *target, int r
     HGX_LOG_ERROR(MPI, "mpi+dynamic: %s for \"%s\" failed: %s", call, target, es);
 }
 
+/* Connect helpers: one connects at a time (dyn_connect_mu); dyn_helpers
+ * counts the running ones, for NA_Finalize to wait on. */
+static pthread_mutex_t dyn_connect_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dyn_helpers_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dyn_helpers_cv = PTHREAD_COND_INITIALIZER;
+static int dyn_helpers;
+
+/* A connection whose lookup gave up: close it as a finalizing class closes
+ * its connections, so the server's progress sees BYE and disconnects too. */
+static void nm_dyn_close_abandoned(MPI_Comm c, int tag_bye, const char *target)
+{
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return;
+    HGX_LOG_DEBUG(MPI, "mpi+dynamic: closing the late connection to \"%s\"", target);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    uint32_t bye = UNEXP_MAGIC;
+    int rc = MPI_Send(&bye, (int)sizeof(bye), MPI_BYTE, 0, tag_bye, c);
+    if (rc != MPI_SUCCESS)
+        nm_log_err("MPI_Send (BYE)", rc);
+    rc = MPI_Comm_disconnect(&c);
+    if (rc != MPI_SUCCESS)
+        nm_log_err("MPI_Comm_disconnect", rc);
+}
+
 static void *nm_connector_main(void *arg)
 {
     struct dyn_connector *k = arg;
     const char *failed = NULL;
     MPI_Comm c = MPI_COMM_NULL;
+    pthread_mutex_lock(&dyn_connect_mu);
     int rc = nm_dyn_lookup_connect(k->target, k->is_name, k->port, &c, &failed);
+    pthread_mutex_unlock(&dyn_connect_mu);
     pthread_mutex_lock(&k->mu);
     k->done = true;
     k->rc = rc;
     k->failed_call = failed;
-    k->comm = c; /* abandoned: left unused (MPI may already be finalized) */
+    bool abandoned = k->abandoned;
+    if (!abandoned)
+        k->comm = c;
     pthread_cond_signal(&k->cv);
     pthread_mutex_unlock(&k->mu);
+    if (abandoned && rc == MPI_SUCCESS)
+        nm_dyn_close_abandoned(c, k->tag_bye, k->target);
     nm_connector_unref(k);
+    pthread_mutex_lock(&dyn_helpers_mu);
+    dyn_helpers--;
+    pthread_cond_broadcast(&dyn_helpers_cv);
+    pthread_mutex_unlock(&dyn_helpers_mu);
     return NULL;
+}
+
+static struct timespec nm_dyn_connect_deadline(int64_t ms)
+{
+    return hgx_clock_timespec(hgx_clock_after_ms(hgx_clock_now_ns(), (uint64_t)ms));
+}
+
+/* NA_Finalize: wait (bounded) for helpers of abandoned lookups to leave MPI. */
+static void nm_dyn_wait_helpers(void)
+{
+    int64_t ms = hgx_param_get_int(&nm_param_connect_timeout_ms);
+    struct timespec dl = nm_dyn_connect_deadline(ms);
+    pthread_mutex_lock(&dyn_helpers_mu);
+    while (dyn_helpers > 0 &&
+           pthread_cond_timedwait(&dyn_helpers_cv, &dyn_helpers_mu, &dl) != ETIMEDOUT)
+        ;
+    int left = dyn_helpers;
+    pthread_mutex_unlock(&dyn_helpers_mu);
+    if (left > 0)
+        HGX_LOG_WARNING(MPI,
+                        "mpi+dynamic: %d connect(s) of lookups that gave up are still "
+                        "inside MPI after %" PRId64 " ms (HGX_MPI_CONNECT_TIMEOUT_MS); "
+                        "MPI_Finalize must not run before they return",
+                        left, ms);
 }
 
 /* Below MPI_THREAD_MULTIPLE: the lookup and connect in the calling thread,
@@ -349,8 +423,8 @@ na_return_t nm_dyn_connect_inline(const char *target, bool is_name, MPI_Comm *co
 }
 
 /* Runs MPI_Lookup_name + MPI_Comm_connect in a helper thread, bounded. */
-na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
-                           char *port_out)
+na_return_t nm_dyn_connect(const char *target, bool is_name, int tag_bye,
+                           MPI_Comm *comm_p, char *port_out)
 {
     struct dyn_connector *k = calloc(1, sizeof(*k));
     if (!k)
@@ -365,17 +439,23 @@ na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
     pthread_condattr_destroy(&ca);
     k->refs = 2;
     k->is_name = is_name;
+    k->tag_bye = tag_bye;
     snprintf(k->target, sizeof(k->target), "%s", target);
+    pthread_mutex_lock(&dyn_helpers_mu);
+    dyn_helpers++;
+    pthread_mutex_unlock(&dyn_helpers_mu);
     pthread_t t;
     if (pthread_create(&t, NULL, nm_connector_main, k) != 0) {
+        pthread_mutex_lock(&dyn_helpers_mu);
+        dyn_helpers--;
+        pthread_mutex_unlock(&dyn_helpers_mu);
         k->refs = 1;
         nm_connector_unref(k);
         return NA_NOMEM;
     }
     pthread_detach(t);
     int64_t ms = hgx_param_get_int(&nm_param_connect_timeout_ms);
-    struct timespec dl =
-        hgx_clock_timespec(hgx_clock_after_ms(hgx_clock_now_ns(), (uint64_t)ms));
+    struct timespec dl = nm_dyn_connect_deadline(ms);
     na_return_t ret = NA_SUCCESS;
     pthread_mutex_lock(&k->mu);
     while (!k->done) {
@@ -522,6 +602,7 @@ na_return_t nm_dyn_listen(struct nm_class *pc)
 
 void nm_dyn_finalize(struct nm_class *pc)
 {
+    nm_dyn_wait_helpers();
     if (pc->acc) {
         struct dyn_acceptor *a = pc->acc;
         hgx_lock(&a->mu);

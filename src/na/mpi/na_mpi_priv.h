@@ -286,8 +286,8 @@ int nm_dyn_self_comm(void);
 na_return_t nm_dyn_open_port(char *port, const char *why);
 void nm_dyn_escape(const char *in, char *out, size_t n);
 bool nm_dyn_unescape(const char *in, char *out, size_t n);
-na_return_t nm_dyn_connect(const char *target, bool is_name, MPI_Comm *comm_p,
-                           char *port_out);
+na_return_t nm_dyn_connect(const char *target, bool is_name, int tag_bye,
+                           MPI_Comm *comm_p, char *port_out);
 na_return_t nm_dyn_connect_inline(const char *target, bool is_name, MPI_Comm *comm_p,
                                   char *port_out);
 struct dyn_conn *nm_conn_add(struct nm_class *pc, MPI_Comm c, const char *port);
