@@ -538,28 +538,45 @@ static void test_big(void **state)
 /* A bulk handle of 1024 segments, as Mercury's own bulk test makes: every
  * transport takes that many (the rest of the buffer goes in the last). */
 #define BULK_SEGMENTS_MANY 1024
+/* Each plugin's limit (docs/mercury-compat.md): 65536, but 1024 on ofi+shm. */
+#define BULK_SEGMENTS_MAX 65536
 
-static hg_bulk_t bulk_many(unsigned char *buf)
+static bool bulk_max_is_many(void)
 {
-    void **ptrs = malloc(BULK_SEGMENTS_MANY * sizeof(*ptrs));
-    hg_size_t *sizes = malloc(BULK_SEGMENTS_MANY * sizeof(*sizes));
-    size_t each = BULK_SIZE / BULK_SEGMENTS_MANY;
-    hg_bulk_t bulk;
+#ifdef NA_HAS_UCX
+    bool sm_on_ofi = false; /* na+sm is served by ucx+shm */
+#else
+    bool sm_on_ofi = true;
+#endif
+    return strncmp(g.info, "ofi+shm", 7) == 0 ||
+           (strncmp(g.info, "na+sm", 5) == 0 && sm_on_ofi);
+}
 
-    for (size_t i = 0; i < BULK_SEGMENTS_MANY; i++) {
+static hg_return_t bulk_segments(unsigned char *buf, uint32_t n, hg_bulk_t *bulk)
+{
+    void **ptrs = malloc(n * sizeof(*ptrs));
+    hg_size_t *sizes = malloc(n * sizeof(*sizes));
+    size_t each = BULK_SIZE / n;
+
+    for (size_t i = 0; i < n; i++) {
         ptrs[i] = buf + i * each;
-        sizes[i] = i + 1 < BULK_SEGMENTS_MANY ? each : BULK_SIZE - i * each;
+        sizes[i] = i + 1 < n ? each : BULK_SIZE - i * each;
     }
-    assert_int_equal(
-        HG_Bulk_create(g.cls, BULK_SEGMENTS_MANY, ptrs, sizes, HG_BULK_READWRITE, &bulk),
-        HG_SUCCESS);
-    assert_int_equal(HG_Bulk_get_segment_count(bulk), BULK_SEGMENTS_MANY);
+    hg_return_t ret = HG_Bulk_create(g.cls, n, ptrs, sizes, HG_BULK_READWRITE, bulk);
     free(ptrs);
     free(sizes);
+    return ret;
+}
+
+static hg_bulk_t bulk_many(unsigned char *buf, uint32_t n)
+{
+    hg_bulk_t bulk;
+    assert_int_equal(bulk_segments(buf, n, &bulk), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_segment_count(bulk), n);
     return bulk;
 }
 
-/* segments: 1, 4 or BULK_SEGMENTS_MANY */
+/* segments: 1, 4, or more in even slices (bulk_many) */
 static void run_bulk(hg_bulk_op_t op, int segments)
 {
     hg_handle_t h;
@@ -573,8 +590,8 @@ static void run_bulk(hg_bulk_op_t op, int segments)
         fill(buf, BULK_SIZE, seed);
     else
         memset(buf, 0, BULK_SIZE);
-    if (segments == BULK_SEGMENTS_MANY) {
-        bulk = bulk_many(buf);
+    if (segments > 4) {
+        bulk = bulk_many(buf, (uint32_t)segments);
     } else if (segments == 4) {
         void *ptrs[4] = {buf, buf + 1000, buf + 1001, buf + 500000};
         hg_size_t sizes[4] = {1000, 1, 500000 - 1001, BULK_SIZE - 500000};
@@ -633,6 +650,24 @@ static void test_bulk_push_many_segments(void **state)
 {
     (void)state;
     run_bulk(HG_BULK_PUSH, BULK_SEGMENTS_MANY);
+}
+
+/* At the plugin's limit both ways; one more segment is refused. Where the
+ * limit is BULK_SEGMENTS_MANY (ofi+shm), BULK_SEGMENTS_MAX is that refusal. */
+static void test_bulk_max_segments(void **state)
+{
+    (void)state;
+    unsigned char *buf = malloc(BULK_SIZE);
+    hg_bulk_t bulk = HG_BULK_NULL;
+    uint32_t max = bulk_max_is_many() ? BULK_SEGMENTS_MANY : BULK_SEGMENTS_MAX;
+
+    if (max == BULK_SEGMENTS_MAX) {
+        run_bulk(HG_BULK_PULL, BULK_SEGMENTS_MAX);
+        run_bulk(HG_BULK_PUSH, BULK_SEGMENTS_MAX);
+    }
+    assert_int_equal(bulk_segments(buf, max + 1, &bulk), HG_INVALID_ARG);
+    assert_ptr_equal(bulk, HG_BULK_NULL);
+    free(buf);
 }
 
 static void test_bulk_serialize_untrusted(void **state)
@@ -1087,6 +1122,7 @@ int main(void)
         cmocka_unit_test(test_bulk_push_segmented),
         cmocka_unit_test(test_bulk_pull_many_segments),
         cmocka_unit_test(test_bulk_push_many_segments),
+        cmocka_unit_test(test_bulk_max_segments),
         cmocka_unit_test(test_bulk_serialize_untrusted),
         cmocka_unit_test(test_bulk_pass_on),
         cmocka_unit_test(test_forward_self),

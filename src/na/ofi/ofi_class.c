@@ -7,10 +7,11 @@
 
 static const struct ofi_proto ofi_protos[] = {
     {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
-     OFI_CANCEL_FORCE_GETS, false},
+     OFI_CANCEL_FORCE_GETS, false, OFI_MAX_SEGMENTS},
     {"sockets", "sockets", NULL, "FI_SOCKETS_IFACE", false, false, false, false,
-     OFI_CANCEL_WAIT, false},
-    {"shm", "shm", "fi_shm://", NULL, true, true, true, true, OFI_CANCEL_FORCE, true},
+     OFI_CANCEL_WAIT, false, OFI_MAX_SEGMENTS},
+    {"shm", "shm", "fi_shm://", NULL, true, true, true, true, OFI_CANCEL_FORCE, true,
+     OFI_SHM_MAX_SEGMENTS},
 };
 
 /* Translate a positive libfabric error code. */

@@ -114,7 +114,14 @@
 #define OFI_HDR_MAGIC 0xa7
 #define OFI_HDR_VERSION 2 /* 2: the NA tag of unexpected messages in CQ data */
 
-#define OFI_MAX_SEGMENTS 1024 /* per memory handle */
+/* Segments per memory handle: each is registered on its own, and a
+ * descriptor carries 24 bytes per segment. */
+#define OFI_MAX_SEGMENTS 65536
+/* shm: a put of at most the inject size waits for the target to progress
+ * (put_delivered_above_inject), and an idle target polls between sleeps, so
+ * a push of thousands of small segments takes seconds: 4096 of 768 B took
+ * over 5 s here. */
+#define OFI_SHM_MAX_SEGMENTS 1024
 #define OFI_IOV_MAX 16 /* iovs per provider RMA operation (also capped by provider) */
 
 #define OFI_MH_MAGIC 0x4f46 /* "OF" */
@@ -251,6 +258,7 @@ struct ofi_proto {
     /* shm 1.17: a queued message is matched with the ignore mask its entry
      * kept from the receive that used it last (see the tag layout above). */
     bool recv_stale_ignore;
+    size_t max_segments; /* per memory handle, at most OFI_MAX_SEGMENTS */
 };
 
 /* What hgx found out itself about a peer whose refused posts wait in the

@@ -106,10 +106,9 @@ na_return_t ofi_mem_handle_create_segments(na_class_t *na_class,
                                            size_t segment_count, unsigned long flags,
                                            na_mem_handle_t **mem_handle_p)
 {
-    (void)na_class;
-    if (segment_count == 0 || segment_count > OFI_MAX_SEGMENTS) {
-        HGX_LOG_ERROR(OFI, "segment count %zu not in 1..%d", segment_count,
-                      OFI_MAX_SEGMENTS);
+    size_t max = ofi_class(na_class)->proto->max_segments;
+    if (segment_count == 0 || segment_count > max) {
+        HGX_LOG_ERROR(OFI, "segment count %zu not in 1..%zu", segment_count, max);
         return NA_INVALID_ARG;
     }
     struct ofi_mem_handle *mh = ofi_mh_alloc(segment_count, flags);
@@ -154,8 +153,7 @@ void ofi_mem_handle_free(na_class_t *na_class, na_mem_handle_t *mem_handle)
 
 size_t ofi_mem_handle_get_max_segments(const na_class_t *na_class)
 {
-    (void)na_class;
-    return OFI_MAX_SEGMENTS;
+    return ofi_class(na_class)->proto->max_segments;
 }
 
 static uint64_t ofi_mr_access(unsigned long flags)
@@ -264,7 +262,6 @@ na_return_t ofi_mem_handle_deserialize(na_class_t *na_class,
 {
     const unsigned char *p = buf;
 
-    (void)na_class;
     if (buf_size < OFI_MH_HDR_SIZE || hgx_get_u16(p) != OFI_MH_MAGIC ||
         p[2] != OFI_MH_VERSION) {
         HGX_LOG_ERROR(OFI, "not an ofi memory handle (%zu bytes)", buf_size);
@@ -274,8 +271,8 @@ na_return_t ofi_mem_handle_deserialize(na_class_t *na_class,
     uint64_t nseg = hgx_get_u32(p + 4);
     uint64_t total = hgx_get_u64(p + 8);
     if (flags == 0 || (flags & ~(unsigned long)NA_MEM_READWRITE) != 0 || nseg == 0 ||
-        nseg > OFI_MAX_SEGMENTS || buf_size < OFI_MH_HDR_SIZE + nseg * OFI_MH_SEG_SIZE ||
-        total > SIZE_MAX) {
+        nseg > ofi_class(na_class)->proto->max_segments ||
+        buf_size < OFI_MH_HDR_SIZE + nseg * OFI_MH_SEG_SIZE || total > SIZE_MAX) {
         HGX_LOG_ERROR(OFI,
                       "memory handle descriptor has bad flags (0x%lx), segment count "
                       "(%llu) or size (%zu bytes)",

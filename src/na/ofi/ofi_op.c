@@ -363,6 +363,19 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
     }
 }
 
+/* ofi_post from the retry queue. A put or get of many parts is refused
+ * whenever the provider's queue is full; each part it takes restarts the
+ * op's refusal window, which bounds a provider that takes nothing, not a
+ * transfer that needs longer than the window to hand over all its parts. */
+static ssize_t ofi_post_some(struct ofi_class *cls, struct ofi_op *oop, uint64_t now_ms)
+{
+    size_t before = oop->posted;
+    ssize_t rc = ofi_post(cls, oop);
+    if (rc == -FI_EAGAIN && oop->posted > before)
+        oop->retry_deadline_ms = now_ms + OFI_RETRY_TIMEOUT_MS;
+    return rc;
+}
+
 /* A queued post refused again: -FI_EHOSTUNREACH once its peer is found
  * gone, else -FI_EAGAIN (it keeps waiting). */
 static ssize_t ofi_refused_again_locked(const struct ofi_class *cls, struct ofi_op *oop,
@@ -415,7 +428,7 @@ void ofi_retry_progress(struct ofi_class *cls)
                  ofi_peer_fi_addr_locked(cls, oop->peer, &oop->fi_addr) != NA_SUCCESS)
             rc = -FI_EADDRNOTAVAIL; /* its entry was dropped meanwhile and is refused now
                                      */
-        else if ((rc = ofi_post(cls, oop)) == -FI_EAGAIN &&
+        else if ((rc = ofi_post_some(cls, oop, now)) == -FI_EAGAIN &&
                  (rc = ofi_refused_again_locked(cls, oop, now)) == -FI_EAGAIN) {
             if (nblocked == OFI_RETRY_BLOCKED_MAX)
                 break;

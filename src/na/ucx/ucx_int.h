@@ -113,7 +113,7 @@
 #define UCX_AM_CREDIT 4  /* credit returns, to the sender of unexpected messages */
 #define UCX_ID_MASK 0x7fffffffu
 /* per memory handle, as OFI's: Mercury's own bulk test makes 1024 */
-#define UCX_MAX_SEGMENTS 1024
+#define UCX_MAX_SEGMENTS 65536 /* per memory handle: 8 bytes each in a descriptor */
 #define UCX_MH_VERSION 2u
 #define UCX_ADDR_MAGIC 0x55435841u                /* "UCXA" */
 #define UCX_ADDR_STR_MAX (NA_IPADDR_STR_MAX + 16) /* "ucx+PROTO://" and the address */
