@@ -14,6 +14,22 @@ static const struct ofi_proto ofi_protos[] = {
      OFI_SHM_MAX_SEGMENTS},
 };
 
+/* The plugin's parameters (na_ops.params), read at class init. */
+static const struct hgx_param ofi_param_retry_timeout_ms = {
+    .name = "HGX_OFI_RETRY_TIMEOUT_MS",
+    .type = HGX_PARAM_INT,
+    .def = OFI_RETRY_TIMEOUT_MS,
+    .min = 10,
+    .max = 3600000,
+    .help = "milliseconds a post the provider keeps refusing (EAGAIN) waits before it "
+            "fails with NA_HOSTUNREACH; each part of a put/get taken restarts it",
+};
+
+static const struct hgx_param *const ofi_params[] = {
+    &ofi_param_retry_timeout_ms,
+    NULL,
+};
+
 /* Translate a positive libfabric error code. */
 na_return_t ofi_na_error(int err)
 {
@@ -419,6 +435,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     hgx_ofi_keytab_init(&cls->keys);
     ofi_list_init(&cls->retry);
     na_cancel_watcher_init(&cls->cancel_watcher);
+    cls->retry_timeout_ms = (uint64_t)hgx_param_get_int(&ofi_param_retry_timeout_ms);
     hgx_list_init(&cls->escalated);
     ofi_list_init(&cls->checking);
     cls->cq_fd = cls->wait.fd = cls->wait.timer_fd = -1;
@@ -510,6 +527,7 @@ static na_return_t ofi_context_destroy(na_class_t *na_class, na_context_t *conte
 
 const struct na_ops na_ofi_ops = {
     .class_name = "ofi",
+    .params = ofi_params,
     .protocols = (const char *const[]){"tcp", "sockets", "shm", NULL},
     /* Mercury's shared-memory plugin, when UCX (which ranks higher) is not built. */
     .aliases = (const struct na_alias[]){{"na", "sm", "shm", 1, true},

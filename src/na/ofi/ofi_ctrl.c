@@ -88,7 +88,7 @@ static ssize_t ofi_ctrl_send(struct ofi_class *cls, struct ofi_peer *peer, bool 
     uint64_t now = hgx_clock_now_ms();
     ofi_peer_ref(cls, peer);
     o->peer = peer;
-    o->deadline_ms = now + OFI_RETRY_TIMEOUT_MS;
+    o->deadline_ms = now + cls->retry_timeout_ms;
     o->check = check;
     o->cookie = cookie;
     o->len = len;

@@ -139,8 +139,9 @@
 #define OFI_RETRY_POLL_MAX_MS 10
 /* A refused post whose peer is not found gone (a listener that never
  * completes the connection, a link that drops packets, a peer that stopped
- * draining its shm queue) fails this long after its first refusal, with
- * NA_HOSTUNREACH: the UCX plugin's bound for a connection (UCX_CONNECT_MS). */
+ * draining its shm queue) fails after the provider has taken nothing of it
+ * for this long (HGX_OFI_RETRY_TIMEOUT_MS), with NA_HOSTUNREACH: by default
+ * the UCX plugin's bound for a connection (UCX_CONNECT_MS). */
 #define OFI_RETRY_TIMEOUT_MS 5000
 #define OFI_RETRY_BLOCKED_MAX 16 /* refused peers tracked in one retry pass */
 /* Checking a refused peer (ofi_reach.c). Over tcp and sockets hgx connects
@@ -446,10 +447,11 @@ struct ofi_class {
      * duties (ofi_cq.c). Without cq_fd the timer alone, set to the steps of
      * the idle policy; fd -1 under NA_NO_BLOCK. */
     struct na_wait_set wait;
-    bool no_block;       /* NA_NO_BLOCK: never wait, so no CQ wait object */
-    bool no_retry;       /* NA_NO_RETRY: a refused post fails with NA_AGAIN */
-    bool single;         /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
-    char bind_desc[300]; /* " on HOST:PORT" for setup errors, "" for shm */
+    bool no_block;             /* NA_NO_BLOCK: never wait, so no CQ wait object */
+    bool no_retry;             /* NA_NO_RETRY: a refused post fails with NA_AGAIN */
+    uint64_t retry_timeout_ms; /* HGX_OFI_RETRY_TIMEOUT_MS */
+    bool single;               /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
+    char bind_desc[300];       /* " on HOST:PORT" for setup errors, "" for shm */
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg_size;
     size_t max_unexpected_size, max_expected_size;

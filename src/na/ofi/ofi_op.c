@@ -321,7 +321,7 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
         }
     }
     uint64_t now = hgx_clock_now_ms();
-    oop->retry_deadline_ms = now + OFI_RETRY_TIMEOUT_MS;
+    oop->retry_deadline_ms = now + cls->retry_timeout_ms;
     ofi_mutex_lock(cls, &cls->lock);
     oop->retry_queued = true;
     ofi_list_push(&cls->retry, &oop->retry_link);
@@ -353,8 +353,8 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
         ofi_post_failed(cls, oop, NA_HOSTUNREACH, true);
     } else if (rc == -FI_ETIMEDOUT) {
         char why[64];
-        snprintf(why, sizeof(why), "still refused after %d ms (peer unreachable?)",
-                 OFI_RETRY_TIMEOUT_MS);
+        snprintf(why, sizeof(why), "still refused after %llu ms (peer unreachable?)",
+                 (unsigned long long)cls->retry_timeout_ms);
         ofi_log_post_error(cls, oop, why);
         ofi_post_failed(cls, oop, oop->peer ? NA_HOSTUNREACH : NA_AGAIN, true);
     } else {
@@ -363,16 +363,19 @@ static void ofi_retry_end(struct ofi_class *cls, struct ofi_op *oop, ssize_t rc)
     }
 }
 
-/* ofi_post from the retry queue. A put or get of many parts is refused
- * whenever the provider's queue is full; each part it takes restarts the
- * op's refusal window, which bounds a provider that takes nothing, not a
- * transfer that needs longer than the window to hand over all its parts. */
-static ssize_t ofi_post_some(struct ofi_class *cls, struct ofi_op *oop, uint64_t now_ms)
+/* ofi_post from the retry queue; *moved tells whether the provider took a
+ * part. A put or get of many parts is refused whenever the provider's queue
+ * is full: each part taken restarts the op's refusal window, which bounds a
+ * provider that takes nothing, not a transfer that needs longer than the
+ * window to hand over all its parts. */
+static ssize_t ofi_post_some(struct ofi_class *cls, struct ofi_op *oop, uint64_t now_ms,
+                             bool *moved)
 {
     size_t before = oop->posted;
     ssize_t rc = ofi_post(cls, oop);
-    if (rc == -FI_EAGAIN && oop->posted > before)
-        oop->retry_deadline_ms = now_ms + OFI_RETRY_TIMEOUT_MS;
+    *moved = rc == 0 || oop->posted > before;
+    if (*moved)
+        oop->retry_deadline_ms = now_ms + cls->retry_timeout_ms;
     return rc;
 }
 
@@ -385,24 +388,32 @@ static ssize_t ofi_refused_again_locked(const struct ofi_class *cls, struct ofi_
                                                                        : -FI_EAGAIN;
 }
 
-static bool ofi_peer_blocked(struct ofi_peer *const *blocked, size_t n,
-                             const struct ofi_peer *peer)
+/* A peer refused in this pass; moved: the provider took part of its op. */
+struct ofi_blocked {
+    const struct ofi_peer *peer;
+    bool moved;
+};
+
+static const struct ofi_blocked *ofi_peer_blocked(const struct ofi_blocked *blocked,
+                                                  size_t n, const struct ofi_peer *peer)
 {
     for (size_t i = 0; i < n; i++)
-        if (blocked[i] == peer)
-            return true;
-    return false;
+        if (blocked[i].peer == peer)
+            return &blocked[i];
+    return NULL;
 }
 
 /* One pass over the retry queue, under the lock so that cancel cannot unlink
  * an op while we post it. A message posted here needs nothing more; every
  * other op leaving the queue is ended after unlocking (ending takes the
  * lock), which is safe as nothing of it is in flight or its posting guard
- * holds it. A peer refused in this pass keeps its later ops waiting; one
- * found gone has all of them fail. */
+ * holds it. A peer refused in this pass keeps its later ops waiting, their
+ * windows restarted if the provider took part of the first; one found gone
+ * has all of them fail. An op times out only when it is refused itself past
+ * its window. */
 void ofi_retry_progress(struct ofi_class *cls)
 {
-    struct ofi_peer *blocked[OFI_RETRY_BLOCKED_MAX];
+    struct ofi_blocked blocked[OFI_RETRY_BLOCKED_MAX];
     size_t nblocked = 0;
     struct hgx_list out, *link, *next;
 
@@ -415,25 +426,30 @@ void ofi_retry_progress(struct ofi_class *cls)
     {
         struct ofi_op *oop = hgx_list_entry(link, struct ofi_op, retry_link);
         ssize_t rc;
-        bool guard = ofi_post_ends_guard(oop);
-        if (na_op_cancel_requested(na_op_from_plugin(oop)) && !ofi_op_unstoppable(oop))
+        bool guard = ofi_post_ends_guard(oop), moved = false;
+        const struct ofi_blocked *b;
+        if (na_op_cancel_requested(na_op_from_plugin(oop)) && !ofi_op_unstoppable(oop)) {
             rc = -FI_ECANCELED;
-        else if (oop->peer && oop->peer->reach.gone)
+        } else if (oop->peer && oop->peer->reach.gone) {
             rc = -FI_EHOSTUNREACH;
-        else if (now >= oop->retry_deadline_ms)
-            rc = -FI_ETIMEDOUT;
-        else if (ofi_peer_blocked(blocked, nblocked, oop->peer))
+        } else if ((b = ofi_peer_blocked(blocked, nblocked, oop->peer))) {
+            if (b->moved)
+                oop->retry_deadline_ms = now + cls->retry_timeout_ms;
             continue;
-        else if (oop->peer &&
-                 ofi_peer_fi_addr_locked(cls, oop->peer, &oop->fi_addr) != NA_SUCCESS)
+        } else if (oop->peer &&
+                   ofi_peer_fi_addr_locked(cls, oop->peer, &oop->fi_addr) != NA_SUCCESS) {
             rc = -FI_EADDRNOTAVAIL; /* its entry was dropped meanwhile and is refused now
                                      */
-        else if ((rc = ofi_post_some(cls, oop, now)) == -FI_EAGAIN &&
-                 (rc = ofi_refused_again_locked(cls, oop, now)) == -FI_EAGAIN) {
-            if (nblocked == OFI_RETRY_BLOCKED_MAX)
-                break;
-            blocked[nblocked++] = oop->peer;
-            continue;
+        } else if ((rc = ofi_post_some(cls, oop, now, &moved)) == -FI_EAGAIN &&
+                   (rc = ofi_refused_again_locked(cls, oop, now)) == -FI_EAGAIN) {
+            if (now >= oop->retry_deadline_ms) {
+                rc = -FI_ETIMEDOUT;
+            } else {
+                if (nblocked == OFI_RETRY_BLOCKED_MAX)
+                    break;
+                blocked[nblocked++] = (struct ofi_blocked){oop->peer, moved};
+                continue;
+            }
         }
         ofi_retry_unlink_locked(cls, oop);
         if (rc == 0 && !guard)
