@@ -7,11 +7,11 @@
 
 static const struct ofi_proto ofi_protos[] = {
     {"tcp", "tcp;ofi_rxm", NULL, "FI_TCP_IFACE", false, false, false, false,
-     OFI_CANCEL_FORCE_GETS, false, OFI_MAX_SEGMENTS},
+     OFI_CANCEL_FORCE_GETS, false, OFI_MAX_SEGMENTS, false},
     {"sockets", "sockets", NULL, "FI_SOCKETS_IFACE", false, false, false, false,
-     OFI_CANCEL_WAIT, false, OFI_MAX_SEGMENTS},
+     OFI_CANCEL_WAIT, false, OFI_MAX_SEGMENTS, true},
     {"shm", "shm", "fi_shm://", NULL, true, true, true, true, OFI_CANCEL_FORCE, true,
-     OFI_SHM_MAX_SEGMENTS},
+     OFI_SHM_MAX_SEGMENTS, false},
 };
 
 /* The plugin's parameters (na_ops.params), read at class init. */

@@ -260,6 +260,12 @@ struct ofi_proto {
      * kept from the receive that used it last (see the tag layout above). */
     bool recv_stale_ignore;
     size_t max_segments; /* per memory handle, at most OFI_MAX_SEGMENTS */
+    /* sockets 1.17: fi_cancel of a receive returns 0 only once it has taken
+     * the receive back (the buffer is no longer the provider's), but the
+     * error report it then queues is dropped when the CQ's error queue is
+     * full: past about 400 receives canceled at once. Such a receive is
+     * completed without its report once the cancel bound has passed. */
+    bool cancel_recv_recalls;
 };
 
 /* What hgx found out itself about a peer whose refused posts wait in the
@@ -409,6 +415,7 @@ struct ofi_op {
     uint64_t check_deadline_ms;
     uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
+    bool recalled;    /* a receive the provider took back (cancel_recv_recalls) */
     bool check_reach; /* holds its peer's look: no answer OFI_REACH_POLL_MS on */
     bool link_armed;  /* escalated and kept: holds its peer's keepalive */
 };

@@ -81,6 +81,7 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     hgx_list_init(&oop->retry_link);
     oop->cancel_state = OFI_CST_NONE;
     oop->link_armed = false;
+    oop->recalled = false;
     na_cancel_watch_init(&oop->cancel_watch);
     hgx_list_init(&oop->cancel_link);
     oop->checking = false;
@@ -163,8 +164,9 @@ void ofi_cancel_contexts_locked(struct ofi_class *cls, struct ofi_op *oop)
 {
     HGX_ASSERT(ofi_cst_listed(oop->cancel_state));
     for (size_t i = 0; i < oop->posted; i++)
-        if (oop->parts[i])
-            fi_cancel(&cls->ep->fid, oop->parts[i]);
+        if (oop->parts[i] && fi_cancel(&cls->ep->fid, oop->parts[i]) == 0 &&
+            oop->kind == OFI_OP_RECV && cls->proto->cancel_recv_recalls)
+            oop->recalled = true;
 }
 
 static ssize_t ofi_post_send(struct ofi_class *cls, struct ofi_op *oop,
