@@ -540,8 +540,14 @@ na_return_t NA_Addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size,
         snprintf(tmp, sizeof(tmp), "%s", addr->unreachable);
     else
         ret = na_class->ops->addr_to_string(na_class, tmp, &need, addr);
-    if (ret == NA_SUCCESS && !addr->unreachable)
-        ret = na_alias_addr_string(na_class, tmp, sizeof(tmp));
+    if (ret == NA_SUCCESS && !addr->unreachable) {
+        char name[NA_INFO_STRING_MAX + 1];
+        if (na_class->alias && na_class->alias->sm_names &&
+            na_sm_registry_name(na_class, addr, tmp, name, sizeof(name)))
+            memcpy(tmp, name, strlen(name) + 1);
+        else
+            ret = na_alias_addr_string(na_class, tmp, sizeof(tmp));
+    }
     if (ret != NA_SUCCESS)
         return ret;
     need = strlen(tmp) + 1;

@@ -58,7 +58,8 @@ struct na_class {
     } msg;
     struct { /* Mercury's SM name "PID-ID" (na_sm_registry.c) */
         unsigned int id;
-        pid_t pid; /* 0 when not published */
+        pid_t pid;                 /* 0 when not published */
+        struct na_sm_names *names; /* peers' names already read */
     } sm;
 };
 
@@ -171,6 +172,11 @@ struct na_info {
     /* Writes "plugin+..." string of at most *buf_size bytes; core handles NULL buf. */  \
     X(na_return_t, addr_to_string,                                                       \
       (na_class_t *na_class, char *buf, size_t *buf_size, na_addr_t *addr))              \
+    /* optional: a printable name of the process behind addr, the same in the            \
+     * process's own view (its self address) and in its peers' (the address of           \
+     * its messages); without it, the addr_to_string string is that name. */             \
+    X(na_return_t, addr_key,                                                             \
+      (na_class_t *na_class, na_addr_t *addr, char *buf, size_t size))                   \
     X(size_t, addr_get_serialize_size, (na_class_t *na_class, na_addr_t *addr))          \
     X(na_return_t, addr_serialize,                                                       \
       (na_class_t *na_class, void *buf, size_t buf_size, na_addr_t *addr))               \

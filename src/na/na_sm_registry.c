@@ -9,6 +9,12 @@
  * process that is gone, is a peer that is not there: the lookup succeeds and
  * every post fails (na_unreachable.c), as Mercury's does.
  *
+ * An address prints as its name too: each class also links the name from
+ * "k-" and its key (the plugin's name of the class, the same on both sides of
+ * a connection) in hex, and printing an address reads the link of its key,
+ * remembered for a second per class so that programs printing an address per
+ * RPC (Margo's monitor) read no file per RPC.
+ *
  * Names and files are untrusted: a name is digits only, within range; the
  * directory must be this user's and writable by no one else, an entry a
  * regular file of this user, small, holding one address of the serving
@@ -16,6 +22,7 @@
  */
 #include "na_sm_registry.h"
 #include "na_core.h"
+#include "hgx_clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,6 +30,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +39,25 @@
 /* An entry holds one plugin address: a larger file is not an entry. */
 #define NA_SM_ENTRY_MAX 256
 #define NA_SM_NAME_MAX 32
+/* A class's key, at most this long, is linked; a longer one is not. */
+#define NA_SM_KEY_MAX 100
+#define NA_SM_LINK_MAX (2 + 2 * NA_SM_KEY_MAX + 1)
+/* Peers' names a class remembers, and for how long. */
+#define NA_SM_KNOWN 64
+#define NA_SM_KNOWN_NS 1000000000ull
+
+struct na_sm_known {
+    char key[NA_SM_KEY_MAX + 1];
+    char name[NA_SM_NAME_MAX]; /* "" for a peer with no name */
+    uint64_t read_ns;          /* 0: a free slot */
+};
+
+struct na_sm_names {
+    hgx_lock_t lock;
+    char link[NA_SM_LINK_MAX]; /* this class's link, "" when none */
+    unsigned int next;         /* the slot a new peer takes */
+    struct na_sm_known known[NA_SM_KNOWN];
+};
 
 /* Ids of this process's classes, from 0 as Mercury's. */
 static atomic_uint na_sm_next_id;
@@ -98,9 +125,87 @@ bool na_sm_registry_is_name(const char *rest)
     return !strchr(rest, ':') && strpbrk(rest, "-/");
 }
 
+/* addr's key (na_ops addr_key), printable, at most NA_SM_KEY_MAX bytes. */
+static bool na_sm_key(na_class_t *na_class, na_addr_t *addr, const char *plugin_str,
+                      char key[NA_SM_KEY_MAX + 1])
+{
+    if (na_class->ops->addr_key) {
+        if (na_class->ops->addr_key(na_class, addr, key, NA_SM_KEY_MAX + 1) != NA_SUCCESS)
+            return false;
+    } else if (strlen(plugin_str) > NA_SM_KEY_MAX)
+        return false;
+    else
+        strcpy(key, plugin_str);
+    for (const char *c = key; *c; c++)
+        if (*c < 0x21 || *c > 0x7e)
+            return false;
+    return key[0] != '\0';
+}
+
+/* The link of key: "k-" and key in hex. */
+static void na_sm_link_name(const char *key, char link[NA_SM_LINK_MAX])
+{
+    static const char hex[] = "0123456789abcdef";
+    char *o = link;
+
+    *o++ = 'k';
+    *o++ = '-';
+    for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
+        *o++ = hex[*c >> 4];
+        *o++ = hex[*c & 15];
+    }
+    *o = '\0';
+}
+
+/* The name link points to in dir, normalized into name[NA_SM_NAME_MAX]:
+ * false when it is no link, not a name, or its process is gone (*pid then
+ * set when the name was one). */
+static bool na_sm_link_target(int dir, const char *link, char *name, pid_t *pid)
+{
+    char target[NA_SM_NAME_MAX];
+    const char *end;
+    unsigned int id;
+
+    *pid = 0;
+    ssize_t n = readlinkat(dir, link, target, sizeof(target) - 1);
+    if (n <= 0)
+        return false;
+    target[n] = '\0';
+    if (!na_sm_parse(target, &end, pid, &id) || *end != '\0') {
+        *pid = 0;
+        return false;
+    }
+    snprintf(name, NA_SM_NAME_MAX, "%d-%u", (int)*pid, id);
+    return !na_sm_process_gone(*pid);
+}
+
+/* Link this class's name from its key; a link of that key is a dead class's
+ * (the keys of live classes differ). */
+static void na_sm_link_publish(na_class_t *na_class, int dir, const char *key,
+                               const char *name)
+{
+    struct na_sm_names *names = calloc(1, sizeof(*names));
+    if (!names) {
+        HGX_LOG_WARNING(NA, "na+sm class %s: out of memory: addresses print in %s's form",
+                        name, na_class->ops->class_name);
+        return;
+    }
+    hgx_lock_init_as(&names->lock, HGX_LOCK_MUTEX);
+    na_sm_link_name(key, names->link);
+    (void)unlinkat(dir, names->link, 0);
+    if (symlinkat(name, dir, names->link) != 0) {
+        HGX_LOG_WARNING(NA,
+                        "na+sm class %s: its address prints in %s's form to peers: %s",
+                        name, na_class->ops->class_name, strerror(errno));
+        names->link[0] = '\0';
+    }
+    na_class->sm.names = names;
+}
+
 void na_sm_registry_publish(na_class_t *na_class)
 {
     char addr[NA_SM_ENTRY_MAX + 1], name[NA_SM_NAME_MAX], tmp[NA_SM_NAME_MAX + 4];
+    char key[NA_SM_KEY_MAX + 1] = "";
     size_t size = sizeof(addr);
     na_addr_t *self = NULL;
     pid_t pid = getpid();
@@ -109,6 +214,8 @@ void na_sm_registry_publish(na_class_t *na_class)
     na_return_t ret = na_class->ops->addr_self(na_class, &self);
     if (ret == NA_SUCCESS) {
         ret = na_class->ops->addr_to_string(na_class, addr, &size, self);
+        if (ret == NA_SUCCESS && !na_sm_key(na_class, self, addr, key))
+            key[0] = '\0';
         NA_Addr_free(na_class, self);
     }
     if (ret != NA_SUCCESS) {
@@ -134,6 +241,11 @@ void na_sm_registry_publish(na_class_t *na_class)
     /* The rename makes the entry whole at once for a reader. */
     if (ok && renameat(dir, tmp, dir, name) == 0) {
         na_class->sm.pid = pid;
+        if (key[0])
+            na_sm_link_publish(na_class, dir, key, name);
+        else
+            HGX_LOG_WARNING(NA, "na+sm class %s: no key: addresses print in %s's form",
+                            name, na_class->ops->class_name);
     } else {
         int err = errno;
         (void)unlinkat(dir, tmp, 0);
@@ -146,14 +258,28 @@ void na_sm_registry_withdraw(na_class_t *na_class)
 {
     char name[NA_SM_NAME_MAX];
 
-    /* A forked child's copy of the class does not own the entry. */
-    if (na_class->sm.pid != getpid())
-        return;
-    snprintf(name, sizeof(name), "%d-%u", (int)na_class->sm.pid, na_class->sm.id);
-    int dir = na_sm_dir_open(false);
-    if (dir >= 0) {
-        (void)unlinkat(dir, name, 0);
-        close(dir);
+    struct na_sm_names *names = na_class->sm.names;
+
+    na_class->sm.names = NULL;
+    /* A forked child's copy of the class does not own the entries. */
+    if (na_class->sm.pid == getpid()) {
+        snprintf(name, sizeof(name), "%d-%u", (int)na_class->sm.pid, na_class->sm.id);
+        int dir = na_sm_dir_open(false);
+        if (dir >= 0) {
+            char target[NA_SM_NAME_MAX];
+            pid_t pid;
+            /* The link is ours while it names us. */
+            if (names && names->link[0] &&
+                na_sm_link_target(dir, names->link, target, &pid) &&
+                strcmp(target, name) == 0)
+                (void)unlinkat(dir, names->link, 0);
+            (void)unlinkat(dir, name, 0);
+            close(dir);
+        }
+    }
+    if (names) {
+        hgx_lock_fini(&names->lock);
+        free(names);
     }
     na_class->sm.pid = 0;
 }
@@ -238,6 +364,75 @@ na_return_t na_sm_registry_lookup(na_class_t *na_class, const char *rest,
     return na_unreachable_new(na_class, pub, addr_p);
 }
 
+/* The live name linked from key, else "" (a stale link is removed). */
+static void na_sm_link_read(const char *key, char name[NA_SM_NAME_MAX])
+{
+    char link[NA_SM_LINK_MAX];
+    struct stat st;
+    pid_t pid;
+
+    name[0] = '\0';
+    int dir = na_sm_dir_open(false);
+    if (dir < 0)
+        return;
+    na_sm_link_name(key, link);
+    if (!na_sm_link_target(dir, link, name, &pid)) {
+        if (pid)
+            (void)unlinkat(dir, link, 0);
+        name[0] = '\0';
+    } else if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+               !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        name[0] = '\0'; /* a name whose class has no entry is no name */
+    close(dir);
+}
+
+bool na_sm_registry_name(na_class_t *na_class, na_addr_t *addr, const char *plugin_str,
+                         char *buf, size_t size)
+{
+    struct na_sm_names *names = na_class->sm.names;
+    const struct na_alias *alias = na_class->alias;
+    char key[NA_SM_KEY_MAX + 1], name[NA_SM_NAME_MAX];
+
+    /* A class that has no name itself prints every address in the plugin's
+     * form, so that each peer prints one way. */
+    if (!names)
+        return false;
+    if (na_class->ops->addr_is_self(na_class, addr))
+        snprintf(name, sizeof(name), "%d-%u", (int)na_class->sm.pid, na_class->sm.id);
+    else {
+        if (!na_sm_key(na_class, addr, plugin_str, key))
+            return false;
+        uint64_t now = hgx_clock_now_ns();
+        struct na_sm_known *k = NULL;
+        bool fresh = false;
+        hgx_lock(&names->lock);
+        for (unsigned int i = 0; i < NA_SM_KNOWN && !k; i++)
+            if (names->known[i].read_ns && strcmp(names->known[i].key, key) == 0)
+                k = &names->known[i];
+        if (k && now - k->read_ns < NA_SM_KNOWN_NS) {
+            fresh = true;
+            memcpy(name, k->name, sizeof(name));
+        }
+        hgx_unlock(&names->lock);
+        if (!fresh) {
+            na_sm_link_read(key, name);
+            hgx_lock(&names->lock);
+            /* A slot of this key, else the next in turn (another thread may
+             * have taken one meanwhile: then the names agree). */
+            if (!k || strcmp(k->key, key) != 0)
+                k = &names->known[names->next++ % NA_SM_KNOWN];
+            memcpy(k->key, key, sizeof(k->key));
+            memcpy(k->name, name, sizeof(k->name));
+            k->read_ns = now ? now : 1;
+            hgx_unlock(&names->lock);
+        }
+    }
+    if (!name[0])
+        return false;
+    int len = snprintf(buf, size, "%s+%s://%s", alias->class_name, alias->protocol, name);
+    return len > 0 && (size_t)len < size;
+}
+
 void na_sm_registry_cleanup(void)
 {
     int dir = na_sm_dir_open(false);
@@ -252,8 +447,12 @@ void na_sm_registry_cleanup(void)
         const char *end;
         pid_t pid;
         unsigned int id;
-        if (na_sm_parse(e->d_name, &end, &pid, &id) &&
-            (*end == '\0' || strcmp(end, ".tmp") == 0) && na_sm_process_gone(pid))
+        char name[NA_SM_NAME_MAX];
+        if (strncmp(e->d_name, "k-", 2) == 0) {
+            if (!na_sm_link_target(dirfd(d), e->d_name, name, &pid) && pid)
+                (void)unlinkat(dirfd(d), e->d_name, 0);
+        } else if (na_sm_parse(e->d_name, &end, &pid, &id) &&
+                   (*end == '\0' || strcmp(end, ".tmp") == 0) && na_sm_process_gone(pid))
             (void)unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);

@@ -142,6 +142,15 @@ na_return_t ucx_addr_to_string(na_class_t *na_class, char *buf, size_t *buf_size
     return NA_SUCCESS;
 }
 
+/* A peer's id: the same in its own class (the hash of its listener's address,
+ * or the id a client draws) and in ours (the id we hash or it sent). */
+na_return_t ucx_addr_key(na_class_t *na_class, na_addr_t *addr, char *buf, size_t size)
+{
+    (void)na_class;
+    int len = snprintf(buf, size, "ucx-%08x", (unsigned int)ucx_peer_of(addr)->id);
+    return len > 0 && (size_t)len < size ? NA_SUCCESS : NA_OVERFLOW;
+}
+
 /* Serialized address (little-endian, hgx_wire.h): magic u32, id u32, string
  * length u16, string. */
 #define UCX_ADDR_HDR 10

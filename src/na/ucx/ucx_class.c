@@ -491,6 +491,7 @@ const struct na_ops na_ucx_ops = {
     .addr_cmp = ucx_addr_cmp,
     .addr_is_self = ucx_addr_is_self,
     .addr_to_string = ucx_addr_to_string,
+    .addr_key = ucx_addr_key,
     .addr_get_serialize_size = ucx_addr_get_serialize_size,
     .addr_serialize = ucx_addr_serialize,
     .addr_deserialize = ucx_addr_deserialize,

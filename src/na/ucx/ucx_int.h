@@ -389,6 +389,7 @@ na_ops_addr_self_fn ucx_addr_self;
 na_ops_addr_cmp_fn ucx_addr_cmp;
 na_ops_addr_is_self_fn ucx_addr_is_self;
 na_ops_addr_to_string_fn ucx_addr_to_string;
+na_ops_addr_key_fn ucx_addr_key;
 na_ops_addr_get_serialize_size_fn ucx_addr_get_serialize_size;
 na_ops_addr_serialize_fn ucx_addr_serialize;
 na_ops_addr_deserialize_fn ucx_addr_deserialize;
