@@ -350,6 +350,8 @@ static void usage(FILE *f)
         "  request and an empty expected reply, the messages of an RPC without HG.\n"
         "  --no-block: hgx busy-polls (NA_NO_BLOCK) like the raw loops, no wait\n"
         "  object (an idle server then uses a whole CPU).\n"
+        "  --poll: both hgx sides call HG_Progress(ctx, 0) in a loop, as a program\n"
+        "  that polls from its own event loop (progress never waits).\n"
         "  --raw-wait (ofi+ only): the raw loop's CQ gets a wait fd, as hgx's in\n"
         "  its default (blocking) mode; the raw loop still busy-polls.\n"
         "  hgx runs in the library's default mode, as HG_Init gives it (thread-safe:\n"
@@ -432,6 +434,8 @@ static int parse_args(struct perf_config *cfg, int argc, char **argv)
             cfg->no_bind = 1;
         else if (!strcmp(o, "--no-block"))
             cfg->no_block = 1;
+        else if (!strcmp(o, "--poll"))
+            cfg->poll = 1;
         else if (!strcmp(o, "--raw-wait"))
             cfg->raw_wait = 1;
         else if (!strcmp(o, "--thread-safe"))
@@ -577,15 +581,17 @@ static void report(const struct perf_config *cfg, const struct perf_results *r)
         if (!find(r->hg, r->nhg, r->raw[i].what, r->raw[i].param))
             rows[nrows++] = &r->raw[i];
 
-    printf("# hgx-perf: transport %s%s%s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled "
-           "per "
-           "point), values in %s",
-           cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
-           cfg->na_layer ? " (hgx column: NA alone, --na)" : "",
-           cfg->thread_safe ? " (hgx default mode, thread-safe)"
-                            : " (hgx tuned: NA_THREAD_MODE_SINGLE)",
-           cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
-           cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
+    printf(
+        "# hgx-perf: transport %s%s%s%s%s%s, mode %s, sizes %zu-%zu B, iters %d (scaled "
+        "per "
+        "point), values in %s",
+        cfg->transport, cfg->no_block ? " (hgx NA_NO_BLOCK)" : "",
+        cfg->poll ? " (hgx polled: HG_Progress(ctx, 0))" : "",
+        cfg->na_layer ? " (hgx column: NA alone, --na)" : "",
+        cfg->thread_safe ? " (hgx default mode, thread-safe)"
+                         : " (hgx tuned: NA_THREAD_MODE_SINGLE)",
+        cfg->raw_wait ? " (raw CQ with a wait fd)" : "", mode_names[cfg->mode],
+        cfg->sizes[0], cfg->sizes[cfg->nsizes - 1], cfg->iters, mode_units[cfg->mode]);
     if (cfg->clients > 1)
         printf(", %d clients (rates summed over them)", cfg->clients);
     bool best = cfg->repeat > 1;

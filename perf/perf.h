@@ -34,6 +34,7 @@ struct perf_config {
     int quiet;            /* no progress line */
     int no_bind;          /* OFI/UCX: leave the two processes unbound */
     int no_block;         /* hgx busy-polls (NA_NO_BLOCK): no wait object, never sleeps */
+    int poll;             /* hgx is driven by HG_Progress(ctx, 0) in a loop */
     int repeat;           /* runs of raw + hgx; medians reported */
     int raw_wait;    /* OFI: the raw loop's CQ has a wait fd, as hgx's default mode's */
     int thread_safe; /* hgx without NA_THREAD_MODE_SINGLE: locks on, as a threaded app */

@@ -154,6 +154,10 @@ static hg_return_t count_cb(const struct hg_cb_info *info)
     return HG_SUCCESS;
 }
 
+/* HG_Progress's timeout: 100 ms, or 0 with --poll (a program polling from its
+ * own loop). */
+static unsigned int progress_ms = 100;
+
 /* Drive progress until *counter reaches target. */
 static int wait_count(hg_context_t *ctx, long *counter, long target)
 {
@@ -165,7 +169,7 @@ static int wait_count(hg_context_t *ctx, long *counter, long target)
         } while (n && *counter < target);
         if (*counter >= target)
             break;
-        hg_return_t r = HG_Progress(ctx, 100);
+        hg_return_t r = HG_Progress(ctx, progress_ms);
         if (r != HG_SUCCESS && r != HG_TIMEOUT) {
             fprintf(stderr, "hgx-perf: HG_Progress: %s\n", HG_Error_to_string(r));
             return -1;
@@ -559,6 +563,7 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
 {
     struct perf_ids ids;
     struct hg_init_info init = HG_INIT_INFO_INITIALIZER;
+    progress_ms = cfg->poll ? 0 : 100;
     if (cfg->no_block)
         init.na_init_info.progress_mode = NA_NO_BLOCK;
     /* Each process drives hgx from one thread, as the raw loops do. */
@@ -591,7 +596,8 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
          * progress timeouts, not read from the clock: a clock read between a
          * request's arrival and its handler would delay every reply (the raw
          * server reads none). */
-        unsigned int idle_ms = 0;
+        unsigned int idle_ms = 0, empty = 0;
+        double idle_since = 0;
         bool done = false;
         while (!done && idle_ms < 300000) {
             unsigned int n = 0;
@@ -599,11 +605,20 @@ int perf_hg_run(const struct perf_config *cfg, struct perf_oob *oob,
                 n = 0;
                 HG_Trigger(ctx, 0, 64, &n);
                 if (n)
-                    idle_ms = 0;
+                    idle_ms = empty = 0;
                 done = srv.quit >= cfg->clients;
             } while (n && !done);
-            if (!done && HG_Progress(ctx, 100) == HG_TIMEOUT)
-                idle_ms += 100;
+            if (done || HG_Progress(ctx, progress_ms) != HG_TIMEOUT) {
+                empty = 0;
+                continue;
+            }
+            if (progress_ms)
+                idle_ms += progress_ms;
+            else if (empty++ % 4096 == 0) { /* polled: a clock read now and then */
+                if (empty == 1)
+                    idle_since = perf_now();
+                idle_ms = (unsigned int)((perf_now() - idle_since) * 1e3);
+            }
         }
         if (srv.bulk)
             HG_Bulk_free(srv.bulk);

@@ -6,7 +6,8 @@
  * and forged answers and malformed control messages must be dropped and
  * counted while the class keeps answering. Last, a target killed while a
  * get waits for it (its CHECK refused, or taken and unanswered): the get
- * ends as unreachable, well before the 5 s bounds.
+ * ends as unreachable, well before the 5 s bounds. Also the class's message
+ * size, which depends on whether shm can use CMA (ofi_cma.c).
  */
 #include "hgx_test_hooks.h"
 #include "na.h"
@@ -898,6 +899,55 @@ static void test_killed_target_holding(void **state)
     killed_target(true);
 }
 
+/* Max message size of an ofi+shm class opened with FI_SHM_DISABLE_CMA set to
+ * value (NULL: unset). */
+static size_t shm_msg_size(const char *value)
+{
+    const char *old = getenv("FI_SHM_DISABLE_CMA");
+    char *saved = old ? strdup(old) : NULL;
+    if (value)
+        setenv("FI_SHM_DISABLE_CMA", value, 1);
+    else
+        unsetenv("FI_SHM_DISABLE_CMA");
+    na_class_t *cls = NA_Initialize("ofi+shm", true);
+    assert_non_null(cls);
+    size_t u = NA_Msg_get_max_unexpected_size(cls), e = NA_Msg_get_max_expected_size(cls);
+    assert_int_equal(u, e);
+    assert_int_equal(NA_Finalize(cls), NA_SUCCESS);
+    if (saved)
+        setenv("FI_SHM_DISABLE_CMA", saved, 1);
+    else
+        unsetenv("FI_SHM_DISABLE_CMA");
+    free(saved);
+    return u;
+}
+
+/* 8 KiB messages where CMA reaches peers of this user (no Yama restriction
+ * here, or CAP_SYS_PTRACE under scope 1), 4 KiB (shm's inject size) when
+ * shm is told not to use CMA, in each of libfabric's spellings. */
+static void test_msg_size(void **state)
+{
+    (void)state;
+    long scope = 0;
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &scope) != 1)
+            scope = 3;
+        fclose(f);
+    }
+    size_t dflt = shm_msg_size(NULL);
+    print_message("ofi+shm message size %zu (Yama ptrace scope %ld, euid %d)\n", dflt,
+                  scope, (int)geteuid());
+    if (scope == 0 || (scope == 1 && geteuid() == 0))
+        assert_int_equal(dflt, 8192);
+    assert_int_equal(shm_msg_size("0"), dflt);
+    assert_int_equal(shm_msg_size("no"), dflt);
+    assert_int_equal(shm_msg_size("1"), 4096);
+    assert_int_equal(shm_msg_size("TRUE"), 4096);
+    assert_int_equal(shm_msg_size("yes"), 4096);
+    assert_int_equal(shm_msg_size("on"), 4096);
+}
+
 int main(void)
 {
     const struct CMUnitTest units[] = {
@@ -925,5 +975,7 @@ int main(void)
         cmocka_unit_test(test_killed_target_holding),
     };
     failed += cmocka_run_group_tests_name("ofi_check/killed target", dead, NULL, NULL);
+    const struct CMUnitTest size[] = {cmocka_unit_test(test_msg_size)};
+    failed += cmocka_run_group_tests_name("ofi+shm/message size", size, NULL, NULL);
     return failed ? 1 : 0;
 }

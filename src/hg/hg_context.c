@@ -402,11 +402,11 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
         if (hg_completion_count(context) > 0)
             return HG_SUCCESS;
         /* One clock read per call on the common path: the first pass waits
-         * the whole timeout. */
+         * the whole timeout. A zero timeout needs none (one pass). */
         unsigned int left = timeout;
-        if (!deadline)
+        if (timeout && !deadline) {
             deadline = hgx_clock_now_ms() + timeout;
-        else {
+        } else if (timeout) {
             uint64_t now = hgx_clock_now_ms();
             left = now < deadline ? (unsigned int)(deadline - now) : 0;
         }

@@ -345,8 +345,11 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
     cls->max_msg_size = max_msg;
     if (cls->proto->msg_max_inject &&
         fi->tx_attr->inject_size >= OFI_MSG_SIZE_MIN_INJECT &&
-        fi->tx_attr->inject_size < max_msg)
+        fi->tx_attr->inject_size < max_msg && !ofi_shm_cma_usable()) {
+        HGX_LOG_DEBUG(OFI, "no CMA to peers: messages capped to the inject size %zu",
+                      fi->tx_attr->inject_size);
         max_msg = fi->tx_attr->inject_size;
+    }
     cls->iov_limit =
         fi->tx_attr->iov_limit < OFI_IOV_MAX ? fi->tx_attr->iov_limit : OFI_IOV_MAX;
     cls->rma_iov_limit = fi->tx_attr->rma_iov_limit < OFI_IOV_MAX

@@ -230,8 +230,9 @@ struct ofi_proto {
     const char *prov_name;  /* libfabric provider */
     const char *str_prefix; /* prefix of string addresses, NULL for sockaddr ones */
     const char *iface_env;  /* the provider's own interface variable, or NULL */
-    /* shm 1.17 deadlocks in fi_trecv directed at a peer whose message above
-     * the inject size waits in the unexpected queue: stay at or below it. */
+    /* shm 1.17: messages above the inject size go by CMA or, without it, by
+     * a SAR protocol that stalls when peers send many at once; without CMA
+     * (ofi_shm_cma_usable) stay at or below the inject size. */
     bool msg_max_inject;
     /* shm 1.17 refuses a receive with ENOMEM, not EAGAIN, while all its rx_size
      * (1024) receive entries are taken: posted receives and the unexpected
@@ -765,6 +766,9 @@ void ofi_ctrl_progress(struct ofi_class *cls);
 na_ops_cancel_fn ofi_cancel;
 void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_cancel_check(struct ofi_class *cls);
+
+/* ofi_cma.c: whether shm can carry messages above its inject size by CMA. */
+bool ofi_shm_cma_usable(void);
 
 #pragma GCC visibility pop
 
