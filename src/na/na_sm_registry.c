@@ -94,6 +94,12 @@ static bool na_sm_parse(const char *s, const char **end, pid_t *pid, unsigned in
     return true;
 }
 
+/* The name "PID-ID" of a class, as Mercury prints it. */
+static void na_sm_name(char name[NA_SM_NAME_MAX], pid_t pid, unsigned int id)
+{
+    snprintf(name, NA_SM_NAME_MAX, "%d-%u", (int)pid, id);
+}
+
 static bool na_sm_process_gone(pid_t pid)
 {
     return kill(pid, 0) != 0 && errno == ESRCH;
@@ -175,7 +181,7 @@ static bool na_sm_link_target(int dir, const char *link, char *name, pid_t *pid)
         *pid = 0;
         return false;
     }
-    snprintf(name, NA_SM_NAME_MAX, "%d-%u", (int)*pid, id);
+    na_sm_name(name, *pid, id);
     return !na_sm_process_gone(*pid);
 }
 
@@ -194,9 +200,9 @@ static void na_sm_link_publish(na_class_t *na_class, int dir, const char *key,
     na_sm_link_name(key, names->link);
     (void)unlinkat(dir, names->link, 0);
     if (symlinkat(name, dir, names->link) != 0) {
-        HGX_LOG_WARNING(NA,
-                        "na+sm class %s: its address prints in %s's form to peers: %s",
-                        name, na_class->ops->class_name, strerror(errno));
+        HGX_LOG_WARNING(
+            NA, "na+sm class %s: no name link, its address prints in %s's form: %s", name,
+            na_class->ops->class_name, strerror(errno));
         names->link[0] = '\0';
     }
     na_class->sm.names = names;
@@ -223,7 +229,7 @@ void na_sm_registry_publish(na_class_t *na_class)
                         (int)pid, na_class->sm.id, NA_Error_to_string(ret));
         return;
     }
-    snprintf(name, sizeof(name), "%d-%u", (int)pid, na_class->sm.id);
+    na_sm_name(name, pid, na_class->sm.id);
     snprintf(tmp, sizeof(tmp), "%s.tmp", name);
     int dir = na_sm_dir_open(true);
     if (dir < 0) {
@@ -263,7 +269,7 @@ void na_sm_registry_withdraw(na_class_t *na_class)
     na_class->sm.names = NULL;
     /* A forked child's copy of the class does not own the entries. */
     if (na_class->sm.pid == getpid()) {
-        snprintf(name, sizeof(name), "%d-%u", (int)na_class->sm.pid, na_class->sm.id);
+        na_sm_name(name, na_class->sm.pid, na_class->sm.id);
         int dir = na_sm_dir_open(false);
         if (dir >= 0) {
             char target[NA_SM_NAME_MAX];
@@ -351,7 +357,7 @@ na_return_t na_sm_registry_lookup(na_class_t *na_class, const char *rest,
                       alias->protocol);
         return NA_INVALID_ARG;
     }
-    snprintf(name, sizeof(name), "%d-%u", (int)pid, id);
+    na_sm_name(name, pid, id);
     snprintf(pub, sizeof(pub), "%s+%s://%s", alias->class_name, alias->protocol, name);
     if (na_sm_entry_read(na_class, pid, name, addr, sizeof(addr))) {
         /* The plugin takes its name without "plugin+". */
@@ -394,12 +400,15 @@ bool na_sm_registry_name(na_class_t *na_class, na_addr_t *addr, const char *plug
     char key[NA_SM_KEY_MAX + 1], name[NA_SM_NAME_MAX];
 
     /* A class that has no name itself prints every address in the plugin's
-     * form, so that each peer prints one way. */
+     * form, so that each peer prints one way; one whose link its peers cannot
+     * read prints itself in that form too, as they print it. */
     if (!names)
         return false;
-    if (na_class->ops->addr_is_self(na_class, addr))
-        snprintf(name, sizeof(name), "%d-%u", (int)na_class->sm.pid, na_class->sm.id);
-    else {
+    if (na_class->ops->addr_is_self(na_class, addr)) {
+        if (!names->link[0])
+            return false;
+        na_sm_name(name, na_class->sm.pid, na_class->sm.id);
+    } else {
         if (!na_sm_key(na_class, addr, plugin_str, key))
             return false;
         uint64_t now = hgx_clock_now_ns();
