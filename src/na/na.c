@@ -414,6 +414,7 @@ void na_addr_init(na_class_t *na_class, na_addr_t *addr)
 {
     atomic_init(&addr->refcount, 1);
     addr->na_class = na_class;
+    addr->owned = false;
     addr->unreachable = NULL;
     atomic_fetch_add(&na_class->n_addrs, 1);
 }
@@ -422,6 +423,7 @@ void na_addr_init_owned(na_class_t *na_class, na_addr_t *addr)
 {
     atomic_init(&addr->refcount, 1);
     addr->na_class = na_class;
+    addr->owned = true;
     addr->unreachable = NULL;
 }
 
@@ -466,12 +468,19 @@ void NA_Addr_free(na_class_t *na_class, na_addr_t *addr)
         return;
     if (!na_addr_valid(na_class, addr))
         return;
-    if (hgx_int_add(&addr->refcount, -1, na_class->single) == 1) {
+    if (addr->owned && na_class->ops->addr_owned_release) {
+        na_class->ops->addr_owned_release(na_class, addr);
+        return;
+    }
+    int refs = hgx_int_add(&addr->refcount, -1, na_class->single);
+    if (refs == 1) {
         atomic_fetch_sub(&na_class->n_addrs, 1);
         if (addr->unreachable)
             free(addr);
         else
             na_class->ops->addr_destroy(na_class, addr);
+    } else if (refs == 2 && addr->owned) {
+        atomic_fetch_sub(&na_class->n_addrs, 1); /* its users are gone (na_addr_ref) */
     }
 }
 

@@ -96,6 +96,7 @@ struct na_op_id {
 struct na_addr {
     atomic_int refcount;
     na_class_t *na_class;
+    bool owned; /* na_addr_init_owned: the plugin holds one reference itself */
     /* NULL, or the public name of a peer known to be absent: an address the
      * core owns and answers for, which no plugin sees (na_unreachable.c). */
     const char *unreachable;
@@ -165,6 +166,9 @@ struct na_info {
       (na_class_t *na_class, const char *name, na_addr_t **addr_p))                      \
     /* last reference gone */                                                            \
     X(void, addr_destroy, (na_class_t *na_class, na_addr_t *addr))                       \
+    /* optional: release a user's reference of an owned address: the plugin              \
+     * drops it (refcount) itself, under its own lock (NA_Addr_free). */                 \
+    X(void, addr_owned_release, (na_class_t *na_class, na_addr_t *addr))                 \
     X(na_return_t, addr_set_remove, (na_class_t *na_class, na_addr_t *addr))             \
     X(na_return_t, addr_self, (na_class_t *na_class, na_addr_t **addr_p))                \
     X(bool, addr_cmp, (na_class_t *na_class, na_addr_t *addr1, na_addr_t *addr2))        \
@@ -324,7 +328,9 @@ void na_addr_init(na_class_t *na_class, na_addr_t *addr);
 void na_addr_init_owned(na_class_t *na_class, na_addr_t *addr);
 static inline na_addr_t *na_addr_ref(na_addr_t *addr)
 {
-    hgx_int_add(&addr->refcount, 1, addr->na_class->single);
+    /* An owned address counts as one live address while users hold it. */
+    if (hgx_int_add(&addr->refcount, 1, addr->na_class->single) == 1 && addr->owned)
+        atomic_fetch_add(&addr->na_class->n_addrs, 1);
     return addr;
 }
 

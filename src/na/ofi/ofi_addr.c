@@ -129,6 +129,8 @@ na_return_t ofi_peer_get(struct ofi_class *cls, const unsigned char *raw, size_t
         HGX_CHECK(OFI, !peer, out, ret, NA_NOMEM, "out of memory for a peer");
         peer->len = len;
         memcpy(peer->raw, raw, len);
+        na_addr_init_owned(cls->na_class, &peer->src.head);
+        peer->src.peer = peer;
         atomic_init(&peer->fi_addr, FI_ADDR_NOTAVAIL);
         ret = ofi_av_insert_locked(cls, peer);
         if (ret != NA_SUCCESS) {
@@ -206,6 +208,29 @@ bool ofi_peer_of_hdr(struct ofi_class *cls, const unsigned char *buf, size_t len
     return true;
 }
 
+/* Take a removed peer that nothing uses out of the class: no reference, and
+ * no user of its source address; true when the caller must free it (after
+ * unlocking). Only ofi_peer_get and ofi_peer_of_hdr (under the lock) revive a
+ * peer, and users release its source under the lock, so the checks hold. */
+static bool ofi_peer_unlink_unused_locked(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    if (atomic_load(&peer->refs) != 0 || !peer->removed ||
+        atomic_load(&peer->src.head.refcount) != 1)
+        return false;
+    ofi_av_remove_locked(cls, peer); /* in case an op re-inserted it */
+    struct ofi_peer *gone = na_peer_map_remove(&cls->peers, peer->raw, peer->len);
+    HGX_ASSERT(gone == peer);
+    (void)gone;
+    if (cls->last_sender == peer)
+        cls->last_sender = NULL;
+    if (hgx_log_enabled(HGX_SUBSYS_OFI, HGX_LOG_DEBUG)) {
+        char str[128];
+        ofi_raw_addr_format(cls, peer->raw, peer->len, str, sizeof(str));
+        HGX_LOG_DEBUG(OFI, "peer %s removed and unused: freed", str);
+    }
+    return true;
+}
+
 /* Unreferenced peers stay cached for the next message, unless removed. */
 void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
 {
@@ -214,15 +239,40 @@ void ofi_peer_put(struct ofi_class *cls, struct ofi_peer *peer)
     if (refs != 1)
         return;
     ofi_mutex_lock(cls, &cls->lock);
-    /* Only ofi_peer_get (under the lock) revives a peer: re-check here. */
-    bool drop = atomic_load(&peer->refs) == 0 && peer->removed;
-    if (drop) {
-        ofi_av_remove_locked(cls, peer); /* in case an op re-inserted it */
-        struct ofi_peer *gone = na_peer_map_remove(&cls->peers, peer->raw, peer->len);
-        HGX_ASSERT(gone == peer);
-        (void)gone;
-        if (cls->last_sender == peer)
-            cls->last_sender = NULL;
+    bool drop = ofi_peer_unlink_unused_locked(cls, peer);
+    ofi_mutex_unlock(cls, &cls->lock);
+    if (drop)
+        free(peer);
+}
+
+/* The source address of a referenced peer's message; the caller's peer
+ * reference is then dropped (the address keeps the peer). */
+na_addr_t *ofi_peer_source(struct ofi_class *cls, struct ofi_peer *peer)
+{
+    na_addr_t *src = na_addr_ref(&peer->src.head);
+    ofi_peer_put(cls, peer);
+    return src;
+}
+
+/* A user lets a peer's source address go. The last user's release takes the
+ * class lock, so that it and the peer's last put agree on who frees it; the
+ * others (HG's cache keeps one user) only decrement. */
+void ofi_addr_owned_release(na_class_t *na_class, na_addr_t *addr)
+{
+    struct ofi_class *cls = ofi_class(na_class);
+    struct ofi_peer *peer = ofi_addr_peer(addr);
+    bool drop = false;
+
+    int seen = atomic_load(&addr->refcount);
+    while (seen > 2)
+        if (atomic_compare_exchange_weak(&addr->refcount, &seen, seen - 1))
+            return;
+    ofi_mutex_lock(cls, &cls->lock);
+    int refs = hgx_int_add(&addr->refcount, -1, cls->single);
+    HGX_ASSERT(refs > 1);
+    if (refs == 2) {
+        atomic_fetch_sub(&na_class->n_addrs, 1); /* its users are gone (na_addr_ref) */
+        drop = ofi_peer_unlink_unused_locked(cls, peer);
     }
     ofi_mutex_unlock(cls, &cls->lock);
     if (drop)

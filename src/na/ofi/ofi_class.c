@@ -444,6 +444,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     cls->cq_fd = cls->wait.fd = cls->wait.timer_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->no_retry = (na_class->progress_mode & NA_NO_RETRY) != 0;
+    cls->na_class = na_class;
     cls->single = na_class->single;
     hgx_lock_init_mode(&cls->ctx_lock, cls->single);
     cls->proto = ofi_proto_find(info->protocol_name, strlen(info->protocol_name));
@@ -550,6 +551,7 @@ const struct na_ops na_ofi_ops = {
     .context_destroy = ofi_context_destroy,
     .addr_lookup = ofi_addr_lookup,
     .addr_destroy = ofi_addr_destroy,
+    .addr_owned_release = ofi_addr_owned_release,
     .addr_set_remove = ofi_addr_set_remove,
     .addr_self = ofi_addr_self,
     .addr_cmp = ofi_addr_cmp,

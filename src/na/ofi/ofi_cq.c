@@ -22,13 +22,12 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
                                          size_t len, uint64_t data)
 {
     na_op_id_t *op = na_op_from_plugin(oop);
-    na_addr_t *source = NULL;
     struct ofi_peer *peer;
 
     if (ofi_peer_of_hdr(cls, oop->buf, len, &peer)) {
-        if (peer && ofi_addr_new(op->na_class, peer, &source) == NA_SUCCESS) {
+        if (peer) {
             op->info.info.recv_unexpected.actual_buf_size = len;
-            op->info.info.recv_unexpected.source = source;
+            op->info.info.recv_unexpected.source = ofi_peer_source(cls, peer);
             op->info.info.recv_unexpected.tag = (na_tag_t)(data & OFI_TAG_NA_MASK);
             ofi_op_finish(cls, oop, NA_SUCCESS);
             return;

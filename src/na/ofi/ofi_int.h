@@ -281,7 +281,18 @@ struct ofi_reach {
 };
 
 /* One remote endpoint; shared by every na_addr that names it. */
+struct ofi_peer;
+
+struct ofi_addr {
+    struct na_addr head;
+    struct ofi_peer *peer;
+};
+
 struct ofi_peer {
+    /* The source of its unexpected messages, the same for each: owned by the
+     * peer (na_addr_init_owned), so a message allocates no address, and a
+     * removed peer is not freed while a user holds it (ofi_addr_owned_release). */
+    struct ofi_addr src;
     _Atomic uint64_t fi_addr; /* FI_ADDR_NOTAVAIL until (re)inserted */
     atomic_int refs;          /* addresses and pending ops using it */
     atomic_int queued;        /* its ops in the retry queue */
@@ -292,11 +303,6 @@ struct ofi_peer {
     struct ofi_reach reach;
     size_t len;
     unsigned char raw[];
-};
-
-struct ofi_addr {
-    struct na_addr head;
-    struct ofi_peer *peer;
 };
 
 struct ofi_seg {
@@ -458,6 +464,7 @@ struct ofi_class {
     bool no_block;             /* NA_NO_BLOCK: never wait, so no CQ wait object */
     bool no_retry;             /* NA_NO_RETRY: a refused post fails with NA_AGAIN */
     uint64_t retry_timeout_ms; /* HGX_OFI_RETRY_TIMEOUT_MS */
+    na_class_t *na_class;      /* the NA class this is the plugin part of */
     bool single;               /* NA_THREAD_MODE_SINGLE: the mutexes guard nothing */
     char bind_desc[300];       /* " on HOST:PORT" for setup errors, "" for shm */
     uint64_t mr_mode;
@@ -671,6 +678,8 @@ na_return_t ofi_peer_fi_addr_locked(struct ofi_class *cls, struct ofi_peer *peer
 na_return_t ofi_peer_fi_addr(struct ofi_class *cls, struct ofi_peer *peer,
                              fi_addr_t *fi_addr);
 na_return_t ofi_addr_new(na_class_t *na_class, struct ofi_peer *peer, na_addr_t **addr_p);
+na_addr_t *ofi_peer_source(struct ofi_class *cls, struct ofi_peer *peer);
+void ofi_addr_owned_release(na_class_t *na_class, na_addr_t *addr);
 na_ops_addr_lookup_fn ofi_addr_lookup;
 na_ops_addr_destroy_fn ofi_addr_destroy;
 na_ops_addr_set_remove_fn ofi_addr_set_remove;
