@@ -6,7 +6,8 @@
  *   - an RPC whose input carries a small read-only handle: the target's pull
  *     returns the bytes the handle held when the RPC was encoded, although the
  *     origin overwrote them and freed the handle (deregistering its memory)
- *     before the target ran, so no RMA read them;
+ *     before the target ran, so no RMA read them; a read-write handle is
+ *     embedded the same way (Mercury's rule);
  *   - with no_bulk_eager, and with a handle too large for the message, the pull
  *     reads the origin's memory through the plugin (it sees the new bytes);
  *   - HG_Bulk_serialize with HG_BULK_EAGER: sizes, which handles carry their
@@ -179,7 +180,7 @@ static hg_return_t forward_cb(const struct hg_cb_info *info)
     return HG_SUCCESS;
 }
 
-/* Forward size bytes (SEED_OLD) in a read-only handle, overwrite them with
+/* Forward size bytes (SEED_OLD) in a handle of the given access, overwrite them with
  * SEED_NEW once the input is encoded, free the handle too if free_early,
  * then let the target pull them all. */
 static void forward_pull(struct pair *p, size_t size, bool free_early, hg_uint8_t access)
@@ -252,9 +253,10 @@ static void test_rpc_too_large(void **state)
     pair_close(&p);
 }
 
-/* A read-write handle is not embedded in an RPC: a pull must see what the
- * memory holds (a push may have changed it since the input was encoded). */
-static void test_rpc_readwrite_not_eager(void **state)
+/* A read-write handle is embedded in an RPC as a read-only one is (Mercury's
+ * rule): the target's pull reads the bytes taken at encoding, not the
+ * origin's memory. */
+static void test_rpc_readwrite_eager(void **state)
 {
     (void)state;
     struct pair p;
@@ -262,7 +264,7 @@ static void test_rpc_readwrite_not_eager(void **state)
     pair_open(&p, false);
     forward_pull(&p, SMALL, false, HG_BULK_READWRITE);
     assert_int_equal(tgt.ret, HG_SUCCESS);
-    assert_true(test_check(tgt.data, SMALL, SEED_NEW));
+    assert_true(test_check(tgt.data, SMALL, SEED_OLD));
     pair_close(&p);
 }
 
@@ -384,7 +386,7 @@ int main(void)
         cmocka_unit_test(test_rpc_eager),
         cmocka_unit_test(test_rpc_no_bulk_eager),
         cmocka_unit_test(test_rpc_too_large),
-        cmocka_unit_test(test_rpc_readwrite_not_eager),
+        cmocka_unit_test(test_rpc_readwrite_eager),
         cmocka_unit_test(test_serialize_eager),
     };
     return test_run_per_transport("bulk_eager", "", &cur_info, tests,

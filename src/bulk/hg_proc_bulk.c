@@ -1,12 +1,12 @@
 /*
  * hg_proc_bulk.c -- proc routine for hg_bulk_t: a length-prefixed descriptor.
  * When the processor allows it (HG_PROC_BULK_EAGER: the class does not set
- * no_bulk_eager and the peer is not this process), a read-only handle's data
- * goes inside the descriptor if all of it fits in what is left of the
- * buffer, so that the peer's pull needs no RMA (Mercury's rule). Unlike
- * Mercury, a read-write handle is never embedded here: the peer's pull would
- * read the copy taken at encoding, not what a push into the handle wrote
- * since. HG_Bulk_serialize with HG_BULK_EAGER embeds it when asked.
+ * no_bulk_eager and the peer is not this process), the data of a readable
+ * handle (read-only or read-write) goes inside the descriptor if all of it
+ * fits in what is left of the buffer, so that the peer's pull needs no RMA.
+ * This is Mercury's rule, kept with its consequence: a peer's pull from an
+ * embedded read-write handle reads the bytes taken at encoding, even after a
+ * push into the handle (the push itself goes to the owner's memory).
  */
 #include "mercury_proc_bulk.h"
 
@@ -27,8 +27,7 @@ hg_return_t hg_proc_hg_bulk_t(hg_proc_t proc, void *data)
     switch (hg_proc_get_op(proc)) {
     case HG_ENCODE: {
         unsigned long flags = 0;
-        if (*bulk_p && (hg_proc_get_flags(proc) & HG_PROC_BULK_EAGER) &&
-            ((*bulk_p)->flags & HG_BULK_READWRITE) == HG_BULK_READ_ONLY) {
+        if (*bulk_p && (hg_proc_get_flags(proc) & HG_PROC_BULK_EAGER)) {
             len = HG_Bulk_get_serialize_size(*bulk_p, HG_BULK_EAGER);
             if (hg_proc_get_size_left(proc) >= len + sizeof(len))
                 flags = HG_BULK_EAGER;
