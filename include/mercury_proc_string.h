@@ -18,6 +18,7 @@
 #define MERCURY_PROC_STRING_H
 
 #include "mercury_proc.h"
+#include "mercury_string_object.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,13 +26,6 @@ extern "C" {
 
 typedef const char *hg_const_string_t; /**< string a proc encodes but the caller keeps */
 typedef char *hg_string_t;             /**< string a proc encodes or decodes */
-
-/** A string and who frees it (Mercury's mercury_string_object.h). */
-typedef struct hg_string_object {
-    char *data;         /**< the string, or NULL */
-    hg_bool_t is_const; /**< it came from a const char * */
-    hg_bool_t is_owned; /**< hg_string_object_free() frees it */
-} hg_string_object_t;
 
 /**
  * Proc routine for an hg_const_string_t (data points to the pointer). The
@@ -65,57 +59,6 @@ HG_PUBLIC hg_return_t hg_proc_hg_string_t(hg_proc_t proc, void *data);
  * \return HG_SUCCESS, HG_INVALID_ARG, HG_OVERFLOW, HG_PROTOCOL_ERROR or HG_NOMEM
  */
 HG_PUBLIC hg_return_t hg_proc_hg_string_object_t(hg_proc_t proc, void *string);
-
-/**
- * Empty object (NULL string, not owned).
- * \param[in,out] string the string object
- * \return HG_SUCCESS, HG_INVALID_ARG
- */
-HG_PUBLIC hg_return_t hg_string_object_init(hg_string_object_t *string);
-
-/**
- * Object over s; with is_owned, hg_string_object_free() frees s.
- * \param[in,out] string the string object
- * \param[in] s the string
- * \param[in] is_owned HG_TRUE if hg_string_object_free() frees s
- * \return HG_SUCCESS, HG_INVALID_ARG
- */
-HG_PUBLIC hg_return_t hg_string_object_init_char(hg_string_object_t *string, char *s,
-                                                 hg_bool_t is_owned);
-
-/**
- * Object over a const string (is_const set); with is_owned it is freed too.
- * \param[in,out] string the string object
- * \param[in] s the string
- * \param[in] is_owned HG_TRUE if hg_string_object_free() frees s
- * \return HG_SUCCESS, HG_INVALID_ARG
- */
-HG_PUBLIC hg_return_t hg_string_object_init_const_char(hg_string_object_t *string,
-                                                       const char *s, hg_bool_t is_owned);
-
-/**
- * Free the string if the object owns it; the object becomes empty.
- * \param[in,out] string the string object
- * \return HG_SUCCESS, HG_INVALID_ARG
- */
-HG_PUBLIC hg_return_t hg_string_object_free(hg_string_object_t *string);
-
-/**
- * Copy of string that owns a strdup() of its string.
- * \param[in] string object to copy
- * \param[out] new_string the copy
- * \return HG_SUCCESS, HG_INVALID_ARG, HG_NOMEM
- */
-HG_PUBLIC hg_return_t hg_string_object_dup(hg_string_object_t string,
-                                           hg_string_object_t *new_string);
-
-/**
- * Put s in the object and return the string it held (flags unchanged).
- * \param[in,out] string the string object
- * \param[in] s new string
- * \return the previous string, or NULL
- */
-HG_PUBLIC char *hg_string_object_swap(hg_string_object_t *string, char *s);
 
 #ifdef __cplusplus
 }

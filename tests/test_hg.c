@@ -5,6 +5,7 @@
  * and serves until it receives the "hgt_shutdown" RPC.
  */
 #include "mercury.h"
+#include "mercury_hash_string.h"
 #include "mercury_bulk.h"
 #include "mercury_macros.h"
 #include "mercury_proc_string.h"
@@ -1115,6 +1116,9 @@ static void test_misc_api(void **state)
     assert_int_equal(HG_Registered_name(g.cls, "hgt_sum", &id, &flag), HG_SUCCESS);
     assert_true(flag);
     assert_int_equal(id, g.ids.sum);
+    /* Names map to ids as in Mercury: djb2, the hash of mercury_hash_string.h. */
+    assert_int_equal(id, hg_hash_string("hgt_sum"));
+    assert_int_equal(hg_hash_string("hello"), 261238937u);
     assert_int_equal(HG_Registered_name(g.cls, "nope", &id, &flag), HG_SUCCESS);
     assert_false(flag);
     HG_Registered_disabled_response(g.cls, g.ids.noresp, &flag);

@@ -16,7 +16,7 @@ command -v "$cf" >/dev/null 2>&1 || {
 }
 cd "$srcdir"
 if [ $# -eq 0 ]; then
-    set -- $(find src include tests perf tools fuzz examples -type f \( -name '*.c' -o -name '*.h' \) | sort)
+    set -- $(find src include tests perf tools fuzz examples -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' \) | sort)
 fi
 
 bad=0

@@ -2,16 +2,43 @@
  * @file mercury_atomic.h
  * Mercury's atomic calls (hg_atomic_*), over C11 atomics (sequentially
  * consistent). incr/decr return the new value; or/xor/and return the old one.
+ * In C++ the types are std::atomic, as in Mercury's header, and the C11 calls
+ * these headers use are taken from std (as C++23's <stdatomic.h> does); a
+ * variable has the same layout in both languages.
  */
 #ifndef MERCURY_ATOMIC_H
 #define MERCURY_ATOMIC_H
 
 #include "mercury_util_config.h"
 
+#ifdef __cplusplus
+#include <atomic>
+/** The atomic type of T, in either language. */
+#define HG_UTIL_ATOMIC(T) std::atomic<T>
+using std::atomic_compare_exchange_strong;
+using std::atomic_compare_exchange_weak_explicit;
+using std::atomic_fetch_add;
+using std::atomic_fetch_and;
+using std::atomic_fetch_or;
+using std::atomic_fetch_sub;
+using std::atomic_fetch_xor;
+using std::atomic_init;
+using std::atomic_load;
+using std::atomic_load_explicit;
+using std::atomic_store;
+using std::atomic_store_explicit;
+using std::atomic_thread_fence;
+using std::memory_order_acquire;
+using std::memory_order_relaxed;
+using std::memory_order_release;
+using std::memory_order_seq_cst;
+#else
 #include <stdatomic.h>
+#define HG_UTIL_ATOMIC(T) _Atomic T
+#endif
 
-typedef _Atomic int32_t hg_atomic_int32_t; /**< atomic 32-bit integer */
-typedef _Atomic int64_t hg_atomic_int64_t; /**< atomic 64-bit integer */
+typedef HG_UTIL_ATOMIC(int32_t) hg_atomic_int32_t; /**< atomic 32-bit integer */
+typedef HG_UTIL_ATOMIC(int64_t) hg_atomic_int64_t; /**< atomic 64-bit integer */
 #define HG_ATOMIC_VAR_INIT(x) (x)
 
 /* One definition per width: hg_atomic_<op><bits>. */

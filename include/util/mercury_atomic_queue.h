@@ -10,22 +10,23 @@
 
 #include "mercury_util_config.h"
 
+#include "mercury_atomic.h"
 #include "mercury_mem.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 
 /** One slot of the ring. */
 struct hg_atomic_queue_slot {
-    _Atomic size_t turn; /**< position this slot waits for (push: pos, pop: pos + 1) */
-    void *entry;         /**< the pointer stored */
+    /** position this slot waits for (push: pos, pop: pos + 1) */
+    HG_UTIL_ATOMIC(size_t) turn;
+    void *entry; /**< the pointer stored */
 };
 
 /** A queue; allocate with hg_atomic_queue_alloc(). */
 struct hg_atomic_queue {
-    _Atomic size_t push_pos; /**< next position to push to */
+    HG_UTIL_ATOMIC(size_t) push_pos; /**< next position to push to */
     char pad1[HG_MEM_CACHE_LINE_SIZE - sizeof(size_t)];
-    _Atomic size_t pop_pos; /**< next position to pop from */
+    HG_UTIL_ATOMIC(size_t) pop_pos; /**< next position to pop from */
     char pad2[HG_MEM_CACHE_LINE_SIZE - sizeof(size_t)];
     size_t mask;                         /**< slot count - 1 */
     struct hg_atomic_queue_slot slots[]; /**< the ring */

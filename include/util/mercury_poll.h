@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -78,7 +79,8 @@ static HG_UTIL_INLINE int hg_poll_get_fd(hg_poll_set_t *poll_set)
 static HG_UTIL_INLINE int hg_poll_ctl_(hg_poll_set_t *poll_set, int op, int fd,
                                        const struct hg_poll_event *event)
 {
-    struct epoll_event ev = {0};
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev)); /* zeroed in full: C++ warns on {0} */
     if (!poll_set || fd < 0 || (op != EPOLL_CTL_DEL && !event))
         return HG_UTIL_FAIL;
     if (event) {

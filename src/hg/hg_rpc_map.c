@@ -3,6 +3,8 @@
  */
 #include "hg_rpc_map.h"
 
+#include "mercury_hash_string.h"
+
 #include <stdlib.h>
 
 #define HG_RPC_MAP_BUCKETS 256
@@ -13,13 +15,7 @@ struct hg_rpc_map {
 
 hg_id_t hg_rpc_id_from_name(const char *name)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-        h ^= *p;
-        h *= UINT64_C(0x100000001b3);
-    }
-    return h ? h : 1;
+    return hg_hash_string(name);
 }
 
 static struct hg_rpc_entry **bucket_of(struct hg_rpc_map *map, hg_id_t id)

@@ -9,7 +9,8 @@
 # Then checks what Mercury installs: the pkg-config files mercury (2.4.1), na
 # (6.0.0) and mercury_util (4.0.0), NA_HAS_OFI in na_config.h, every function
 # of Mercury 2.4.1's list declared by the installed headers; builds
-# tests/compat/mercury_prog.c, util_prog.c and util_more.c twice against that install --
+# tests/compat/mercury_prog.c, util_prog.c, util_more.c and the C++ cxx_prog.cc (C++11 to
+# C++20 with pkg-config, the compiler's default with CMake) against that install --
 #   1. cc $(pkg-config --cflags --libs mercury)
 #   2. cmake with find_package(mercury REQUIRED) + target_link_libraries(prog mercury)
 #      (and util_prog, util_more with the mercury_util target; CMakeLists.txt checks the
@@ -115,6 +116,24 @@ for prog in util_prog util_more; do
     fi
 done
 
+# ---- 1c. A C++ program (as Thallium and the Mochi services are), pkg-config mercury
+cxx=${CXX:-c++}
+if ! command -v "$cxx" >/dev/null 2>&1; then
+    say "C++ build: FAIL ($cxx not installed)"; fail=1
+else
+    for std in c++11 c++14 c++17 c++20; do
+        say "build 1c: $cxx -std=$std cxx_prog.cc \$(pkg-config --cflags --libs mercury)"
+        # shellcheck disable=SC2086
+        if $cxx -std=$std -Wall -Wextra -Werror -o "$tmp/cxx_prog_$std" "$srcdir/cxx_prog.cc" \
+            $flags; then
+            if "$tmp/cxx_prog_$std" "$info"; then say "C++ build ($std): PASS"
+            else say "C++ build ($std): FAIL (run)"; fail=1; fi
+        else
+            say "C++ build ($std): FAIL (compile)"; fail=1
+        fi
+    done
+fi
+
 # ---- 2. CMake find_package(mercury)
 cmake_dir=$(dirname "$(find "$root" -name mercury-config.cmake 2>/dev/null | head -n 1)")
 if ! command -v cmake >/dev/null 2>&1; then
@@ -128,7 +147,8 @@ else
         grep 'mercury .* found' "$tmp/cmake.log" | sed 's/^/check-installed: /'
         say "run 2: mercury_prog $info"
         if "$tmp/cmake/mercury_prog" "$info" && "$tmp/cmake/util_prog" &&
-            "$tmp/cmake/util_more" && "$tmp/cmake/na_version"; then say "cmake build: PASS"
+            "$tmp/cmake/util_more" && "$tmp/cmake/na_version" &&
+            "$tmp/cmake/cxx_prog" "$info"; then say "cmake build: PASS"
         else say "cmake build: FAIL (run)"; fail=1; fi
     else
         tail -25 "$tmp/cmake.log"; say "cmake build: FAIL (configure/compile)"; fail=1

@@ -2,7 +2,9 @@
  * util_more.c -- a program written against the rest of Mercury's utility
  * headers that Mercury 2.4.1's own test programs use: dynamic loading, event
  * objects, atomic queues, hash tables, memory pools, spin locks, the list and
- * queue declaration macros, time stamps and huge pages. Built in the tree by
+ * queue declaration macros, time stamps and huge pages; and two headers
+ * Mercury programs outside its tests use, the string hash and reader-writer
+ * locks. Built in the tree by
  * make check and against an installed hgx by check-installed.sh. Exit 0 when
  * every check holds.
  */
@@ -10,6 +12,7 @@
 #include "mercury_atomic_queue.h"
 #include "mercury_dl.h"
 #include "mercury_event.h"
+#include "mercury_hash_string.h"
 #include "mercury_hash_table.h"
 #include "mercury_list.h"
 #include "mercury_mem.h"
@@ -17,6 +20,7 @@
 #include "mercury_poll.h"
 #include "mercury_queue.h"
 #include "mercury_thread.h"
+#include "mercury_thread_rwlock.h"
 #include "mercury_thread_spin.h"
 #include "mercury_time.h"
 
@@ -398,6 +402,32 @@ static void check_spin(void)
     CHECK(hg_thread_spin_destroy(&spin) == HG_UTIL_SUCCESS);
 }
 
+/* ---- reader-writer locks: readers share, a writer excludes */
+static void check_rwlock(void)
+{
+    hg_thread_rwlock_t rw;
+    CHECK(hg_thread_rwlock_init(&rw) == HG_UTIL_SUCCESS);
+    hg_thread_rwlock_rdlock(&rw);
+    CHECK(hg_thread_rwlock_try_rdlock(&rw) == HG_UTIL_SUCCESS); /* a second reader */
+    CHECK(hg_thread_rwlock_try_wrlock(&rw) == HG_UTIL_FAIL);
+    hg_thread_rwlock_release_rdlock(&rw);
+    hg_thread_rwlock_release_rdlock(&rw);
+    CHECK(hg_thread_rwlock_try_wrlock(&rw) == HG_UTIL_SUCCESS);
+    CHECK(hg_thread_rwlock_try_rdlock(&rw) == HG_UTIL_FAIL);
+    hg_thread_rwlock_release_wrlock(&rw);
+    hg_thread_rwlock_wrlock(&rw);
+    hg_thread_rwlock_release_wrlock(&rw);
+    CHECK(hg_thread_rwlock_destroy(&rw) == HG_UTIL_SUCCESS);
+}
+
+/* ---- the string hash: djb2, as Mercury's */
+static void check_hash_string(void)
+{
+    CHECK(hg_hash_string("") == 5381u);
+    CHECK(hg_hash_string("hello") == 261238937u);
+    CHECK(hg_hash_string("a") == 5381u * 33u + 'a');
+}
+
 /* ---- HG_LIST_HEAD_DECL/INIT/INSERT_AFTER/BEFORE, HG_QUEUE_HEAD_DECL/INIT/REMOVE */
 struct lelem {
     int v;
@@ -536,6 +566,8 @@ int main(void)
     check_hash_table();
     check_mem_pool();
     check_spin();
+    check_rwlock();
+    check_hash_string();
     check_list_queue();
     check_time_stamp();
     check_hugepages();
