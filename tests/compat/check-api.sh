@@ -5,7 +5,8 @@
 #
 #   tests/compat/check-api.sh            (from make check, in the build tree)
 #
-# One C file takes the address of every listed function; the compiler's
+# One C file takes the address of every listed function (and one more per
+# header, including that header alone, for the functions listed under it); the compiler's
 # "undeclared" errors name the missing declarations, the linker's "undefined
 # reference" errors the missing definitions. The na_mpi.h names are checked
 # only when libhgx was built with its MPI plugin (NA_HAS_MPI in the generated
@@ -64,6 +65,29 @@ while read -r name; do
     say "NOT DECLARED: $name ($(awk -v n="$name" '$1 == n { print $2 }' "$tmp/names"))"
     fail=1
 done <"$tmp/undeclared"
+
+# A program that includes one header alone gets its functions, as with Mercury.
+for hdr in $(awk '{ print $2 }' "$tmp/names" | sort -u); do
+    {
+        printf '#include "%s"\n' "$hdr"
+        awk -v h="$hdr" '$2 == h { printf "void *ref_%d(void) { return (void *) &%s; }\n", NR, $1 }' \
+            "$tmp/names"
+    } >"$tmp/one.c"
+    # shellcheck disable=SC2086
+    $cc -std=c11 -c -I"$gen_inc" -I"$gen_inc/util" -I"$inc" -I"$inc/util" $mpi_cflags \
+        -o "$tmp/one.o" "$tmp/one.c" >"$tmp/one.log" 2>&1
+    for name in $(sed -n "s/.*error: .\([A-Za-z_0-9]*\). undeclared.*/\1/p" "$tmp/one.log" |
+        sort -u); do
+        grep -qx "$name" "$tmp/undeclared" && continue
+        say "NOT DECLARED by $hdr alone: $name"
+        echo "$name" >>"$tmp/undeclared"
+        fail=1
+    done
+    if [ ! -f "$tmp/one.o" ] && [ "$fail" = 0 ]; then
+        cat "$tmp/one.log"; say "FAIL: $hdr does not compile alone"; fail=1
+    fi
+    rm -f "$tmp/one.o"
+done
 
 # Declared names must link too (from a build tree holding libhgx).
 lib=""
