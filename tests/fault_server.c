@@ -268,7 +268,13 @@ int ft_server_main(const char *info, int publish_fd)
     char addr[TEST_ADDR_MAX] = "";
     hg_size_t len = sizeof(addr);
     hg_addr_t self = HG_ADDR_NULL;
-    hg_class_t *cls = HG_Init(info, HG_TRUE);
+    /* The region this server exposes is read-write and read back after a
+     * client's push: no_bulk_eager keeps its data out of the RPC output, so
+     * every pull of it is an RMA of the current bytes (with eager data, a
+     * pull would read the copy taken when the output was encoded). */
+    struct hg_init_info init = HG_INIT_INFO_INITIALIZER;
+    init.no_bulk_eager = true;
+    hg_class_t *cls = HG_Init_opt(info, HG_TRUE, &init);
     hg_context_t *ctx = cls ? HG_Context_create(cls) : NULL;
 
     if (!ctx || HG_Addr_self(cls, &self) != HG_SUCCESS ||
