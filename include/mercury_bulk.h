@@ -18,11 +18,13 @@
 #define HG_BULK_READWRITE (HG_BULK_READ_ONLY | HG_BULK_WRITE_ONLY)
 #endif
 
-/** Serialization flag: the peer is reached through shared memory (no effect in hgx). */
-#define HG_BULK_SM (1 << 0)
+/* Serialization flags, with Mercury's values (bits 0 and 1 are the access flags
+ * above, so a flags word may carry both kinds). */
 /** Serialization flag: a readable local handle's descriptor carries its data, so that
  * the holder's pulls need no RMA. */
-#define HG_BULK_EAGER (1 << 1)
+#define HG_BULK_EAGER (1 << 2)
+/** Serialization flag: the peer is reached through shared memory (no effect in hgx). */
+#define HG_BULK_SM (1 << 3)
 
 #ifdef __cplusplus
 extern "C" {
