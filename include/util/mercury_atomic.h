@@ -39,7 +39,14 @@ using std::memory_order_seq_cst;
 
 typedef HG_UTIL_ATOMIC(int32_t) hg_atomic_int32_t; /**< atomic 32-bit integer */
 typedef HG_UTIL_ATOMIC(int64_t) hg_atomic_int64_t; /**< atomic 64-bit integer */
+#ifdef __cplusplus
+/* List-initialization: before C++17, std::atomic cannot be copy-initialized. */
+/* clang-format off */
+#define HG_ATOMIC_VAR_INIT(x) {x}
+/* clang-format on */
+#else
 #define HG_ATOMIC_VAR_INIT(x) (x)
+#endif
 
 /* One definition per width: hg_atomic_<op><bits>. */
 #define HG_UTIL_ATOMIC_OPS(bits)                                                         \

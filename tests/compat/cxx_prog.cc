@@ -64,8 +64,8 @@ struct pull_op {
     hg_bulk_t local;
 };
 
-hg_atomic_int32_t g_stop;
-hg_atomic_int32_t g_answered;
+hg_atomic_int32_t g_stop = HG_ATOMIC_VAR_INIT(0);
+hg_atomic_int32_t g_answered = HG_ATOMIC_VAR_INIT(0);
 
 hg_return_t sum_pulled(const struct hg_cb_info *info)
 {
@@ -191,7 +191,8 @@ struct item {
 
 void check_util(void)
 {
-    hg_atomic_int64_t a64;
+    hg_atomic_int64_t a64 = HG_ATOMIC_VAR_INIT(39);
+    CHECK(hg_atomic_get64(&a64) == 39);
     hg_atomic_init64(&a64, 40);
     CHECK(hg_atomic_incr64(&a64) == 41);
     CHECK(hg_atomic_cas64(&a64, 41, 2) && hg_atomic_get64(&a64) == 2);
@@ -249,8 +250,6 @@ int main(int argc, char *argv[])
     const char *info_string = argc > 1 ? argv[1] : "ofi+tcp://127.0.0.1";
     check_util();
 
-    hg_atomic_init32(&g_stop, 0);
-    hg_atomic_init32(&g_answered, 0);
     hg_class_t *scls = HG_Init(info_string, HG_TRUE);
     hg_class_t *ccls = HG_Init(info_string, HG_FALSE);
     if (!scls || !ccls) {
