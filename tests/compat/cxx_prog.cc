@@ -12,8 +12,9 @@
  * server pulls the array with HG_Bulk_transfer, sums it and answers {tag,
  * sum}. The RPC runs once through HG_Forward and a callback, once as an hgx
  * request (hgx_iforward + hgx_wait). The utility headers are used on the side:
- * atomics, the atomic queue, lists, queues, reader-writer locks, the string
- * hash, string objects, time. Built and run by check-installed.sh against an
+ * atomics, the atomic queue, lists, queues, reader-writer locks, mutexes, the
+ * thread pool, event objects in a poll set, a log outlet, the string hash,
+ * string objects, time. Built and run by check-installed.sh against an
  * installed hgx (pkg-config and CMake). Exit 0 when every check holds.
  */
 #include <hgx.h>
@@ -31,11 +32,15 @@
 #include <mercury_atomic_queue.h>
 #include <mercury_hash_string.h>
 #include <mercury_hash_table.h>
+#include <mercury_event.h>
 #include <mercury_list.h>
+#include <mercury_log.h>
 #include <mercury_mem_pool.h>
+#include <mercury_poll.h>
 #include <mercury_queue.h>
 #include <mercury_thread.h>
 #include <mercury_thread_mutex.h>
+#include <mercury_thread_pool.h>
 #include <mercury_thread_rwlock.h>
 #include <mercury_time.h>
 #include <mercury_util.h>
@@ -50,6 +55,10 @@
 MERCURY_GEN_PROC(sum_in_t,
                  ((hg_const_string_t)(tag))((hg_bulk_t)(bulk))((uint32_t)(count)))
 MERCURY_GEN_PROC(sum_out_t, ((hg_const_string_t)(tag))((uint64_t)(sum)))
+
+/* A log outlet of the program's own, under Mercury's root outlet (at namespace
+ * scope: the macro ends with a declaration of external linkage, as Mercury's). */
+HG_LOG_SUBSYS_DECL_REGISTER(cxx_prog, HG_LOG_OUTLET_ROOT_NAME);
 
 namespace
 {
@@ -182,6 +191,47 @@ uint64_t send_sum(hg_context_t *ctx, hg_addr_t server, hg_id_t id, const std::st
     return sum;
 }
 
+hg_thread_mutex_t g_mutex = HG_THREAD_MUTEX_INITIALIZER;
+
+HG_THREAD_RETURN_TYPE pool_work(void *arg)
+{
+    hg_thread_mutex_lock(&g_mutex);
+    ++*static_cast<int *>(arg);
+    hg_thread_mutex_unlock(&g_mutex);
+    return NULL;
+}
+
+/* A thread pool, an event object seen through a poll set, a log line. */
+void check_util_threads(void)
+{
+    hg_thread_pool_t *pool = NULL;
+    int done = 0;
+    struct hg_thread_work work[4];
+    CHECK(hg_thread_pool_init(2, &pool) == HG_UTIL_SUCCESS);
+    for (int i = 0; i < 4; i++) {
+        work[i].func = pool_work;
+        work[i].args = &done;
+        CHECK(hg_thread_pool_post(pool, &work[i]) == HG_UTIL_SUCCESS);
+    }
+    CHECK(hg_thread_pool_destroy(pool) == HG_UTIL_SUCCESS); /* runs what was posted */
+    CHECK(done == 4);
+
+    hg_poll_set_t *set = hg_poll_create();
+    int fd = hg_event_create();
+    struct hg_poll_event ev, out[1];
+    unsigned int n = 0;
+    ev.events = HG_POLLIN;
+    ev.data.u64 = 42;
+    CHECK(set && fd >= 0 && hg_poll_add(set, fd, &ev) == HG_UTIL_SUCCESS);
+    CHECK(hg_event_set(fd) == HG_UTIL_SUCCESS);
+    CHECK(hg_poll_wait(set, 1000, 1, out, &n) == HG_UTIL_SUCCESS && n == 1 &&
+          out[0].data.u64 == 42);
+    hg_poll_remove(set, fd);
+    hg_event_destroy(fd);
+    hg_poll_destroy(set);
+    HG_LOG_WRITE(cxx_prog, HG_LOG_LEVEL_DEBUG, "util checks done (%d)", done);
+}
+
 /* The utility headers as C++ programs use them. */
 struct item {
     int value;
@@ -249,6 +299,7 @@ int main(int argc, char *argv[])
 {
     const char *info_string = argc > 1 ? argv[1] : "ofi+tcp://127.0.0.1";
     check_util();
+    check_util_threads();
 
     hg_class_t *scls = HG_Init(info_string, HG_TRUE);
     hg_class_t *ccls = HG_Init(info_string, HG_FALSE);
