@@ -15,7 +15,8 @@
 #   2. cmake with find_package(mercury REQUIRED) + target_link_libraries(prog mercury)
 #      (and util_prog, util_more with the mercury_util target; CMakeLists.txt checks the
 #      na target and the version too)
-# -- and runs each over ofi+tcp. When it staged the install itself, it then
+# -- and mercury_prog once more with -lmercury -lna -lmercury_util alone (the library
+# names a program may link by), and runs each over ofi+tcp. When it staged the install itself, it then
 # runs `make uninstall DESTDIR=...` and requires that no file remains.
 # Exits 0 only if every step passes.
 #
@@ -132,6 +133,22 @@ else
             say "C++ build ($std): FAIL (compile)"; fail=1
         fi
     done
+fi
+
+# ---- 1d. Linking by Mercury's library names, without pkg-config or CMake
+say "build 1d: ${CC:-cc} -std=c11 mercury_prog.c -I$incdir -L$libdir -lmercury -lna -lmercury_util"
+if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/prog_names" "$srcdir/mercury_prog.c" \
+    -I"$incdir" -L"$libdir" -lmercury -lna -lmercury_util; then
+    needed=$(LC_ALL=C readelf -d "$tmp/prog_names" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(libhgx[^]]*\)\].*/\1/p')
+    if [ -z "$needed" ]; then
+        say "library names: FAIL (the program does not record libhgx)"; fail=1
+    elif "$tmp/prog_names" "$info"; then
+        say "library names: PASS (the program needs $needed)"
+    else
+        say "library names: FAIL (run)"; fail=1
+    fi
+else
+    say "library names: FAIL (link)"; fail=1
 fi
 
 # ---- 2. CMake find_package(mercury)
