@@ -69,10 +69,12 @@ static size_t test_transports_of(const char *const *candidates, size_t n_candida
     return n;
 }
 
-/* hgx's own transports, then the alias Mercury programs name. */
-static const char *const test_candidates[] = {"ofi+tcp", "ofi+shm", "ofi+sockets",
-                                              "ucx+tcp", "ucx+shm", "na+sm"};
-#define TEST_N_ALIASES 1
+/* hgx's own transports, then the aliases Mercury programs name: na+sm, and
+ * Mercury's spelling of ofi+tcp with the rxm provider. */
+static const char *const test_candidates[] = {"ofi+tcp",        "ofi+shm", "ofi+sockets",
+                                              "ucx+tcp",        "ucx+shm", "na+sm",
+                                              "ofi+tcp;ofi_rxm"};
+#define TEST_N_ALIASES 2
 
 size_t test_transports(const char *const **list)
 {

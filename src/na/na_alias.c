@@ -29,6 +29,37 @@ static const char *na_alias_class(const na_class_t *na_class)
     return na_class->alias ? na_class->alias->class_name : na_class->ops->class_name;
 }
 
+static bool na_alias_is(const char *protocol, const char *bare, size_t plen)
+{
+    return strlen(protocol) == plen && strncmp(bare, protocol, plen) == 0;
+}
+
+/* The plugin's protocol that the protocol of a name (bare, plen bytes) stands
+ * for in na_class, or NULL when the class does not speak it. An alias class
+ * ("na+sm") speaks its alias's protocol only; an alias in the plugin's own
+ * class name ("ofi+tcp;ofi_rxm" for "ofi+tcp") is another spelling of the
+ * plugin's protocol, so such a class and the plugin's plain classes each take
+ * both spellings. */
+static const char *na_alias_served(const na_class_t *na_class, const char *bare,
+                                   size_t plen)
+{
+    const struct na_ops *ops = na_class->ops;
+    const struct na_alias *alias = na_class->alias;
+
+    if (alias && na_alias_is(alias->protocol, bare, plen))
+        return alias->serves;
+    if (alias && strcmp(alias->class_name, ops->class_name) != 0)
+        return NULL;
+    for (const struct na_alias *a = ops->aliases; a && a->class_name; a++)
+        if (strcmp(a->class_name, ops->class_name) == 0 &&
+            na_alias_is(a->protocol, bare, plen))
+            return a->serves;
+    for (const char *const *p = ops->protocols; p && *p; p++)
+        if (na_alias_is(*p, bare, plen))
+            return *p;
+    return NULL;
+}
+
 na_return_t na_alias_lookup_name(const na_class_t *na_class, const char *name, char *buf,
                                  size_t size, const char **plugin_name_p)
 {
@@ -48,31 +79,24 @@ na_return_t na_alias_lookup_name(const na_class_t *na_class, const char *name, c
     /* The same protocol check as at initialization, so a name for a protocol
      * the class lacks gets the same code on every plugin. A name without
      * "plugin+" is the plugin's to judge, unless the class is an alias, whose
-     * only protocol is its own; one without any protocol is malformed, and
-     * the plugin says so. */
+     * only protocol is its own, or it spells a protocol of the plugin in
+     * another name; one without any protocol is malformed, and the plugin
+     * says so. */
     *plugin_name_p = bare;
     size_t plen = sep ? (size_t)(sep - bare) : strlen(bare);
     if ((bare == name && !sep) || plen == 0)
         return NA_SUCCESS;
-    const struct na_alias *alias = na_class->alias;
-    bool known = true;
-    if (alias)
-        known =
-            plen == strlen(alias->protocol) && strncmp(bare, alias->protocol, plen) == 0;
-    else if (bare != name && plen < 64) {
-        char proto[64];
-        memcpy(proto, bare, plen);
-        proto[plen] = '\0';
-        known = na_plugin_has_protocol(na_class->ops, proto);
-    }
-    if (!known) {
+    const char *served = na_alias_served(na_class, bare, plen);
+    if (!served && bare == name && !na_class->alias)
+        return NA_SUCCESS;
+    if (!served) {
         HGX_LOG_ERROR(NA, "address \"%s\": plugin \"%s\" has no protocol \"%.*s\"", name,
                       na_alias_class(na_class), (int)plen, bare);
         return NA_PROTONOSUPPORT;
     }
-    if (!alias)
+    if (strlen(served) == plen && strncmp(served, bare, plen) == 0)
         return NA_SUCCESS;
-    int len = snprintf(buf, size, "%s%s", alias->serves, bare + plen);
+    int len = snprintf(buf, size, "%s%s", served, bare + plen);
     if (len < 0 || (size_t)len >= size)
         return NA_INVALID_ARG;
     *plugin_name_p = buf;

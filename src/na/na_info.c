@@ -78,7 +78,8 @@ na_return_t na_info_parse(const char *info_string, struct na_info *info)
         return NA_NOMEM;
     }
     for (const char *p = info->protocol_name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+              *p == ';')) { /* ';' as in Mercury's "tcp;ofi_rxm" */
             na_info_free(info);
             return NA_INVALID_ARG;
         }

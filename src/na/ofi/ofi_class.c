@@ -533,8 +533,11 @@ const struct na_ops na_ofi_ops = {
     .class_name = "ofi",
     .params = ofi_params,
     .protocols = (const char *const[]){"tcp", "sockets", "shm", NULL},
-    /* Mercury's shared-memory plugin, when UCX (which ranks higher) is not built. */
+    /* Mercury's shared-memory plugin, when UCX (which ranks higher) is not built;
+     * and Mercury's name of tcp with the rxm utility provider, which is what
+     * "tcp" is here. */
     .aliases = (const struct na_alias[]){{"na", "sm", "shm", 1, true},
+                                         {"ofi", "tcp;ofi_rxm", "tcp", 1, false},
                                          {NULL, NULL, NULL, 0, false}},
     .log_subsys = HGX_SUBSYS_OFI,
     /* The plugin cuts operations at the provider's limits itself, and over
