@@ -30,7 +30,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # --- plain listing: every built protocol, lo, and the versions
 "$info" >"$out" 2>&1 || bad "listing exits $?"
 expect=" hgx mercury na"
-have OFI && expect="$expect ofi+tcp ofi+sockets ofi+shm libfabric"
+have OFI && expect="$expect ofi+tcp ofi+sockets ofi+shm ofi+tcp;ofi_rxm libfabric"
 have UCX && expect="$expect ucx+tcp ucx+shm ucx+all UCX"
 have MPI && expect="$expect mpi+static mpi+dynamic MPI"
 have_sm && expect="$expect na+sm"
@@ -38,6 +38,7 @@ missing=
 for word in $expect; do
     grep -q "^  $word " "$out" || missing="$missing $word"
 done
+grep -q "unknown medium" "$out" && missing="$missing (a protocol without its medium)"
 grep -q "^  lo .* loopback 127\.0\.0\.1" "$out" || missing="$missing lo"
 if [ -z "$missing" ]; then pass "listing has$expect lo"; else bad "listing lacks$missing"; fi
 

@@ -24,6 +24,7 @@ static const struct medium *protocol_medium(const char *protocol)
 {
     static const struct medium media[] = {
         {"tcp", "IP interfaces that are up:", true},
+        {"tcp;ofi_rxm", "Mercury's name for ofi+tcp; IP interfaces that are up:", true},
         {"sockets", "IP interfaces that are up:", true},
         {"all", "this host (shared memory) and IP interfaces that are up:", true},
         {"shm", "this host only (shared memory)", false},
@@ -95,7 +96,7 @@ static void print_protocols(const struct na_protocol_info *p, const struct ifadd
         return;
     print_protocols(p->next, ifs);
     const struct medium *m = protocol_medium(p->protocol_name);
-    int pad = 13 - (int)strlen(p->class_name); /* "class+protocol" in 14 columns */
+    int pad = 15 - (int)strlen(p->class_name); /* "class+protocol" in 16 columns */
     printf("  %s+%-*s %s", p->class_name, pad > 0 ? pad : 0, p->protocol_name, m->text);
     if (m->ip)
         print_usable(ifs);
