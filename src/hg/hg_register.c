@@ -4,6 +4,8 @@
 #include "hg_internal.h"
 #include "hg_rpc_map.h"
 
+#include "mercury_hash_string.h"
+
 hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name,
                          hg_proc_cb_t in_proc_cb, hg_proc_cb_t out_proc_cb,
                          hg_rpc_cb_t rpc_cb)
@@ -12,7 +14,9 @@ hg_id_t HG_Register_name(hg_class_t *hg_class, const char *func_name,
         HGX_LOG_ERROR(HG, "NULL class or function name");
         return 0;
     }
-    hg_id_t id = hg_rpc_id_from_name(func_name);
+    /* Mercury's id of a name (a name whose hash is 0 gets id 0, which
+     * HG_Register refuses). */
+    hg_id_t id = hg_hash_string(func_name);
     return HG_Register(hg_class, id, in_proc_cb, out_proc_cb, rpc_cb) == HG_SUCCESS ? id
                                                                                     : 0;
 }
@@ -22,7 +26,7 @@ hg_return_t HG_Registered_name(hg_class_t *hg_class, const char *func_name, hg_i
 {
     if (!hg_class || !func_name || !flag_p)
         return HG_INVALID_ARG;
-    hg_id_t id = hg_rpc_id_from_name(func_name);
+    hg_id_t id = hg_hash_string(func_name);
     if (id_p)
         *id_p = id;
     return HG_Registered(hg_class, id, flag_p);

@@ -3,8 +3,6 @@
  */
 #include "hg_rpc_map.h"
 
-#include "mercury_hash_string.h"
-
 #include <stdlib.h>
 
 #define HG_RPC_MAP_BUCKETS 256
@@ -12,11 +10,6 @@
 struct hg_rpc_map {
     struct hg_rpc_entry *buckets[HG_RPC_MAP_BUCKETS];
 };
-
-hg_id_t hg_rpc_id_from_name(const char *name)
-{
-    return hg_hash_string(name);
-}
 
 static struct hg_rpc_entry **bucket_of(struct hg_rpc_map *map, hg_id_t id)
 {

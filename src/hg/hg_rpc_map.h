@@ -27,10 +27,6 @@ struct hg_rpc_entry {
 
 struct hg_rpc_map;
 
-/* RPC id of a name: hg_hash_string(), as Mercury's HG_Register_name() (a name
- * whose hash is 0 gets id 0, which HG_Register() refuses). */
-hg_id_t hg_rpc_id_from_name(const char *name);
-
 struct hg_rpc_map *hg_rpc_map_create(void);
 /* Frees every entry, running data free callbacks. */
 void hg_rpc_map_destroy(struct hg_rpc_map *map);
