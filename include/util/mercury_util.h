@@ -1,11 +1,12 @@
 /**
  * @file mercury_util.h
  * Mercury's utility library: its configuration and its log level call.
- * hgx provides what Mercury programs and Mercury 2.4.1's test programs use
+ * hgx provides every header Mercury 2.4.1's mercury_util installs
  * (docs/mercury-compat.md): threads, locks, thread pool, time, atomics,
  * lists, queues, poll sets, events, memory, pools, hash tables, atomic
- * queues and dynamic loading inline in their headers, and the log outlets
- * (mercury_log.h) in libhgx.
+ * queues, dynamic loading, byte order, compiler attributes and lock
+ * annotations inline or as macros in their headers, and the log outlets and
+ * debug logs (mercury_log.h, mercury_dlog.h) in libhgx.
  */
 #ifndef MERCURY_UTIL_H
 #define MERCURY_UTIL_H

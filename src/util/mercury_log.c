@@ -8,6 +8,11 @@
  * the outlet and the outlets below it; once any name is selected, outlets
  * not selected are silent; "~name" silences a subtree. The environment
  * (HG_LOG_LEVEL, default error, and HG_LOG_SUBSYS) sets the starting values.
+ *
+ * Debug logs (mercury_dlog.c) defer output, as Mercury's min_debug level
+ * means: HG_LOG_WRITE records debug calls in the outlet's debug log, and an
+ * error written to the outlet prints that record after the error line, then
+ * empties it. An outlet without a debug log shares its parent's.
  */
 #include "mercury_log.h"
 #include "mercury_util.h"
@@ -42,7 +47,7 @@ static struct {
     enum hg_log_level level;
 } hg_log_subsys_levels[HG_LOG_SUBSYS_LEVELS_MAX];
 static int hg_log_subsys_level_count;
-static int (*hg_log_func)(FILE *stream, const char *format, ...);
+static hg_log_func_t hg_log_func;
 static FILE *hg_log_streams[HG_LOG_LEVEL_MAX];
 
 /* True if outlet o is named name or lies below an outlet of that name. */
@@ -196,12 +201,21 @@ void hg_log_outlet_register(struct hg_log_outlet *outlet)
             known = known || o == outlet;
         if (!known && outlet != &HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME))
             HG_QUEUE_PUSH_TAIL(&hg_log_outlets, outlet, entry);
+        if (!outlet->debug_log && outlet->parent)
+            outlet->debug_log = outlet->parent->debug_log;
     });
 }
 
-void hg_log_set_func(int (*log_func)(FILE *stream, const char *format, ...))
+void hg_log_set_func(hg_log_func_t log_func)
 {
     HG_LOG_LOCKED(hg_log_func = log_func);
+}
+
+hg_log_func_t hg_log_get_func(void)
+{
+    hg_log_func_t fn;
+    HG_LOG_LOCKED(fn = hg_log_func);
+    return fn ? fn : fprintf;
 }
 
 static void hg_log_stream_put(enum hg_log_level level, FILE *stream)
@@ -253,8 +267,7 @@ void hg_log_write(struct hg_log_outlet *outlet, enum hg_log_level log_level,
     enum hg_log_level stream_level =
         log_level == HG_LOG_LEVEL_MIN_DEBUG ? HG_LOG_LEVEL_DEBUG : log_level;
     FILE *stream = hg_log_stream_get(stream_level);
-    int (*fn)(FILE *, const char *, ...);
-    HG_LOG_LOCKED(fn = hg_log_func);
+    hg_log_func_t fn = hg_log_get_func();
     char msg[1024];
     va_list ap;
     va_start(ap, format);
@@ -262,10 +275,12 @@ void hg_log_write(struct hg_log_outlet *outlet, enum hg_log_level log_level,
     va_end(ap);
     const char *base = file ? strrchr(file, '/') : NULL;
     base = base ? base + 1 : (file ? file : "?");
-    if (fn)
-        fn(stream, "[%s] %s %s:%u %s(): %s\n", outlet->name,
-           hg_log_level_names[log_level], base, line, func ? func : "?", msg);
-    else
-        fprintf(stream, "[%s] %s %s:%u %s(): %s\n", outlet->name,
-                hg_log_level_names[log_level], base, line, func ? func : "?", msg);
+    fn(stream, "[%s] %s %s:%u %s(): %s\n", outlet->name, hg_log_level_names[log_level],
+       base, line, func ? func : "?", msg);
+    /* What led to the error, then a fresh record for the next one. */
+    if (log_level == HG_LOG_LEVEL_ERROR && outlet->debug_log &&
+        outlet->level >= HG_LOG_LEVEL_MIN_DEBUG) {
+        hg_dlog_dump(outlet->debug_log, fn, stream, 0);
+        hg_dlog_resetlog(outlet->debug_log);
+    }
 }

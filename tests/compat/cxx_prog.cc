@@ -14,8 +14,9 @@
  * request (hgx_iforward + hgx_wait). The utility headers are used on the side:
  * atomics, the atomic queue, lists, queues, reader-writer locks, mutexes, the
  * thread pool, event objects in a poll set, a log outlet, the string hash,
- * string objects, time. Built and run by check-installed.sh against an
- * installed hgx (pkg-config and CMake). Exit 0 when every check holds.
+ * string objects, time, debug logs (static, allocated and an outlet's), byte
+ * order, compiler attributes and lock annotations. Built and run by check-installed.sh
+ * against an installed hgx (pkg-config and CMake). Exit 0 when every check holds.
  */
 #include <hgx.h>
 #include <mercury.h>
@@ -30,9 +31,13 @@
 
 #include <mercury_atomic.h>
 #include <mercury_atomic_queue.h>
+#include <mercury_byteswap.h>
+#include <mercury_compiler_attributes.h>
+#include <mercury_dlog.h>
+#include <mercury_event.h>
 #include <mercury_hash_string.h>
 #include <mercury_hash_table.h>
-#include <mercury_event.h>
+#include <mercury_inet.h>
 #include <mercury_list.h>
 #include <mercury_log.h>
 #include <mercury_mem_pool.h>
@@ -41,6 +46,7 @@
 #include <mercury_thread.h>
 #include <mercury_thread_mutex.h>
 #include <mercury_thread_pool.h>
+#include <mercury_thread_annotation.h>
 #include <mercury_thread_rwlock.h>
 #include <mercury_time.h>
 #include <mercury_util.h>
@@ -59,6 +65,11 @@ MERCURY_GEN_PROC(sum_out_t, ((hg_const_string_t)(tag))((uint64_t)(sum)))
 /* A log outlet of the program's own, under Mercury's root outlet (at namespace
  * scope: the macro ends with a declaration of external linkage, as Mercury's). */
 HG_LOG_SUBSYS_DECL_REGISTER(cxx_prog, HG_LOG_OUTLET_ROOT_NAME);
+
+/* One with a debug log: the positional initializers must be valid C++. */
+HG_LOG_DEBUG_DECL_LE(cxx_dbg, 16);
+HG_LOG_DEBUG_DECL_DLOG(cxx_dbg) = HG_LOG_DLOG_INITIALIZER(cxx_dbg, 16);
+HG_LOG_SUBSYS_DLOG_DECL_REGISTER(cxx_dbg, HG_LOG_OUTLET_ROOT_NAME);
 
 namespace
 {
@@ -85,9 +96,11 @@ hg_return_t sum_pulled(const struct hg_cb_info *info)
     if (info->ret == HG_SUCCESS)
         for (uint32_t v : op->data)
             out.sum += v;
+    /* Counted before the answer leaves: the client may check the count as soon
+     * as the answer arrives. */
+    hg_atomic_incr32(&g_answered);
     hg_return_t ret = HG_Respond(op->handle, NULL, NULL, &out);
     CHECK(ret == HG_SUCCESS);
-    hg_atomic_incr32(&g_answered);
     HG_Bulk_free(op->local);
     HG_Free_input(op->handle, &op->in);
     HG_Destroy(op->handle);
@@ -232,6 +245,83 @@ void check_util_threads(void)
     HG_LOG_WRITE(cxx_prog, HG_LOG_LEVEL_DEBUG, "util checks done (%d)", done);
 }
 
+/* Debug logs, byte order, attributes and annotations from C++. */
+struct HG_LOCK_CAPABILITY("mutex") cxx_lock {
+    hg_thread_mutex_t m;
+};
+void cxx_lock_take(cxx_lock *l) HG_LOCK_ACQUIRE(l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS;
+void cxx_lock_take(cxx_lock *l)
+{
+    hg_thread_mutex_lock(&l->m);
+}
+void cxx_lock_give(cxx_lock *l) HG_LOCK_RELEASE(l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS;
+void cxx_lock_give(cxx_lock *l)
+{
+    hg_thread_mutex_unlock(&l->m);
+}
+
+struct aligned_block {
+    char c;
+} HG_ATTR_ALIGNED(64);
+
+int cxx_fall(int x) HG_ATTR_WARN_UNUSED_RESULT;
+int cxx_fall(int x)
+{
+    int n = 0;
+    switch (x) {
+    case 1:
+        n++;
+        HG_ATTR_FALLTHROUGH;
+    case 0:
+        n++;
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+hg_dlog_entry g_cxx_le[4];
+hg_dlog g_cxx_dlog = HG_DLOG_INITIALIZER("cxx", g_cxx_le, 4, 0);
+
+void check_util_dlog(void)
+{
+    char name[] = "cxxheap";
+    hg_dlog *d = hg_dlog_alloc(name, 3, 1);
+    CHECK(d != NULL);
+    if (d) {
+        for (int i = 0; i < 5; i++)
+            CHECK(hg_dlog_addlog(d, __FILE__, __LINE__, __func__, "cxx", NULL) == 1);
+        CHECK(d->leadds == 3);
+        hg_atomic_int32_t *c = NULL;
+        hg_dlog_mkcount32(d, &c, "cxx_count", "from C++");
+        CHECK(c != NULL && hg_atomic_incr32(c) == 1);
+        hg_dlog_free(d);
+    }
+    for (int i = 0; i < 4; i++)
+        CHECK(hg_dlog_addlog(&g_cxx_dlog, __FILE__, __LINE__, __func__, NULL, NULL) == 1);
+    CHECK(hg_dlog_addlog(&g_cxx_dlog, __FILE__, __LINE__, __func__, NULL, NULL) == 0);
+
+    hg_log_set_subsys_level("cxx_dbg", HG_LOG_LEVEL_MIN_DEBUG);
+    HG_LOG_WRITE(cxx_dbg, HG_LOG_LEVEL_DEBUG, "kept in the debug log (%d)", 1);
+    CHECK(HG_LOG_DEBUG_DLOG(cxx_dbg).leadds == 1);
+    hg_log_set_subsys_level("cxx_dbg", HG_LOG_LEVEL_ERROR);
+
+    uint64_t net = htonll(UINT64_C(0x0102030405060708));
+    unsigned char b[8];
+    std::memcpy(b, &net, sizeof(b));
+    CHECK(b[0] == 1 && b[7] == 8 && ntohll(net) == UINT64_C(0x0102030405060708));
+    CHECK(bswap_32(0x11223344u) == 0x44332211u);
+
+    CHECK(alignof(aligned_block) == 64);
+    CHECK(cxx_fall(1) == 2);
+    cxx_lock l;
+    CHECK(hg_thread_mutex_init(&l.m) == HG_UTIL_SUCCESS);
+    cxx_lock_take(&l);
+    cxx_lock_give(&l);
+    hg_thread_mutex_destroy(&l.m);
+}
+
 /* The utility headers as C++ programs use them. */
 struct item {
     int value;
@@ -300,6 +390,7 @@ int main(int argc, char *argv[])
     const char *info_string = argc > 1 ? argv[1] : "ofi+tcp://127.0.0.1";
     check_util();
     check_util_threads();
+    check_util_dlog();
 
     hg_class_t *scls = HG_Init(info_string, HG_TRUE);
     hg_class_t *ccls = HG_Init(info_string, HG_FALSE);

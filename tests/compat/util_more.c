@@ -2,32 +2,43 @@
  * util_more.c -- a program written against the rest of Mercury's utility
  * headers that Mercury 2.4.1's own test programs use: dynamic loading, event
  * objects, atomic queues, hash tables, memory pools, spin locks, the list and
- * queue declaration macros, time stamps and huge pages; and two headers
+ * queue declaration macros, time stamps and huge pages; two headers
  * Mercury programs outside its tests use, the string hash and reader-writer
- * locks. Built in the tree by
- * make check and against an installed hgx by check-installed.sh. Exit 0 when
- * every check holds.
+ * locks; and the rest of what Mercury's utility library installs: byte
+ * swapping, 64-bit network order, compiler attributes, lock annotations and
+ * debug logs, alone and under a log outlet. Built in the tree by make check
+ * and against an installed hgx by check-installed.sh. Exit 0 when every check
+ * holds; a compiler that rejects an attribute or warns where one should
+ * silence it (-Wall -Wextra -Werror) fails the build.
  */
 #include "mercury_atomic.h"
 #include "mercury_atomic_queue.h"
+#include "mercury_byteswap.h"
+#include "mercury_compiler_attributes.h"
 #include "mercury_dl.h"
+#include "mercury_dlog.h"
 #include "mercury_event.h"
 #include "mercury_hash_string.h"
 #include "mercury_hash_table.h"
+#include "mercury_inet.h"
 #include "mercury_list.h"
+#include "mercury_log.h"
 #include "mercury_mem.h"
 #include "mercury_mem_pool.h"
 #include "mercury_poll.h"
 #include "mercury_queue.h"
 #include "mercury_thread.h"
 #include "mercury_thread_rwlock.h"
+#include "mercury_thread_annotation.h"
 #include "mercury_thread_spin.h"
 #include "mercury_time.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compat_check.h"
 
@@ -558,8 +569,463 @@ static void check_hugepages(void)
     printf("huge pages: one %ld kB page allocated and freed\n", hp / 1024);
 }
 
+/* ---- mercury_byteswap.h, mercury_inet.h */
+static void check_byteswap_inet(void)
+{
+    CHECK(bswap_16(0x1234) == 0x3412);
+    CHECK(bswap_32(0x12345678u) == 0x78563412u);
+    CHECK(bswap_64(0x0102030405060708ull) == 0x0807060504030201ull);
+    CHECK(bswap_64(bswap_64(0xfedcba9876543210ull)) == 0xfedcba9876543210ull);
+
+    /* Network order is big-endian: the most significant byte comes first. */
+    uint64_t host = 0x0102030405060708ull, net = htonll(host);
+    unsigned char b[8];
+    memcpy(b, &net, sizeof(b));
+    CHECK(b[0] == 0x01 && b[3] == 0x04 && b[7] == 0x08);
+    CHECK(ntohll(net) == host);
+    /* The same order as the 32-bit calls of <arpa/inet.h>. */
+    uint32_t net32 = htonl(0x01020304u);
+    CHECK(memcmp(&net32, b, sizeof(net32)) == 0);
+    CHECK(ntohl(net32) == 0x01020304u);
+}
+
+/* ---- mercury_compiler_attributes.h: most checks are the build itself (with
+ * -Wall -Wextra -Werror an unused function or variable, an unmarked
+ * fall-through or a bad format attribute fails it). */
+struct aligned64 {
+    char c;
+} HG_ATTR_ALIGNED(64);
+
+static char aligned_buf[3] HG_ATTR_ALIGNED(64);
+static int ctor_order[2], ctor_count;
+
+static void ctor_second(void) HG_ATTR_CONSTRUCTOR_PRIORITY(202);
+static void ctor_second(void)
+{
+    if (ctor_count < 2)
+        ctor_order[ctor_count++] = 202;
+}
+
+static void ctor_first(void) HG_ATTR_CONSTRUCTOR_PRIORITY(201);
+static void ctor_first(void)
+{
+    if (ctor_count < 2)
+        ctor_order[ctor_count++] = 201;
+}
+
+static int ctor_plain_ran;
+static void ctor_plain(void) HG_ATTR_CONSTRUCTOR;
+static void ctor_plain(void)
+{
+    ctor_plain_ran = 1;
+}
+
+static void dtor_plain(void) HG_ATTR_DESTRUCTOR;
+static void dtor_plain(void)
+{
+    fflush(stdout);
+}
+
+/* Never called: without the attribute, -Wunused-function fails the build. */
+static int never_called(void) HG_ATTR_UNUSED;
+static int never_called(void)
+{
+    return 1;
+}
+
+HG_ATTR_ABI_EXPORT int util_more_exported(void);
+HG_ATTR_ABI_EXPORT int util_more_exported(void)
+{
+    return 2;
+}
+HG_ATTR_ABI_HIDDEN int util_more_hidden(void);
+HG_ATTR_ABI_HIDDEN int util_more_hidden(void)
+{
+    return 3;
+}
+
+static int must_use(int x) HG_ATTR_WARN_UNUSED_RESULT;
+static int must_use(int x)
+{
+    return x + 1;
+}
+
+static int format_into(char *buf, size_t size, const char *fmt, ...)
+    HG_ATTR_FORMAT(printf, 3, 4);
+static int format_into(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+/* Counts the cases from x down to 0: each case falls through to the next. */
+static int fall_through(int x)
+{
+    int n = 0;
+    switch (x) {
+    case 2:
+        n++;
+        HG_ATTR_FALLTHROUGH;
+    case 1:
+        n++;
+        HG_ATTR_FALLTHROUGH;
+    case 0:
+        n++;
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+static void check_attributes(void)
+{
+    int unused_local HG_ATTR_UNUSED;
+    char local_aligned[5] HG_ATTR_ALIGNED(64);
+    char buf[32];
+    CHECK(_Alignof(struct aligned64) == 64);
+    CHECK((uintptr_t)aligned_buf % 64 == 0);
+    CHECK((uintptr_t)local_aligned % 64 == 0);
+    CHECK(ctor_plain_ran);
+    CHECK(ctor_count == 2 && ctor_order[0] == 201 && ctor_order[1] == 202);
+    CHECK(util_more_exported() == 2 && util_more_hidden() == 3);
+    CHECK(must_use(1) == 2);
+    CHECK(format_into(buf, sizeof(buf), "%s-%d", "fmt", 7) == 5 &&
+          strcmp(buf, "fmt-7") == 0);
+    CHECK(fall_through(2) == 3 && fall_through(1) == 2 && fall_through(0) == 1 &&
+          fall_through(5) == 0);
+    local_aligned[0] = 0;
+    (void)local_aligned;
+}
+
+/* ---- mercury_thread_annotation.h: a lock type and its calls, annotated (clang
+ * checks them with -Wthread-safety; elsewhere the annotations vanish). */
+struct HG_LOCK_CAPABILITY("mutex") ann_lock {
+    hg_thread_rwlock_t rw;
+};
+
+static void ann_lock_take(struct ann_lock *l) HG_LOCK_ACQUIRE(l);
+static void ann_lock_give(struct ann_lock *l) HG_LOCK_RELEASE(l);
+static void ann_lock_take_shared(struct ann_lock *l) HG_LOCK_ACQUIRE_SHARED(l);
+static void ann_lock_give_shared(struct ann_lock *l) HG_LOCK_RELEASE_SHARED(l);
+static int ann_lock_try(struct ann_lock *l) HG_LOCK_TRY_ACQUIRE(1, l);
+static int ann_lock_try_shared(struct ann_lock *l) HG_LOCK_TRY_ACQUIRE_SHARED(1, l);
+
+/* The bodies call unannotated POSIX locks: the analysis would not follow. */
+static void ann_lock_take(struct ann_lock *l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS
+{
+    hg_thread_rwlock_wrlock(&l->rw);
+}
+static void ann_lock_give(struct ann_lock *l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS
+{
+    hg_thread_rwlock_release_wrlock(&l->rw);
+}
+static void ann_lock_take_shared(struct ann_lock *l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS
+{
+    hg_thread_rwlock_rdlock(&l->rw);
+}
+static void ann_lock_give_shared(struct ann_lock *l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS
+{
+    hg_thread_rwlock_release_rdlock(&l->rw);
+}
+static int ann_lock_try(struct ann_lock *l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS
+{
+    return hg_thread_rwlock_try_wrlock(&l->rw) == HG_UTIL_SUCCESS;
+}
+static int ann_lock_try_shared(struct ann_lock *l) HG_LOCK_NO_THREAD_SAFETY_ANALYSIS
+{
+    return hg_thread_rwlock_try_rdlock(&l->rw) == HG_UTIL_SUCCESS;
+}
+
+static void check_annotations(void)
+{
+    struct ann_lock l;
+    CHECK(hg_thread_rwlock_init(&l.rw) == HG_UTIL_SUCCESS);
+    ann_lock_take(&l);
+    ann_lock_give(&l);
+    ann_lock_take_shared(&l);
+    ann_lock_give_shared(&l);
+    if (ann_lock_try(&l)) {
+        CHECK(hg_thread_rwlock_try_rdlock(&l.rw) == HG_UTIL_FAIL); /* held for writing */
+        ann_lock_give(&l);
+    } else {
+        CHECK(!"try_acquire failed on a free lock");
+    }
+    if (ann_lock_try_shared(&l))
+        ann_lock_give_shared(&l);
+    else
+        CHECK(!"try_acquire_shared failed on a free lock");
+    hg_thread_rwlock_destroy(&l.rw);
+}
+
+/* ---- mercury_dlog.h */
+static const char *const rec_names[10] = {"rec_0", "rec_1", "rec_2", "rec_3", "rec_4",
+                                          "rec_5", "rec_6", "rec_7", "rec_8", "rec_9"};
+
+static struct hg_dlog_entry fixed_le[4];
+static struct hg_dlog fixed_dlog = HG_DLOG_INITIALIZER("fixed", fixed_le, 4, 0);
+static struct hg_dlog_entry ring_le[4];
+static struct hg_dlog ring_dlog = HG_DLOG_INITIALIZER("ring", ring_le, 4, 1);
+
+/* The whole content of f, from its start, in a static buffer (NUL-terminated;
+ * NULL if unreadable). */
+static char *slurp(FILE *f)
+{
+    static char buf[16384];
+    size_t n;
+    if (!f || fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
+        return NULL;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fseek(f, 0, SEEK_END); /* later writes append */
+    return buf;
+}
+
+static int dump_calls;
+static int counting_fprintf(FILE *stream, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    int n = vfprintf(stream, format, ap);
+    va_end(ap);
+    dump_calls++;
+    return n;
+}
+
+/* Each name appears in text, in this order. */
+static int in_order(const char *text, const char *const *names, int count)
+{
+    const char *at = text;
+    for (int i = 0; i < count; i++) {
+        at = at ? strstr(at, names[i]) : NULL;
+        if (!at)
+            return 0;
+        at += strlen(names[i]);
+    }
+    return 1;
+}
+
+static void check_dlog_static(void)
+{
+    CHECK(memcmp(fixed_dlog.dlog_magic, HG_DLOG_STDMAGIC "fixed", 13) == 0);
+    CHECK(fixed_dlog.lesize == 4 && !fixed_dlog.leloop && !fixed_dlog.mallocd);
+
+    /* Not looping: four records, then refused. */
+    for (int i = 0; i < 4; i++)
+        CHECK(hg_dlog_addlog(&fixed_dlog, __FILE__, __LINE__, rec_names[i], NULL, NULL) ==
+              1);
+    CHECK(hg_dlog_addlog(&fixed_dlog, __FILE__, __LINE__, rec_names[4], NULL, NULL) == 0);
+    CHECK(fixed_dlog.leadds == 4 && strcmp(fixed_le[3].func, "rec_3") == 0);
+    CHECK(fixed_le[0].line > 0 && strcmp(fixed_le[0].file, __FILE__) == 0);
+
+    /* Looping: ten records, the last four kept. */
+    for (int i = 0; i < 10; i++)
+        CHECK(hg_dlog_addlog(&ring_dlog, __FILE__, __LINE__, rec_names[i], "looped",
+                             &ring_dlog) == 1);
+    CHECK(ring_dlog.leadds == 4);
+    CHECK(ring_le[1].data == &ring_dlog && strcmp(ring_le[1].msg, "looped") == 0);
+
+    /* Counters: one per name, wherever it is asked for. */
+    hg_atomic_int32_t *c32a = NULL, *c32b = NULL, *c32other = NULL;
+    hg_atomic_int64_t *c64 = NULL, *c64again = NULL;
+    hg_dlog_mkcount32(&ring_dlog, &c32a, "cnt_shared", "counted twice");
+    hg_dlog_mkcount32(&ring_dlog, &c32b, "cnt_shared", "counted twice");
+    hg_dlog_mkcount32(&ring_dlog, &c32other, "cnt_other", "another one");
+    CHECK(c32a != NULL && c32a == c32b && c32other != NULL && c32other != c32a);
+    hg_dlog_mkcount32(&ring_dlog, &c32other, "cnt_shared", "ignored: set already");
+    CHECK(c32other != c32a);
+    hg_dlog_mkcount64(&ring_dlog, &c64, "cnt_wide", "64 bits");
+    hg_dlog_mkcount64(&ring_dlog, &c64again, "cnt_wide", "64 bits");
+    CHECK(c64 != NULL && c64 == c64again);
+    if (c32a && c32other && c64) {
+        CHECK(hg_atomic_get32(c32a) == 0 && hg_atomic_get64(c64) == 0);
+        hg_atomic_incr32(c32a);
+        hg_atomic_incr32(c32b);
+        hg_atomic_set32(c32other, 9);
+        hg_atomic_set64(c64, INT64_C(1) << 40);
+    }
+
+    /* Dump: counters, then the records oldest first (6 to 9). */
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (f) {
+        hg_dlog_dump(&ring_dlog, counting_fprintf, f, 0);
+        const char *text = slurp(f);
+        static const char *const kept[] = {"rec_6", "rec_7", "rec_8", "rec_9"};
+        CHECK(text && strstr(text, "ring") != NULL);
+        CHECK(text && in_order(text, kept, 4) && strstr(text, "rec_5") == NULL);
+        CHECK(text && strstr(text, "cnt_shared") && strstr(text, "cnt_other") &&
+              strstr(text, "cnt_wide"));
+        CHECK(text && strstr(text, " 2 ") && strstr(text, " 9 ") &&
+              strstr(text, "1099511627776"));
+        CHECK(dump_calls > 4);
+        fclose(f);
+    }
+
+    /* Stopped, it refuses records and keeps its own. */
+    hg_dlog_setlogstop(&ring_dlog, 1);
+    CHECK(hg_dlog_addlog(&ring_dlog, __FILE__, __LINE__, "stopped", NULL, NULL) == 0);
+    CHECK(ring_dlog.leadds == 4);
+    hg_dlog_setlogstop(&ring_dlog, 0);
+    CHECK(hg_dlog_addlog(&ring_dlog, __FILE__, __LINE__, "resumed", NULL, NULL) == 1);
+
+    /* Reset: no record left, the counters stay. */
+    hg_dlog_resetlog(&ring_dlog);
+    CHECK(ring_dlog.leadds == 0);
+    f = tmpfile();
+    if (f) {
+        hg_dlog_dump(&ring_dlog, NULL, f, 1);
+        const char *text = slurp(f);
+        CHECK(text && strstr(text, "rec_") == NULL && strstr(text, "resumed") == NULL);
+        CHECK(text && strstr(text, "cnt_shared") != NULL);
+        fclose(f);
+        f = tmpfile();
+    }
+    if (f) {
+        hg_dlog_dump_counters(&ring_dlog, NULL, f, 0);
+        const char *text = slurp(f);
+        CHECK(text && strstr(text, "cnt_wide") && strstr(text, "1099511627776"));
+        fclose(f);
+    }
+    /* The reset log takes records again, from an empty ring. */
+    CHECK(hg_dlog_addlog(&ring_dlog, __FILE__, __LINE__, rec_names[0], NULL, NULL) == 1);
+    CHECK(ring_dlog.leadds == 1);
+
+    /* To a file: <base>-<pid>.log, or <base>.log. */
+    char dir[] = "/tmp/hgx-dlog.XXXXXX", base[64], path[96];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(base, sizeof(base), "%s/dl", dir);
+    snprintf(path, sizeof(path), "%s-%d.log", base, (int)getpid());
+    hg_dlog_dump_file(&ring_dlog, base, 1, 0);
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        const char *text = slurp(f);
+        CHECK(text && strstr(text, "rec_0") && strstr(text, "cnt_shared"));
+        fclose(f);
+    }
+    CHECK(remove(path) == 0);
+    snprintf(path, sizeof(path), "%s.log", base);
+    hg_dlog_dump_file(&ring_dlog, base, 0, 1);
+    CHECK(remove(path) == 0);
+    CHECK(rmdir(dir) == 0);
+
+    /* A static log's counters are freed; the log stays usable. */
+    hg_dlog_free(&ring_dlog);
+    hg_dlog_free(&fixed_dlog);
+    CHECK(HG_LIST_IS_EMPTY(&ring_dlog.cnts32) && HG_LIST_IS_EMPTY(&ring_dlog.cnts64));
+    CHECK(hg_dlog_addlog(&ring_dlog, __FILE__, __LINE__, rec_names[1], NULL, NULL) == 1);
+}
+
+static void check_dlog_heap(void)
+{
+    char name[] = "heap";
+    struct hg_dlog *d = hg_dlog_alloc(name, 2, 0);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    CHECK(memcmp(d->dlog_magic, HG_DLOG_STDMAGIC "heap", 13) == 0);
+    CHECK(d->mallocd && d->lesize == 2 && d->leadds == 0);
+    CHECK(hg_dlog_addlog(d, __FILE__, __LINE__, __func__, "one", NULL) == 1);
+    CHECK(hg_dlog_addlog(d, __FILE__, __LINE__, __func__, "two", NULL) == 1);
+    CHECK(hg_dlog_addlog(d, __FILE__, __LINE__, __func__, "three", NULL) == 0);
+    hg_atomic_int64_t *c = NULL;
+    hg_dlog_mkcount64(d, &c, "heap_cnt", "freed with the log");
+    CHECK(c != NULL);
+    hg_dlog_free(d);
+
+    /* A longer name is cut to what dlog_magic holds, NUL included. */
+    char long_name[] = "a-rather-long-name";
+    d = hg_dlog_alloc(long_name, 1, 1);
+    CHECK(d && memcmp(d->dlog_magic, HG_DLOG_STDMAGIC "a-rathe", 16) == 0);
+    hg_dlog_free(d);
+}
+
+/* ---- mercury_log.h: an outlet with a debug log */
+HG_LOG_DEBUG_DECL_LE(um_dbg, 8);
+HG_LOG_DEBUG_DECL_DLOG(um_dbg) = HG_LOG_DLOG_INITIALIZER(um_dbg, 8);
+HG_LOG_SUBSYS_DLOG_DECL_REGISTER(um_dbg, HG_LOG_OUTLET_ROOT_NAME);
+/* A subsystem below it, without a log of its own: it records in its parent's. */
+HG_LOG_SUBSYS_DECL_REGISTER(um_child, um_dbg);
+
+static void check_dlog_outlet(void)
+{
+    struct hg_dlog *dlog = &HG_LOG_DEBUG_DLOG(um_dbg);
+    FILE *dbg = tmpfile(), *err = tmpfile();
+    CHECK(dbg && err);
+    if (!dbg || !err)
+        return;
+    CHECK(HG_LOG_OUTLET(um_dbg).debug_log == dlog);
+    CHECK(HG_LOG_OUTLET(um_child).debug_log == dlog);
+    CHECK(dlog->le == HG_LOG_DEBUG_LE(um_dbg) && dlog->lesize == 8 && dlog->leloop);
+    CHECK(hg_log_get_func() != NULL);
+    hg_log_set_func(counting_fprintf);
+    CHECK(hg_log_get_func() == counting_fprintf);
+    hg_log_set_func(NULL);
+    CHECK(hg_log_get_func() != NULL && hg_log_get_func() != counting_fprintf);
+    hg_log_set_stream_debug(dbg);
+    hg_log_set_stream_warning(dbg);
+    hg_log_set_stream_error(err);
+
+    /* min_debug: debug calls are recorded, not printed. */
+    hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_MIN_DEBUG);
+    CHECK(HG_LOG_OUTLET(um_dbg).level == HG_LOG_LEVEL_MIN_DEBUG);
+    HG_LOG_WRITE(um_dbg, HG_LOG_LEVEL_DEBUG, "recorded, not printed (%d)", 1);
+    HG_LOG_WRITE(um_child, HG_LOG_LEVEL_DEBUG, "recorded by the child (%d)", 2);
+    CHECK(dlog->leadds == 2);
+    CHECK(dlog->leadds >= 1 && strcmp(HG_LOG_DEBUG_LE(um_dbg)[0].func, __func__) == 0);
+    const char *text = slurp(dbg);
+    CHECK(text && strstr(text, "recorded") == NULL);
+    HG_LOG_WRITE(um_dbg, HG_LOG_LEVEL_WARNING, "a warning is not a debug record");
+    CHECK(dlog->leadds == 2);
+    text = slurp(dbg);
+    CHECK(text && strstr(text, "a warning is not a debug record") != NULL);
+
+    hg_atomic_int32_t *errors_seen = NULL;
+    hg_atomic_int64_t *bytes_seen = NULL;
+    HG_LOG_ADD_COUNTER32(um_dbg, &errors_seen, "um_errors", "errors seen");
+    HG_LOG_ADD_COUNTER64(um_dbg, &bytes_seen, "um_bytes", "bytes seen");
+    CHECK(errors_seen != NULL && bytes_seen != NULL);
+    if (errors_seen)
+        hg_atomic_incr32(errors_seen);
+
+    /* An error prints the record after its own line, then empties it. */
+    HG_LOG_WRITE(um_dbg, HG_LOG_LEVEL_ERROR, "an error (%d)", 3);
+    text = slurp(err);
+    CHECK(text && strstr(text, "an error (3)") != NULL);
+    CHECK(text && strstr(text, __func__) != NULL && strstr(text, "um_errors") != NULL);
+    CHECK(dlog->leadds == 0);
+
+    /* Below min_debug nothing is recorded; at debug, recorded and printed. */
+    hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_WARNING);
+    HG_LOG_WRITE(um_dbg, HG_LOG_LEVEL_DEBUG, "not recorded");
+    CHECK(dlog->leadds == 0);
+    hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_DEBUG);
+    HG_LOG_WRITE(um_dbg, HG_LOG_LEVEL_DEBUG, "recorded and printed");
+    CHECK(dlog->leadds == 1);
+    text = slurp(dbg);
+    CHECK(text && strstr(text, "recorded and printed") != NULL);
+
+    hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_ERROR);
+    hg_log_set_stream_debug(NULL);
+    hg_log_set_stream_warning(NULL);
+    hg_log_set_stream_error(NULL);
+    fclose(dbg);
+    fclose(err);
+    hg_dlog_free(dlog);
+}
+
 int main(void)
 {
+    check_byteswap_inet();
+    check_attributes();
+    check_annotations();
+    check_dlog_static();
+    check_dlog_heap();
+    check_dlog_outlet();
     check_dl();
     check_event();
     check_atomic_queue();
