@@ -83,12 +83,13 @@ HG_PUBLIC hg_return_t HG_Bulk_ref_incr(hg_bulk_t handle);
  * \param[in] handle local bulk handle
  * \param[in] offset offset of the range in the handle
  * \param[in] size size of the range
- * \param[in] flags access wanted (must be allowed by the handle)
+ * \param[in] flags access the caller means to make; as in Mercury, not
+ *                  checked against the handle's flags (the memory is the caller's)
  * \param[in] max_count room in buf_ptrs / buf_sizes
  * \param[out] buf_ptrs segment pointers
  * \param[out] buf_sizes segment sizes (optional)
  * \param[out] actual_count segments returned (optional)
- * \return HG_SUCCESS, HG_INVALID_ARG (remote handle, out of bounds), HG_PERMISSION
+ * \return HG_SUCCESS, HG_INVALID_ARG (remote handle, out of bounds)
  */
 HG_PUBLIC hg_return_t HG_Bulk_access(hg_bulk_t handle, hg_size_t offset, hg_size_t size,
                                      uint8_t flags, uint32_t max_count, void **buf_ptrs,

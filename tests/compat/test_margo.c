@@ -1023,6 +1023,16 @@ static void test_bulk_access(void **state)
         HG_SUCCESS);
     assert_ptr_equal(got, buf);
     assert_int_equal(HG_Bulk_free(b), HG_SUCCESS);
+    /* Mercury does not check the flags: its perf server asks for read-write
+     * access to the write-only handle it pushes into. */
+    assert_int_equal(HG_Bulk_create(env->cli, 1, &ptr, &size, HG_BULK_WRITE_ONLY, &b),
+                     HG_SUCCESS);
+    got = NULL;
+    assert_int_equal(
+        HG_Bulk_access(b, 0, sizeof(buf), HG_BULK_READWRITE, 1, &got, NULL, NULL),
+        HG_SUCCESS);
+    assert_ptr_equal(got, buf);
+    assert_int_equal(HG_Bulk_free(b), HG_SUCCESS);
 }
 
 /* Mercury's test_bulk: segments of 0 bytes with NULL pointers, a handle whose
