@@ -6,8 +6,11 @@
  * and forged answers and malformed control messages must be dropped and
  * counted while the class keeps answering. Last, a target killed while a
  * get waits for it (its CHECK refused, or taken and unanswered): the get
- * ends as unreachable, well before the 5 s bounds. Also the class's message
- * size, which depends on whether shm can use CMA (ofi_cma.c).
+ * ends as unreachable, well before the 5 s bounds. Then messages in two
+ * pieces (ofi_pieces.c) from the raw endpoint: a whole one is delivered
+ * whole, and a first piece without its second (never sent, too large,
+ * canceled) is dropped or fails without taking the receive with it. Also
+ * the class's message size, the same whether or not shm can use CMA.
  */
 #include "hgx_test_hooks.h"
 #include "na.h"
@@ -899,6 +902,294 @@ static void test_killed_target_holding(void **state)
     killed_target(true);
 }
 
+/* ---- messages in two pieces: the raw endpoint as their sender ---- */
+
+/* Protocol facts (ofi_int.h): the tag bits of the two pieces. */
+#define TAG_UNEXPECTED (UINT64_C(1) << 63)
+#define TAG_FIRST (UINT64_C(1) << 61)
+#define TAG_SECOND (UINT64_C(1) << 60)
+#define TAG_SEQ_SHIFT 40
+#define PIECE 4096  /* shm's inject size */
+#define WAIT_MS 100 /* HGX_OFI_RETRY_TIMEOUT_MS of the class: it waits 2x for a piece */
+
+struct piece_rx {
+    na_class_t *cls;
+    na_op_id_t *op;
+    unsigned char *buf;
+    void *pd;
+    int calls;
+    na_return_t ret;
+    size_t actual;
+    na_tag_t tag;
+};
+
+static void piece_cb(const struct na_cb_info *info)
+{
+    struct piece_rx *r = info->arg;
+    r->calls++;
+    r->ret = info->ret;
+    if (info->type == NA_CB_RECV_UNEXPECTED && info->ret == NA_SUCCESS) {
+        r->actual = info->info.recv_unexpected.actual_buf_size;
+        r->tag = info->info.recv_unexpected.tag;
+        NA_Addr_free(r->cls, info->info.recv_unexpected.source);
+    } else if (info->type == NA_CB_RECV_EXPECTED) {
+        r->actual = info->info.recv_expected.actual_buf_size;
+    }
+}
+
+static int pieces_setup(void **state)
+{
+    setenv("HGX_OFI_RETRY_TIMEOUT_MS", "100", 1);
+    int rc = live_setup(state);
+    unsetenv("HGX_OFI_RETRY_TIMEOUT_MS");
+    return rc;
+}
+
+static void piece_rx_open(struct live *l, struct piece_rx *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->cls = l->cls;
+    assert_int_equal(NA_Msg_get_max_unexpected_size(l->cls), 2 * PIECE);
+    r->buf = NA_Msg_buf_alloc(l->cls, 2 * PIECE, NA_RECV, &r->pd);
+    assert_non_null(r->buf);
+    r->op = NA_Op_create(l->cls, NA_OP_SINGLE);
+}
+
+/* Post r's buffer, or its first size bytes (0: all). */
+static void piece_rx_post_size(struct live *l, struct piece_rx *r, size_t size)
+{
+    r->calls = 0;
+    assert_int_equal(NA_Msg_recv_unexpected(l->cls, l->ctx, piece_cb, r, r->buf,
+                                            size ? size : 2 * PIECE, r->pd, r->op),
+                     NA_SUCCESS);
+}
+
+static void piece_rx_post(struct live *l, struct piece_rx *r)
+{
+    piece_rx_post_size(l, r, 0);
+}
+
+static void piece_rx_close(struct live *l, struct piece_rx *r)
+{
+    NA_Op_destroy(l->cls, r->op);
+    NA_Msg_buf_free(l->cls, r->buf, r->pd);
+}
+
+/* Progress and trigger for ms, or until r's callback ran. */
+static void piece_wait(struct live *l, struct piece_rx *r, unsigned int ms)
+{
+    double end = test_now() + ms / 1e3;
+    while (r->calls == 0 && test_now() < end) {
+        unsigned int n;
+        poll_once(l);
+        NA_Trigger(l->ctx, 16, &n);
+    }
+}
+
+/* Send len bytes of buf from the raw endpoint as one message tagged tag
+ * (with CQ data data), waiting for its completion. */
+static void raw_send(struct live *l, const unsigned char *buf, size_t len, uint64_t tag,
+                     uint64_t data)
+{
+    struct fi_context2 ctx;
+    struct fi_cq_tagged_entry e;
+    ssize_t rc;
+    double end = test_now() + ANSWER_MS / 1e3;
+    while ((rc = fi_tsenddata(l->ep, buf, len, NULL, data, l->peer, tag, &ctx)) ==
+               -FI_EAGAIN &&
+           test_now() < end)
+        poll_once(l);
+    assert_int_equal((int)rc, 0);
+    while (fi_cq_read(l->cq, &e, 1) != 1) {
+        assert_true(test_now() < end);
+        poll_once(l);
+    }
+    assert_ptr_equal(e.op_context, &ctx);
+}
+
+/* An unexpected message of len bytes (our header, then bytes seed, seed+1,
+ * ...), in two pieces numbered seq, the second of second_len bytes (the
+ * rest of the message when 0; none when SIZE_MAX). */
+static void raw_send_pieces(struct live *l, size_t len, unsigned char seed, uint16_t seq,
+                            size_t second_len, na_tag_t na_tag)
+{
+    unsigned char *msg = malloc(len + PIECE);
+    memcpy(msg, l->sender, SENDER_HDR);
+    for (size_t i = SENDER_HDR; i < len + PIECE; i++)
+        msg[i] = (unsigned char)(seed + i);
+    raw_send(l, msg, PIECE, TAG_UNEXPECTED | TAG_FIRST | (uint64_t)seq << TAG_SEQ_SHIFT,
+             na_tag);
+    if (second_len != SIZE_MAX)
+        raw_send(l, msg + PIECE, second_len ? second_len : len - PIECE, TAG_SECOND | seq,
+                 0);
+    free(msg);
+}
+
+/* A whole unexpected message of len bytes in one piece, as raw_send_pieces fills it. */
+static void raw_send_whole(struct live *l, size_t len, unsigned char seed,
+                           na_tag_t na_tag)
+{
+    unsigned char *msg = malloc(len);
+    memcpy(msg, l->sender, SENDER_HDR);
+    for (size_t i = SENDER_HDR; i < len; i++)
+        msg[i] = (unsigned char)(seed + i);
+    raw_send(l, msg, len, TAG_UNEXPECTED, na_tag);
+    free(msg);
+}
+
+static void assert_msg(const struct piece_rx *r, size_t len, unsigned char seed,
+                       na_tag_t na_tag)
+{
+    assert_int_equal(r->calls, 1);
+    assert_int_equal(r->ret, NA_SUCCESS);
+    assert_int_equal(r->actual, len);
+    assert_int_equal(r->tag, na_tag);
+    for (size_t i = SENDER_HDR; i < len; i++)
+        if (r->buf[i] != (unsigned char)(seed + i))
+            fail_msg("byte %zu of %zu differs", i, len);
+}
+
+static unsigned long pieces_dropped(struct live *l)
+{
+    struct hgx_ofi_ctrl_counts c;
+    hgx_ofi_ctrl_counts(l->cls, &c);
+    return c.pieces_dropped;
+}
+
+/* Two-piece messages of several sizes arrive whole, and one-piece ones
+ * still do. */
+static void test_pieces_whole(void **state)
+{
+    struct live *l = *state;
+    struct piece_rx r;
+    static const size_t sizes[] = {PIECE + 1, 6000, 2 * PIECE};
+
+    piece_rx_open(l, &r);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+        piece_rx_post(l, &r);
+        raw_send_pieces(l, sizes[i], (unsigned char)i, (uint16_t)(100 + i), 0,
+                        (na_tag_t)(70 + i));
+        piece_wait(l, &r, ANSWER_MS);
+        assert_msg(&r, sizes[i], (unsigned char)i, (na_tag_t)(70 + i));
+    }
+    piece_rx_post(l, &r);
+    raw_send_whole(l, 3000, 9, 79);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_msg(&r, 3000, 9, 79);
+    piece_rx_close(l, &r);
+}
+
+/* A first piece whose second never comes is dropped after the class's
+ * bound, and the receive takes the next message. */
+static void test_pieces_first_only(void **state)
+{
+    struct live *l = *state;
+    struct piece_rx r;
+    unsigned long dropped = pieces_dropped(l);
+
+    piece_rx_open(l, &r);
+    piece_rx_post(l, &r);
+    double t0 = test_now();
+    raw_send_pieces(l, 6000, 1, 7, SIZE_MAX, 71);
+    piece_wait(l, &r, WAIT_MS);
+    assert_int_equal(r.calls, 0);
+    while (pieces_dropped(l) == dropped && test_now() < t0 + ANSWER_MS / 1e3)
+        piece_wait(l, &r, 10);
+    assert_int_equal(pieces_dropped(l), dropped + 1);
+    assert_true(test_now() - t0 >= 2 * WAIT_MS / 1e3);
+    assert_int_equal(r.calls, 0);
+    raw_send_pieces(l, 5000, 2, 8, 0, 72);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_msg(&r, 5000, 2, 72);
+    piece_rx_close(l, &r);
+}
+
+/* A message too large for the receive, whole or in pieces, ends the receive
+ * with NA_MSGSIZE: a first piece that fills a 4096-byte receive, a second
+ * piece larger than the room the first left in a 6000-byte one. (Pieces
+ * stay at most the inject size: the raw endpoint shares this thread, and a
+ * larger message would need its progress while the class receives it.) */
+static void test_pieces_too_large(void **state)
+{
+    struct live *l = *state;
+    struct piece_rx r;
+    unsigned long dropped = pieces_dropped(l);
+
+    piece_rx_open(l, &r);
+    piece_rx_post_size(l, &r, PIECE);
+    raw_send_pieces(l, 6000, 3, 9, 0, 73);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.ret, NA_MSGSIZE);
+    piece_rx_post_size(l, &r, 6000);
+    raw_send_pieces(l, 2 * PIECE, 3, 13, 3000, 73);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.ret, NA_MSGSIZE);
+    assert_int_equal(pieces_dropped(l), dropped);
+    piece_rx_post(l, &r);
+    raw_send_whole(l, 1000, 4, 74);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_msg(&r, 1000, 4, 74);
+    piece_rx_close(l, &r);
+}
+
+/* A receive waiting for a second piece cancels at once. */
+static void test_pieces_cancel(void **state)
+{
+    struct live *l = *state;
+    struct piece_rx r;
+
+    piece_rx_open(l, &r);
+    piece_rx_post(l, &r);
+    raw_send_pieces(l, 6000, 5, 10, SIZE_MAX, 75);
+    piece_wait(l, &r, WAIT_MS / 2);
+    assert_int_equal(r.calls, 0);
+    double t0 = test_now();
+    assert_int_equal(NA_Cancel(l->cls, l->ctx, r.op), NA_SUCCESS);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.ret, NA_CANCELED);
+    assert_true(test_now() - t0 < WAIT_MS / 1e3);
+    piece_rx_close(l, &r);
+}
+
+/* An expected receive whose second piece never comes fails after the bound. */
+static void test_pieces_expected(void **state)
+{
+    struct live *l = *state;
+    struct origin_op o;
+    struct piece_rx r;
+    unsigned char msg[PIECE];
+
+    origin_open(l, &o);
+    piece_rx_open(l, &r);
+    assert_int_equal(NA_Msg_recv_expected(l->cls, l->ctx, piece_cb, &r, r.buf, 2 * PIECE,
+                                          r.pd, o.target, 0, 42, r.op),
+                     NA_SUCCESS);
+    memset(msg, 0x5a, sizeof(msg));
+    raw_send(l, msg, PIECE, TAG_FIRST | (uint64_t)11 << TAG_SEQ_SHIFT | 42, 0);
+    piece_wait(l, &r, WAIT_MS);
+    assert_int_equal(r.calls, 0);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.ret, NA_PROTOCOL_ERROR);
+    /* Whole, the same exchange completes. */
+    assert_int_equal(NA_Msg_recv_expected(l->cls, l->ctx, piece_cb, &r, r.buf, 2 * PIECE,
+                                          r.pd, o.target, 0, 43, r.op),
+                     NA_SUCCESS);
+    r.calls = 0;
+    raw_send(l, msg, PIECE, TAG_FIRST | (uint64_t)12 << TAG_SEQ_SHIFT | 43, 0);
+    raw_send(l, msg, 1000, TAG_SECOND | 12, 0);
+    piece_wait(l, &r, ANSWER_MS);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.ret, NA_SUCCESS);
+    assert_int_equal(r.actual, PIECE + 1000);
+    piece_rx_close(l, &r);
+    NA_Op_destroy(l->cls, o.op);
+    NA_Addr_free(l->cls, o.target);
+}
+
 /* Max message size of an ofi+shm class opened with FI_SHM_DISABLE_CMA set to
  * value (NULL: unset). */
 static size_t shm_msg_size(const char *value)
@@ -922,30 +1213,14 @@ static size_t shm_msg_size(const char *value)
     return u;
 }
 
-/* 8 KiB messages where CMA reaches peers of this user (no Yama restriction
- * here, or CAP_SYS_PTRACE under scope 1), 4 KiB (shm's inject size) when
- * shm is told not to use CMA, in each of libfabric's spellings. */
+/* 8 KiB messages (two inject-sized pieces) whether or not shm may use CMA,
+ * in each of libfabric's spellings: every process of a job agrees. */
 static void test_msg_size(void **state)
 {
     (void)state;
-    long scope = 0;
-    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    if (f) {
-        if (fscanf(f, "%ld", &scope) != 1)
-            scope = 3;
-        fclose(f);
-    }
-    size_t dflt = shm_msg_size(NULL);
-    print_message("ofi+shm message size %zu (Yama ptrace scope %ld, euid %d)\n", dflt,
-                  scope, (int)geteuid());
-    if (scope == 0 || (scope == 1 && geteuid() == 0))
-        assert_int_equal(dflt, 8192);
-    assert_int_equal(shm_msg_size("0"), dflt);
-    assert_int_equal(shm_msg_size("no"), dflt);
-    assert_int_equal(shm_msg_size("1"), 4096);
-    assert_int_equal(shm_msg_size("TRUE"), 4096);
-    assert_int_equal(shm_msg_size("yes"), 4096);
-    assert_int_equal(shm_msg_size("on"), 4096);
+    static const char *const values[] = {NULL, "0", "no", "1", "TRUE", "yes", "on"};
+    for (size_t i = 0; i < sizeof(values) / sizeof(*values); i++)
+        assert_int_equal(shm_msg_size(values[i]), 2 * PIECE);
 }
 
 int main(void)
@@ -975,6 +1250,13 @@ int main(void)
         cmocka_unit_test(test_killed_target_holding),
     };
     failed += cmocka_run_group_tests_name("ofi_check/killed target", dead, NULL, NULL);
+    const struct CMUnitTest pieces[] = {
+        cmocka_unit_test(test_pieces_whole),     cmocka_unit_test(test_pieces_first_only),
+        cmocka_unit_test(test_pieces_too_large), cmocka_unit_test(test_pieces_cancel),
+        cmocka_unit_test(test_pieces_expected),
+    };
+    failed += cmocka_run_group_tests_name("ofi+shm/two pieces", pieces, pieces_setup,
+                                          live_teardown);
     const struct CMUnitTest size[] = {cmocka_unit_test(test_msg_size)};
     failed += cmocka_run_group_tests_name("ofi+shm/message size", size, NULL, NULL);
     return failed ? 1 : 0;

@@ -75,11 +75,13 @@ HGX_TEST_HOOK void hgx_emul_get_counters(struct hgx_emul_counters *c);
 
 /* ---- NA OFI plugin (src/na/ofi/ofi_class.c) */
 
-/* Counters of an ofi class's RMA check (docs/na-ofi.md). */
+/* Counters of an ofi class: its RMA check, its messages in two pieces
+ * (docs/na-ofi.md). */
 struct hgx_ofi_ctrl_counts {
-    unsigned long bad;     /* malformed control messages dropped */
-    unsigned long refused; /* CHECKs this class refused */
-    unsigned long stale;   /* answers that matched no waiting op */
+    unsigned long bad;            /* malformed control messages dropped */
+    unsigned long refused;        /* CHECKs this class refused */
+    unsigned long stale;          /* answers that matched no waiting op */
+    unsigned long pieces_dropped; /* first pieces dropped without their second */
 };
 /* The counters of na_class; zeros for a class of another plugin. */
 HGX_TEST_HOOK void hgx_ofi_ctrl_counts(const na_class_t *na_class,

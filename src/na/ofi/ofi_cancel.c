@@ -157,6 +157,8 @@ void ofi_cancel_check(struct ofi_class *cls)
         for (size_t i = 0; i < claimed; i++) {
             if (ofi_op_is_rma(forced))
                 ofi_rma_part_end(cls, forced, NA_CANCELED);
+            else if (forced->split)
+                ofi_part_done(cls, forced, NA_CANCELED);
             else
                 ofi_op_finish(cls, forced, NA_CANCELED);
         }

@@ -345,10 +345,11 @@ static void ofi_set_limits(struct ofi_class *cls, const struct na_init_info *ini
     cls->max_msg_size = max_msg;
     if (cls->proto->msg_max_inject &&
         fi->tx_attr->inject_size >= OFI_MSG_SIZE_MIN_INJECT &&
-        fi->tx_attr->inject_size < max_msg && !ofi_shm_cma_usable()) {
-        HGX_LOG_DEBUG(OFI, "no CMA to peers: messages capped to the inject size %zu",
-                      fi->tx_attr->inject_size);
-        max_msg = fi->tx_attr->inject_size;
+        fi->tx_attr->inject_size < max_msg) {
+        /* Two pieces of at most the inject size each (ofi_pieces.c). */
+        cls->piece_size = fi->tx_attr->inject_size;
+        if (max_msg > 2 * cls->piece_size)
+            max_msg = 2 * cls->piece_size;
     }
     cls->iov_limit =
         fi->tx_attr->iov_limit < OFI_IOV_MAX ? fi->tx_attr->iov_limit : OFI_IOV_MAX;
@@ -441,6 +442,7 @@ static na_return_t ofi_initialize(na_class_t *na_class, const struct na_info *in
     cls->retry_timeout_ms = (uint64_t)hgx_param_get_int(&ofi_param_retry_timeout_ms);
     hgx_list_init(&cls->escalated);
     ofi_list_init(&cls->checking);
+    ofi_list_init(&cls->reassembly);
     cls->cq_fd = cls->wait.fd = cls->wait.timer_fd = -1;
     cls->no_block = (na_class->progress_mode & NA_NO_BLOCK) != 0;
     cls->no_retry = (na_class->progress_mode & NA_NO_RETRY) != 0;
@@ -603,5 +605,6 @@ void hgx_ofi_ctrl_counts(const na_class_t *na_class, struct hgx_ofi_ctrl_counts 
         c->bad = atomic_load(&cls->n_bad_ctrl);
         c->refused = atomic_load(&cls->n_check_refused);
         c->stale = atomic_load(&cls->n_stale_answers);
+        c->pieces_dropped = atomic_load(&cls->n_pieces_dropped);
     }
 }

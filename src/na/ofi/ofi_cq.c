@@ -39,18 +39,11 @@ static void ofi_complete_recv_unexpected(struct ofi_class *cls, struct ofi_op *o
                       "header (%lu so far)",
                       len, atomic_load(&cls->n_bad_headers));
     }
-    if (na_op_cancel_requested(op)) {
-        ofi_op_finish(cls, oop, NA_CANCELED);
-        return;
-    }
-    ofi_ctx_put(cls, oop->one_part);
-    oop->one_part = NULL;
-    oop->posted = 0;
-    ofi_submit(cls, oop, true);
+    ofi_recv_unexpected_repost(cls, oop);
 }
 
 static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t ret,
-                         size_t len, uint64_t data)
+                         size_t len, uint64_t data, uint64_t tag)
 {
     if (ctx->ctrl) {
         ofi_ctrl_received(cls, ofi_ctrl_rx_of(ctx), ret, len);
@@ -66,6 +59,12 @@ static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t
     na_op_id_t *op = na_op_from_plugin(oop);
     if (ofi_op_is_rma(oop))
         ofi_rma_part_end(cls, oop, ret);
+    else if (oop->split)
+        ofi_part_done(cls, oop, ret);
+    else if (oop->reassembling)
+        ofi_pieces_second_in(cls, oop, ret, len);
+    else if ((tag & OFI_TAG_FIRST) && ret == NA_SUCCESS && oop->kind == OFI_OP_RECV)
+        ofi_pieces_first_in(cls, oop, len, data, tag);
     else if (op->info.type == NA_CB_RECV_UNEXPECTED && ret == NA_SUCCESS)
         ofi_complete_recv_unexpected(cls, oop, len, data);
     else {
@@ -105,7 +104,7 @@ static void ofi_cq_read_error(struct ofi_class *cls)
         HGX_LOG_ERROR(OFI, "operation failed: %s (%s)", fi_strerror(err.err),
                       fi_cq_strerror(cls->cq, err.prov_errno, err.err_data, NULL, 0));
     }
-    ofi_complete(cls, err.op_context, ret, err.len, err.data);
+    ofi_complete(cls, err.op_context, ret, err.len, err.data, err.tag);
 }
 
 /* Process what the CQ holds, in bounded batches; returns completions seen. */
@@ -129,7 +128,7 @@ static unsigned int ofi_cq_drain(struct ofi_class *cls)
         }
         for (ssize_t i = 0; i < n; i++)
             ofi_complete(cls, entries[i].op_context, NA_SUCCESS, entries[i].len,
-                         entries[i].data);
+                         entries[i].data, entries[i].tag);
         count += (unsigned int)n;
         if (n < OFI_CQ_BATCH)
             break;
@@ -154,11 +153,20 @@ static inline bool ofi_retrying(const struct ofi_class *cls)
            atomic_load_explicit(&cls->ctrl_unposted, memory_order_relaxed) > 0;
 }
 
-/* Ops waiting for a deadline: RMA checks and stuck cancels. */
+/* Deadlines looked at every OFI_CANCEL_POLL_MS: stuck cancels, and receives
+ * waiting for a second piece (seconds away). */
+static inline bool ofi_slow_deadlines(const struct ofi_class *cls)
+{
+    return atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&cls->reassembly.count, memory_order_relaxed) > 0;
+}
+
+/* Ops waiting for a deadline: RMA checks, stuck cancels and receives
+ * waiting for a second piece. */
 static inline bool ofi_deadlines(const struct ofi_class *cls)
 {
     return atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 ||
-           atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0;
+           ofi_slow_deadlines(cls);
 }
 
 /* Milliseconds to the plugin's next timed duty (UINT64_MAX: none, 0: due
@@ -196,8 +204,7 @@ static uint64_t ofi_next_duty_ms(struct ofi_class *cls)
     if (atomic_load_explicit(&cls->checking.count, memory_order_relaxed) > 0 &&
         left > OFI_REACH_POLL_MS)
         left = OFI_REACH_POLL_MS;
-    if (atomic_load_explicit(&cls->n_canceling, memory_order_relaxed) > 0 &&
-        left > OFI_CANCEL_POLL_MS)
+    if (ofi_slow_deadlines(cls) && left > OFI_CANCEL_POLL_MS)
         left = OFI_CANCEL_POLL_MS;
     atomic_store_explicit(&cls->duty_due_ns, hgx_clock_after_ms(now, left),
                           memory_order_relaxed);
@@ -303,6 +310,7 @@ static unsigned int ofi_progress(struct ofi_class *cls)
     if (ofi_retrying(cls) || ofi_deadlines(cls)) {
         ofi_ctrl_progress(cls);
         ofi_cancel_check(cls);
+        ofi_pieces_expire(cls);
         atomic_store_explicit(&cls->duty_due_ns, 0, memory_order_relaxed);
     }
     if (count > 0)

@@ -8,8 +8,12 @@
  *
  *   bit 63      unexpected message
  *   bit 62      plugin control message (RMA check), never an NA message
+ *   bit 61      first piece of a message sent in two (ofi_pieces.c)
+ *   bit 60      second piece of such a message
+ *   bits 40..55 the two-piece message's number, in its first piece
  *   bits 32..39 id of the receiving context (the sender's dest_id)
- *   bits 0..31  the NA tag of an expected message (0 in unexpected ones)
+ *   bits 0..31  the NA tag of an expected message (0 in unexpected ones);
+ *               in a second piece, the message's number instead
  *
  * An unexpected message carries its NA tag as remote CQ data instead, so
  * every receive matches its NA tag exactly: unexpected receives take any
@@ -24,7 +28,10 @@
  * slot no receive has used), not with the new receive's mask. Receives of
  * different masks lost queued messages that way as soon as more arrived than
  * receives were posted; so a shm class whose mask is not 0 first posts a
- * receive into every slot and cancels them (ofi_msg_recv_init).
+ * receive into every slot and cancels them (ofi_msg_recv_init). Bits 40..55
+ * and 61 are in every mask: a receive takes a first piece as it would a
+ * whole message, and never a second piece, which only the receive that
+ * ofi_pieces.c posts for it takes.
  *
  * An unexpected message starts with a fixed-size header carrying the
  * sender's raw address, so a receiver can answer a peer it has never seen.
@@ -103,11 +110,17 @@
 #define OFI_TAG_CTX_SHIFT 32
 #define OFI_TAG_CTX_MASK (UINT64_C(0xff) << OFI_TAG_CTX_SHIFT)
 #define OFI_TAG_NA_MASK UINT64_C(0xffffffff)
+#define OFI_TAG_FIRST (UINT64_C(1) << 61)
+#define OFI_TAG_SECOND (UINT64_C(1) << 60)
+#define OFI_TAG_SEQ_SHIFT 40
+#define OFI_TAG_SEQ_MASK (UINT64_C(0xffff) << OFI_TAG_SEQ_SHIFT)
+/* In every receive's ignore mask (see the tag layout above). */
+#define OFI_TAG_PIECE_IGNORE (OFI_TAG_FIRST | OFI_TAG_SEQ_MASK)
 
 /* 8 KiB: a 4 KiB RPC payload and its headers fit one message (capped to
  * what the provider allows, see ofi_set_limits). */
 #define OFI_MSG_SIZE_DEFAULT 8192
-/* msg_max_inject providers: smallest inject size still worth capping to. */
+/* msg_max_inject providers: smallest inject size worth sending pieces of. */
 #define OFI_MSG_SIZE_MIN_INJECT 4096
 #define OFI_RAW_ADDR_MAX 60 /* sockaddr_in6 and shm names fit */
 #define OFI_HDR_SIZE 64     /* magic, version, u16 length, raw address */
@@ -230,9 +243,11 @@ struct ofi_proto {
     const char *prov_name;  /* libfabric provider */
     const char *str_prefix; /* prefix of string addresses, NULL for sockaddr ones */
     const char *iface_env;  /* the provider's own interface variable, or NULL */
-    /* shm 1.17: messages above the inject size go by CMA or, without it, by
-     * a SAR protocol that stalls when peers send many at once; without CMA
-     * (ofi_shm_cma_usable) stay at or below the inject size. */
+    /* shm 1.17: messages above the inject size go by CMA (a syscall and an
+     * acknowledgment: 2.6-3.5 us a round trip where 4096 bytes take 0.9) or,
+     * without CMA, by a SAR protocol that stalls when peers send many at
+     * once. Such messages are sent in two pieces of at most the inject size
+     * instead (ofi_pieces.c). */
     bool msg_max_inject;
     /* shm 1.17 refuses a receive with ENOMEM, not EAGAIN, while all its rx_size
      * (1024) receive entries are taken: posted receives and the unexpected
@@ -422,6 +437,18 @@ struct ofi_op {
     uint64_t check_deadline_ms;
     uint64_t check_start_ns; /* a lease it is granted counts from then */
     struct hgx_list check_link;
+    /* A message in two pieces (ofi_pieces.c). A send of two parts; a
+     * receive whose first piece is in and whose second receive is posted
+     * as part 1, listed in cls->reassembly until it ends. */
+    bool split;
+    bool reassembling;
+    bool piece_expired;  /* its second piece did not come in time */
+    uint16_t piece_seq;  /* the message's number */
+    size_t piece_len;    /* bytes of the first piece */
+    uint64_t piece_data; /* CQ data of the first piece (an unexpected NA tag) */
+    uint64_t piece_deadline_ms;
+    struct hgx_list piece_link;
+    struct ofi_ctx *two_parts[2];
     bool recalled;    /* a receive the provider took back (cancel_recv_recalls) */
     bool check_reach; /* holds its peer's look: no answer OFI_REACH_POLL_MS on */
     bool link_armed;  /* escalated and kept: holds its peer's keepalive */
@@ -472,6 +499,13 @@ struct ofi_class {
     size_t max_unexpected_size, max_expected_size;
     /* The ignore mask of every receive (ofi_msg_recv_init). */
     uint64_t recv_ignore;
+    /* Messages above piece_size go in two pieces (0: never; ofi_pieces.c):
+     * their numbers, the receives waiting for a second piece (first
+     * deadline first) and the messages dropped for want of one. */
+    size_t piece_size;
+    atomic_uint piece_seq;
+    struct ofi_list reassembly;
+    atomic_ulong n_pieces_dropped;
 
     unsigned char self_raw[OFI_RAW_ADDR_MAX];
     size_t self_len;
@@ -613,11 +647,17 @@ static inline bool ofi_op_is_rma(const struct ofi_op *oop)
     return oop->kind == OFI_OP_PUT || oop->kind == OFI_OP_GET;
 }
 
-/* Whether posting the parts allowed now ends the posting guard of a
- * put/get (a gated get keeps it until its body is posted). */
+/* Ops whose provider operations are counted as parts, with a posting
+ * guard: put/get, and sends of two pieces. */
+static inline bool ofi_op_counts_parts(const struct ofi_op *oop)
+{
+    return ofi_op_is_rma(oop) || oop->split;
+}
+/* Whether posting the parts allowed now ends the posting guard of such an
+ * op (a gated get keeps it until its body is posted). */
 static inline bool ofi_post_ends_guard(const struct ofi_op *oop)
 {
-    return ofi_op_is_rma(oop) && oop->post_limit == oop->nparts;
+    return ofi_op_counts_parts(oop) && oop->post_limit == oop->nparts;
 }
 
 /* A gated get whose body may be reading into the caller's memory: a cancel
@@ -776,8 +816,19 @@ na_ops_cancel_fn ofi_cancel;
 void ofi_cancel_unlist_locked(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_cancel_check(struct ofi_class *cls);
 
-/* ofi_cma.c: whether shm can carry messages above its inject size by CMA. */
-bool ofi_shm_cma_usable(void);
+/* ofi_pieces.c */
+void ofi_pieces_split(struct ofi_class *cls, struct ofi_op *oop);
+uint64_t ofi_pieces_first_tag(const struct ofi_op *oop, uint64_t tag);
+ssize_t ofi_pieces_post_second(struct ofi_class *cls, struct ofi_op *oop,
+                               struct ofi_ctx *ctx);
+void ofi_pieces_first_in(struct ofi_class *cls, struct ofi_op *oop, size_t len,
+                         uint64_t data, uint64_t tag);
+void ofi_pieces_second_in(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret,
+                          size_t len);
+void ofi_pieces_drop(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);
+void ofi_pieces_end(struct ofi_class *cls, struct ofi_op *oop);
+void ofi_pieces_expire(struct ofi_class *cls);
+void ofi_recv_unexpected_repost(struct ofi_class *cls, struct ofi_op *oop);
 
 #pragma GCC visibility pop
 

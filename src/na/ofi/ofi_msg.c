@@ -72,6 +72,8 @@ static na_return_t ofi_msg_submit(struct ofi_class *cls, struct ofi_op *oop, voi
         ofi_op_release(cls, oop);
         return ret;
     }
+    if (oop->kind != OFI_OP_RECV && cls->piece_size && buf_size > cls->piece_size)
+        ofi_pieces_split(cls, oop);
     return ofi_submit(cls, oop, false);
 }
 
@@ -164,7 +166,8 @@ static na_return_t ofi_recv_prime(struct ofi_class *cls)
 
 na_return_t ofi_msg_recv_init(struct ofi_class *cls, uint8_t max_contexts)
 {
-    cls->recv_ignore = max_contexts == 1 ? OFI_TAG_CTX_MASK : 0;
+    cls->recv_ignore = (max_contexts == 1 ? OFI_TAG_CTX_MASK : 0) |
+                       (cls->piece_size ? OFI_TAG_PIECE_IGNORE : 0);
     if (!cls->recv_ignore || !cls->proto->recv_stale_ignore)
         return NA_SUCCESS;
     return ofi_recv_prime(cls);

@@ -86,6 +86,9 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
     hgx_list_init(&oop->cancel_link);
     oop->checking = false;
     hgx_list_init(&oop->check_link);
+    oop->split = false;
+    oop->reassembling = false;
+    hgx_list_init(&oop->piece_link);
     atomic_store_explicit(&oop->done, false, memory_order_relaxed);
     return oop;
 }
@@ -94,10 +97,11 @@ struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_pe
  * are done with the provider (ghosts of a forced cancel were taken out). */
 void ofi_op_release(struct ofi_class *cls, struct ofi_op *oop)
 {
+    ofi_pieces_end(cls, oop);
     for (size_t i = 0; i < oop->posted; i++)
         if (oop->parts[i])
             ofi_ctx_put(cls, oop->parts[i]);
-    if (oop->parts != &oop->one_part)
+    if (oop->parts != &oop->one_part && oop->parts != oop->two_parts)
         free(oop->parts);
     if (oop->tmp_mr)
         ofi_mr_close(oop->tmp_mr);
@@ -169,34 +173,38 @@ void ofi_cancel_contexts_locked(struct ofi_class *cls, struct ofi_op *oop)
             oop->recalled = true;
 }
 
+/* A whole message, or the first piece of one in two (ofi_pieces.c). */
 static ssize_t ofi_post_send(struct ofi_class *cls, struct ofi_op *oop,
                              struct ofi_ctx *ctx)
 {
+    size_t len = oop->split ? cls->piece_size : oop->buf_size;
+    uint64_t tag = oop->split ? ofi_pieces_first_tag(oop, oop->tag) : oop->tag;
+
     if (oop->kind == OFI_OP_SEND)
-        return fi_tsend(cls->ep, oop->buf, oop->buf_size, oop->desc, oop->fi_addr,
-                        oop->tag, ctx);
+        return fi_tsend(cls->ep, oop->buf, len, oop->desc, oop->fi_addr, tag, ctx);
     /* Our own header replaces whatever the caller left in its first bytes. */
     struct iovec iov[2] = {
         {.iov_base = cls->hdr, .iov_len = OFI_HDR_SIZE},
-        {.iov_base = (char *)oop->buf + OFI_HDR_SIZE,
-         .iov_len = oop->buf_size - OFI_HDR_SIZE},
+        {.iov_base = (char *)oop->buf + OFI_HDR_SIZE, .iov_len = len - OFI_HDR_SIZE},
     };
     void *desc[2] = {cls->hdr_desc, oop->desc};
     const struct fi_msg_tagged msg = {
         .msg_iov = iov,
         .desc = desc,
-        .iov_count = oop->buf_size > OFI_HDR_SIZE ? 2 : 1,
+        .iov_count = len > OFI_HDR_SIZE ? 2 : 1,
         .addr = oop->fi_addr,
-        .tag = oop->tag & ~OFI_TAG_NA_MASK,
+        .tag = tag & ~OFI_TAG_NA_MASK,
         .context = ctx,
-        .data = oop->tag & OFI_TAG_NA_MASK,
+        .data = tag & OFI_TAG_NA_MASK,
     };
     return fi_tsendmsg(cls->ep, &msg, FI_COMPLETION | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t ofi_post_part(struct ofi_class *cls, struct ofi_op *oop,
-                             struct ofi_ctx *ctx)
+                             struct ofi_ctx *ctx, size_t part)
 {
+    if (part == 1 && (oop->split || oop->reassembling))
+        return ofi_pieces_post_second(cls, oop, ctx);
     switch (oop->kind) {
     case OFI_OP_SEND:
     case OFI_OP_SEND_UNEXPECTED:
@@ -227,7 +235,7 @@ static ssize_t ofi_post(struct ofi_class *cls, struct ofi_op *oop)
             return -FI_ENOMEM;
         oop->parts[i] = ctx;
         oop->posted = i + 1;
-        ssize_t rc = ofi_post_part(cls, oop, ctx);
+        ssize_t rc = ofi_post_part(cls, oop, ctx, i);
         if (rc != 0) {
             oop->posted = i;
             oop->parts[i] = NULL;
@@ -270,8 +278,12 @@ void ofi_log_post_error(struct ofi_class *cls, const struct ofi_op *oop, const c
 static na_return_t ofi_post_failed(struct ofi_class *cls, struct ofi_op *oop,
                                    na_return_t ret, bool async)
 {
-    if (ofi_op_is_rma(oop) && oop->posted > 0) {
+    if (ofi_op_counts_parts(oop) && oop->posted > 0) {
         ofi_parts_abandon(cls, oop, ret);
+        return NA_SUCCESS;
+    }
+    if (oop->reassembling) { /* only progress posts a second piece's receive */
+        ofi_pieces_drop(cls, oop, ret);
         return NA_SUCCESS;
     }
     if (async) {
@@ -337,7 +349,7 @@ na_return_t ofi_submit(struct ofi_class *cls, struct ofi_op *oop, bool async)
 /* A canceled op that never fully reached the provider. */
 void ofi_abandon_canceled(struct ofi_class *cls, struct ofi_op *oop)
 {
-    if (ofi_op_is_rma(oop) && oop->posted > 0)
+    if (ofi_op_counts_parts(oop) && oop->posted > 0)
         ofi_parts_abandon(cls, oop, NA_CANCELED);
     else
         ofi_op_finish(cls, oop, NA_CANCELED);
