@@ -93,7 +93,8 @@ HG_PUBLIC void HG_Cleanup(void);
 HG_PUBLIC void HG_Set_log_level(const char *level);
 
 /**
- * Choose the subsystems that log.
+ * Choose the subsystems that log: hgx's own and the program's log outlets of
+ * mercury_log.h (hg_log_set_subsys), by name.
  * \param[in] subsys comma list, e.g. "hg,bulk" or "all,~na"
  */
 HG_PUBLIC void HG_Set_log_subsys(const char *subsys);

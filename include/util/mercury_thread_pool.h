@@ -14,9 +14,9 @@
 
 /** A work item: the caller owns it until its function has run. */
 struct hg_thread_work {
-    hg_thread_func_t func;                /**< run as func(args) */
-    void *args;                           /**< argument of func */
-    HG_QUEUE_ENTRY(hg_thread_work) entry; /**< internal */
+    hg_thread_func_t func;              /**< run as func(args) */
+    void *args;                         /**< argument of func */
+    STAILQ_ENTRY(hg_thread_work) entry; /**< internal */
 };
 
 typedef struct hg_thread_pool hg_thread_pool_t; /**< a thread pool */
@@ -24,7 +24,7 @@ typedef struct hg_thread_pool hg_thread_pool_t; /**< a thread pool */
 struct hg_thread_pool {
     hg_thread_mutex_t mutex;
     hg_thread_cond_t cond;
-    HG_QUEUE_HEAD(hg_thread_work) queue;
+    STAILQ_HEAD(, hg_thread_work) queue;
     int shutdown;
     unsigned int sleeping, count;
     hg_thread_t threads[];
@@ -36,15 +36,15 @@ static HG_UTIL_INLINE hg_thread_ret_t hg_thread_pool_worker_(void *arg)
     hg_thread_pool_t *pool = (hg_thread_pool_t *)arg;
     hg_thread_mutex_lock(&pool->mutex);
     for (;;) {
-        while (HG_QUEUE_IS_EMPTY(&pool->queue) && !pool->shutdown) {
+        while (STAILQ_EMPTY(&pool->queue) && !pool->shutdown) {
             pool->sleeping++;
             hg_thread_cond_wait(&pool->cond, &pool->mutex);
             pool->sleeping--;
         }
-        if (HG_QUEUE_IS_EMPTY(&pool->queue))
+        if (STAILQ_EMPTY(&pool->queue))
             break;
-        struct hg_thread_work *w = HG_QUEUE_FIRST(&pool->queue);
-        HG_QUEUE_POP_HEAD(&pool->queue, entry);
+        struct hg_thread_work *w = STAILQ_FIRST(&pool->queue);
+        STAILQ_REMOVE_HEAD(&pool->queue, entry);
         hg_thread_mutex_unlock(&pool->mutex);
         w->func(w->args);
         hg_thread_mutex_lock(&pool->mutex);
@@ -85,7 +85,7 @@ static HG_UTIL_INLINE int hg_thread_pool_init(unsigned int thread_count,
         !(p = (hg_thread_pool_t *)calloc(1, sizeof(*p) +
                                                 thread_count * sizeof(hg_thread_t))))
         return HG_UTIL_FAIL;
-    HG_QUEUE_INIT(&p->queue);
+    STAILQ_INIT(&p->queue);
     if (hg_thread_mutex_init(&p->mutex) != HG_UTIL_SUCCESS) {
         free(p);
         return HG_UTIL_FAIL;
@@ -118,7 +118,7 @@ static HG_UTIL_INLINE int hg_thread_pool_post(hg_thread_pool_t *pool,
     hg_thread_mutex_lock(&pool->mutex);
     int ret = pool->shutdown ? HG_UTIL_FAIL : HG_UTIL_SUCCESS;
     if (ret == HG_UTIL_SUCCESS) {
-        HG_QUEUE_PUSH_TAIL(&pool->queue, work, entry);
+        STAILQ_INSERT_TAIL(&pool->queue, work, entry);
         if (pool->sleeping)
             hg_thread_cond_signal(&pool->cond);
     }

@@ -5,6 +5,7 @@
 #include "hg_internal.h"
 #include "hg_header.h"
 #include "hg_rpc_map.h"
+#include "mercury_log.h"
 
 #include <stdlib.h>
 
@@ -52,10 +53,14 @@ void HG_Set_log_level(const char *level)
         hgx_log_set_level("", level);
 }
 
+/* One list for hgx's subsystems and the program's log outlets (mercury_log.h),
+ * which share a registry in Mercury. */
 void HG_Set_log_subsys(const char *subsys)
 {
-    if (subsys)
+    if (subsys) {
         hgx_log_set_subsys(subsys);
+        hg_log_set_subsys(subsys);
+    }
 }
 
 void HG_Set_log_func(int (*log_func)(FILE *stream, const char *format, ...))

@@ -2,17 +2,23 @@
  * mercury_log.c -- Mercury's log outlets (mercury_log.h) for programs written
  * against Mercury's utility library, and HG_Util_set_log_level.
  *
- * An outlet's level is recomputed whenever the global level, the subsystem
- * list or a subsystem level changes, so HG_LOG_WRITE only reads one field.
- * The list follows HG_LOG_SUBSYS's rules (as hgx's own logs): a name selects
- * the outlet and the outlets below it; once any name is selected, outlets
- * not selected are silent; "~name" silences a subtree. The environment
- * (HG_LOG_LEVEL, default error, and HG_LOG_SUBSYS) sets the starting values.
+ * The registered outlets sit in one list (a sys/queue STAILQ), the root
+ * outlet first. An outlet's level is recomputed whenever the global level,
+ * the subsystem list, a subsystem level or the set of outlets changes, so
+ * HG_LOG_WRITE only reads one field. The list follows HG_LOG_SUBSYS's rules
+ * (as hgx's own logs): a name selects the outlet of that name and the
+ * outlets below it; once any name is selected, outlets not selected are
+ * silent; "~name" silences a subtree. Names are the outlets' own (a
+ * subsystem declared with HG_LOG_SUBSYS_DECL_REGISTER(sub, parent) is
+ * "sub"). The environment (HG_LOG_LEVEL, default error, and HG_LOG_SUBSYS)
+ * sets the starting values.
  *
  * Debug logs (mercury_dlog.c) defer output, as Mercury's min_debug level
  * means: HG_LOG_WRITE records debug calls in the outlet's debug log, and an
  * error written to the outlet prints that record after the error line, then
- * empties it. An outlet without a debug log shares its parent's.
+ * empties it. An outlet without a debug log shares its parent's; at
+ * deregistration an outlet frees the debug log it owns, after printing its
+ * counters when it logs at min_debug or more.
  */
 #include "mercury_log.h"
 #include "mercury_util.h"
@@ -22,6 +28,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Subsystems given their own level by hg_log_set_subsys_level. */
 #define HG_LOG_SUBSYS_LEVELS_MAX 16
@@ -30,16 +37,18 @@
 HG_LOG_OUTLET_DECL(HG_LOG_OUTLET_ROOT_NAME) =
     HG_LOG_OUTLET_INITIALIZER(HG_LOG_OUTLET_ROOT_NAME, HG_LOG_PASS, NULL, NULL);
 
-static const char *const hg_log_level_names[HG_LOG_LEVEL_MAX] = {
-    [HG_LOG_LEVEL_NONE] = "none",       [HG_LOG_LEVEL_ERROR] = "error",
-    [HG_LOG_LEVEL_WARNING] = "warning", [HG_LOG_LEVEL_MIN_DEBUG] = "min_debug",
-    [HG_LOG_LEVEL_DEBUG] = "debug",
-};
+/* Names and short names of the levels, in enum order. */
+#define X(level, name, short_name, stream) name,
+static const char *const hg_log_level_names[] = {HG_LOG_LEVELS};
+#undef X
+#define X(level, name, short_name, stream) short_name,
+static const char *const hg_log_level_short_names[] = {HG_LOG_LEVELS};
+#undef X
 
 static pthread_mutex_t hg_log_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t hg_log_once = PTHREAD_ONCE_INIT;
-static HG_QUEUE_HEAD(hg_log_outlet)
-    hg_log_outlets = HG_QUEUE_HEAD_INITIALIZER(hg_log_outlets);
+static STAILQ_HEAD(hg_log_outlet_list, hg_log_outlet)
+    hg_log_outlets = STAILQ_HEAD_INITIALIZER(hg_log_outlets);
 static enum hg_log_level hg_log_level_g = HG_LOG_LEVEL_ERROR;
 static char hg_log_subsys_g[256];
 static struct {
@@ -95,11 +104,11 @@ static enum hg_log_level hg_log_level_of(const struct hg_log_outlet *o)
 
 static void hg_log_update_locked(void)
 {
+    struct hg_log_outlet *o;
     HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME).level =
         hg_log_level_of(&HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME));
-    for (struct hg_log_outlet *o = HG_QUEUE_FIRST(&hg_log_outlets); o;
-         o = HG_QUEUE_NEXT(o, entry))
-        o->level = hg_log_level_of(o);
+    STAILQ_FOREACH(o, &hg_log_outlets, entry)
+    o->level = hg_log_level_of(o);
 }
 
 static void hg_log_init(void)
@@ -123,19 +132,35 @@ static void hg_log_init(void)
         pthread_mutex_unlock(&hg_log_mutex);                                             \
     } while (0)
 
-/* The root outlet gets its level before main(), even if no outlet registers. */
+/* The root outlet is registered before main(), even if no outlet registers,
+ * and deregistered at exit, after the program's outlets. */
 static void hg_log_boot(void) HG_ATTR_CONSTRUCTOR;
 static void hg_log_boot(void)
 {
-    HG_LOG_LOCKED((void)0);
+    hg_log_outlet_register(&HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME));
+}
+static void hg_log_shutdown(void) HG_ATTR_DESTRUCTOR;
+static void hg_log_shutdown(void)
+{
+    hg_log_outlet_deregister(&HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME));
 }
 
 enum hg_log_level hg_log_name_to_level(const char *log_level)
 {
-    for (int i = 0; log_level && i < HG_LOG_LEVEL_MAX; i++)
-        if (hg_log_level_names[i] && strcmp(log_level, hg_log_level_names[i]) == 0)
+    if (!log_level)
+        return HG_LOG_LEVEL_NONE;
+    for (int i = HG_LOG_LEVEL_NONE + 1; i < HG_LOG_LEVEL_MAX; i++)
+        if (strcasecmp(log_level, hg_log_level_names[i]) == 0 ||
+            strcasecmp(log_level, hg_log_level_short_names[i]) == 0)
             return (enum hg_log_level)i;
-    return HG_LOG_LEVEL_NONE;
+    return HG_LOG_LEVEL_NONE; /* "none", or a name of no level */
+}
+
+const char *hg_log_level_to_string(enum hg_log_level level)
+{
+    if ((int)level < HG_LOG_LEVEL_NONE || level >= HG_LOG_LEVEL_MAX)
+        return "";
+    return hg_log_level_names[level];
 }
 
 void hg_log_set_level(enum hg_log_level log_level)
@@ -195,12 +220,10 @@ void hg_log_outlet_register(struct hg_log_outlet *outlet)
     if (!outlet)
         return;
     HG_LOG_LOCKED({
-        bool known = false;
-        for (struct hg_log_outlet *o = HG_QUEUE_FIRST(&hg_log_outlets); o;
-             o = HG_QUEUE_NEXT(o, entry))
-            known = known || o == outlet;
-        if (!known && outlet != &HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME))
-            HG_QUEUE_PUSH_TAIL(&hg_log_outlets, outlet, entry);
+        if (!outlet->registered) {
+            STAILQ_INSERT_TAIL(&hg_log_outlets, outlet, entry);
+            outlet->registered = true;
+        }
         if (!outlet->debug_log && outlet->parent)
             outlet->debug_log = outlet->parent->debug_log;
     });
@@ -223,9 +246,12 @@ static void hg_log_stream_put(enum hg_log_level level, FILE *stream)
     HG_LOG_LOCKED(hg_log_streams[level] = stream);
 }
 
+/* The stream of lines of a level: min_debug records go with debug lines. */
 static FILE *hg_log_stream_get(enum hg_log_level level)
 {
     FILE *stream;
+    if (level == HG_LOG_LEVEL_MIN_DEBUG)
+        level = HG_LOG_LEVEL_DEBUG;
     HG_LOG_LOCKED(stream = hg_log_streams[level]);
     if (stream)
         return stream;
@@ -257,26 +283,61 @@ FILE *hg_log_get_stream_debug(void)
     return hg_log_stream_get(HG_LOG_LEVEL_DEBUG);
 }
 
+void hg_log_dump_counters(struct hg_log_outlet *outlet)
+{
+    if (!outlet || !outlet->debug_log || outlet->level < HG_LOG_LEVEL_MIN_DEBUG ||
+        outlet->level >= HG_LOG_LEVEL_MAX)
+        return;
+    hg_dlog_dump_counters(outlet->debug_log, hg_log_get_func(),
+                          hg_log_stream_get(outlet->level), 0);
+}
+
+void hg_log_outlet_deregister(struct hg_log_outlet *outlet)
+{
+    bool was_registered = false;
+    if (!outlet)
+        return;
+    HG_LOG_LOCKED({
+        if (outlet->registered) {
+            STAILQ_REMOVE(&hg_log_outlets, outlet, hg_log_outlet, entry);
+            outlet->registered = false;
+            was_registered = true;
+        }
+    });
+    /* A debug log the outlet owns (not one taken from its parent). */
+    if (was_registered && outlet->debug_log &&
+        !(outlet->parent && outlet->parent->debug_log == outlet->debug_log)) {
+        hg_log_dump_counters(outlet);
+        hg_dlog_free(outlet->debug_log);
+    }
+}
+
 void hg_log_write(struct hg_log_outlet *outlet, enum hg_log_level log_level,
-                  const char *file, unsigned int line, const char *func,
-                  const char *format, ...)
+                  const char *module, const char *file, unsigned int line,
+                  const char *func, bool no_return, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    hg_log_vwrite(outlet, log_level, module, file, line, func, no_return, format, ap);
+    va_end(ap);
+}
+
+void hg_log_vwrite(struct hg_log_outlet *outlet, enum hg_log_level log_level,
+                   const char *module, const char *file, unsigned int line,
+                   const char *func, bool no_return, const char *format, va_list ap)
 {
     if (!outlet || !format || log_level <= HG_LOG_LEVEL_NONE ||
         log_level >= HG_LOG_LEVEL_MAX)
         return;
-    enum hg_log_level stream_level =
-        log_level == HG_LOG_LEVEL_MIN_DEBUG ? HG_LOG_LEVEL_DEBUG : log_level;
-    FILE *stream = hg_log_stream_get(stream_level);
+    FILE *stream = hg_log_stream_get(log_level);
     hg_log_func_t fn = hg_log_get_func();
     char msg[1024];
-    va_list ap;
-    va_start(ap, format);
     vsnprintf(msg, sizeof(msg), format, ap);
-    va_end(ap);
     const char *base = file ? strrchr(file, '/') : NULL;
     base = base ? base + 1 : (file ? file : "?");
-    fn(stream, "[%s] %s %s:%u %s(): %s\n", outlet->name, hg_log_level_names[log_level],
-       base, line, func ? func : "?", msg);
+    fn(stream, "[%s] %s %s%s%s:%u %s(): %s%s", outlet->name,
+       hg_log_level_names[log_level], module ? module : "", module ? ":" : "", base, line,
+       func ? func : "?", msg, no_return ? "" : "\n");
     /* What led to the error, then a fresh record for the next one. */
     if (log_level == HG_LOG_LEVEL_ERROR && outlet->debug_log &&
         outlet->level >= HG_LOG_LEVEL_MIN_DEBUG) {

@@ -9,11 +9,11 @@
 # Then checks what Mercury installs: the pkg-config files mercury (2.4.1), na
 # (6.0.0) and mercury_util (4.0.0), NA_HAS_OFI in na_config.h, every function
 # of Mercury 2.4.1's list declared by the installed headers; builds
-# tests/compat/mercury_prog.c, util_prog.c, util_more.c and the C++ cxx_prog.cc (C++11 to
+# tests/compat/mercury_prog.c, util_prog.c, util_more.c, util_harness.c and the C++ cxx_prog.cc (C++11 to
 # C++20 with pkg-config, the compiler's default with CMake) against that install --
 #   1. cc $(pkg-config --cflags --libs mercury)
 #   2. cmake with find_package(mercury REQUIRED) + target_link_libraries(prog mercury)
-#      (and util_prog, util_more with the mercury_util target; CMakeLists.txt checks the
+#      (and util_prog, util_more, util_harness with the mercury_util target; CMakeLists.txt checks the
 #      na target and the version too)
 # -- and mercury_prog once more with -lmercury -lna -lmercury_util alone (the library
 # names a program may link by), and runs each over ofi+tcp. When it staged the install itself, it then
@@ -104,8 +104,9 @@ fi
 # ---- 1b. Mercury's utility headers and log calls, with pkg-config mercury_util
 flags_util=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config $define_prefix --cflags --libs mercury_util)
 # util_prog: threads, time, atomics, logs, poll sets; util_more: dl, event,
-# atomic queue, hash table, memory pool, spin lock, huge pages.
-for prog in util_prog util_more; do
+# atomic queue, hash table, memory pool, spin lock, huge pages; util_harness:
+# log outlets, subsystems, STAILQ queues and CPU affinity as Mercury's harness.
+for prog in util_prog util_more util_harness; do
     say "build 1b: ${CC:-cc} -std=c11 $prog.c \$(pkg-config --cflags --libs mercury_util)"
     # shellcheck disable=SC2086
     if [ -n "$flags_util" ] &&
@@ -164,7 +165,8 @@ else
         grep 'mercury .* found' "$tmp/cmake.log" | sed 's/^/check-installed: /'
         say "run 2: mercury_prog $info"
         if "$tmp/cmake/mercury_prog" "$info" && "$tmp/cmake/util_prog" &&
-            "$tmp/cmake/util_more" && "$tmp/cmake/na_version" &&
+            "$tmp/cmake/util_more" && "$tmp/cmake/util_harness" &&
+            "$tmp/cmake/na_version" &&
             "$tmp/cmake/cxx_prog" "$info"; then say "cmake build: PASS"
         else say "cmake build: FAIL (run)"; fail=1; fi
     else

@@ -13,7 +13,7 @@
  * sum}. The RPC runs once through HG_Forward and a callback, once as an hgx
  * request (hgx_iforward + hgx_wait). The utility headers are used on the side:
  * atomics, the atomic queue, lists, queues, reader-writer locks, mutexes, the
- * thread pool, event objects in a poll set, a log outlet, the string hash,
+ * thread pool, CPU affinity, event objects in a poll set, log outlets, the string hash,
  * string objects, time, debug logs (static, allocated and an outlet's), byte
  * order, compiler attributes and lock annotations. Built and run by check-installed.sh
  * against an installed hgx (pkg-config and CMake). Exit 0 when every check holds.
@@ -62,14 +62,16 @@ MERCURY_GEN_PROC(sum_in_t,
                  ((hg_const_string_t)(tag))((hg_bulk_t)(bulk))((uint32_t)(count)))
 MERCURY_GEN_PROC(sum_out_t, ((hg_const_string_t)(tag))((uint64_t)(sum)))
 
-/* A log outlet of the program's own, under Mercury's root outlet (at namespace
- * scope: the macro ends with a declaration of external linkage, as Mercury's). */
-HG_LOG_SUBSYS_DECL_REGISTER(cxx_prog, HG_LOG_OUTLET_ROOT_NAME);
+/* A log outlet of the program's own, under Mercury's root outlet, and a
+ * subsystem of it (at namespace scope: the macros end with a declaration of
+ * external linkage, as Mercury's). */
+HG_LOG_DECL_REGISTER(cxx_prog);
+HG_LOG_SUBSYS_DECL_REGISTER(cxx_sub, cxx_prog);
 
 /* One with a debug log: the positional initializers must be valid C++. */
 HG_LOG_DEBUG_DECL_LE(cxx_dbg, 16);
 HG_LOG_DEBUG_DECL_DLOG(cxx_dbg) = HG_LOG_DLOG_INITIALIZER(cxx_dbg, 16);
-HG_LOG_SUBSYS_DLOG_DECL_REGISTER(cxx_dbg, HG_LOG_OUTLET_ROOT_NAME);
+HG_LOG_DLOG_DECL_REGISTER(cxx_dbg);
 
 namespace
 {
@@ -243,6 +245,28 @@ void check_util_threads(void)
     hg_event_destroy(fd);
     hg_poll_destroy(set);
     HG_LOG_WRITE(cxx_prog, HG_LOG_LEVEL_DEBUG, "util checks done (%d)", done);
+    HG_LOG_SUBSYS_WRITE(cxx_sub, cxx_prog, HG_LOG_LEVEL_DEBUG, "from the subsystem");
+    HG_LOG_WRITE_DEBUG_EXT(cxx_prog, "extended", "%d checks\n", done);
+    CHECK(HG_LOG_OUTLET(cxx_prog_cxx_sub).parent == &HG_LOG_OUTLET(cxx_prog));
+    CHECK(HG_LOG_OUTLET(cxx_prog_cxx_sub).registered);
+    CHECK(std::strcmp(hg_log_level_to_string(HG_LOG_LEVEL_WARNING), "warning") == 0);
+
+    /* Pin the calling thread to one CPU it may use (CPU 0 when allowed), read
+     * the set back, then restore it. */
+    hg_cpu_set_t orig, one, back;
+    CPU_ZERO(&orig);
+    CHECK(hg_thread_getaffinity(hg_thread_self(), &orig) == HG_UTIL_SUCCESS);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &orig))
+        cpu++;
+    CHECK(cpu < CPU_SETSIZE);
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    CHECK(hg_thread_setaffinity(hg_thread_self(), &one) == HG_UTIL_SUCCESS);
+    CPU_ZERO(&back);
+    CHECK(hg_thread_getaffinity(hg_thread_self(), &back) == HG_UTIL_SUCCESS);
+    CHECK(CPU_ISSET(cpu, &back) && CPU_COUNT(&back) == 1);
+    CHECK(hg_thread_setaffinity(hg_thread_self(), &orig) == HG_UTIL_SUCCESS);
 }
 
 /* Debug logs, byte order, attributes and annotations from C++. */
@@ -326,7 +350,7 @@ void check_util_dlog(void)
 struct item {
     int value;
     HG_LIST_ENTRY(item) link;
-    HG_QUEUE_ENTRY(item) qlink;
+    STAILQ_ENTRY(item) qlink;
 };
 
 void check_util(void)
@@ -344,21 +368,23 @@ void check_util(void)
     hg_atomic_queue_free(q);
 
     HG_LIST_HEAD(item) list = HG_LIST_HEAD_INITIALIZER(list);
-    HG_QUEUE_HEAD(item) queue = HG_QUEUE_HEAD_INITIALIZER(queue);
+    STAILQ_HEAD(item_queue, item) queue = STAILQ_HEAD_INITIALIZER(queue);
     item items[3];
     for (int i = 0; i < 3; i++) {
         items[i].value = i;
         HG_LIST_INSERT_HEAD(&list, &items[i], link);
-        HG_QUEUE_PUSH_TAIL(&queue, &items[i], qlink);
+        STAILQ_INSERT_TAIL(&queue, &items[i], qlink);
     }
     int sum = 0;
     item *it;
     HG_LIST_FOREACH(it, &list, link)
     sum += it->value;
     CHECK(sum == 3 && HG_LIST_FIRST(&list)->value == 2);
-    CHECK(HG_QUEUE_FIRST(&queue)->value == 0);
-    HG_QUEUE_POP_HEAD(&queue, qlink);
-    CHECK(HG_QUEUE_FIRST(&queue)->value == 1);
+    CHECK(STAILQ_FIRST(&queue)->value == 0);
+    STAILQ_REMOVE_HEAD(&queue, qlink);
+    CHECK(STAILQ_FIRST(&queue)->value == 1);
+    STAILQ_REMOVE(&queue, &items[2], item, qlink);
+    CHECK(STAILQ_NEXT(STAILQ_FIRST(&queue), qlink) == NULL);
 
     hg_string_object_t s;
     CHECK(hg_string_object_init_const_char(&s, "const", HG_FALSE) == HG_SUCCESS);

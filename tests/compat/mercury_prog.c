@@ -16,8 +16,10 @@
  * handle cache), MARGO_REGISTER's BOOST_PP_CAT, data attached with
  * HG_Register_data and found in the handler with HG_Registered_data, a handler
  * that serializes the bulk handle it decoded (to pass it on), the respond
- * callback running before the forward completes, and HG_Set_log_subsys("hg,na")
- * keeping bulk errors (bulk is under hg).
+ * callback running before the forward completes, HG_Set_log_subsys("hg,na")
+ * keeping bulk errors (bulk is under hg), and the program's own log outlets
+ * selected and silenced by name through HG_Set_log_subsys, as Mercury's test
+ * harness sets them up.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -26,6 +28,8 @@
 #include <mercury_macros.h>
 #include <mercury_proc_bulk.h>
 #include <mercury_proc_string.h>
+#include <mercury_log.h>
+#include <mercury_util.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -42,6 +46,11 @@ MERCURY_GEN_PROC(sum_out_t, ((hg_string_t)(tag))((uint64_t)(sum)))
 #define PROG_REGISTER(cls, name, in_t, out_t, cb)                                        \
     HG_Register_name(cls, name, BOOST_PP_CAT(hg_proc_, in_t),                            \
                      BOOST_PP_CAT(hg_proc_, out_t), cb)
+
+/* The program's log outlets, as Mercury's harness declares hg_test: prog_test
+ * (prog_test_log_outlet_g) and its subsystem cli (prog_test_cli_log_outlet_g). */
+HG_LOG_DECL_REGISTER(prog_test);
+HG_LOG_SUBSYS_DECL_REGISTER(cli, prog_test);
 
 #define COUNT 100000u
 #define LOOPS 3000 /* 100 ms progress slices: at most ~5 minutes */
@@ -301,6 +310,36 @@ static int log_subsys_keeps_bulk(hg_class_t *cls)
     return refused && lines > 0;
 }
 
+/* Mercury's harness setup (HG_Test_init without HG_LOG_SUBSYS): warnings of hg
+ * and of its own outlet; HG_Set_log_subsys silences an outlet by its name. */
+static int harness_log_outlets(void)
+{
+    FILE *err = tmpfile();
+    char text[1024];
+    size_t n;
+    if (!err)
+        return 0;
+    hg_log_set_stream_error(err);
+    HG_Set_log_level("warning");
+    HG_Set_log_subsys("hg,prog_test");
+    HG_Util_set_log_level("warning");
+    HG_LOG_SUBSYS_WRITE(cli, prog_test, HG_LOG_LEVEL_ERROR, "client error %d", 1);
+    HG_Set_log_subsys("hg,prog_test,~cli");
+    HG_LOG_SUBSYS_WRITE(cli, prog_test, HG_LOG_LEVEL_ERROR, "silenced");
+    HG_LOG_WRITE(prog_test, HG_LOG_LEVEL_ERROR, "harness error %d", 2);
+    HG_Set_log_subsys("all");
+    HG_Set_log_level("error");
+    HG_Util_set_log_level("error");
+    hg_log_set_stream_error(NULL);
+    rewind(err);
+    n = fread(text, 1, sizeof text - 1, err);
+    text[n] = '\0';
+    fclose(err);
+    return strstr(text, "[cli] error") && strstr(text, "client error 1") &&
+           !strstr(text, "silenced") && strstr(text, "[prog_test] error") &&
+           strstr(text, "harness error 2");
+}
+
 static int margo_patterns(hg_class_t *cls, hg_context_t *ctx)
 {
     static struct echo_state st;
@@ -340,6 +379,11 @@ static int margo_patterns(hg_class_t *cls, hg_context_t *ctx)
     printf("mercury_prog HG_Set_log_subsys(\"hg,na\") keeps bulk errors: %s\n",
            log_ok ? "ok" : "WRONG");
     ok = ok && log_ok;
+    int outlets_ok = harness_log_outlets();
+    printf("mercury_prog HG_Set_log_subsys(\"hg,prog_test,~cli\") on the program's "
+           "outlets: %s\n",
+           outlets_ok ? "ok" : "WRONG");
+    ok = ok && outlets_ok;
 out:
     if (bulk != HG_BULK_NULL)
         HG_Bulk_free(bulk);

@@ -1,8 +1,9 @@
 /*
  * util_more.c -- a program written against the rest of Mercury's utility
  * headers that Mercury 2.4.1's own test programs use: dynamic loading, event
- * objects, atomic queues, hash tables, memory pools, spin locks, the list and
- * queue declaration macros, time stamps and huge pages; two headers
+ * objects, atomic queues, hash tables, memory pools, spin locks, the list
+ * declaration macros, <sys/queue.h>'s queues through mercury_queue.h, time
+ * stamps and huge pages; two headers
  * Mercury programs outside its tests use, the string hash and reader-writer
  * locks; and the rest of what Mercury's utility library installs: byte
  * swapping, 64-bit network order, compiler attributes, lock annotations and
@@ -439,7 +440,7 @@ static void check_hash_string(void)
     CHECK(hg_hash_string("a") == 5381u * 33u + 'a');
 }
 
-/* ---- HG_LIST_HEAD_DECL/INIT/INSERT_AFTER/BEFORE, HG_QUEUE_HEAD_DECL/INIT/REMOVE */
+/* ---- HG_LIST_HEAD_DECL/INIT/INSERT_AFTER/BEFORE; mercury_queue.h's STAILQ and TAILQ */
 struct lelem {
     int v;
     HG_LIST_ENTRY(lelem) link;
@@ -447,9 +448,11 @@ struct lelem {
 HG_LIST_HEAD_DECL(lhead, lelem);
 struct qelem {
     int v;
-    HG_QUEUE_ENTRY(qelem) link;
+    STAILQ_ENTRY(qelem) link;
+    TAILQ_ENTRY(qelem) tlink;
 };
-HG_QUEUE_HEAD_DECL(qhead, qelem);
+STAILQ_HEAD(qhead, qelem);
+TAILQ_HEAD(thead, qelem);
 
 static void check_list_queue(void)
 {
@@ -478,27 +481,47 @@ static void check_list_queue(void)
     HG_LIST_REMOVE(&e[3], link);
     CHECK(HG_LIST_IS_EMPTY(&list));
 
-    HG_QUEUE_HEAD_INIT(qhead, queue);
+    /* A singly linked tail queue, as na_perf keeps its requests. */
+    struct qhead queue = STAILQ_HEAD_INITIALIZER(queue);
     struct qelem q[3] = {{.v = 1}, {.v = 2}, {.v = 3}};
     struct qelem *qi;
-    CHECK(HG_QUEUE_IS_EMPTY(&queue));
-    HG_QUEUE_POP_HEAD(&queue, link); /* empty: nothing */
-    CHECK(HG_QUEUE_IS_EMPTY(&queue));
+    CHECK(STAILQ_EMPTY(&queue) && STAILQ_FIRST(&queue) == NULL);
     for (int i = 0; i < 3; i++)
-        HG_QUEUE_PUSH_TAIL(&queue, &q[i], link);
-    HG_QUEUE_REMOVE(&queue, &q[2], qelem, link); /* the tail: 1 2 */
-    HG_QUEUE_PUSH_TAIL(&queue, &q[2], link);     /* 1 2 3 */
-    HG_QUEUE_REMOVE(&queue, &q[1], qelem, link); /* 1 3 */
+        STAILQ_INSERT_TAIL(&queue, &q[i], link);
+    STAILQ_REMOVE(&queue, &q[2], qelem, link); /* the tail: 1 2 */
+    STAILQ_INSERT_TAIL(&queue, &q[2], link);   /* 1 2 3 */
+    STAILQ_REMOVE(&queue, &q[1], qelem, link); /* 1 3 */
     order = 0;
-    HG_QUEUE_FOREACH(qi, &queue, link)
+    STAILQ_FOREACH(qi, &queue, link)
     order = order * 10 + qi->v;
     CHECK(order == 13);
-    HG_QUEUE_POP_HEAD(&queue, link);
-    CHECK(HG_QUEUE_FIRST(&queue) == &q[2]);
-    HG_QUEUE_POP_HEAD(&queue, link);
-    CHECK(HG_QUEUE_IS_EMPTY(&queue));
-    HG_QUEUE_PUSH_TAIL(&queue, &q[0], link); /* the tail was reset */
-    CHECK(HG_QUEUE_FIRST(&queue) == &q[0] && HG_QUEUE_NEXT(&q[0], link) == NULL);
+    STAILQ_REMOVE_HEAD(&queue, link);
+    CHECK(STAILQ_FIRST(&queue) == &q[2]);
+    STAILQ_INSERT_HEAD(&queue, &q[1], link); /* 2 3 */
+    CHECK(STAILQ_FIRST(&queue) == &q[1] && STAILQ_NEXT(&q[1], link) == &q[2]);
+    STAILQ_REMOVE_HEAD(&queue, link);
+    STAILQ_REMOVE_HEAD(&queue, link);
+    CHECK(STAILQ_EMPTY(&queue));
+    STAILQ_INSERT_TAIL(&queue, &q[0], link); /* the tail was reset */
+    CHECK(STAILQ_FIRST(&queue) == &q[0] && STAILQ_NEXT(&q[0], link) == NULL);
+    STAILQ_INIT(&queue);
+    CHECK(STAILQ_EMPTY(&queue));
+
+    /* A doubly linked tail queue, walked both ways. */
+    struct thead tq;
+    TAILQ_INIT(&tq);
+    for (int i = 0; i < 3; i++)
+        TAILQ_INSERT_TAIL(&tq, &q[i], tlink);
+    TAILQ_REMOVE(&tq, &q[1], tlink);
+    order = 0;
+    TAILQ_FOREACH_REVERSE(qi, &tq, thead, tlink)
+    order = order * 10 + qi->v;
+    CHECK(order == 31 && TAILQ_LAST(&tq, thead) == &q[2]);
+    TAILQ_INSERT_AFTER(&tq, &q[0], &q[1], tlink);
+    order = 0;
+    TAILQ_FOREACH(qi, &tq, tlink)
+    order = order * 10 + qi->v;
+    CHECK(order == 123);
 }
 
 /* ---- hg_time_stamp */
@@ -944,12 +967,18 @@ static void check_dlog_heap(void)
     hg_dlog_free(d);
 }
 
-/* ---- mercury_log.h: an outlet with a debug log */
+/* ---- mercury_log.h: a top outlet with a debug log (variable um_dbg_log_outlet_g) */
 HG_LOG_DEBUG_DECL_LE(um_dbg, 8);
 HG_LOG_DEBUG_DECL_DLOG(um_dbg) = HG_LOG_DLOG_INITIALIZER(um_dbg, 8);
-HG_LOG_SUBSYS_DLOG_DECL_REGISTER(um_dbg, HG_LOG_OUTLET_ROOT_NAME);
-/* A subsystem below it, without a log of its own: it records in its parent's. */
+HG_LOG_DLOG_DECL_REGISTER(um_dbg);
+/* A subsystem below it (um_dbg_um_child_log_outlet_g), without a log of its
+ * own: it records in its parent's. */
 HG_LOG_SUBSYS_DECL_REGISTER(um_child, um_dbg);
+/* A subsystem of the root with a debug log of its own
+ * (hg_all_um_sub_log_outlet_g). */
+HG_LOG_DEBUG_DECL_LE(um_sub, 4);
+HG_LOG_DEBUG_DECL_DLOG(um_sub) = HG_LOG_DLOG_INITIALIZER(um_sub, 4);
+HG_LOG_SUBSYS_DLOG_DECL_REGISTER(um_sub, HG_LOG_OUTLET_ROOT_NAME);
 
 static void check_dlog_outlet(void)
 {
@@ -958,8 +987,12 @@ static void check_dlog_outlet(void)
     CHECK(dbg && err);
     if (!dbg || !err)
         return;
-    CHECK(HG_LOG_OUTLET(um_dbg).debug_log == dlog);
-    CHECK(HG_LOG_OUTLET(um_child).debug_log == dlog);
+    CHECK(HG_LOG_OUTLET(um_dbg).debug_log == dlog && HG_LOG_OUTLET(um_dbg).registered);
+    CHECK(HG_LOG_OUTLET(um_dbg_um_child).debug_log == dlog);
+    CHECK(strcmp(HG_LOG_OUTLET(um_dbg_um_child).name, "um_child") == 0);
+    CHECK(HG_LOG_OUTLET(um_dbg_um_child).parent == &HG_LOG_OUTLET(um_dbg));
+    CHECK(HG_LOG_OUTLET(hg_all_um_sub).debug_log == &HG_LOG_DEBUG_DLOG(um_sub));
+    CHECK(HG_LOG_OUTLET(hg_all_um_sub).parent == &HG_LOG_OUTLET(HG_LOG_OUTLET_ROOT_NAME));
     CHECK(dlog->le == HG_LOG_DEBUG_LE(um_dbg) && dlog->lesize == 8 && dlog->leloop);
     CHECK(hg_log_get_func() != NULL);
     hg_log_set_func(counting_fprintf);
@@ -974,7 +1007,8 @@ static void check_dlog_outlet(void)
     hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_MIN_DEBUG);
     CHECK(HG_LOG_OUTLET(um_dbg).level == HG_LOG_LEVEL_MIN_DEBUG);
     HG_LOG_WRITE(um_dbg, HG_LOG_LEVEL_DEBUG, "recorded, not printed (%d)", 1);
-    HG_LOG_WRITE(um_child, HG_LOG_LEVEL_DEBUG, "recorded by the child (%d)", 2);
+    HG_LOG_SUBSYS_WRITE(um_child, um_dbg, HG_LOG_LEVEL_DEBUG,
+                        "recorded by the child (%d)", 2);
     CHECK(dlog->leadds == 2);
     CHECK(dlog->leadds >= 1 && strcmp(HG_LOG_DEBUG_LE(um_dbg)[0].func, __func__) == 0);
     const char *text = slurp(dbg);
@@ -1009,13 +1043,46 @@ static void check_dlog_outlet(void)
     text = slurp(dbg);
     CHECK(text && strstr(text, "recorded and printed") != NULL);
 
+    /* hg_log_dump_counters prints the counters at min_debug and more only. */
+    size_t mark = text ? strlen(text) : 0;
+    hg_log_dump_counters(&HG_LOG_OUTLET(um_dbg));
+    text = slurp(dbg);
+    CHECK(text && strlen(text) > mark && strstr(text + mark, "um_errors") != NULL);
+    mark = text ? strlen(text) : 0;
+    hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_WARNING);
+    hg_log_dump_counters(&HG_LOG_OUTLET(um_dbg));
+    text = slurp(dbg);
+    CHECK(text && strlen(text) == mark);
+
+    /* Deregistering an outlet that owns a debug log prints its counters (at
+     * min_debug) and frees them; a child's shared log stays. Register again
+     * to leave the program as it started. */
+    hg_atomic_int32_t *sub_count = NULL;
+    HG_LOG_ADD_COUNTER32(hg_all_um_sub, &sub_count, "um_sub_cnt",
+                         "freed at deregistration");
+    CHECK(sub_count != NULL && !HG_LIST_IS_EMPTY(&HG_LOG_DEBUG_DLOG(um_sub).cnts32));
+    hg_log_set_subsys_level("um_sub", HG_LOG_LEVEL_MIN_DEBUG);
+    hg_log_outlet_deregister(&HG_LOG_OUTLET(hg_all_um_sub));
+    CHECK(!HG_LOG_OUTLET(hg_all_um_sub).registered);
+    CHECK(HG_LIST_IS_EMPTY(&HG_LOG_DEBUG_DLOG(um_sub).cnts32));
+    text = slurp(dbg);
+    CHECK(text && strlen(text) > mark && strstr(text + mark, "um_sub_cnt") != NULL);
+    hg_log_outlet_deregister(&HG_LOG_OUTLET(um_dbg_um_child));
+    CHECK(!HG_LIST_IS_EMPTY(&dlog->cnts32)); /* the parent's log */
+    hg_log_outlet_register(&HG_LOG_OUTLET(um_dbg_um_child));
+    hg_log_outlet_register(&HG_LOG_OUTLET(hg_all_um_sub));
+    hg_log_outlet_register(&HG_LOG_OUTLET(hg_all_um_sub)); /* twice: no change */
+    CHECK(HG_LOG_OUTLET(um_dbg_um_child).registered &&
+          HG_LOG_OUTLET(hg_all_um_sub).registered);
+    CHECK(HG_LOG_OUTLET(hg_all_um_sub).level == HG_LOG_LEVEL_MIN_DEBUG);
+
+    hg_log_set_subsys_level("um_sub", HG_LOG_LEVEL_ERROR);
     hg_log_set_subsys_level("um_dbg", HG_LOG_LEVEL_ERROR);
     hg_log_set_stream_debug(NULL);
     hg_log_set_stream_warning(NULL);
     hg_log_set_stream_error(NULL);
     fclose(dbg);
     fclose(err);
-    hg_dlog_free(dlog);
 }
 
 int main(void)

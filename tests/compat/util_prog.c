@@ -119,42 +119,45 @@ static void check_time(void)
 struct item {
     int v;
     HG_LIST_ENTRY(item) link;
-    HG_QUEUE_ENTRY(item) qlink;
+    STAILQ_ENTRY(item) qlink;
 };
 
 static void check_list_queue(void)
 {
     struct item it[3] = {{.v = 1}, {.v = 2}, {.v = 3}}, *e;
     HG_LIST_HEAD(item) l = HG_LIST_HEAD_INITIALIZER(l);
-    HG_QUEUE_HEAD(item) q;
-    HG_QUEUE_INIT(&q);
+    STAILQ_HEAD(, item) q;
+    STAILQ_INIT(&q);
     int sum = 0, order = 0;
     for (int i = 0; i < 3; i++) {
         HG_LIST_INSERT_HEAD(&l, &it[i], link);
-        HG_QUEUE_PUSH_TAIL(&q, &it[i], qlink);
+        STAILQ_INSERT_TAIL(&q, &it[i], qlink);
     }
     HG_LIST_REMOVE(&it[1], link);
     HG_LIST_FOREACH(e, &l, link)
     sum += e->v;
     CHECK(sum == 4 && HG_LIST_FIRST(&l) == &it[2]);
-    HG_QUEUE_FOREACH(e, &q, qlink)
+    STAILQ_FOREACH(e, &q, qlink)
     order = order * 10 + e->v;
     CHECK(order == 123);
-    HG_QUEUE_POP_HEAD(&q, qlink);
-    CHECK(HG_QUEUE_FIRST(&q) == &it[1]);
-    HG_QUEUE_POP_HEAD(&q, qlink);
-    HG_QUEUE_POP_HEAD(&q, qlink);
-    CHECK(HG_QUEUE_IS_EMPTY(&q));
+    STAILQ_REMOVE_HEAD(&q, qlink);
+    CHECK(STAILQ_FIRST(&q) == &it[1]);
+    STAILQ_REMOVE_HEAD(&q, qlink);
+    STAILQ_REMOVE_HEAD(&q, qlink);
+    CHECK(STAILQ_EMPTY(&q));
 }
 
 /* Outlets declared as Mercury's test harness declares its own: a hidden
- * extern declaration (in its header), then the definition. */
+ * extern declaration (in its header), then the definition of the top outlet
+ * (util_test_log_outlet_g); its subsystems are util_test_util_child_log_outlet_g
+ * and util_test_util_off_log_outlet_g. */
 extern HG_UTIL_PRIVATE HG_LOG_OUTLET_DECL(util_test);
-HG_LOG_SUBSYS_DECL_REGISTER(util_test, HG_LOG_OUTLET_ROOT_NAME);
+HG_LOG_DECL_REGISTER(util_test);
 HG_LOG_SUBSYS_DECL_REGISTER(util_child, util_test);
 HG_LOG_SUBSYS_DECL_STATE_REGISTER(util_off, util_test, HG_LOG_OFF);
 
-/* Lines written to stream since it was last rewound, and whether one holds text. */
+/* Lines written to stream so far, and whether one holds text; later lines
+ * are appended. */
 static int lines_in(FILE *stream, const char *text, int *found)
 {
     char line[512];
@@ -166,7 +169,7 @@ static int lines_in(FILE *stream, const char *text, int *found)
         n++;
         *found |= strstr(line, text) != NULL;
     }
-    rewind(stream);
+    fseek(stream, 0, SEEK_END);
     return n;
 }
 
@@ -190,31 +193,37 @@ static void check_log(void)
     CHECK(hg_log_get_level() == HG_LOG_LEVEL_WARNING);
     CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
     HG_LOG_WRITE(util_test, HG_LOG_LEVEL_ERROR, "error %d", 42);
-    HG_LOG_WRITE(util_child, HG_LOG_LEVEL_WARNING, "child warning");
-    HG_LOG_WRITE(util_child, HG_LOG_LEVEL_DEBUG, "debug hidden");
-    HG_LOG_WRITE(util_off, HG_LOG_LEVEL_ERROR, "off outlet");
+    HG_LOG_SUBSYS_WRITE(util_child, util_test, HG_LOG_LEVEL_WARNING, "child warning");
+    HG_LOG_SUBSYS_WRITE(util_child, util_test, HG_LOG_LEVEL_DEBUG, "debug hidden");
+    HG_LOG_SUBSYS_WRITE(util_off, util_test, HG_LOG_LEVEL_ERROR, "off outlet");
     CHECK(lines_in(err, "[util_test] error", &found) == 1 && found);
     CHECK(lines_in(err, "error 42", &found) == 1 && found);
-    CHECK(lines_in(out, "child warning", &found) == 1 && found);
+    CHECK(lines_in(out, "[util_child] warning", &found) == 1 && found);
 
     /* A subsystem list: only util_child's subtree; then all but util_child. */
     hg_log_set_subsys("util_child");
     CHECK(strcmp(hg_log_get_subsys(), "util_child") == 0);
     CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_NONE);
-    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_WARNING);
+    CHECK(HG_LOG_OUTLET(util_test_util_child).level == HG_LOG_LEVEL_WARNING);
     hg_log_set_subsys("~util_child");
     CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
-    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_NONE);
+    CHECK(HG_LOG_OUTLET(util_test_util_child).level == HG_LOG_LEVEL_NONE);
     hg_log_set_subsys("");
 
     /* A level of its own for one subtree; the rest keeps the global one. */
     hg_log_set_subsys_level("util_child", HG_LOG_LEVEL_DEBUG);
-    CHECK(HG_LOG_OUTLET(util_child).level == HG_LOG_LEVEL_DEBUG);
+    CHECK(HG_LOG_OUTLET(util_test_util_child).level == HG_LOG_LEVEL_DEBUG);
     CHECK(HG_LOG_OUTLET(util_test).level == HG_LOG_LEVEL_WARNING);
-    int ran = 0;
-    HG_LOG_WRITE_DEBUG(util_child, ran = 1, "debug shown");
-    CHECK(ran && lines_in(out, "debug shown", &found) == 2 && found);
-    CHECK(HG_LOG_OUTLET(util_off).level == HG_LOG_LEVEL_NONE);
+    /* At debug level: a debug line with the header, the text as given, "---". */
+    HG_LOG_SUBSYS_WRITE_DEBUG_EXT(util_child, util_test, "debug shown", "ext %d\n", 7);
+    CHECK(lines_in(out, "[util_child] debug", &found) == 4 && found);
+    CHECK(lines_in(out, "debug shown", &found) == 4 && found);
+    CHECK(lines_in(out, "ext 7", &found) == 4 && found);
+    CHECK(lines_in(out, "---", &found) == 4 && found);
+    /* Below debug level, nothing. */
+    HG_LOG_WRITE_DEBUG_EXT(util_test, "not shown", "ext %d\n", 8);
+    CHECK(lines_in(out, "not shown", &found) == 4 && !found);
+    CHECK(HG_LOG_OUTLET(util_test_util_off).level == HG_LOG_LEVEL_NONE);
 
     HG_Util_set_log_level("none");
     HG_LOG_WRITE(util_test, HG_LOG_LEVEL_ERROR, "silenced");
