@@ -35,6 +35,11 @@
 #define THR_SETTLE_S 2.0       /* bound on reaching the idle roles */
 #define THR_TIMEOUT_S 20.0     /* bound on any one wait */
 #define THR_IDLE_NS 500000000L /* idle measured over this long */
+/* ...once the server has been idle this long: the sleep steps of a class
+ * without a wait fd (ofi+shm) start short after activity and reach their
+ * 4 ms bound 32 ms later (na_backoff.h), so that a reply is noticed promptly;
+ * that ramp is not idling. */
+#define THR_IDLE_AFTER_NS 100000000L
 /* CPU an idle server may use, % of one CPU; sanitized code spends several
  * times more on each of the blocker's wake-ups. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -159,6 +164,8 @@ static void run(const char *plugin, const char *proto)
     /* Idle, the four server threads must sleep: the process (the client's
      * thread asleep too) uses under THR_IDLE_PCT of one CPU. */
     assert_true(idle_roles(srv, cli, cctx, THR_CONTEXTS));
+    struct timespec settle = {0, THR_IDLE_AFTER_NS};
+    nanosleep(&settle, NULL);
     double wall0 = test_now(), cpu0 = cpu_s();
     struct timespec idle = {0, THR_IDLE_NS};
     nanosleep(&idle, NULL);
