@@ -27,6 +27,10 @@
 
 #include "mercury_types.h"
 
+/* Mercury's header makes memcpy visible: encoders written for it call it
+ * with no include of their own. */
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -16,7 +16,8 @@
 #      (and util_prog, util_more, util_harness with the mercury_util target; CMakeLists.txt checks the
 #      na target and the version too)
 # -- and mercury_prog once more with -lmercury -lna -lmercury_util alone (the library
-# names a program may link by), and runs each over ofi+tcp. When it staged the install itself, it then
+# names a program may link by), and runs each over ofi+tcp; checks that mercury_proc.h,
+# mercury_macros.h, mercury.h and na_types.h make visible the system headers Mercury's do. When it staged the install itself, it then
 # runs `make uninstall DESTDIR=...` and requires that no file remains.
 # Exits 0 only if every step passes.
 #
@@ -151,6 +152,22 @@ if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$tmp/prog_names" "$srcdir/mercur
 else
     say "library names: FAIL (link)"; fail=1
 fi
+
+# ---- 1e. System headers that Mercury's headers make visible: programs written
+# for Mercury rely on them without including them (an encoder's memcpy).
+visible() { # header, code using what it must make visible
+    printf '#include <%s>\nint use(void *d, const void *s, unsigned n);\nint use(void *d, const void *s, unsigned n) { %s }\n' \
+        "$1" "$2" >"$tmp/visible.c"
+    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -c -o "$tmp/visible.o" -I"$incdir" "$tmp/visible.c"; then
+        say "$1 makes its system headers visible: PASS"
+    else
+        say "$1 makes its system headers visible: FAIL"; fail=1
+    fi
+}
+visible mercury_proc.h 'memcpy(d, s, n); return (int)strlen((const char *)s);'
+visible mercury_macros.h 'memset(d, 0, n); (void)s; return 0;'
+visible mercury.h '(void)d; (void)s; return fprintf(stderr, "%u", n);'
+visible na_types.h '(void)d; (void)s; return n > INT_MAX;'
 
 # ---- 2. CMake find_package(mercury)
 cmake_dir=$(dirname "$(find "$root" -name mercury-config.cmake 2>/dev/null | head -n 1)")
