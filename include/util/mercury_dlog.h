@@ -36,8 +36,18 @@
  *
  *     static struct hg_dlog_entry my_le[128];
  *     static struct hg_dlog my_dlog = HG_DLOG_INITIALIZER("my", my_le, 128, 1);
+ *
+ * Mercury's later form, HG_DLOG_INITIALIZER(NAME, VARNAME, LE, LESIZE, LELOOP),
+ * which also names the variable being defined, is taken as well: the counter
+ * lists here need no variable name to start empty.
  */
-#define HG_DLOG_INITIALIZER(NAME, LE, LESIZE, LELOOP)                                    \
+#define HG_DLOG_INITIALIZER(...)                                                         \
+    HG_DLOG_INITIALIZER_PICK(__VA_ARGS__, HG_DLOG_INITIALIZER_5, HG_DLOG_INITIALIZER_4, )  \
+    (__VA_ARGS__)
+#define HG_DLOG_INITIALIZER_PICK(a, b, c, d, e, form, ...) form
+#define HG_DLOG_INITIALIZER_5(NAME, VARNAME, LE, LESIZE, LELOOP)                         \
+    HG_DLOG_INITIALIZER_4(NAME, LE, LESIZE, LELOOP)
+#define HG_DLOG_INITIALIZER_4(NAME, LE, LESIZE, LELOOP)                                  \
     {                                                                                    \
         HG_DLOG_STDMAGIC NAME, HG_THREAD_MUTEX_INITIALIZER,                              \
             HG_LIST_HEAD_INITIALIZER(cnts32), HG_LIST_HEAD_INITIALIZER(cnts64), LE,      \

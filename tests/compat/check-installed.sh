@@ -169,6 +169,36 @@ visible mercury_macros.h 'memset(d, 0, n); (void)s; return 0;'
 visible mercury.h '(void)d; (void)s; return fprintf(stderr, "%u", n);'
 visible na_types.h '(void)d; (void)s; return n > INT_MAX;'
 
+# ---- 1f. A module built with hidden symbols exports what HG_UTIL_PLUGIN marks,
+# and a program finds it with hg_dl_open/hg_dl_sym (Mercury's dl test).
+cat >"$tmp/module.c" <<'EOF'
+#include <mercury_util_config.h>
+HG_UTIL_PLUGIN int hgx_module_answer(void);
+HG_UTIL_PLUGIN int hgx_module_answer(void) { return 42; }
+int hgx_module_hidden(void);
+int hgx_module_hidden(void) { return 1; }
+EOF
+cat >"$tmp/loader.c" <<'EOF'
+#include <mercury_dl.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    HG_DL_HANDLE h = argc > 1 ? hg_dl_open(argv[1]) : NULL;
+    if (!h) { fprintf(stderr, "hg_dl_open: %s\n", hg_dl_error()); return 1; }
+    int (*answer)(void) = (int (*)(void))hg_dl_sym(h, "hgx_module_answer");
+    int ok = answer && answer() == 42 && hg_dl_sym(h, "hgx_module_hidden") == NULL;
+    return hg_dl_close(h) == 0 && ok ? 0 : 1;
+}
+EOF
+if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -I"$incdir" \
+        -o "$tmp/module.so" "$tmp/module.c" &&
+    ${CC:-cc} -std=c11 -Wall -Wextra -Werror -I"$incdir" -o "$tmp/loader" "$tmp/loader.c" -ldl &&
+    "$tmp/loader" "$tmp/module.so"; then
+    say "HG_UTIL_PLUGIN module through hg_dl_open: PASS"
+else
+    say "HG_UTIL_PLUGIN module through hg_dl_open: FAIL"; fail=1
+fi
+
 # ---- 2. CMake find_package(mercury)
 cmake_dir=$(dirname "$(find "$root" -name mercury-config.cmake 2>/dev/null | head -n 1)")
 if ! command -v cmake >/dev/null 2>&1; then
