@@ -42,7 +42,8 @@
  * lists here need no variable name to start empty.
  */
 #define HG_DLOG_INITIALIZER(...)                                                         \
-    HG_DLOG_INITIALIZER_PICK(__VA_ARGS__, HG_DLOG_INITIALIZER_5, HG_DLOG_INITIALIZER_4, )  \
+    HG_DLOG_INITIALIZER_PICK(__VA_ARGS__, HG_DLOG_INITIALIZER_5,                         \
+                             HG_DLOG_INITIALIZER_4, )                                    \
     (__VA_ARGS__)
 #define HG_DLOG_INITIALIZER_PICK(a, b, c, d, e, form, ...) form
 #define HG_DLOG_INITIALIZER_5(NAME, VARNAME, LE, LESIZE, LELOOP)                         \

@@ -794,7 +794,8 @@ static struct hg_dlog_entry ring_le[4];
 static struct hg_dlog ring_dlog = HG_DLOG_INITIALIZER("ring", ring_le, 4, 1);
 /* Mercury's later form, which names the variable it defines. */
 static struct hg_dlog_entry named_le[2];
-static struct hg_dlog named_dlog = HG_DLOG_INITIALIZER("named", named_dlog, named_le, 2, 1);
+static struct hg_dlog named_dlog =
+    HG_DLOG_INITIALIZER("named", named_dlog, named_le, 2, 1);
 
 /* The whole content of f, from its start, in a static buffer (NUL-terminated;
  * NULL if unreadable). */
@@ -841,7 +842,8 @@ static void check_dlog_static(void)
     CHECK(memcmp(named_dlog.dlog_magic, HG_DLOG_STDMAGIC "named", 13) == 0);
     CHECK(named_dlog.le == named_le && named_dlog.lesize == 2 && named_dlog.leloop);
     for (int i = 0; i < 3; i++) /* looping: the third replaces the first */
-        CHECK(hg_dlog_addlog(&named_dlog, __FILE__, __LINE__, rec_names[i], NULL, NULL) == 1);
+        CHECK(hg_dlog_addlog(&named_dlog, __FILE__, __LINE__, rec_names[i], NULL, NULL) ==
+              1);
     CHECK(named_dlog.leadds == 2 && strcmp(named_le[0].func, "rec_2") == 0);
 
     /* Not looping: four records, then refused. */
