@@ -97,6 +97,9 @@ HGX_TEST_HOOK long na_ucx_held_count(long *peak);
 /* Unexpected messages dropped for naming a context id the class does not have
  * (src/na/ucx/ucx_msg.c). */
 HGX_TEST_HOOK long na_ucx_misaddressed_count(void);
+/* Expected messages taken from UCX and dropped: late ones (their receive was
+ * cancelled) and, at finalize, any UCX still held (src/na/ucx/ucx_late.c). */
+HGX_TEST_HOOK long na_ucx_late_dropped_count(void);
 /* Flow control of unexpected messages (src/na/ucx/ucx_credit.c): the credits
  * a sender has per peer connection, the messages receivers dropped for
  * exceeding them, and the credit returns senders dropped as malformed,

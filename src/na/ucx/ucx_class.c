@@ -312,6 +312,9 @@ static void ucx_class_free(struct ucx_class *cls)
 {
     /* Forced closes from cancel escalations: let them finish (bounded). */
     ucx_progress_while(cls, ucx_closing, cls);
+    /* Before the peers go: a message being received may need its sender. */
+    if (cls->worker)
+        ucx_late_drain_all(cls);
     struct hgx_list *it;
     while ((it = hgx_list_pop_front(&cls->peers))) {
         struct ucx_peer *p = hgx_list_entry(it, struct ucx_peer, link);
@@ -386,6 +389,7 @@ static na_return_t ucx_initialize(na_class_t *na_class, const struct na_info *in
     hgx_list_init(&cls->txs);
     na_peer_map_init(&cls->peer_map);
     cls->n_unexp = n_unexp;
+    ucx_late_init(cls);
     for (unsigned i = 0; i < n_unexp; i++) {
         hgx_list_init(&cls->unexp[i].posted);
         hgx_list_init(&cls->unexp[i].held);

@@ -124,6 +124,10 @@
 /* poll_wait wakes up this often while the unexpected backlog is at its bound
  * (a receive posted by another thread). */
 #define UCX_TIMER_POLL_MS 100
+/* Tags of cancelled expected receives remembered, so that their messages
+ * are dropped if they come (ucx_late.c). */
+#define UCX_LATE_MAX 64
+#define UCX_LATE_NONE (~(ucp_tag_t)0) /* no tag has bit 63 set */
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
  * (4 bytes), then a word of the target context id (bits 0..7) and the
@@ -261,6 +265,12 @@ struct ucx_class {
     struct na_slots regions; /* registered handles, named by peers' requests */
     struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
     struct hgx_list txs;     /* peers' transfers of our regions in flight */
+    /* Expected messages whose receive was cancelled (ucx_late.c): their tags,
+     * a ring overwriting the oldest, how many are set, and the drops UCX
+     * has not finished yet. */
+    ucp_tag_t late[UCX_LATE_MAX];
+    unsigned late_next, late_live;
+    long late_receiving;
     /* Unexpected messages are active messages, matched here per target
      * context id: n_unexp (max_contexts) entries, indexed by the id. */
     unsigned n_unexp;
@@ -300,7 +310,7 @@ struct ucx_op {
     struct ucx_peer *peer; /* send: destination */
     const void *buf;       /* send queued for resources */
     size_t len;
-    ucp_tag_t tag; /* expected send */
+    ucp_tag_t tag; /* expected send or receive */
     bool am;       /* unexpected send: an active message led by stage's header */
     /* Unexpected send: the header, then (short messages) a copy of the data;
      * UCX may read it, and iov, until the send completes. */
@@ -367,6 +377,13 @@ void ucx_credit_consumed(struct ucx_class *cls, struct ucx_peer *a, uint32_t acc
 ucs_status_t ucx_am_credit_cb(void *arg, const void *header, size_t header_length,
                               void *data, size_t length,
                               const ucp_am_recv_param_t *param);
+
+/* ucx_late.c */
+void ucx_late_init(struct ucx_class *cls);
+void ucx_late_expect(struct ucx_class *cls, ucp_tag_t tag);
+void ucx_late_forget(struct ucx_class *cls, ucp_tag_t tag);
+void ucx_late_drain(struct ucx_class *cls);
+void ucx_late_drain_all(struct ucx_class *cls);
 
 /* ucx_msg.c */
 na_return_t ucx_failed_ret(struct ucx_op *uop, na_return_t ret);

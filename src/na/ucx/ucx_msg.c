@@ -247,6 +247,8 @@ static void ucx_recv_done(struct ucx_op *uop, ucs_status_t status,
     uop->req = NULL;
     if (ret == NA_SUCCESS)
         op->info.info.recv_expected.actual_buf_size = info->length;
+    else if (status == UCS_ERR_CANCELED) /* its message may still come */
+        ucx_late_expect(uop->cls, uop->tag);
     na_op_complete(op, ret);
 }
 
@@ -276,8 +278,11 @@ static na_return_t ucx_recv(na_class_t *na_class, na_op_id_t *op, void *buf,
                                  .user_data = uop};
 
     ucx_op_start(uop, UCX_OP_RECV_EXP, cls);
+    uop->tag = tag;
     uop->posting = true;
     hgx_lock(&cls->lock);
+    if (__builtin_expect(cls->late_live != 0, 0))
+        ucx_late_forget(cls, tag);
     ucs_status_ptr_t sp =
         ucp_tag_recv_nbx(cls->worker, buf, buf_size, tag, ~(ucp_tag_t)0, &param);
     na_return_t ret = NA_SUCCESS;

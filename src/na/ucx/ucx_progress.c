@@ -118,6 +118,8 @@ static unsigned ucx_progress(struct ucx_class *cls, na_context_t *context)
              !(context && atomic_load(&context->cq_count)) && !cls->full);
     if (cls->queued)
         ucx_pending_resume(cls);
+    if (__builtin_expect(cls->late_live != 0, 0) && total)
+        ucx_late_drain(cls);
     return total;
 }
 
