@@ -75,13 +75,15 @@ HGX_TEST_HOOK void hgx_emul_get_counters(struct hgx_emul_counters *c);
 
 /* ---- NA OFI plugin (src/na/ofi/ofi_class.c) */
 
-/* Counters of an ofi class: its RMA check, its messages in two pieces
- * (docs/na-ofi.md). */
+/* Counters of an ofi class: its RMA check, its messages in two pieces, the
+ * late messages of cancelled receives (docs/na-ofi.md). */
 struct hgx_ofi_ctrl_counts {
     unsigned long bad;            /* malformed control messages dropped */
     unsigned long refused;        /* CHECKs this class refused */
     unsigned long stale;          /* answers that matched no waiting op */
     unsigned long pieces_dropped; /* first pieces dropped without their second */
+    unsigned long late_dropped;   /* messages of cancelled expected receives dropped */
+    unsigned long late_seconds;   /* second pieces of cancelled receives dropped */
 };
 /* The counters of na_class; zeros for a class of another plugin. */
 HGX_TEST_HOOK void hgx_ofi_ctrl_counts(const na_class_t *na_class,

@@ -385,6 +385,7 @@ static void ofi_class_free(struct ofi_class *cls)
         for (size_t i = 0; i < OFI_CTX_CHUNK; i++)
             if (c->ctx[i].bounce)
                 ofi_bounce_put(c->ctx[i].bounce);
+    ofi_late_fini(cls);
     /* Their registrations go before the domain. */
     for (struct ofi_bounce *b = cls->bounce_free, *next; b; b = next) {
         next = b->next_free;
@@ -606,5 +607,7 @@ void hgx_ofi_ctrl_counts(const na_class_t *na_class, struct hgx_ofi_ctrl_counts 
         c->refused = atomic_load(&cls->n_check_refused);
         c->stale = atomic_load(&cls->n_stale_answers);
         c->pieces_dropped = atomic_load(&cls->n_pieces_dropped);
+        c->late_dropped = atomic_load(&cls->n_late_dropped);
+        c->late_seconds = atomic_load(&cls->n_late_seconds);
     }
 }

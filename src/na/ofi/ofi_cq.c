@@ -52,8 +52,11 @@ static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t
     struct ofi_op *oop = ofi_ctx_op_swap(&ctx->op, NULL, cls->single);
 
     if (!oop) {
-        /* Its op was completed by a forced cancel; the context is free now. */
-        ofi_ctx_put(cls, ctx);
+        unsigned late = atomic_load_explicit(&ctx->late, memory_order_relaxed);
+        if (late) /* a sink: a late message dropped, or the sink cancelled */
+            ofi_late_done(cls, ctx, late - 1, ret, tag);
+        else /* its op was completed by a forced cancel; the context is free now */
+            ofi_ctx_put(cls, ctx);
         return;
     }
     na_op_id_t *op = na_op_from_plugin(oop);
@@ -68,8 +71,12 @@ static void ofi_complete(struct ofi_class *cls, struct ofi_ctx *ctx, na_return_t
     else if (op->info.type == NA_CB_RECV_UNEXPECTED && ret == NA_SUCCESS)
         ofi_complete_recv_unexpected(cls, oop, len, data);
     else {
-        if (op->info.type == NA_CB_RECV_EXPECTED)
+        if (op->info.type == NA_CB_RECV_EXPECTED) {
             op->info.info.recv_expected.actual_buf_size = ret == NA_SUCCESS ? len : 0;
+            /* Cancelled (or flushed) with its message still to come. */
+            if (ret == NA_HOSTUNREACH && na_op_cancel_requested(op) && oop->peer)
+                ofi_late_expect(cls, oop->peer, oop->fi_addr, oop->tag);
+        }
         ofi_op_finish(cls, oop, ret);
     }
 }
@@ -97,6 +104,11 @@ static void ofi_cq_read_error(struct ofi_class *cls)
          * NA_CANCELED if a cancel was requested. */
         HGX_LOG_DEBUG(OFI, "operation canceled or flushed");
         ret = NA_HOSTUNREACH;
+    } else if (err.err == FI_ETRUNC &&
+               atomic_load_explicit(&((struct ofi_ctx *)err.op_context)->late,
+                                    memory_order_relaxed)) {
+        HGX_LOG_DEBUG(OFI, "late message larger than a sink (%zu bytes dropped)",
+                      err.olen);
     } else if (err.err == FI_ETRUNC) {
         HGX_LOG_ERROR(OFI, "message larger than its receive buffer (%zu bytes dropped)",
                       err.olen);

@@ -115,6 +115,8 @@
 #define OFI_TAG_SEQ_SHIFT 40
 #define OFI_TAG_SEQ_MASK (UINT64_C(0xffff) << OFI_TAG_SEQ_SHIFT)
 /* In every receive's ignore mask (see the tag layout above). */
+/* Sinks posted at once for the messages of cancelled expected receives. */
+#define OFI_LATE_MAX 64
 #define OFI_TAG_PIECE_IGNORE (OFI_TAG_FIRST | OFI_TAG_SEQ_MASK)
 
 /* 8 KiB: a 4 KiB RPC payload and its headers fit one message (capped to
@@ -362,6 +364,16 @@ struct ofi_ctx {
     struct ofi_bounce *bounce; /* referenced while the provider may write it */
     struct ofi_ctx *next_free;
     bool ctrl; /* the context of a control receive (struct ofi_ctrl_rx), not an op's */
+    atomic_uint late; /* a sink's (ofi_late.c): its slot + 1; 0 for any other */
+};
+
+/* A receive posted to drop the message of a cancelled expected receive
+ * (ofi_late.c). */
+struct ofi_late_sink {
+    struct ofi_ctx *ctx; /* NULL: slot free */
+    struct ofi_peer *peer;
+    fi_addr_t addr;
+    uint64_t tag;
 };
 
 struct ofi_ctx_chunk {
@@ -506,6 +518,16 @@ struct ofi_class {
     atomic_uint piece_seq;
     struct ofi_list reassembly;
     atomic_ulong n_pieces_dropped;
+    /* Sinks of cancelled expected receives (ofi_late.c), a ring whose
+     * oldest makes room, the discard buffer they share, and the messages
+     * and second pieces they dropped. Under lock; late_live is read
+     * without it. */
+    struct ofi_late_sink late[OFI_LATE_MAX];
+    unsigned late_next;
+    atomic_uint late_live;
+    void *late_buf;
+    struct fid_mr *late_mr;
+    atomic_ulong n_late_dropped, n_late_seconds;
 
     unsigned char self_raw[OFI_RAW_ADDR_MAX];
     size_t self_len;
@@ -749,6 +771,15 @@ na_ops_mem_handle_deserialize_fn ofi_mem_handle_deserialize;
 
 /* ofi_op.c */
 void ofi_ctx_put(struct ofi_class *cls, struct ofi_ctx *ctx);
+struct ofi_ctx *ofi_ctx_take(struct ofi_class *cls);
+
+/* ofi_late.c */
+void ofi_late_expect(struct ofi_class *cls, struct ofi_peer *peer, fi_addr_t addr,
+                     uint64_t tag);
+void ofi_late_forget(struct ofi_class *cls, uint64_t tag);
+void ofi_late_done(struct ofi_class *cls, struct ofi_ctx *ctx, unsigned i,
+                   na_return_t ret, uint64_t tag);
+void ofi_late_fini(struct ofi_class *cls);
 struct ofi_op *ofi_op_start(na_op_id_t *op, enum ofi_op_kind kind, struct ofi_peer *peer);
 void ofi_op_release(struct ofi_class *cls, struct ofi_op *oop);
 void ofi_op_finish(struct ofi_class *cls, struct ofi_op *oop, na_return_t ret);

@@ -118,10 +118,13 @@ na_return_t ofi_msg_recv_expected(na_class_t *na_class, na_context_t *context,
                                   void *plugin_data, na_addr_t *source_addr,
                                   uint8_t source_id, na_tag_t tag)
 {
+    struct ofi_class *cls = ofi_class(na_class);
     struct ofi_op *oop = ofi_op_start(op, OFI_OP_RECV, ofi_addr_peer(source_addr));
 
     (void)source_id; /* one endpoint per class: the sender's context is not visible */
-    return ofi_msg_submit(ofi_class(na_class), oop, buf, buf_size, plugin_data,
+    if (__builtin_expect(atomic_load_explicit(&cls->late_live, memory_order_relaxed), 0))
+        ofi_late_forget(cls, ofi_tag(context->id, tag));
+    return ofi_msg_submit(cls, oop, buf, buf_size, plugin_data,
                           ofi_tag(context->id, tag));
 }
 

@@ -16,6 +16,7 @@ static struct ofi_ctx *ofi_ctx_grow(struct ofi_class *cls)
     for (size_t i = 0; i < OFI_CTX_CHUNK; i++) {
         chunk->ctx[i].bounce = NULL;
         chunk->ctx[i].ctrl = false;
+        atomic_init(&chunk->ctx[i].late, 0);
         chunk->ctx[i].next_free = i + 1 < OFI_CTX_CHUNK ? &chunk->ctx[i + 1] : NULL;
     }
     hgx_lock(&cls->ctx_lock);
@@ -27,9 +28,8 @@ static struct ofi_ctx *ofi_ctx_grow(struct ofi_class *cls)
     return &chunk->ctx[0];
 }
 
-/* The context's op is published to other threads by the provider's post
- * (and the provider's locks), so a release store is enough. */
-static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
+/* A context from the pool, with no op (a sink's, ofi_late.c). */
+struct ofi_ctx *ofi_ctx_take(struct ofi_class *cls)
 {
     hgx_lock(&cls->ctx_lock);
     struct ofi_ctx *ctx = cls->ctx_free;
@@ -37,6 +37,17 @@ static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
         cls->ctx_free = ctx->next_free;
     hgx_unlock(&cls->ctx_lock);
     if (!ctx && !(ctx = ofi_ctx_grow(cls)))
+        return NULL;
+    atomic_store_explicit(&ctx->op, NULL, memory_order_relaxed);
+    return ctx;
+}
+
+/* The context's op is published to other threads by the provider's post
+ * (and the provider's locks), so a release store is enough. */
+static struct ofi_ctx *ofi_ctx_get(struct ofi_class *cls, struct ofi_op *oop)
+{
+    struct ofi_ctx *ctx = ofi_ctx_take(cls);
+    if (!ctx)
         return NULL;
     atomic_store_explicit(&ctx->op, oop, memory_order_release);
     ctx->bounce = oop->bounce;

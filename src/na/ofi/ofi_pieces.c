@@ -22,7 +22,7 @@
  * for the provider to take it) is given up: an unexpected receive drops the
  * first piece and waits for the next message, an expected one fails with
  * NA_PROTOCOL_ERROR. A second piece arriving after its receive was given up
- * or canceled stays with the provider until the class is finalized.
+ * or canceled is taken by a sink and dropped (ofi_late.c).
  */
 #include "ofi_int.h"
 
@@ -202,6 +202,10 @@ void ofi_pieces_second_in(struct ofi_class *cls, struct ofi_op *oop, na_return_t
         ofi_op_finish(cls, oop, NA_SUCCESS);
         return;
     }
+    /* Canceled or given up: the second piece may still come, and a sink
+     * takes it (ofi_late.c). */
+    if (ret == NA_HOSTUNREACH && (na_op_cancel_requested(op) || oop->piece_expired))
+        ofi_late_expect(cls, oop->peer, oop->fi_addr, ofi_pieces_second_tag(oop));
     /* Canceled, or too large for the buffer (logged with the completion),
      * as a whole message would end. */
     if (na_op_cancel_requested(op) || ret == NA_MSGSIZE) {
