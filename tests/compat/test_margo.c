@@ -1117,6 +1117,64 @@ static void test_bulk_edges(void **state)
     assert_int_equal(HG_Bulk_free(none), HG_SUCCESS);
 }
 
+/* Mercury's test_bulk mixes empty segments ({NULL, 0}) with buffers in one
+ * handle: the client pulls from the server's {empty, 1000 B, empty, 3096 B}
+ * into its {4096 B, empty}, then pushes back, and the bytes land in place. */
+static void test_bulk_mixed_empty(void **state)
+{
+    struct env *env = *state;
+    enum { A = 1000, B = 3096 };
+    unsigned char a[A], b[B], d[A + B];
+    void *sptr[4] = {NULL, a, NULL, b}, *dptr[2] = {d, NULL};
+    hg_size_t ssz[4] = {0, A, 0, B}, dsz[2] = {A + B, 0};
+    hg_bulk_t src, dst, remote = HG_BULK_NULL;
+    for (int i = 0; i < A; i++)
+        a[i] = (unsigned char)(i * 7 + 1);
+    for (int i = 0; i < B; i++)
+        b[i] = (unsigned char)(i * 13 + 5);
+    memset(d, 0, sizeof(d));
+    assert_int_equal(HG_Bulk_create(env->srv, 4, sptr, ssz, HG_BULK_READWRITE, &src),
+                     HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_segment_count(src), 4);
+    assert_int_equal(HG_Bulk_get_size(src), A + B);
+    assert_int_equal(HG_Bulk_create(env->cli, 2, dptr, dsz, HG_BULK_READWRITE, &dst),
+                     HG_SUCCESS);
+    assert_int_equal(HG_Bulk_get_segment_count(dst), 2);
+
+    hg_size_t ser = HG_Bulk_get_serialize_size(src, 0);
+    char *buf = malloc(ser);
+    assert_non_null(buf);
+    assert_int_equal(HG_Bulk_serialize(buf, ser, 0, src), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_deserialize(env->cli, &remote, buf, ser), HG_SUCCESS);
+    free(buf);
+    assert_int_equal(HG_Bulk_get_size(remote), A + B);
+
+    struct test_hg_done f = {0};
+    assert_int_equal(HG_Bulk_transfer(env->cli_ctx, bulk_done, &f, HG_BULK_PULL,
+                                      env->srv_addr, remote, 0, dst, 0, A + B,
+                                      HG_OP_ID_IGNORE),
+                     HG_SUCCESS);
+    loop_until(env, &f.calls);
+    assert_int_equal(f.ret, HG_SUCCESS);
+    assert_memory_equal(d, a, A);
+    assert_memory_equal(d + A, b, B);
+
+    for (size_t i = 0; i < sizeof(d); i++)
+        d[i] = (unsigned char)~d[i];
+    struct test_hg_done g = {0};
+    assert_int_equal(HG_Bulk_transfer(env->cli_ctx, bulk_done, &g, HG_BULK_PUSH,
+                                      env->srv_addr, remote, 0, dst, 0, A + B,
+                                      HG_OP_ID_IGNORE),
+                     HG_SUCCESS);
+    loop_until(env, &g.calls);
+    assert_int_equal(g.ret, HG_SUCCESS);
+    assert_memory_equal(a, d, A);
+    assert_memory_equal(b, d + A, B);
+    assert_int_equal(HG_Bulk_free(remote), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_free(dst), HG_SUCCESS);
+    assert_int_equal(HG_Bulk_free(src), HG_SUCCESS);
+}
+
 static const struct CMUnitTest transport_tests[] = {
     cmocka_unit_test(test_handle_cache),
     cmocka_unit_test(test_addr_args),
@@ -1130,6 +1188,7 @@ static const struct CMUnitTest transport_tests[] = {
     cmocka_unit_test(test_idle),
     cmocka_unit_test(test_bulk_access),
     cmocka_unit_test(test_bulk_edges),
+    cmocka_unit_test(test_bulk_mixed_empty),
     cmocka_unit_test(test_lookup_threads),
     cmocka_unit_test(test_threads),
     cmocka_unit_test(test_unreachable), /* fails by itself in 2 s: busy runs too */
