@@ -250,8 +250,11 @@ HG_PUBLIC hg_context_t *HG_Context_create(hg_class_t *hg_class);
 HG_PUBLIC hg_context_t *HG_Context_create_id(hg_class_t *hg_class, hg_uint8_t id);
 
 /**
- * Destroy a context. Posted receives are cancelled; refused while handles
- * or operations on it are alive or callbacks wait to be triggered.
+ * Destroy a context. Posted receives are cancelled. Operations still in
+ * progress get up to one second of progress and trigger (their callbacks
+ * run) to end, as in Mercury; handles the program forgot are released.
+ * Refused if handles or operations are still alive, or callbacks still wait
+ * to be triggered, after that.
  * \param[in] context context
  * \return HG_SUCCESS; HG_BUSY; HG_INVALID_ARG; or the NA error of destroying
  *         its NA context

@@ -4,6 +4,7 @@
  */
 #include "hg_handle.h"
 #include "hgx_clock.h"
+#include "na_plugin.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 
 /* Longest HG_Context_destroy() waits for cancelled receives to come back. */
 #define HG_UNPOST_WAIT_MS 5000
+/* Longest HG_Context_destroy() progresses and triggers so that operations
+ * still in progress end (Mercury waits as long, HG_CORE_CLEANUP_TIMEOUT). */
+#define HG_SETTLE_WAIT_MS 1000
 
 struct hg_post {
     hg_context_t *context;
@@ -38,11 +42,16 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
     atomic_store_explicit(&context->cq_count, context->cq_count + 1,
                           memory_order_release);
     bool wake = context->cq_waiters > 0;
+    /* A thread sleeping in HG_Progress on this context: its NA wait must end
+     * (the self path and bulk copies queue without any NA completion). */
+    bool interrupt = context->poll_sleepers > 0;
     /* An event loop sleeping on the wait fd: one signal per sleep. */
     bool signal = context->ev_armed;
     if (signal)
         context->ev_armed = false;
     hgx_unlock(&context->cq_lock);
+    if (interrupt)
+        na_context_interrupt(context->na_context);
     if (signal)
         hg_event_signal(context);
     if (wake) {
@@ -323,16 +332,38 @@ error:
     return NULL;
 }
 
+/* Let what is in progress on the context end, as Mercury does before it
+ * destroys one: progress and trigger (callbacks run) for up to
+ * HG_SETTLE_WAIT_MS while handles are alive or callbacks wait. Handles the
+ * program forgot, with nothing in progress, are released (counted for
+ * HG_Finalize's warning). */
+static void context_settle(hg_context_t *context)
+{
+    hg_class_t *hg_class = context->hg_class;
+    uint64_t deadline = 0;
+
+    for (;;) {
+        (void)HG_Trigger(context, 0, UINT32_MAX, NULL);
+        if (hg_completion_count(context) == 0 && atomic_load(&context->n_handles) > 0)
+            atomic_fetch_add(&hg_class->n_forgotten_handles,
+                             hg_handle_release_forgotten(context));
+        if (hg_completion_count(context) == 0 && atomic_load(&context->n_handles) == 0)
+            return;
+        uint64_t now = hgx_clock_now_ms();
+        if (!deadline)
+            deadline = now + HG_SETTLE_WAIT_MS;
+        else if (now >= deadline)
+            return;
+        (void)HG_Progress(context, (unsigned int)(deadline - now));
+    }
+}
+
 hg_return_t HG_Context_destroy(hg_context_t *context)
 {
     if (!context)
         return HG_INVALID_ARG;
     hg_class_t *hg_class = context->hg_class;
-    /* Handles the program forgot go (counted for HG_Finalize's warning);
-     * those still in progress keep the context busy. */
-    if (hg_completion_count(context) == 0 && atomic_load(&context->n_handles) > 0)
-        atomic_fetch_add(&hg_class->n_forgotten_handles,
-                         hg_handle_release_forgotten(context));
+    context_settle(context);
     if (hg_completion_count(context) > 0 || atomic_load(&context->n_handles) > 0) {
         HGX_LOG_ERROR(HG,
                       "cannot destroy context: %ld handle(s) / transfer(s) alive or "
@@ -389,6 +420,29 @@ void *HG_Context_get_data(const hg_context_t *context)
     return context ? context->data : NULL;
 }
 
+/* Wait in NA for up to left ms. A wait that may sleep, in a thread-safe
+ * class, is counted (poll_sleepers) so that a completion another thread
+ * queues ends it; the count is taken with the queue found empty, under the
+ * queue's lock, so such a completion is either seen here or interrupts. */
+static na_return_t progress_wait(hg_context_t *context, na_class_t *na_class,
+                                 unsigned int left)
+{
+    if (left == 0 || context->hg_class->single)
+        return NA_Poll_wait(na_class, context->na_context, left, NULL);
+    hgx_lock(&context->cq_lock);
+    bool empty = context->cq_head == NULL;
+    if (empty)
+        context->poll_sleepers++;
+    hgx_unlock(&context->cq_lock);
+    if (!empty)
+        return NA_SUCCESS;
+    na_return_t ret = NA_Poll_wait(na_class, context->na_context, left, NULL);
+    hgx_lock(&context->cq_lock);
+    context->poll_sleepers--;
+    hgx_unlock(&context->cq_lock);
+    return ret;
+}
+
 hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
 {
     if (!context)
@@ -410,7 +464,7 @@ hg_return_t HG_Progress(hg_context_t *context, unsigned int timeout)
             uint64_t now = hgx_clock_now_ms();
             left = now < deadline ? (unsigned int)(deadline - now) : 0;
         }
-        na_return_t na_ret = NA_Poll_wait(na_class, context->na_context, left, NULL);
+        na_return_t na_ret = progress_wait(context, na_class, left);
         if (na_ret != NA_SUCCESS && na_ret != NA_TIMEOUT) {
             HGX_LOG_ERROR(HG, "NA progress failed: %s", NA_Error_to_string(na_ret));
             return hg_ret_from_na(na_ret);

@@ -104,8 +104,11 @@ struct hg_context {
     uint8_t id;
     hgx_lock_t cq_lock; /* the queue, its counters and the handle cache */
     struct hg_completion *cq_head, *cq_tail;
-    atomic_uint cq_count;      /* written under cq_lock, read without it */
-    unsigned int cq_waiters;   /* HG_Trigger calls waiting on cq_cond (under cq_lock) */
+    atomic_uint cq_count;    /* written under cq_lock, read without it */
+    unsigned int cq_waiters; /* HG_Trigger calls waiting on cq_cond (under cq_lock) */
+    /* HG_Progress calls sleeping in NA_Poll_wait (under cq_lock): work queued
+     * from another thread interrupts their wait (hg_completion_push). */
+    unsigned int poll_sleepers;
     pthread_mutex_t wait_lock; /* held by a waiting HG_Trigger, for cq_cond */
     pthread_cond_t cq_cond;
     _Atomic(struct hg_post_chunk *) post_chunks; /* every receive of the context */

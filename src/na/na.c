@@ -358,6 +358,7 @@ na_context_t *NA_Context_create_id(na_class_t *na_class, uint8_t id)
     context->na_class = na_class;
     context->id = id;
     context->wake_fd = -1;
+    atomic_init(&context->interrupted, false);
     hgx_lock_init_mode(&context->cq_lock, na_class->single);
     if (na_class->ops->wakes_contexts && !na_class->single) {
         context->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

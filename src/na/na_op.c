@@ -138,11 +138,25 @@ void na_context_wake_drain(na_context_t *context)
     (void)eventfd_read(context->wake_fd, &n); /* non-blocking: EAGAIN if none */
 }
 
-/* Count one more sleeper unless a completion is queued. */
+void na_context_interrupt(na_context_t *context)
+{
+    atomic_store(&context->interrupted, true);
+    /* A sleeper counts itself under cq_lock after it found the flag clear:
+     * either it sees the flag or this sees it. */
+    hgx_lock(&context->cq_lock);
+    bool wake = context->sleepers > 0;
+    hgx_unlock(&context->cq_lock);
+    if (wake && context->wake_fd >= 0 && eventfd_write(context->wake_fd, 1) != 0)
+        HGX_LOG_ERROR(NA, "waking context %u failed", context->id);
+}
+
+/* Count one more sleeper unless a completion is queued or the context was
+ * interrupted. */
 static bool na_sleeper_add(na_context_t *context)
 {
     hgx_lock(&context->cq_lock);
-    bool empty = context->cq_head == NULL;
+    bool empty = context->cq_head == NULL &&
+                 !atomic_load_explicit(&context->interrupted, memory_order_relaxed);
     if (empty)
         context->sleepers++;
     hgx_unlock(&context->cq_lock);
@@ -411,6 +425,11 @@ na_poll_wait_loop(na_class_t *na_class, na_context_t *context, unsigned int time
         count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
         if (count > 0) {
             na_activity_note();
+            break;
+        }
+        if (__builtin_expect(
+                atomic_load_explicit(&context->interrupted, memory_order_relaxed), 0)) {
+            atomic_store_explicit(&context->interrupted, false, memory_order_relaxed);
             break;
         }
         if (timeout_ms == 0)

@@ -80,6 +80,9 @@ struct na_context {
      * their sleepers through it. */
     unsigned int sleepers;
     int wake_fd;
+    /* Set by na_context_interrupt: the next NA_Poll_wait on the context
+     * returns (once) instead of sleeping on. */
+    atomic_bool interrupted;
 };
 
 struct na_op_id {
@@ -315,6 +318,11 @@ void na_context_wake_drain(na_context_t *context);
  * completion another thread queues on the context writes the fd. watch_begin
  * is false (nothing counted) when a completion is already queued; watch_end
  * drains the fd. */
+/* End a wait in NA_Poll_wait on context (now, or the next one if none is
+ * under way): the layer above queued work of its own, from another thread,
+ * that the thread waiting there must see. */
+void na_context_interrupt(na_context_t *context);
+
 int na_context_watch_fd(const na_context_t *context);
 bool na_context_watch_begin(na_context_t *context);
 void na_context_watch_end(na_context_t *context);

@@ -243,7 +243,8 @@ na_return_t nm_poll_wait(na_class_t *na_class, na_context_t *context,
         na_return_t ret = nm_poll_once(pc, &n, &inflight);
         if (ret != NA_SUCCESS)
             return ret;
-        if (n > 0 || atomic_load(&context->cq_count) > 0)
+        if (n > 0 || atomic_load(&context->cq_count) > 0 ||
+            atomic_load_explicit(&context->interrupted, memory_order_relaxed))
             return NA_SUCCESS;
         /* While spinning, the clock only every NM_POLLS_PER_CLOCK polls or
          * when activity waits to be dated: the windows it serves are

@@ -358,10 +358,12 @@ static unsigned int ofi_sleep_poll(struct ofi_class *cls, na_context_t *context,
     for (;;) {
         unsigned int count = ofi_progress(cls);
         uint64_t now = hgx_clock_now_ns();
-        /* Another context's thread may have completed this one's ops. */
+        /* Another context's thread may have completed this one's ops, or
+         * the layer above interrupted the wait (na_context_interrupt). */
         if (count == 0)
             count = atomic_load_explicit(&context->cq_count, memory_order_acquire);
-        if (count > 0 || now >= deadline)
+        if (count > 0 || now >= deadline ||
+            atomic_load_explicit(&context->interrupted, memory_order_relaxed))
             return count;
         uint64_t step = ofi_idle_step_ns(cls, now, 0);
         if (step == 0) {
