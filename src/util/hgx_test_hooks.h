@@ -39,6 +39,9 @@ HGX_TEST_HOOK unsigned int hgx_test_hg_posts(hg_context_t *context);
 /* Messages an MPI class has taken from MPI and holds for NA receives not
  * posted yet: never above HGX_NA_UNEXPECTED_MAX. */
 HGX_TEST_HOOK int na_mpi_held_count(na_class_t *na_class);
+/* Expected messages dropped for coming after their receive was cancelled
+ * (src/na/mpi/na_mpi_late.c). */
+HGX_TEST_HOOK unsigned long na_mpi_late_dropped(na_class_t *na_class);
 
 /* ---- put/get emulation over MPI (src/mpi_emul/hgx_emul.c) */
 

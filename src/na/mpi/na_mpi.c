@@ -532,6 +532,7 @@ static na_return_t nm_cancel(na_class_t *na_class, na_context_t *context, na_op_
     case NA_CB_RECV_EXPECTED:
         if (hgx_list_linked(&mo->link)) { /* still waiting on eq */
             hgx_list_remove(&mo->link);
+            nm_late_expect(pc, mo->src, mo->tag, mo->comm); /* its message may come */
             nm_op_done(pc, op, NA_CANCELED);
         } else if (mo->irecv) {
             nm_cancel_irecv(mo); /* nm_recv_exp_done tells cancelled from received */

@@ -427,6 +427,7 @@ static void nm_exp_sink_done(void *obj, uintptr_t aux, int err, const MPI_Status
     na_return_t ret;
     if (cancelled || err == MPI_ERR_REQUEST) {
         ret = NA_CANCELED;
+        nm_late_expect(pc, mo->src, mo->tag, mo->comm); /* its message may still come */
     } else if (err != MPI_SUCCESS) {
         ret = hgx_mpi_err_to_na(err);
     } else if ((size_t)count > mo->buf_size) {
@@ -517,6 +518,8 @@ na_return_t nm_recv_expected(na_class_t *na_class, na_context_t *context, na_op_
         return NA_ADDRNOTAVAIL;
     }
     nm_mark_active(pc, ACT_POST);
+    if (pc->late_live)
+        nm_late_forget(pc, mo->src, mo->tag, mo->comm);
     if (!nm_exp_post_irecv(pc, mo)) /* last: posting order is matching order, as in MPI */
         hgx_list_push_back(&pc->eq, &mo->link);
     hgx_unlock(&pc->lock);
@@ -699,8 +702,12 @@ int nm_claim_any(struct nm_class *pc, int *rc)
         pc->take_ctrl = true;
     } else if (tag == TAG_UNEXP ||
                (tag >= TAG_EXP_BASE && tag <= TAG_EXP_BASE + (int)pc->max_tag)) {
-        if (!nm_deliver(pc, &msg, &st))
-            nm_hold(pc, &msg, &st);
+        if (!nm_deliver(pc, &msg, &st)) {
+            if (tag != TAG_UNEXP && nm_late_is(pc, &st, pc->comm))
+                nm_late_drop(pc, &msg, &st, pc->comm);
+            else
+                nm_hold(pc, &msg, &st);
+        }
     } else {
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);

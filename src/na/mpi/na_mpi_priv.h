@@ -90,6 +90,15 @@ struct dyn_conn;
 struct dyn_acceptor;
 
 /* A message claimed on pc->comm that no posted NA receive takes yet. */
+/* Cancelled expected receives remembered so that their late messages are
+ * dropped (na_mpi_late.c): slots of a table indexed by tag. */
+#define NM_LATE_SLOTS 4096
+struct nm_late {
+    int src, tag;
+    MPI_Comm comm;
+    bool set;
+};
+
 struct held_msg {
     MPI_Message msg;
     MPI_Status st;
@@ -141,6 +150,11 @@ struct nm_class {
     int nsinks;       /* sinks mapped */
     bool sink_failed; /* a mapping failed: receives are probed from then on */
     unsigned long ndropped; /* messages received and discarded (logged each) */
+    /* Cancelled expected receives (na_mpi_late.c) by tag, how many are set,
+     * and their late messages dropped. */
+    struct nm_late late[NM_LATE_SLOTS];
+    unsigned late_live;
+    unsigned long late_dropped;
     int nrma;       /* put/get ops of ours in progress (they await control packets) */
     unsigned npass; /* passes since the last nm_claim_any (see nm_claim_due) */
     char small[MRECV_MAX]; /* unexpected messages received with MPI_Mrecv */
@@ -326,6 +340,13 @@ int nm_take_held(struct nm_class *pc);
 void nm_hold(struct nm_class *pc, MPI_Message *msg, const MPI_Status *st);
 int nm_claim_any(struct nm_class *pc, int *rc);
 void nm_drop_held(struct nm_class *pc);
+
+/* na_mpi_late.c */
+void nm_late_expect(struct nm_class *pc, int src, int tag, MPI_Comm comm);
+void nm_late_forget(struct nm_class *pc, int src, int tag, MPI_Comm comm);
+bool nm_late_is(struct nm_class *pc, const MPI_Status *st, MPI_Comm comm);
+void nm_late_drop(struct nm_class *pc, MPI_Message *msg, const MPI_Status *st,
+                  MPI_Comm comm);
 
 /* na_mpi_rma.c */
 na_ops_mem_handle_create_fn nm_mem_handle_create;

@@ -56,15 +56,19 @@ static int nm_conn_peek(struct nm_class *pc, struct dyn_conn *k, int *flag, int 
         if (rc != MPI_SUCCESS || !*flag)
             return rc;
         int tag = st.MPI_TAG;
-        if (tag == TAG_UNEXP || tag == TAG_CTRL || tag == pc->tag_bye ||
-            (tag >= TAG_EXP_BASE && tag <= TAG_EXP_BASE + (int)pc->max_tag))
+        bool late = tag >= TAG_EXP_BASE && nm_late_is(pc, &st, k->comm);
+        if (!late && (tag == TAG_UNEXP || tag == TAG_CTRL || tag == pc->tag_bye ||
+                      (tag >= TAG_EXP_BASE && tag <= TAG_EXP_BASE + (int)pc->max_tag)))
             return MPI_SUCCESS;
         int got = 0;
         MPI_Message msg;
         rc = MPI_Improbe(st.MPI_SOURCE, tag, k->comm, &got, &msg, &st);
         if (rc != MPI_SUCCESS)
             return rc;
-        if (got) {
+        if (got && late) {
+            nm_late_drop(pc, &msg, &st, k->comm);
+            (*events)++;
+        } else if (got) {
             hgx_emul_data_msg(k->emul, &msg, &st);
             (*events)++;
         }

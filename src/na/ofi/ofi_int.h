@@ -115,8 +115,9 @@
 #define OFI_TAG_SEQ_SHIFT 40
 #define OFI_TAG_SEQ_MASK (UINT64_C(0xffff) << OFI_TAG_SEQ_SHIFT)
 /* In every receive's ignore mask (see the tag layout above). */
-/* Sinks posted at once for the messages of cancelled expected receives. */
-#define OFI_LATE_MAX 64
+/* Sinks posted at once for the messages of cancelled expected receives: a
+ * burst of that many timeouts has all its late responses dropped. */
+#define OFI_LATE_MAX 256
 #define OFI_TAG_PIECE_IGNORE (OFI_TAG_FIRST | OFI_TAG_SEQ_MASK)
 
 /* 8 KiB: a 4 KiB RPC payload and its headers fit one message (capped to

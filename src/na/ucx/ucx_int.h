@@ -125,8 +125,8 @@
  * (a receive posted by another thread). */
 #define UCX_TIMER_POLL_MS 100
 /* Tags of cancelled expected receives remembered, so that their messages
- * are dropped if they come (ucx_late.c). */
-#define UCX_LATE_MAX 64
+ * are dropped if they come (ucx_late.c): slots of a table indexed by tag. */
+#define UCX_LATE_SLOTS 4096
 #define UCX_LATE_NONE (~(ucp_tag_t)0) /* no tag has bit 63 set */
 
 /* Header leading an unexpected message's data: sender id (4 bytes), NA tag
@@ -265,11 +265,10 @@ struct ucx_class {
     struct na_slots regions; /* registered handles, named by peers' requests */
     struct na_slots rma_ops; /* put/get ops waiting for their reply, by cookie */
     struct hgx_list txs;     /* peers' transfers of our regions in flight */
-    /* Expected messages whose receive was cancelled (ucx_late.c): their tags,
-     * a ring overwriting the oldest, how many are set, and the drops UCX
-     * has not finished yet. */
-    ucp_tag_t late[UCX_LATE_MAX];
-    unsigned late_next, late_live;
+    /* Expected messages whose receive was cancelled (ucx_late.c): their tags
+     * by NA tag, how many are set, and the drops UCX has not finished yet. */
+    ucp_tag_t late[UCX_LATE_SLOTS];
+    unsigned late_live;
     long late_receiving;
     /* Unexpected messages are active messages, matched here per target
      * context id: n_unexp (max_contexts) entries, indexed by the id. */

@@ -6,8 +6,10 @@
  * life of the process, and UCX reports each one at finalize ("unexpected
  * tag-receive descriptor ... was not matched"). An expected message's tag
  * names one operation (ucx_int.h), so the tag of a cancelled receive is
- * remembered (the last UCX_LATE_MAX of them), and a message that arrives
- * later with it is taken from UCX and dropped. A receive posted again with
+ * remembered, in a table of UCX_LATE_SLOTS indexed by the NA tag (HG's tags
+ * are consecutive, so a burst of that many timeouts is remembered whole; a
+ * tag whose slot another takes is forgotten), and a message that arrives
+ * later with one is taken from UCX and dropped. A receive posted again with
  * a remembered tag takes its message as usual: the tag is forgotten.
  * Finalize drops whatever UCX still holds.
  *
@@ -33,42 +35,39 @@ long na_ucx_late_dropped_count(void)
 
 void ucx_late_init(struct ucx_class *cls)
 {
-    for (unsigned i = 0; i < UCX_LATE_MAX; i++)
+    for (unsigned i = 0; i < UCX_LATE_SLOTS; i++)
         cls->late[i] = UCX_LATE_NONE;
 }
 
-/* Index of tag among the remembered ones, or -1. Lock held. */
-static int ucx_late_find(const struct ucx_class *cls, ucp_tag_t tag)
+static ucp_tag_t *ucx_late_slot(struct ucx_class *cls, ucp_tag_t tag)
 {
-    for (int i = 0; i < UCX_LATE_MAX; i++)
-        if (cls->late[i] == tag)
-            return i;
-    return -1;
+    return &cls->late[(uint32_t)tag % UCX_LATE_SLOTS];
 }
 
-static void ucx_late_clear(struct ucx_class *cls, int i)
-{
-    cls->late[i] = UCX_LATE_NONE;
-    cls->late_live--;
-}
-
-/* A receive of tag was cancelled: its message may still come. The oldest
- * remembered tag makes room. Lock held. */
+/* A receive of tag was cancelled: its message may still come. Lock held. */
 void ucx_late_expect(struct ucx_class *cls, ucp_tag_t tag)
 {
-    if (cls->late[cls->late_next] != UCX_LATE_NONE)
-        cls->late_live--;
-    cls->late[cls->late_next] = tag;
-    cls->late_live++;
-    cls->late_next = (cls->late_next + 1) % UCX_LATE_MAX;
+    ucp_tag_t *slot = ucx_late_slot(cls, tag);
+    if (*slot == UCX_LATE_NONE)
+        cls->late_live++;
+    *slot = tag;
+}
+
+/* Forget tag if it is remembered; true if it was. Lock held. */
+static bool ucx_late_take_tag(struct ucx_class *cls, ucp_tag_t tag)
+{
+    ucp_tag_t *slot = ucx_late_slot(cls, tag);
+    if (*slot != tag)
+        return false;
+    *slot = UCX_LATE_NONE;
+    cls->late_live--;
+    return true;
 }
 
 /* A receive of tag is posted: its message is wanted again. Lock held. */
 void ucx_late_forget(struct ucx_class *cls, ucp_tag_t tag)
 {
-    int i = ucx_late_find(cls, tag);
-    if (i >= 0)
-        ucx_late_clear(cls, i);
+    (void)ucx_late_take_tag(cls, tag);
 }
 
 static void ucx_late_recv_cb(void *request, ucs_status_t status,
@@ -122,14 +121,13 @@ void ucx_late_drain(struct ucx_class *cls)
     while (cls->late_live) {
         if (!ucp_tag_probe_nb(cls->worker, 0, 0, 0, &info))
             return;
-        int i = ucx_late_find(cls, info.sender_tag);
-        if (i < 0)
+        if (*ucx_late_slot(cls, info.sender_tag) != info.sender_tag)
             return; /* a message whose receive is yet to be posted */
         ucp_tag_message_h msg =
             ucp_tag_probe_nb(cls->worker, info.sender_tag, ~(ucp_tag_t)0, 1, &info);
         if (!msg)
             return;
-        ucx_late_clear(cls, i);
+        (void)ucx_late_take_tag(cls, info.sender_tag);
         HGX_LOG_DEBUG(UCX,
                       "dropping an expected message of %zu bytes (tag 0x%llx) "
                       "that came after its receive was cancelled",
