@@ -44,7 +44,7 @@ status=$history_status
 mpi_tests="mpitests/test_na_mpi.sh mpitests/test_hgx_mpi.sh mpitests/test_mpi_emul_cancel.sh \
 mpitests/test_mpi_dynamic.sh mpitests/perf-mpi-smoke.sh mpitests/test_bulk_forge_mpi.sh \
 mpitests/test_na_mpi_compat.sh mpitests/test_na_conformance_mpi.sh \
-mpitests/test_na_mpi_single.sh mpitests/test_na_mpi_held.sh mpitests/test_hg_events_mpi.sh tests/test_emul_state tests/multihost/mpi-static.sh"
+mpitests/test_na_mpi_single.sh mpitests/test_na_mpi_held.sh mpitests/test_na_mpi_late.sh mpitests/test_hg_events_mpi.sh tests/test_emul_state tests/multihost/mpi-static.sh"
 run_config openmpi all MPICC=mpicc.openmpi || status=1
 run_config mpich "$mpi_tests" MPICC=mpicc.mpich || status=1
 # (the installed-program check links a plain program, so it is not run against
@@ -55,18 +55,19 @@ examples/hg_save examples/hg_timeout tests/perf-smoke.sh tests/test_bulk_forge t
 tests/util/test_hgx_list tests/util/test_hgx_lock tests/util/test_hgx_param tests/util/test_hgx_assert \
 tests/util/test_na_seg_cursor tests/util/test_na_peer_map tests/util/test_na_progress_util \
 tests/test_na_plugins tests/compat/util_prog tests/tput-smoke.sh tests/test_na_ucx_lazy \
-tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_na_ucx_wait tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo tests/test_na_threads tests/util/test_na_lead tests/test_hg_events tests/test_bulk_eager tests/test_init_info"
+tests/test_na_ucx_conn tests/test_na_ucx_rma tests/test_na_ucx_ctx tests/test_na_ucx_peers tests/test_na_ucx_wait tests/test_ofi_cancel_state tests/test_na_cancel_pull tests/compat/test_margo tests/test_na_threads tests/util/test_na_lead tests/test_hg_events tests/test_bulk_eager tests/test_init_info tests/test_na_late tests/compat/test_wait_threads"
 run_config asan "$asan_tests" --without-mpi --enable-sanitizers || status=1
 
 # ThreadSanitizer over the parts that run threads: the contexts of one class
 # sharing its transport (test_na_threads, test_na_lead), a thread in poll(2) on
-# a context's events fd woken by another's progress (test_hg_events), the MPI
+# a context's events fd woken by another's progress (test_hg_events), threads
+# in HG_Progress and hg_request_wait woken by others' work (test_wait_threads), the MPI
 # progress thread behind hgx_request_to_mpi (mpi+dynamic's accept thread is not covered: Open MPI's
 # dynamic-process code crashes under TSan before reaching hgx).
 # UCX's memory hooks (pulled in by Open MPI and by hgx) crash threads under TSan
 # when a thread exits; they are turned off for this stage only.
 TSAN_OPTIONS="suppressions=$top/tools/tsan.supp exitcode=66" UCX_MEM_MMAP_HOOK_MODE=none \
-    UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no run_config tsan "mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead tests/test_hg_events" MPICC=mpicc.openmpi --enable-sanitizers=thread ||
+    UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no run_config tsan "mpitests/test_hgx_mpi.sh tests/test_na_threads tests/util/test_na_lead tests/test_hg_events tests/compat/test_wait_threads" MPICC=mpicc.openmpi --enable-sanitizers=thread ||
     status=1
 
 echo "=== [valgrind] NA and HG tests over ofi+tcp and ucx+tcp"
