@@ -15,6 +15,7 @@
 /* Longest HG_Context_destroy() progresses and triggers so that operations
  * still in progress end (Mercury waits as long, HG_CORE_CLEANUP_TIMEOUT). */
 #define HG_SETTLE_WAIT_MS 1000
+#define HG_SETTLE_PASS_MS 10
 
 struct hg_post {
     hg_context_t *context;
@@ -39,12 +40,19 @@ void hg_completion_push(hg_context_t *context, struct hg_completion *completion)
     else
         context->cq_head = completion;
     context->cq_tail = completion;
-    atomic_store_explicit(&context->cq_count, context->cq_count + 1,
-                          memory_order_release);
+    /* A thread waiting in HG_Progress on this context must see this
+     * completion, or have its NA wait interrupted (the self path and bulk
+     * copies queue without any NA completion): the count's store and the
+     * waiters' load are ordered against progress_wait's increment and load. */
+    bool interrupt = false;
+    if (context->hg_class->single) {
+        atomic_store_explicit(&context->cq_count, context->cq_count + 1,
+                              memory_order_release);
+    } else {
+        atomic_store(&context->cq_count, context->cq_count + 1);
+        interrupt = atomic_load(&context->poll_sleepers) > 0;
+    }
     bool wake = context->cq_waiters > 0;
-    /* A thread sleeping in HG_Progress on this context: its NA wait must end
-     * (the self path and bulk copies queue without any NA completion). */
-    bool interrupt = context->poll_sleepers > 0;
     /* An event loop sleeping on the wait fd: one signal per sleep. */
     bool signal = context->ev_armed;
     if (signal)
@@ -354,7 +362,11 @@ static void context_settle(hg_context_t *context)
             deadline = now + HG_SETTLE_WAIT_MS;
         else if (now >= deadline)
             return;
-        (void)HG_Progress(context, (unsigned int)(deadline - now));
+        /* Short passes: an operation that ends inside NA (a response's
+         * send) queues no callback, which is all HG_Progress returns for. */
+        (void)HG_Progress(context, deadline - now < HG_SETTLE_PASS_MS
+                                       ? (unsigned int)(deadline - now)
+                                       : HG_SETTLE_PASS_MS);
     }
 }
 
@@ -422,24 +434,19 @@ void *HG_Context_get_data(const hg_context_t *context)
 
 /* Wait in NA for up to left ms. A wait that may sleep, in a thread-safe
  * class, is counted (poll_sleepers) so that a completion another thread
- * queues ends it; the count is taken with the queue found empty, under the
- * queue's lock, so such a completion is either seen here or interrupts. */
+ * queues ends it: counted first, then the queue found empty, while the
+ * queuing thread stores the count, then reads the waiters (all sequentially
+ * consistent), so that completion is either seen here or interrupts. */
 static na_return_t progress_wait(hg_context_t *context, na_class_t *na_class,
                                  unsigned int left)
 {
     if (left == 0 || context->hg_class->single)
         return NA_Poll_wait(na_class, context->na_context, left, NULL);
-    hgx_lock(&context->cq_lock);
-    bool empty = context->cq_head == NULL;
-    if (empty)
-        context->poll_sleepers++;
-    hgx_unlock(&context->cq_lock);
-    if (!empty)
-        return NA_SUCCESS;
-    na_return_t ret = NA_Poll_wait(na_class, context->na_context, left, NULL);
-    hgx_lock(&context->cq_lock);
-    context->poll_sleepers--;
-    hgx_unlock(&context->cq_lock);
+    atomic_fetch_add(&context->poll_sleepers, 1);
+    na_return_t ret = atomic_load(&context->cq_count) > 0
+                          ? NA_SUCCESS
+                          : NA_Poll_wait(na_class, context->na_context, left, NULL);
+    atomic_fetch_sub_explicit(&context->poll_sleepers, 1, memory_order_relaxed);
     return ret;
 }
 

@@ -87,7 +87,7 @@ static void hg_handle_reset(hg_handle_t handle)
     handle->cookie = 0;
     handle->req_flags = 0;
     handle->origin_id = 0;
-    handle->resp_ref = false;
+    atomic_store_explicit(&handle->resp_ref, false, memory_order_relaxed);
     handle->pull_op = HG_OP_ID_NULL;
     handle->completion = (struct hg_completion){0};
     atomic_init(&handle->self_state, HG_SELF_NONE);

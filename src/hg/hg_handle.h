@@ -62,7 +62,7 @@ struct hg_handle {
     uint32_t cookie;         /* tag of the response and ack */
     uint8_t req_flags;       /* header flags of the received request */
     uint8_t origin_id;       /* context id of the origin (target side) */
-    bool resp_ref;           /* holds the reference a response is owed (target) */
+    atomic_bool resp_ref;    /* holds the reference a response is owed (target) */
     hg_op_id_t pull_op;      /* internal bulk pull in flight */
     struct hg_completion completion;
     /* Forward to self: the handle is its own target, as in Mercury (hg_self.c). */

@@ -106,9 +106,9 @@ struct hg_context {
     struct hg_completion *cq_head, *cq_tail;
     atomic_uint cq_count;    /* written under cq_lock, read without it */
     unsigned int cq_waiters; /* HG_Trigger calls waiting on cq_cond (under cq_lock) */
-    /* HG_Progress calls sleeping in NA_Poll_wait (under cq_lock): work queued
-     * from another thread interrupts their wait (hg_completion_push). */
-    unsigned int poll_sleepers;
+    /* HG_Progress calls waiting in NA_Poll_wait: work queued from another
+     * thread interrupts their wait (hg_completion_push, progress_wait). */
+    atomic_uint poll_sleepers;
     pthread_mutex_t wait_lock; /* held by a waiting HG_Trigger, for cq_cond */
     pthread_cond_t cq_cond;
     _Atomic(struct hg_post_chunk *) post_chunks; /* every receive of the context */

@@ -41,7 +41,7 @@ void hg_target_run_handler(hg_handle_t handle)
      * unanswered (the origin then cancels). */
     if (!handle->rpc.no_response) {
         atomic_fetch_add(&handle->refcount, 1);
-        handle->resp_ref = true;
+        atomic_store(&handle->resp_ref, true);
     }
     hg_return_t ret = handle->rpc.rpc_cb(handle);
     if (ret != HG_SUCCESS)
@@ -368,19 +368,26 @@ hg_return_t HG_Respond(hg_handle_t handle, hg_cb_t callback, void *arg, void *ou
 
     if (!handle)
         return HG_INVALID_ARG;
-    if (handle->target) {
-        if (handle->op != HG_HANDLE_IDLE)
-            return HG_BUSY;
-        ret = hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
-    } else if (atomic_load(&handle->self_state) != HG_SELF_NONE)
-        ret = hg_self_respond(handle, callback, arg, out_struct);
-    else
+    if (handle->target && handle->op != HG_HANDLE_IDLE)
+        return HG_BUSY;
+    if (!handle->target && atomic_load(&handle->self_state) == HG_SELF_NONE)
         return HG_INVALID_ARG;
     /* The response (or its failure) settles what was owed; a response in
-     * flight holds its own reference. */
-    if (handle->resp_ref) {
-        handle->resp_ref = false;
-        hg_handle_release(handle);
+     * flight holds its own reference. Claimed before the response goes: once
+     * it has, a forward to self may be answered and forwarded again, and its
+     * next handler owes a response of its own. */
+    bool owed;
+    if (handle->info.hg_class->single) { /* one thread: no exchange needed */
+        owed = atomic_load_explicit(&handle->resp_ref, memory_order_relaxed);
+        atomic_store_explicit(&handle->resp_ref, false, memory_order_relaxed);
+    } else {
+        owed = atomic_exchange(&handle->resp_ref, false);
     }
+    if (handle->target)
+        ret = hg_target_respond(handle, callback, arg, out_struct, HG_SUCCESS);
+    else
+        ret = hg_self_respond(handle, callback, arg, out_struct);
+    if (owed)
+        hg_handle_release(handle);
     return ret;
 }

@@ -10,6 +10,9 @@
  *   - threads that each forward RPCs and wait for them with hg_request_wait
  *     on one request class (Mercury's "concurrent multi RPCs"): each wait
  *     ends when its RPC is done, whichever thread ran the callback;
+ *   - a forward to self forwarded again as soon as its answer came, while
+ *     the thread that answered may still be inside HG_Respond: the next
+ *     handler's reference is not lost (each leaked one before);
  *   - HG_Context_destroy right after a handler answered, before the send of
  *     the answer completed: it lets the send end and succeeds.
  *
@@ -40,10 +43,13 @@
 #define ANSWER_DELAY_US 100000
 #define THREADS 2
 #define RPCS_PER_THREAD 32
+#define SELF_AGAIN 500 /* forwards to self on one handle */
 
 MERCURY_GEN_PROC(num_t, ((int32_t)(x)))
 
 static const char *wait_info;
+static unsigned int answer_delay_us; /* before a worker answers a forward to self */
+static atomic_int answers_done;      /* workers that answered and destroyed */
 
 struct env {
     hg_class_t *srv, *cli;
@@ -69,8 +75,10 @@ static void answer(hg_handle_t h)
 
 static void *late_answer(void *arg)
 {
-    usleep(ANSWER_DELAY_US); /* the origin is asleep in HG_Progress by now */
+    if (answer_delay_us) /* the origin is asleep in HG_Progress by then */
+        usleep(answer_delay_us);
     answer(arg);
+    atomic_fetch_add(&answers_done, 1);
     return NULL;
 }
 
@@ -173,6 +181,7 @@ static void test_self_answered_by_thread(void **state)
     hg_handle_t h;
     num_t in = {.x = 41};
 
+    answer_delay_us = ANSWER_DELAY_US;
     assert_int_equal(HG_Create(env->cli_ctx, env->cli_self, env->id, &h), HG_SUCCESS);
     assert_int_equal(HG_Forward(h, test_hg_done_cb, &done, &in), HG_SUCCESS);
     double start = test_now();
@@ -259,6 +268,35 @@ static void test_concurrent_request_waits(void **state)
     }
 }
 
+static void test_self_forward_again(void **state)
+{
+    struct env *env = *state;
+    hg_handle_t h;
+
+    answer_delay_us = 0;
+    atomic_store(&answers_done, 0);
+    assert_int_equal(HG_Create(env->cli_ctx, env->cli_self, env->id, &h), HG_SUCCESS);
+    for (int i = 0; i < SELF_AGAIN; i++) {
+        struct test_hg_done done = {0};
+        num_t in = {.x = i};
+        assert_int_equal(HG_Forward(h, test_hg_done_cb, &done, &in), HG_SUCCESS);
+        for (double end = test_now() + WAIT_MAX_S; done.calls == 0 && test_now() < end;) {
+            HG_Trigger(env->cli_ctx, 0, 4, NULL);
+            if (done.calls == 0)
+                HG_Progress(env->cli_ctx, 10);
+        }
+        assert_int_equal(done.calls, 1);
+        assert_int_equal(done.ret, HG_SUCCESS);
+    }
+    for (double end = test_now() + WAIT_MAX_S;
+         atomic_load(&answers_done) < SELF_AGAIN && test_now() < end;)
+        HG_Progress(env->cli_ctx, 1);
+    assert_int_equal(atomic_load(&answers_done), SELF_AGAIN);
+    /* Every handler gave its references back: the origin's is the last. */
+    assert_int_equal(HG_Ref_get(h), 1);
+    HG_Destroy(h);
+}
+
 static void test_destroy_after_answer(void **state)
 {
     struct env *env = *state;
@@ -308,6 +346,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_self_answered_by_thread),
         cmocka_unit_test(test_concurrent_request_waits),
+        cmocka_unit_test(test_self_forward_again),
         cmocka_unit_test(test_destroy_after_answer),
     };
     return test_run_per_transport("wait_threads", "", &wait_info, tests,
