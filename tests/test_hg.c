@@ -1020,19 +1020,6 @@ static void test_many_in_flight(void **state)
     }
 }
 
-static int req_progress(unsigned int timeout, void *arg)
-{
-    return HG_Progress(arg, timeout) == HG_SUCCESS ? HG_UTIL_SUCCESS : HG_UTIL_FAIL;
-}
-
-static int req_trigger(unsigned int timeout, unsigned int *flag, void *arg)
-{
-    unsigned int n = 0;
-    hg_return_t ret = HG_Trigger(arg, timeout, 1, &n);
-    *flag = n > 0;
-    return ret == HG_SUCCESS ? HG_UTIL_SUCCESS : HG_UTIL_FAIL;
-}
-
 static hg_return_t req_forward_cb(const struct hg_cb_info *info)
 {
     hg_request_t *request = info->arg;
@@ -1044,7 +1031,7 @@ static hg_return_t req_forward_cb(const struct hg_cb_info *info)
 static void test_request_timeout(void **state)
 {
     (void)state;
-    hg_request_class_t *rc = hg_request_init(req_progress, req_trigger, g.ctx);
+    hg_request_class_t *rc = test_hg_request_class(g.ctx);
     hg_handle_t h;
     unsigned int completed = 0;
     hg_return_t cb_ret = HG_OTHER_ERROR;

@@ -141,6 +141,21 @@ static long late_wait(struct pair *p, long want)
     return late_count(p);
 }
 
+/* a posts a receive of tag, b sends a message of tag filled from seed, and
+ * the receive gets that message whole. */
+static void exchange(struct pair *p, na_tag_t tag, unsigned seed)
+{
+    char buf[LATE_MSG] = {0}, want[LATE_MSG];
+    struct na_test_done got = {0};
+    post_expected(p, &got, buf, tag);
+    send_expected(p, tag, seed);
+    assert_true(pump(p, &got, 1, LATE_WAIT_MS));
+    assert_int_equal(got.ret, NA_SUCCESS);
+    assert_int_equal(got.size, LATE_MSG);
+    test_fill(want, sizeof(want), seed);
+    assert_memory_equal(buf, want, sizeof(want));
+}
+
 /* Open a and b; b sends a an unexpected message, which gives a b's address. */
 static void pair_open(struct pair *p, const char *info)
 {
@@ -192,30 +207,28 @@ static void cancel_expected(struct pair *p, struct na_test_done *done)
     assert_int_equal(done->ret, NA_CANCELED);
 }
 
+/* a posts a receive of tag and cancels it. */
+static void cancelled_receive(struct pair *p, na_tag_t tag)
+{
+    char buf[LATE_MSG];
+    struct na_test_done cancelled = {0};
+    post_expected(p, &cancelled, buf, tag);
+    cancel_expected(p, &cancelled);
+}
+
 static void test_late_dropped(void **state)
 {
     struct pair p;
-    char buf[LATE_MSG], want[LATE_MSG];
     (void)state;
     pair_open(&p, late_info);
 
     long before = late_count(&p);
-    struct na_test_done cancelled = {0};
-    post_expected(&p, &cancelled, buf, 100);
-    cancel_expected(&p, &cancelled);
+    cancelled_receive(&p, 100);
     send_expected(&p, 100, 1); /* the late message */
     assert_int_equal(late_wait(&p, before + 1), before + 1);
 
     /* The tag is free again: its next message reaches a new receive. */
-    struct na_test_done got = {0};
-    memset(buf, 0, sizeof(buf));
-    post_expected(&p, &got, buf, 100);
-    send_expected(&p, 100, 2);
-    assert_true(pump(&p, &got, 1, LATE_WAIT_MS));
-    assert_int_equal(got.ret, NA_SUCCESS);
-    assert_int_equal(got.size, LATE_MSG);
-    test_fill(want, sizeof(want), 2);
-    assert_memory_equal(buf, want, sizeof(want));
+    exchange(&p, 100, 2);
     assert_int_equal(late_count(&p), before + 1);
     pair_close(&p);
 }
@@ -223,21 +236,12 @@ static void test_late_dropped(void **state)
 static void test_posted_again(void **state)
 {
     struct pair p;
-    char buf[LATE_MSG], want[LATE_MSG];
     (void)state;
     pair_open(&p, late_info);
 
     long before = late_count(&p);
-    struct na_test_done cancelled = {0}, got = {0};
-    post_expected(&p, &cancelled, buf, 200);
-    cancel_expected(&p, &cancelled);
-    memset(buf, 0, sizeof(buf));
-    post_expected(&p, &got, buf, 200);
-    send_expected(&p, 200, 3);
-    assert_true(pump(&p, &got, 1, LATE_WAIT_MS));
-    assert_int_equal(got.ret, NA_SUCCESS);
-    test_fill(want, sizeof(want), 3);
-    assert_memory_equal(buf, want, sizeof(want));
+    cancelled_receive(&p, 200);
+    exchange(&p, 200, 3);
     assert_int_equal(late_count(&p), before);
     pair_close(&p);
 }
@@ -329,27 +333,17 @@ static void test_many(void **state)
 static void test_burst(void **state)
 {
     struct pair p;
-    char buf[LATE_MSG], want[LATE_MSG];
     (void)state;
     pair_open(&p, late_info);
 
     long before = late_count(&p);
-    for (na_tag_t t = 0; t < LATE_BURST; t++) {
-        struct na_test_done cancelled = {0};
-        post_expected(&p, &cancelled, buf, 2000 + t);
-        cancel_expected(&p, &cancelled);
-    }
+    for (na_tag_t t = 0; t < LATE_BURST; t++)
+        cancelled_receive(&p, 2000 + t);
     for (na_tag_t t = 0; t < LATE_BURST; t++)
         send_expected(&p, 2000 + t, t);
     assert_int_equal(late_wait(&p, before + LATE_BURST), before + LATE_BURST);
 
-    struct na_test_done got = {0};
-    post_expected(&p, &got, buf, 6);
-    send_expected(&p, 6, 10);
-    assert_true(pump(&p, &got, 1, LATE_WAIT_MS));
-    assert_int_equal(got.ret, NA_SUCCESS);
-    test_fill(want, sizeof(want), 10);
-    assert_memory_equal(buf, want, sizeof(want));
+    exchange(&p, 6, 10);
     pair_close(&p);
 }
 

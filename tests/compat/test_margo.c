@@ -1117,6 +1117,19 @@ static void test_bulk_edges(void **state)
     assert_int_equal(HG_Bulk_free(none), HG_SUCCESS);
 }
 
+/* The client moves len bytes between the server's remote handle and its
+ * local one, and the transfer succeeds. */
+static void client_transfer(struct env *env, hg_bulk_op_t op, hg_bulk_t remote,
+                            hg_bulk_t local, hg_size_t len)
+{
+    struct test_hg_done f = {0};
+    assert_int_equal(HG_Bulk_transfer(env->cli_ctx, bulk_done, &f, op, env->srv_addr,
+                                      remote, 0, local, 0, len, HG_OP_ID_IGNORE),
+                     HG_SUCCESS);
+    loop_until(env, &f.calls);
+    assert_int_equal(f.ret, HG_SUCCESS);
+}
+
 /* Mercury's test_bulk mixes empty segments ({NULL, 0}) with buffers in one
  * handle: the client pulls from the server's {empty, 1000 B, empty, 3096 B}
  * into its {4096 B, empty}, then pushes back, and the bytes land in place. */
@@ -1149,25 +1162,13 @@ static void test_bulk_mixed_empty(void **state)
     free(buf);
     assert_int_equal(HG_Bulk_get_size(remote), A + B);
 
-    struct test_hg_done f = {0};
-    assert_int_equal(HG_Bulk_transfer(env->cli_ctx, bulk_done, &f, HG_BULK_PULL,
-                                      env->srv_addr, remote, 0, dst, 0, A + B,
-                                      HG_OP_ID_IGNORE),
-                     HG_SUCCESS);
-    loop_until(env, &f.calls);
-    assert_int_equal(f.ret, HG_SUCCESS);
+    client_transfer(env, HG_BULK_PULL, remote, dst, A + B);
     assert_memory_equal(d, a, A);
     assert_memory_equal(d + A, b, B);
 
     for (size_t i = 0; i < sizeof(d); i++)
         d[i] = (unsigned char)~d[i];
-    struct test_hg_done g = {0};
-    assert_int_equal(HG_Bulk_transfer(env->cli_ctx, bulk_done, &g, HG_BULK_PUSH,
-                                      env->srv_addr, remote, 0, dst, 0, A + B,
-                                      HG_OP_ID_IGNORE),
-                     HG_SUCCESS);
-    loop_until(env, &g.calls);
-    assert_int_equal(g.ret, HG_SUCCESS);
+    client_transfer(env, HG_BULK_PUSH, remote, dst, A + B);
     assert_memory_equal(a, d, A);
     assert_memory_equal(b, d + A, B);
     assert_int_equal(HG_Bulk_free(remote), HG_SUCCESS);

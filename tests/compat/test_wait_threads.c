@@ -111,21 +111,6 @@ static void *serve(void *arg)
     return NULL;
 }
 
-/* ---- hg_request over the client context */
-
-static int req_progress(unsigned int timeout, void *arg)
-{
-    return HG_Progress(arg, timeout) == HG_SUCCESS ? HG_UTIL_SUCCESS : HG_UTIL_FAIL;
-}
-
-static int req_trigger(unsigned int timeout, unsigned int *flag, void *arg)
-{
-    unsigned int n = 0;
-    hg_return_t ret = HG_Trigger(arg, timeout, 1, &n);
-    *flag = n;
-    return ret == HG_SUCCESS ? HG_UTIL_SUCCESS : HG_UTIL_FAIL;
-}
-
 static int setup(void **state)
 {
     static struct env env;
@@ -149,7 +134,7 @@ static int setup(void **state)
     HG_Addr_free(env.srv, self);
     assert_int_equal(HG_Addr_lookup2(env.cli, name, &env.srv_addr), HG_SUCCESS);
     assert_int_equal(HG_Addr_self(env.cli, &env.cli_self), HG_SUCCESS);
-    env.requests = hg_request_init(req_progress, req_trigger, env.cli_ctx);
+    env.requests = test_hg_request_class(env.cli_ctx);
     assert_non_null(env.requests);
     atomic_init(&env.stop, false);
     assert_int_equal(pthread_create(&env.srv_thread, NULL, serve, &env), 0);
