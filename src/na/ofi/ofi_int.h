@@ -115,8 +115,8 @@
 #define OFI_TAG_SEQ_SHIFT 40
 #define OFI_TAG_SEQ_MASK (UINT64_C(0xffff) << OFI_TAG_SEQ_SHIFT)
 /* In every receive's ignore mask (see the tag layout above). */
-/* Sinks posted at once for the messages of cancelled expected receives: a
- * burst of that many timeouts has all its late responses dropped. */
+/* Slots of the sinks for the messages of cancelled expected receives, by NA
+ * tag: a burst of that many timeouts has all its late responses dropped. */
 #define OFI_LATE_MAX 256
 #define OFI_TAG_PIECE_IGNORE (OFI_TAG_FIRST | OFI_TAG_SEQ_MASK)
 
@@ -519,12 +519,10 @@ struct ofi_class {
     atomic_uint piece_seq;
     struct ofi_list reassembly;
     atomic_ulong n_pieces_dropped;
-    /* Sinks of cancelled expected receives (ofi_late.c), a ring whose
-     * oldest makes room, the discard buffer they share, and the messages
-     * and second pieces they dropped. Under lock; late_live is read
-     * without it. */
+    /* Sinks of cancelled expected receives (ofi_late.c) by NA tag, the
+     * discard buffer they share, and the messages and second pieces they
+     * dropped. Under lock; late_live is read without it. */
     struct ofi_late_sink late[OFI_LATE_MAX];
-    unsigned late_next;
     atomic_uint late_live;
     void *late_buf;
     struct fid_mr *late_mr;

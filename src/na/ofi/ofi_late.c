@@ -12,9 +12,11 @@
  * sink that takes the first piece of a message in two (ofi_pieces.c) posts
  * one more for the second. Sinks are contexts without an op (struct
  * ofi_ctx.late names their slot): their completion, data or error, only
- * frees them. At most OFI_LATE_MAX are posted; the oldest is cancelled to
- * make room. A receive posted again with a sink's tag cancels that sink, so
- * a message that has not arrived yet goes to the new receive.
+ * frees them. They sit in a table of OFI_LATE_MAX slots indexed by the NA
+ * tag: HG's tags are consecutive, so a burst of that many timeouts has all
+ * its sinks; a sink whose slot a newer one needs is cancelled. A receive
+ * posted again with a sink's tag cancels that sink, so a message that has
+ * not arrived yet goes to the new receive.
  */
 #include "ofi_int.h"
 
@@ -54,14 +56,19 @@ static struct ofi_peer *ofi_late_slot_clear(struct ofi_class *cls, unsigned i)
     return peer;
 }
 
-/* Post a sink for tag from peer into the next slot, cancelling the sink
- * that held it; returns that sink's peer reference (or NULL) for the caller
- * to put. Class lock held. */
+static unsigned ofi_late_slot(uint64_t tag)
+{
+    return (unsigned)(tag & OFI_TAG_NA_MASK) % OFI_LATE_MAX;
+}
+
+/* Post a sink for tag from peer into its slot, cancelling the sink that
+ * held it; returns that sink's peer reference (or NULL) for the caller to
+ * put. Class lock held. */
 static struct ofi_peer *ofi_late_post_locked(struct ofi_class *cls, struct ofi_peer *peer,
                                              fi_addr_t addr, uint64_t tag)
 {
     struct ofi_peer *evicted = NULL;
-    unsigned i = cls->late_next;
+    unsigned i = ofi_late_slot(tag);
     if (cls->late[i].ctx) {
         fi_cancel(&cls->ep->fid, cls->late[i].ctx);
         evicted = ofi_late_slot_clear(cls, i);
@@ -83,7 +90,6 @@ static struct ofi_peer *ofi_late_post_locked(struct ofi_class *cls, struct ofi_p
     cls->late[i] =
         (struct ofi_late_sink){.ctx = ctx, .peer = peer, .addr = addr, .tag = tag};
     atomic_fetch_add(&cls->late_live, 1);
-    cls->late_next = (i + 1) % OFI_LATE_MAX;
     return evicted;
 }
 
@@ -99,21 +105,19 @@ void ofi_late_expect(struct ofi_class *cls, struct ofi_peer *peer, fi_addr_t add
         ofi_peer_put(cls, evicted);
 }
 
-/* A receive of tag is about to be posted: cancel the sinks of that tag. */
+/* A receive of tag is about to be posted: cancel the sink of that tag. */
 void ofi_late_forget(struct ofi_class *cls, uint64_t tag)
 {
-    struct ofi_peer *put[OFI_LATE_MAX];
-    unsigned n = 0;
+    struct ofi_peer *put = NULL;
+    unsigned i = ofi_late_slot(tag);
     ofi_mutex_lock(cls, &cls->lock);
-    for (unsigned i = 0; i < OFI_LATE_MAX; i++) {
-        if (cls->late[i].ctx && cls->late[i].tag == tag) {
-            fi_cancel(&cls->ep->fid, cls->late[i].ctx);
-            put[n++] = ofi_late_slot_clear(cls, i);
-        }
+    if (cls->late[i].ctx && cls->late[i].tag == tag) {
+        fi_cancel(&cls->ep->fid, cls->late[i].ctx);
+        put = ofi_late_slot_clear(cls, i);
     }
     ofi_mutex_unlock(cls, &cls->lock);
-    while (n)
-        ofi_peer_put(cls, put[--n]);
+    if (put)
+        ofi_peer_put(cls, put);
 }
 
 /* The context of sink slot i completed with ret (tag: the message's). The
